@@ -1,0 +1,34 @@
+# Set up a local virtual environment on first use; every target below reuses it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test screenshots benchmark train evaluate clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/gpu-advisor
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/make_screenshots.py
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/bench_recommend.py
+	$(BIN)/python benchmarks/bench_startup.py
+
+train: $(STAMP)
+	$(BIN)/gpu-advisor model train
+
+evaluate: $(STAMP)
+	$(BIN)/gpu-advisor model evaluate
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info
