@@ -1,0 +1,1 @@
+"""Provides gpu-advisor's knowledge files as package data (read through importlib.resources)."""

@@ -1,0 +1,168 @@
+"""Provides the schema of assumptions.toml: the sourced constants of the memory, speed and cost model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import NonNegativeFloat, PositiveFloat, model_validator
+
+from advisor.catalog.common import Source, Strict
+
+
+class Figure(Strict):
+    """One constant: a value (with a low-high range where it has one), its unit and its source."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    unit: str
+    source: str
+    note: str = ""
+
+    @property
+    def range(self) -> tuple[float, float]:
+        """(low, high), both equal to value when no range is given."""
+        return (self.value if self.low is None else self.low, self.value if self.high is None else self.high)
+
+
+class MemoryFigures(Strict):
+    """Runtime overheads and the error bars of each memory component."""
+
+    headroom: Figure
+    cuda_context_gb: Figure
+    runtime_other_high_gb: Figure
+    nccl_buffers_gb: Figure
+    weights_rel_error: Figure
+    activations_rel_error: Figure
+
+
+class ActivationFigures(Strict):
+    """Korthikanti et al.'s per-layer activation terms."""
+
+    per_layer_coeff: Figure
+    attention_coeff: Figure
+    full_recompute_coeff: Figure
+    selective_recompute_flops: Figure
+    logits_bytes: Figure
+
+
+class PrecisionFigures(Strict):
+    """Bits per parameter of quantised weights, scales included."""
+
+    nf4_bits: Figure
+    int4_bits: Figure
+    int8_bits: Figure
+
+
+class OptimizerFigures(Strict):
+    """Bytes per trainable parameter of optimizer states."""
+
+    adamw: Figure
+    adam8bit: Figure
+    sgd: Figure
+    master_weights: Figure
+
+
+class CommFigures(Strict):
+    """Link latencies and PCIe bandwidths."""
+
+    intra_node_latency_s: Figure
+    pcie_gen3_gbs: Figure
+    pcie_gen4_gbs: Figure
+    pcie_gen5_gbs: Figure
+
+
+class Fabric(Strict):
+    """An inter-node network: bandwidth per GPU or per node, and a per-step latency."""
+
+    name: str
+    gbps: PositiveFloat
+    per: Literal["gpu", "node"]
+    latency_s: NonNegativeFloat
+    source: str
+    note: str = ""
+
+    def gbs_per_gpu(self, gpus_per_node: int) -> float:
+        """GB/s one GPU can push across nodes in one direction."""
+        per_gpu_gbps = self.gbps if self.per == "gpu" else self.gbps / gpus_per_node
+        return per_gpu_gbps / 8.0
+
+
+class Prior(Strict):
+    """An efficiency prior for one regime, as a P10-P50-P90 interval."""
+
+    p10: float
+    p50: float
+    p90: float
+    source: str
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Prior:
+        if not 0 < self.p10 <= self.p50 <= self.p90 <= 1:
+            raise ValueError("needs 0 < p10 <= p50 <= p90 <= 1")
+        return self
+
+
+class CostFigures(Strict):
+    """Volatility coefficients, storage price, billing hours and spot interruption rates."""
+
+    volatility_static: Figure
+    volatility_fluctuating: Figure
+    volatility_high: Figure
+    storage_usd_per_gb_month: Figure
+    hours_per_month: Figure
+    spot_interruptions_per_month: Figure
+
+
+class Defaults(Strict):
+    """Starting values of user inputs; every output labels them as assumed."""
+
+    pretrain_tokens_per_param: Figure
+    finetune_tokens: Figure
+    pretrain_global_batch_tokens: Figure
+    finetune_global_batch_seqs: Figure
+    max_global_batch_items: Figure
+    startup_overhead_h: Figure
+    llm_seq_len: Figure
+    lora_rank: Figure
+    checkpoint_interval_h: Figure
+    restart_overhead_h: Figure
+    prompt_tokens: Figure
+    output_tokens: Figure
+    tpot_target_ms: Figure
+    serving_utilisation_cap: Figure
+
+
+PRIOR_REGIMES = ("llm-pretrain", "llm-finetune", "lora", "qlora", "other-train", "decode", "prefill")
+
+
+class Assumptions(Strict):
+    """All of assumptions.toml."""
+
+    schema_version: Literal[1]
+    sources: dict[str, Source]
+    memory: MemoryFigures
+    activations: ActivationFigures
+    precision: PrecisionFigures
+    optimizer: OptimizerFigures
+    comm: CommFigures
+    fabric: dict[str, Fabric]
+    efficiency: dict[str, Prior]
+    cost: CostFigures
+    defaults: Defaults
+
+    @model_validator(mode="after")
+    def _complete(self) -> Assumptions:
+        absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
+        if absent:
+            raise ValueError(f"efficiency priors missing for: {', '.join(absent)}")
+        return self
+
+    def cited_sources(self) -> set[str]:
+        """Every source key the figures cite."""
+        keys = {f.source for f in self.fabric.values()} | {p.source for p in self.efficiency.values()}
+        for section in (self.memory, self.activations, self.precision, self.optimizer, self.comm, self.cost,
+                        self.defaults):
+            keys |= {getattr(section, name).source for name in type(section).model_fields}
+        return keys

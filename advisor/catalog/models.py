@@ -1,0 +1,66 @@
+"""Provides the model catalogue schema: transformer architectures and benchmarked non-LLM workloads."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from advisor.catalog.common import Strict
+
+ModelKind = Literal["llm", "encoder", "vit", "cnn", "rnn", "speech", "recsys"]
+TRANSFORMER_KINDS = ("llm", "encoder", "vit")
+
+
+class ModelSpec(Strict):
+    """One model of the catalogue."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    kind: ModelKind
+    aliases: tuple[str, ...] = ()
+    params: PositiveFloat
+    layers: PositiveInt | None = None
+    hidden: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    ffn_hidden: PositiveInt | None = None
+    gated_ffn: bool = False
+    vocab: PositiveInt | None = None
+    max_seq_len: PositiveInt | None = None
+    experts: PositiveInt = 1
+    experts_per_token: PositiveInt = 1
+    active_params: PositiveFloat | None = None
+    throughput_unit: str | None = None
+    item: str | None = None
+    seq_len: NonNegativeInt = 0
+    forward_flops_per_item: PositiveFloat | None = None
+    train_flops_per_item: PositiveFloat | None = None
+    activation_bytes_per_item: NonNegativeFloat = 0.0
+    source: str
+    field_sources: dict[str, str] = {}
+    derivations: dict[str, str] = {}
+    notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _complete_for_its_kind(self) -> ModelSpec:
+        if self.kind == "llm":
+            needed = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+            absent = [name for name in needed if getattr(self, name) is None]
+            if absent:
+                raise ValueError(f"an llm needs {', '.join(absent)}")
+        elif self.train_flops_per_item is None and not self.is_transformer:
+            raise ValueError("a non-transformer workload needs train_flops_per_item")
+        if self.throughput_unit is not None and self.item is None:
+            raise ValueError("a workload with throughput_unit needs item")
+        return self
+
+    @property
+    def is_transformer(self) -> bool:
+        """Whether the transformer fields are complete enough for the per-layer memory model."""
+        return all(getattr(self, f) is not None for f in ("layers", "hidden", "heads", "ffn_hidden"))
+
+    @property
+    def active(self) -> float:
+        """Parameters used per token (all of them for a dense model)."""
+        return self.active_params or self.params

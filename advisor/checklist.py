@@ -1,0 +1,43 @@
+"""Provides checklist lookups: one error type by id or alias word, or a ranked text search across all."""
+
+from __future__ import annotations
+
+from advisor.catalog.checklist import ChecklistEntry
+from advisor.catalog.common import normalise_id
+from advisor.catalog.loader import Knowledge
+from advisor.errors import InputError
+
+
+def entry(knowledge: Knowledge, error_type: str) -> ChecklistEntry:
+    """One entry by id (case-insensitive); InputError lists the accepted ids."""
+    wanted = normalise_id(error_type)
+    for e in knowledge.checklist:
+        if e.id == wanted:
+            return e
+    raise InputError(f"unknown error type {error_type!r}; accepted: {', '.join(e.id for e in knowledge.checklist)}")
+
+
+def search(knowledge: Knowledge, text: str) -> list[ChecklistEntry]:
+    """Entries containing every word of `text`, those matching in the title or keywords first."""
+    words = [w for w in text.lower().split() if w]
+    if not words:
+        raise InputError("--search: give some text to look for")
+    hits = []
+    for e in knowledge.checklist:
+        hay = e.haystack()
+        if all(w in hay for w in words):
+            head = " ".join([e.id, e.title, *e.keywords]).lower()
+            hits.append((-sum(w in head for w in words), knowledge.checklist.index(e), e))
+    return [e for *_, e in sorted(hits, key=lambda h: (h[0], h[1]))]
+
+
+def find_entries(knowledge: Knowledge, error_type: str | None, text: str | None) -> list[ChecklistEntry]:
+    """What the checklist command shows: one entry, a search, or all."""
+    if error_type:
+        found = [entry(knowledge, error_type)]
+        if text:
+            found = [e for e in found if e in search(knowledge, text)]
+        return found
+    if text:
+        return search(knowledge, text)
+    return list(knowledge.checklist)

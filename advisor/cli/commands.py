@@ -1,0 +1,242 @@
+"""Provides dispatch(): turns parsed arguments into core calls and renders their results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from advisor.catalog import Knowledge, load_knowledge
+from advisor.cli import render
+from advisor.cli.output import emit
+from advisor.errors import InputError
+from advisor.inputs import Constraints, Workload
+from advisor.units import parse_count, parse_hours
+
+# Flag names as the user typed them, for one-line errors that name the flag.
+FLAG = {"kind": "--workload", "params": "--params", "seq_len": "--seq-len", "batch_size": "--batch-size",
+        "tokens": "--tokens", "samples": "--samples", "epochs": "--epochs", "dataset_gb": "--dataset-gb",
+        "lora_rank": "--lora-rank", "requests_per_s": "--requests-per-s", "prompt_tokens": "--prompt-tokens",
+        "output_tokens": "--output-tokens", "tpot_ms": "--tpot-ms", "ttft_ms": "--ttft-ms",
+        "budget_usd": "--budget", "deadline_hours": "--deadline", "max_gpus": "--max-gpus", "headroom": "--headroom",
+        "top": "--top", "model": "--model"}
+
+
+def _validated(cls: type, data: dict[str, Any]) -> Any:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        flag = FLAG.get(field, f"--{field.replace('_', '-')}" if field else "")
+        got = f" (got {err['input']!r})" if field and not isinstance(err["input"], dict) else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        raise InputError(f"{flag}: {msg}{got}" if flag else msg) from exc
+
+
+def _int(value: str | None, what: str) -> int | None:
+    if value is None:
+        return None
+    number = parse_count(value, what)
+    if number != int(number):
+        raise InputError(f"{what}: {value!r} must be a whole number")
+    return int(number)
+
+
+def _float(value: str | None, what: str, *, positive: bool = True) -> float | None:
+    return None if value is None else parse_count(value, what, positive=positive)
+
+
+def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The workload flags the user gave (absent ones are left out so defaults or --from apply)."""
+    g = lambda name: getattr(args, name, None)  # noqa: E731
+    fields = {
+        "kind": g("workload"), "model": g("model"), "params": _float(g("params"), "--params"),
+        "precision": g("precision"), "seq_len": _int(g("seq_len"), "--seq-len"),
+        "batch_size": _int(g("batch_size"), "--batch-size"), "optimizer": g("optimizer"),
+        "lora_rank": _int(g("lora_rank"), "--lora-rank"),
+        "tokens": _float(g("tokens"), "--tokens"), "samples": _float(g("samples"), "--samples"),
+        "epochs": _float(g("epochs"), "--epochs"),
+        "dataset_gb": _float(g("dataset_gb"), "--dataset-gb", positive=False),
+        "requests_per_s": _float(g("requests_per_s"), "--requests-per-s"),
+        "prompt_tokens": _int(g("prompt_tokens"), "--prompt-tokens"),
+        "output_tokens": _int(g("output_tokens"), "--output-tokens"),
+        "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"), "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The constraint flags the user gave."""
+    g = lambda name: getattr(args, name, None)  # noqa: E731
+    split = lambda text: tuple(p.strip() for p in text.split(",") if p.strip()) if text else None  # noqa: E731
+    fields = {
+        "budget_usd": _float(g("budget"), "--budget"), "budget_period": g("budget_period"),
+        "deadline_hours": parse_hours(g("deadline"), "--deadline") if g("deadline") else None,
+        "deployment": g("deployment"), "pricing": g("pricing"), "demand": g("demand"),
+        "providers": split(g("provider")), "gpus": split(g("gpu")) if g("command") == "recommend" else None,
+        "objective": g("objective"), "top": _int(g("top"), "--top"), "max_gpus": _int(g("max_gpus"), "--max-gpus"),
+        "headroom": _float(g("headroom"), "--headroom", positive=False), "fabric": g("fabric"),
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from advisor.efficiency.select import efficiency_model
+
+    return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    knowledge = load_knowledge()
+    if (args.format or "table") == "json":
+        print(json.dumps([g.model_dump(mode="json") for g in knowledge.gpus], indent=2))
+    else:
+        print(render.gpus_table(knowledge))
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    knowledge = load_knowledge()
+    if (args.format or "table") == "json":
+        print(json.dumps([m.model_dump(mode="json") for m in knowledge.models], indent=2))
+    else:
+        print(render.models_table(knowledge))
+    return 0
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    knowledge = load_knowledge()
+    offers = list(knowledge.offers)
+    if args.gpu:
+        gpu = knowledge.gpu(args.gpu)
+        offers = [o for o in offers if o.gpu == gpu.id]
+    if args.provider:
+        providers = sorted({o.provider for o in knowledge.offers})
+        if args.provider.lower() not in providers:
+            raise InputError(f"--provider {args.provider!r}: unknown; accepted: {', '.join(providers)}")
+        offers = [o for o in offers if o.provider == args.provider.lower()]
+    if args.pricing:
+        offers = [o for o in offers if o.pricing.startswith(args.pricing)]
+    if (args.format or "table") == "json":
+        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour} for o in offers],
+                         indent=2))
+    else:
+        print(render.prices_table(offers))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from advisor.predict import predict
+
+    knowledge = load_knowledge()
+    workload = _validated(Workload, workload_fields(args))
+    constraints = _validated(Constraints, constraint_fields(args))
+    count = _int(args.count, "--count") or 1
+    result = predict(knowledge, workload, args.gpu, count, constraints, _efficiency(knowledge, args))
+    if (args.format or "table") == "json":
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print(render.prediction_text(result))
+    return 0 if result.throughput is not None else 1
+
+
+def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"--from {path}: no such file") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"--from {path}: not a TOML file ({exc})") from exc
+    inputs = data.get("inputs")
+    if not isinstance(inputs, dict) or "workload" not in inputs:
+        raise InputError(f"--from {path}: no [inputs.workload] table; expected a file written by "
+                         "`gpu-advisor recommend --format toml`")
+    return dict(inputs.get("workload", {})), dict(inputs.get("constraints", {}))
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from advisor.export import export_toml
+    from advisor.recommend import recommend
+
+    knowledge = load_knowledge()
+    base_w, base_c = _spec_inputs(args.from_file) if args.from_file else ({}, {})
+    given_w = workload_fields(args)
+    if "model" in given_w or "params" in given_w:  # a new model replaces the file's
+        base_w.pop("model", None)
+        base_w.pop("params", None)
+    workload = _validated(Workload, {**base_w, **given_w})
+    constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
+    onprem = None
+    if constraints.deployment == "on-prem":
+        from advisor.ops.tco import onprem_rate_from_args
+
+        onprem = onprem_rate_from_args(knowledge, args)
+    report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
+    fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "table")
+    if fmt == "json":
+        text = json.dumps(report.plain(), indent=2)
+    elif fmt == "toml":
+        text = export_toml(report, knowledge)
+    else:
+        text = render.report_text(report)
+    emit(text, args.output, args.force)
+    if report.nothing_fits and not args.output:
+        return 1
+    return 1 if report.nothing_fits else 0
+
+
+def cmd_checklist(args: argparse.Namespace) -> int:
+    from advisor.checklist import find_entries
+
+    knowledge = load_knowledge()
+    entries = find_entries(knowledge, args.error_type, args.search)
+    if (args.format or "text") == "json":
+        print(json.dumps([e.model_dump(mode="json") for e in entries], indent=2))
+    else:
+        print(render.checklist_text(entries, knowledge, full=bool(args.error_type or args.search)))
+    return 0
+
+
+def cmd_tco(args: argparse.Namespace) -> int:
+    from advisor.ops.tco import tco_from_args
+
+    knowledge = load_knowledge()
+    result = tco_from_args(knowledge, args)
+    if (args.format or "table") == "json":
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print(render.tco_text(result))
+    return 0
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    if args.model_command == "train":
+        from advisor.efficiency.train import train_cli
+
+        return train_cli(args)
+    if args.model_command == "evaluate":
+        from advisor.efficiency.evaluate import evaluate_cli
+
+        return evaluate_cli(args)
+    raise InputError("model: give an action: train or evaluate")
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from advisor.efficiency.calibrate import calibrate_cli
+
+    return calibrate_cli(args)
+
+
+COMMANDS = {"gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
+            "recommend": cmd_recommend, "checklist": cmd_checklist, "tco": cmd_tco, "model": cmd_model,
+            "calibrate": cmd_calibrate}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command."""
+    return COMMANDS[args.command](args)

@@ -1,0 +1,170 @@
+"""Provides the CLI's text renderings of catalogues, predictions, reports and the checklist."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Sequence
+
+from advisor.cli.output import table
+from advisor.units import fmt_hours, human
+
+if TYPE_CHECKING:
+    from advisor.catalog import Knowledge
+    from advisor.catalog.checklist import ChecklistEntry
+    from advisor.catalog.prices import Offer
+    from advisor.predict import Prediction
+    from advisor.report import Report
+
+
+def _f(x: float | None, spec: str = ".0f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def gpus_table(k: Knowledge) -> str:
+    """The GPU catalogue."""
+    rows = []
+    for g in k.gpus:
+        t = g.tflops
+        link = f"{g.interconnect.kind} {_f(g.interconnect.gbs)}" if g.interconnect.gbs else g.interconnect.kind
+        price = f"${g.price.usd:,.0f} ({g.price.date.year})" if g.price else "-"
+        rows.append([g.id, g.name, f"{g.memory_gb:g}", _f(g.memory_bw_gbs), _f(t.fp32, ".1f"), _f(t.tf32, ".0f"),
+                     _f(t.bf16 or t.fp16, ".0f"), _f(t.fp8, ".0f"), _f(g.tdp_w), link, price])
+    head = ["id", "name", "GB", "GB/s", "fp32", "tf32", "16-bit", "fp8", "W", "link (GB/s)", "price"]
+    return (table(head, rows, right=range(2, 9)) + "\n\nTFLOPS are dense peaks (no sparsity). "
+            f"Catalogue {k.catalogue_version}; every figure's source: gpu-advisor gpus --format json")
+
+
+def models_table(k: Knowledge) -> str:
+    """The model catalogue."""
+    rows = []
+    for m in k.models:
+        shape = f"{m.layers}x{m.hidden}" if m.layers and m.hidden else "-"
+        heads = f"{m.heads}/{m.kv_heads}" if m.heads else "-"
+        unit = m.throughput_unit or "tokens/s"
+        moe = f"{m.experts}x top-{m.experts_per_token}" if m.experts > 1 else ""
+        rows.append([m.id, m.kind, human(m.params), shape, heads, m.max_seq_len or m.seq_len or "-", unit, moe])
+    return table(["id", "kind", "params", "layers x hidden", "heads/kv", "context", "unit", "experts"], rows,
+                 right=(2,))
+
+
+def prices_table(offers: Sequence[Offer]) -> str:
+    """Cloud offers, cheapest per GPU first."""
+    rows = [[o.gpu, o.provider, o.region, o.instance, o.gpus, o.pricing, f"{o.usd_per_hour:.2f}",
+             f"{o.usd_per_gpu_hour:.2f}", o.date.isoformat(), o.source, "" if o.includes_host else "GPU only"]
+            for o in sorted(offers, key=lambda o: (o.gpu, o.usd_per_gpu_hour))]
+    return table(["gpu", "provider", "region", "instance", "GPUs", "pricing", "$/h", "$/GPU-h", "as of", "source",
+                  ""], rows, right=(4, 6, 7))
+
+
+def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:
+    return f"{format(p50, fmt)} ({format(p10, fmt)}-{format(p90, fmt)})"
+
+
+def prediction_text(p: Prediction) -> str:
+    """One prediction as text."""
+    lines = [f"{p.model} ({p.workload}) on {p.gpu} x{p.count}, {p.precision}: {p.parallelism}"]
+    if p.throughput is None:
+        lines.append(f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
+                     f"of {p.memory.capacity_gb:g} ({p.memory.dominant} dominates)")
+    else:
+        t = p.throughput
+        lines.append(f"throughput  {_interval(t.p10, t.value, t.p90, ',.0f')} {t.unit}  (P50, P10-P90)")
+        if p.step_time_s:
+            s = p.step_time_s
+            lines.append(f"step time   {_interval(s.p10, s.p50, s.p90, '.3g')} s")
+        if p.serving_ttft_ms and p.serving_tpot_ms:
+            lines.append(f"first token {_interval(p.serving_ttft_ms.p10, p.serving_ttft_ms.p50, p.serving_ttft_ms.p90, ',.0f')} ms, "
+                         f"per token {_interval(p.serving_tpot_ms.p10, p.serving_tpot_ms.p50, p.serving_tpot_ms.p90, ',.1f')} ms")
+        e = p.efficiency
+        if e:
+            lines.append(f"efficiency  {_interval(e.p10, e.p50, e.p90, '.0%')} of speed of light "
+                         f"({p.speed_of_light:,.0f} {t.unit}), {p.bound} bound; {p.efficiency_source}")
+        lines.append(f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
+                     f"({p.memory.dominant} dominates)")
+    lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
+    lines += [f"assumed: {a}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
+    return "\n".join(lines)
+
+
+def report_text(r: Report) -> str:
+    """A recommendation as text: plans, the front, why-nots, advice."""
+    j = r.job
+    head = f"{j.model_name} — {j.kind}, {human(j.params)} parameters"
+    if j.total_items:
+        head += f", {human(j.total_items)} {j.unit.removesuffix('/s')}"
+    lines = [head]
+    lines += [f"  assumed: {a}" for a in j.assumed]
+    lines.append("")
+    inference = j.kind == "inference"
+    if r.plans:
+        rows = []
+        for p in r.plans:
+            if inference and p.serving:
+                timing = f"{p.serving.ttft_ms.p50:,.0f} / {p.serving.tpot_ms.p50:.0f} ms"
+            else:
+                timing = f"{fmt_hours(p.hours.p50)} ({fmt_hours(p.hours.p10)}-{fmt_hours(p.hours.p90)})"
+            cost = f"${p.cost_usd.low:,.0f}-{p.cost_usd.high:,.0f}"
+            where = f"{p.price.provider} {p.price.pricing}" if p.price else "on-prem"
+            rows.append([p.rank, p.gpu, p.count, p.nodes, p.parallelism, p.precision,
+                         f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:g}", timing, cost, where,
+                         "*" if p.on_front else ""])
+        time_head = "TTFT / per token" if inference else "time P50 (P10-P90)"
+        cost_head = "cost per month" if inference else "cost"
+        lines.append(table(["#", "gpu", "n", "nodes", "parallelism", "prec", "GB/GPU", time_head, cost_head, "where",
+                            "front"], rows, right=(0, 2, 3)))
+        lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
+        lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
+        best = r.plans[0]
+        lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
+        advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
+        if advice:
+            lines += ["", "Advice:"] + [_wrap(a) for a in advice]
+    else:
+        lines.append("No plan fits.")
+        if r.suggestions:
+            lines += ["What would:"] + [f"  - {s}" for s in r.suggestions]
+    if r.why_not:
+        lines += ["", "Why not:"] + [f"  - {w}" for w in r.why_not]
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=100, initial_indent="  - ", subsequent_indent="    ")
+
+
+def checklist_text(entries: Sequence[ChecklistEntry], k: Knowledge, *, full: bool) -> str:
+    """Checklist entries: an index when listing all, every step when one is asked for."""
+    if not entries:
+        return "No error type matches."
+    if not full:
+        rows = [[e.id, e.category, e.title] for e in entries]
+        return table(["id", "category", "title"], rows) + "\n\nShow one: gpu-advisor checklist ID; search: --search TEXT"
+    out = []
+    for e in entries:
+        out += [f"{e.title}  [{e.id}, {e.category}]", "Symptoms:"] + [_wrap(s) for s in e.symptoms]
+        if e.thresholds:
+            out.append("Thresholds:")
+            out += [_wrap(f"{t.metric} {t.op} {t.value:g} {t.unit}: {t.meaning} [{t.source}]") for t in e.thresholds]
+        out.append("Steps:")
+        for i, s in enumerate(e.steps, 1):
+            out.append(textwrap.fill(s.text, width=100, initial_indent=f"  {i}. ", subsequent_indent="     "))
+            if s.command:
+                out.append(f"       $ {s.command}")
+        if e.remedies:
+            out.append("What shrinks each memory component:")
+            out += [_wrap(f"{c}: {'; '.join(r)}") for c, r in e.remedies.items()]
+        out.append("Tools: " + ", ".join(e.tools))
+        cites = []
+        for key in e.sources:
+            src = k.source(key)
+            cites.append(f"{key} ({src.url or src.ref})" if src else key)
+        out += ["Sources: " + "; ".join(cites), ""]
+    return "\n".join(out).rstrip()
+
+
+def tco_text(result: object) -> str:
+    """TCO as text (defined with the TCO model)."""
+    from advisor.ops.render import tco_text as render_tco
+
+    return render_tco(result)

@@ -1,0 +1,64 @@
+"""Provides the TOML export: one self-describing record of inputs, assumptions, plans, rules and advice."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import tomli_w
+
+from advisor import __version__
+from advisor.catalog.loader import Knowledge
+from advisor.report import Report
+
+
+def _drop_none(value: Any) -> Any:
+    """TOML has no null: leave absent what is None."""
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_drop_none(v) for v in value if v is not None]
+    return value
+
+
+def export_record(report: Report, knowledge: Knowledge, generated_at: dt.datetime | None = None) -> dict[str, Any]:
+    """The exported record as a dict (what export_toml writes)."""
+    when = (generated_at or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    data = report.model_dump(mode="python")
+    plans = data["plans"]
+    a = knowledge.assumptions
+    record = {
+        "schema_version": report.schema_version,
+        "generated_at": when,
+        "tool": {"name": "gpu-advisor", "version": __version__},
+        "inputs": {
+            "workload": report.workload.model_dump(mode="python", exclude_none=True),
+            "constraints": report.constraints.model_dump(mode="python", exclude_none=True),
+        },
+        "assumptions": {
+            "prices_as_of": report.prices_as_of,
+            "price_sources": {key: (knowledge.source(key).ref if knowledge.source(key) else key)
+                              for key in report.price_sources},
+            "catalogue_version": report.catalogue_version,
+            "efficiency_source": report.efficiency_source,
+            "memory_headroom": report.constraints.headroom if report.constraints.headroom is not None
+            else a.memory.headroom.value,
+            "job": data["job"],
+        },
+        "chosen": plans[0] if plans else None,
+        "alternatives": plans[1:],
+        "front": data["front"],
+        "rules_fired": sorted({r["id"] for p in plans for r in p["rules"]} | {r.id for r in report.job_advice}),
+        "advice": list(dict.fromkeys([a for p in plans[:1] for a in p["advice"]]
+                                     + [r.message for r in report.job_advice if r.kind == "advice"])),
+        "why_not": list(report.why_not),
+        "nothing_fits": report.nothing_fits,
+        "suggestions": list(report.suggestions),
+        "notes": list(report.notes),
+    }
+    return _drop_none(record)
+
+
+def export_toml(report: Report, knowledge: Knowledge, generated_at: dt.datetime | None = None) -> str:
+    """The record as TOML text."""
+    return tomli_w.dumps(export_record(report, knowledge, generated_at))

@@ -1,0 +1,60 @@
+"""Provides Layout: how a job is spread over GPUs (tensor, pipeline, data parallel, sharding, batch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One way to place a job on `count` GPUs."""
+
+    count: int
+    nodes: int
+    node_size: int
+    precision: str
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    sharding: str = "none"
+    """none | ddp | zero1 | zero2 | zero3."""
+    recompute: str = "none"
+    """none | selective | full."""
+    micro_batch: int = 1
+    """Sequences (or items) per GPU per micro-batch; concurrent sequences per replica for inference."""
+    grad_accum: int = 1
+
+    @property
+    def zero(self) -> int:
+        """The ZeRO stage (0 for DDP or a single GPU)."""
+        return {"zero1": 1, "zero2": 2, "zero3": 3}.get(self.sharding, 0)
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs holding one copy of the model (tp x pp)."""
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        """A short human label, e.g. 'TP8 x PP2 x DP4, ZeRO-1' or 'FSDP/ZeRO-3 x16'."""
+        parts = []
+        if self.tp > 1:
+            parts.append(f"TP{self.tp}")
+        if self.pp > 1:
+            parts.append(f"PP{self.pp}")
+        if self.dp > 1 and (parts or self.sharding in ("none", "ddp")):
+            parts.append(f"DP{self.dp}")
+        text = " x ".join(parts)
+        shard = SHARDING_LABEL.get(self.sharding, self.sharding)
+        if self.sharding in ("zero1", "zero2", "zero3"):
+            text = f"{text}, {shard}" if text else f"{shard} x{self.dp}"
+        elif not text:
+            text = "single GPU" if self.count == 1 else f"DDP x{self.dp}"
+        if self.recompute != "none":
+            text += f", {self.recompute} recompute"
+        return text
+
+    def with_(self, **changes: object) -> Layout:
+        """A copy with some fields changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Provides ownership and operations planning: TCO, buy versus rent, the operations plan and launch artefacts."""

@@ -1,0 +1,169 @@
+"""Provides predict(): throughput with its interval, memory and step time of one workload on one GPU x count."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from advisor.catalog.common import Strict
+from advisor.catalog.loader import Knowledge
+from advisor.context import Context
+from advisor.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
+from advisor.errors import InputError
+from advisor.inputs import Constraints, Workload
+from advisor.job import resolve_job
+from advisor.layout import Layout
+from advisor.memory import GB, inference_memory, inference_terms, training_memory
+from advisor.plans import efficiency_query, resolve_precision, search_training
+from advisor.report import LayoutOut, MemoryOut, Range3, Throughput
+from advisor.rules import evaluate
+from advisor.speed import peak_flops, serving_times
+
+
+class Prediction(Strict):
+    """What one GPU type and count achieves on one workload."""
+
+    model: str
+    workload: str
+    gpu: str
+    count: int
+    nodes: int
+    precision: str
+    parallelism: str
+    layout: LayoutOut
+    throughput: Throughput | None
+    """None when nothing fits."""
+    memory: MemoryOut
+    step_time_s: Range3 | None = None
+    efficiency: Range3 | None = None
+    efficiency_source: str
+    bound: str | None = None
+    speed_of_light: float | None = None
+    """Throughput at 100% efficiency, same unit."""
+    serving_ttft_ms: Range3 | None = None
+    serving_tpot_ms: Range3 | None = None
+    assumed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = Field(default=())
+
+
+def _r3(x: Interval) -> Range3:
+    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
+
+
+def _mem_out(mem) -> MemoryOut:  # type: ignore[no-untyped-def]
+    return MemoryOut(per_gpu_gb=round(mem.high_gb, 2), per_gpu_gb_low=round(mem.low_gb, 2),
+                     capacity_gb=mem.capacity_gb, usable_gb=round(mem.usable_gb, 2), fits=mem.fits,
+                     dominant=mem.dominant, breakdown=mem.as_dict())
+
+
+def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
+            constraints: Constraints | None = None, efficiency: EfficiencyModel | None = None) -> Prediction:
+    """Predict one GPU x count; the layout is the fastest one that fits (or the leanest when none does)."""
+    if count < 1 or count > 1024:
+        raise InputError(f"--count {count}: must be between 1 and 1024")
+    constraints = constraints or Constraints()
+    gpu = knowledge.gpu(gpu_name)
+    job = resolve_job(knowledge, workload, need_data=False)
+    model = efficiency or PriorEfficiency(knowledge.assumptions)
+    ctx = Context(knowledge, job, constraints, model)
+    precision = resolve_precision(job.precision, gpu)
+    node_size = min(count, gpu.gpus_per_node) if count <= gpu.gpus_per_node else gpu.gpus_per_node
+    if count > gpu.gpus_per_node and count % gpu.gpus_per_node:
+        raise InputError(f"--count {count}: past one server, {gpu.id} comes in whole servers of "
+                         f"{gpu.gpus_per_node} GPUs")
+    facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
+    hard = [f for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts) if f.kind == "constraint"]
+    if hard:
+        raise InputError(f"{hard[0].message} (rule {hard[0].rule_id}); accepted precisions here: fp16"
+                         + (", bf16" if gpu.features.bf16 else "") + (", fp8" if gpu.features.fp8 else ""))
+    if peak_flops(gpu, precision) is None:
+        raise InputError(f"--precision {precision}: {gpu.id} has no {precision} peak "
+                         f"({gpu.missing.get('tflops.' + precision, 'unsupported')})")
+    common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,
+                  efficiency_source=model.name, assumed=job.assumed)
+    usable = gpu.memory_gb * (1 - ctx.headroom)
+    if job.training:
+        found, misses = search_training(ctx, gpu, precision, node_size, counts=[count])
+        if not found:
+            lean = Layout(count=count, nodes=math.ceil(count / node_size), node_size=node_size, precision=precision,
+                          tp=min(count, node_size), dp=max(1, count // min(count, node_size)),
+                          sharding="zero3" if count > node_size else "none",
+                          recompute="full" if job.arch else "none", micro_batch=job.batch_size or 1)
+            mem = training_memory(job, gpu, lean, knowledge.assumptions, usable)
+            note = misses[0].message if misses else "no layout fits"
+            return Prediction(**common, nodes=lean.nodes, parallelism=lean.label(), layout=_layout(lean),
+                              throughput=None, memory=_mem_out(mem), notes=(note,))
+        cand = found[0]
+        eff = model.estimate([efficiency_query(cand, ctx)])[0]
+        sol = cand.sol_items_per_s
+        tput = eff.scaled(sol)
+        assert cand.step is not None
+        return Prediction(**common, nodes=cand.layout.nodes, parallelism=cand.layout.label(),
+                          layout=_layout(cand.layout),
+                          throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=job.unit),
+                          memory=_mem_out(cand.memory), step_time_s=_r3(eff.inverted(cand.step.total_s)),
+                          efficiency=_r3(eff), bound=cand.step.bound, speed_of_light=sol)
+    return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common)
+
+
+def _layout(lay: Layout) -> LayoutOut:
+    return LayoutOut(tp=lay.tp, pp=lay.pp, dp=lay.dp, sharding=lay.sharding, recompute=lay.recompute,
+                     micro_batch=lay.micro_batch, grad_accum=lay.grad_accum)
+
+
+def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: int, usable: float,  # type: ignore[no-untyped-def]
+                     model: EfficiencyModel, common: dict) -> Prediction:
+    a, job = ctx.knowledge.assumptions, ctx.job
+    context = job.prompt_tokens + job.output_tokens
+    probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
+    decode, prefill = model.estimate([Query("decode", job, gpu, probe), Query("prefill", job, gpu, probe)])
+    best = None
+    leanest = None
+    for tp in (1, 2, 4, 8, 16):
+        if tp > min(count, node_size) or count % tp or (job.arch and job.arch.heads % tp):
+            continue
+        layout = Layout(count=count, nodes=math.ceil(count / node_size), node_size=node_size, precision=precision,
+                        tp=tp, dp=count // tp)
+        terms = inference_terms(job, gpu, layout, a, context)
+        room = usable * GB - sum(hi for _, _, hi in terms.fixed)
+        b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
+        mem = inference_memory(job, gpu, layout.with_(micro_batch=max(b_max, 1)), a, usable, context)
+        if leanest is None or mem.high_gb < leanest[1].high_gb:
+            leanest = (layout, mem)
+        if b_max < 1:
+            continue
+        weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
+        kv_seq = terms.kv_per_seq_high / 1.01
+        lo, hi, chosen = 1, b_max, None
+        while lo <= hi:  # the largest batch that meets the per-token latency target
+            mid = (lo + hi) // 2
+            t = serving_times(job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
+            if t is not None and t.decode_step_s / decode.p50 * 1000 <= job.tpot_ms:
+                chosen, lo = (mid, t), mid + 1
+            else:
+                hi = mid - 1
+        if chosen is None:
+            continue
+        b, t = chosen
+        tokens = layout.dp * b / t.decode_step_s
+        if best is None or tokens > best[0]:
+            best = (tokens, layout.with_(micro_batch=b), t, mem)
+    if best is None:
+        assert leanest is not None
+        layout, mem = leanest
+        return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=_layout(layout),
+                          throughput=None, memory=_mem_out(mem),
+                          notes=(f"nothing meets {job.tpot_ms:g} ms per token with this memory",))
+    sol_tokens, layout, t, _ = best
+    mem = inference_memory(job, gpu, layout, a, usable, context)
+    tput = decode.scaled(sol_tokens)
+    return Prediction(
+        **common, nodes=layout.nodes, parallelism=f"{layout.dp} replica(s) x TP{layout.tp}", layout=_layout(layout),
+        throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
+        memory=_mem_out(mem), step_time_s=_r3(decode.inverted(t.decode_step_s)), efficiency=_r3(decode),
+        bound=t.decode_bound, speed_of_light=sol_tokens,
+        serving_ttft_ms=_r3(prefill.inverted(t.prefill_s * 1000)),
+        serving_tpot_ms=_r3(decode.inverted(t.decode_step_s * 1000)),
+        notes=("inference: no measured serving data is shipped; efficiency is a prior (decode MBU, prefill MFU)",),
+    )

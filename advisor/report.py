@@ -1,0 +1,185 @@
+"""Provides the result models: ranked plans, the cost-time front and the reasons, as frozen pydantic models."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import Field
+
+from advisor.catalog.common import Strict
+from advisor.inputs import Constraints, Workload
+
+SCHEMA_VERSION = 1
+
+
+class Range3(Strict):
+    """P10, P50, P90."""
+
+    p10: float
+    p50: float
+    p90: float
+
+
+class Money(Strict):
+    """A cost range in USD."""
+
+    low: float
+    mid: float
+    high: float
+
+
+class MemoryOut(Strict):
+    """Per-GPU memory of a plan."""
+
+    per_gpu_gb: float
+    """Upper estimate: what must fit."""
+    per_gpu_gb_low: float
+    capacity_gb: float
+    usable_gb: float
+    fits: bool
+    dominant: str
+    breakdown: dict[str, float]
+    """Upper estimate per component, GB."""
+
+
+class Throughput(Strict):
+    """Whole-system throughput with its interval."""
+
+    value: float
+    p10: float
+    p90: float
+    unit: str
+
+
+class PriceOut(Strict):
+    """The offer a plan is priced on."""
+
+    provider: str
+    region: str
+    instance: str
+    pricing: str
+    usd_per_gpu_hour: float
+    usd_per_hour: float
+    instances: int
+    billed_gpus: int
+    date: dt.date
+    source: str
+    includes_host: bool
+    note: str = ""
+
+
+class RuleOut(Strict):
+    """A rule that fired."""
+
+    id: str
+    kind: str
+    message: str
+    source: str
+
+
+class ServingOut(Strict):
+    """Inference sizing of a plan."""
+
+    replicas: int
+    gpus_per_replica: int
+    batch_per_replica: int
+    ttft_ms: Range3
+    tpot_ms: Range3
+    capacity_rps: float
+    load_rps: float
+
+
+class LayoutOut(Strict):
+    """The parallel layout."""
+
+    tp: int
+    pp: int
+    dp: int
+    sharding: str
+    recompute: str
+    micro_batch: int
+    grad_accum: int
+
+
+class PlanOut(Strict):
+    """One ranked plan."""
+
+    rank: int
+    gpu: str
+    gpu_name: str
+    count: int
+    nodes: int
+    parallelism: str
+    layout: LayoutOut
+    precision: str
+    memory_per_gpu_gb: float
+    memory: MemoryOut
+    throughput: Throughput
+    step_time_s: Range3 | None = None
+    efficiency: Range3
+    bound: str
+    hours: Range3
+    """Training: time to finish the job. Inference: hours billed per month of service."""
+    cost_usd: Money
+    """Training: the job. Inference: one month of service."""
+    price: PriceOut | None = None
+    reasons: tuple[str, ...] = ()
+    rules: tuple[RuleOut, ...] = ()
+    advice: tuple[str, ...] = ()
+    serving: ServingOut | None = None
+    on_front: bool = False
+
+
+class FrontPoint(Strict):
+    """A plan on the cost-vs-time Pareto front."""
+
+    gpu: str
+    count: int
+    hours_p50: float
+    cost_mid: float
+    chosen: bool = False
+
+
+class JobOut(Strict):
+    """What the job resolved to."""
+
+    model: str
+    model_name: str
+    kind: str
+    params: float
+    seq_len: int
+    unit: str
+    total_items: float
+    assumed: tuple[str, ...] = ()
+
+
+class Report(Strict):
+    """The whole answer to one question."""
+
+    schema_version: int = SCHEMA_VERSION
+    workload: Workload
+    constraints: Constraints
+    job: JobOut
+    plans: tuple[PlanOut, ...]
+    front: tuple[FrontPoint, ...] = ()
+    why_not: tuple[str, ...] = ()
+    job_advice: tuple[RuleOut, ...] = ()
+    nothing_fits: bool = False
+    suggestions: tuple[str, ...] = ()
+    prices_as_of: dt.date | None = None
+    price_sources: tuple[str, ...] = ()
+    efficiency_source: str
+    catalogue_version: str
+    plans_considered: int = 0
+    notes: tuple[str, ...] = Field(default=())
+
+    def prices_line(self) -> str:
+        """'prices as of 2026-01-28 (skypilot-aws, ...)'."""
+        if self.prices_as_of is None:
+            return "prices: none used"
+        return f"prices as of {self.prices_as_of.isoformat()} ({', '.join(self.price_sources)})"
+
+    def plain(self) -> dict[str, Any]:
+        """JSON-ready dict (dates as ISO strings)."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,268 @@
+"""Provides the rules engine: rules.toml's schema, its closed vocabulary, and a pure evaluation function."""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from advisor.catalog.common import Strict
+
+# The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
+# job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
+FIELDS: dict[str, type] = {
+    "workload.kind": str,               # pretrain | finetune | lora | qlora | inference
+    "workload.training": bool,
+    "workload.params_b": float,         # total parameters, billions
+    "workload.model_kind": str,         # llm | encoder | vit | cnn | rnn | speech | recsys
+    "workload.image_model": bool,       # cnn or vit
+    "workload.sequence_model": bool,    # llm, encoder, rnn, speech
+    "workload.seq_len": int,
+    "workload.optimizer": str,
+    "constraints.deployment": str,      # cloud | on-prem
+    "constraints.pricing": str,         # on-demand | spot | reserved
+    "constraints.objective": str,
+    "constraints.has_deadline": bool,
+    "constraints.has_budget": bool,
+    "gpu.id": str,
+    "gpu.vendor": str,
+    "gpu.architecture": str,
+    "gpu.memory_gb": float,
+    "gpu.bf16": bool,
+    "gpu.fp8": bool,
+    "gpu.flash_attention": bool,
+    "gpu.compute_capability": float,
+    "gpu.interconnect": str,            # nvswitch | nvlink-bridge | pcie | infinity-fabric
+    "gpu.nvlink_domain": int,
+    "gpu.fabric": str,
+    "gpu.fabric_gbps_per_gpu": float,
+    "gpu.consumer": bool,               # GeForce parts
+    "plan.precision": str,
+    "plan.count": int,
+    "plan.nodes": int,
+    "plan.tp": int,
+    "plan.tp_outside_nvlink": bool,     # tp larger than the GPU's NVLink domain
+    "plan.pp": int,
+    "plan.dp": int,
+    "plan.sharding": str,               # none | ddp | zero1 | zero2 | zero3
+    "plan.recompute": str,              # none | selective | full
+    "plan.micro_batch": int,
+    "plan.memory_fraction": float,      # upper estimate / capacity
+    "plan.dominant": str,               # the largest memory component
+    "plan.comm_fraction": float,        # exposed communication / step time at speed of light
+    "plan.hours": float,                # P50 hours of the job
+}
+
+Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in"]
+_ORDERED_OPS = {"lt", "le", "gt", "ge"}
+_PLACEHOLDER = re.compile(r"\{([a-z_]+\.[a-z_0-9]+)\}")
+
+
+def scope_of(field: str) -> str:
+    """'job', 'gpu' or 'plan': when a fact becomes known."""
+    head = field.split(".", 1)[0]
+    return {"workload": "job", "constraints": "job", "gpu": "gpu", "plan": "plan"}[head]
+
+
+class Condition(Strict):
+    """One test of a fact against a value."""
+
+    field: str
+    op: Op
+    value: Any
+
+    @model_validator(mode="after")
+    def _typed(self) -> Condition:
+        if self.field not in FIELDS:
+            raise ValueError(f"unknown field {self.field!r}; known: {', '.join(sorted(FIELDS))}")
+        kind = FIELDS[self.field]
+        values = self.value if self.op in ("in", "not_in") else [self.value]
+        if self.op in ("in", "not_in") and not isinstance(self.value, list):
+            raise ValueError(f"op {self.op!r} needs a list value")
+        if self.op in _ORDERED_OPS and kind in (str, bool):
+            raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
+        for v in values:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind in (int, float) else isinstance(v, kind)
+            if not ok:
+                raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
+        return self
+
+
+class AllOf(Strict):
+    """True when every child is true."""
+
+    all: tuple[Node, ...] = Field(min_length=1)
+
+
+class AnyOf(Strict):
+    """True when at least one child is true."""
+
+    any: tuple[Node, ...] = Field(min_length=1)
+
+
+Node = Union[Condition, AllOf, AnyOf]
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+
+
+class Rule(Strict):
+    """A declarative rule: when its condition holds it excludes, scores or advises."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    kind: Literal["constraint", "preference", "advice"]
+    when: Node
+    explanation: str
+    source: str
+    message: str
+    """Shown when the rule fires; may name facts as {gpu.id}."""
+    score: float = 0.0
+    """Preferences only: added to the plan's score (positive = preferred)."""
+
+    def test(self, facts: dict[str, Any]) -> bool:
+        """Whether the condition holds (compiled to closures on first use: rules run per candidate plan)."""
+        entry = _COMPILED.get(id(self))
+        if entry is None:
+            # The rule is kept in the entry, so its id cannot be reused while the entry lives.
+            entry = _COMPILED[id(self)] = (self, compile_node(self.when))
+        return entry[1](facts)
+
+    @field_validator("message")
+    @classmethod
+    def _known_placeholders(cls, text: str) -> str:
+        for name in _PLACEHOLDER.findall(text):
+            if name not in FIELDS:
+                raise ValueError(f"message names unknown field {{{name}}}")
+        return text
+
+    @model_validator(mode="after")
+    def _score_only_for_preferences(self) -> Rule:
+        if (self.kind == "preference") != (self.score != 0.0):
+            raise ValueError("a preference needs a non-zero score, and only a preference has one")
+        return self
+
+    @property
+    def fields(self) -> list[str]:
+        """Every fact the condition tests."""
+        return _fields(self.when)
+
+    @property
+    def scope(self) -> str:
+        """The latest scope among the facts the rule tests."""
+        order = {"job": 0, "gpu": 1, "plan": 2}
+        return max((scope_of(f) for f in _fields(self.when)), key=order.__getitem__)
+
+
+class RuleBook(Strict):
+    """All of rules.toml."""
+
+    schema_version: Literal[1]
+    sources: dict[str, Any]
+    rule: tuple[Rule, ...]
+
+    @model_validator(mode="after")
+    def _unique(self) -> RuleBook:
+        ids = [r.id for r in self.rule]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """A rule that fired, with its message rendered from the facts."""
+
+    rule_id: str
+    kind: str
+    message: str
+    explanation: str
+    source: str
+    score: float
+
+
+def _fields(node: Node) -> list[str]:
+    if isinstance(node, Condition):
+        return [node.field]
+    children = node.all if isinstance(node, AllOf) else node.any
+    return [f for child in children for f in _fields(child)]
+
+
+def _test(cond: Condition, facts: dict[str, Any]) -> bool:
+    if cond.field not in facts:
+        return False
+    fact, value = facts[cond.field], cond.value
+    match cond.op:
+        case "eq":
+            return fact == value
+        case "ne":
+            return fact != value
+        case "lt":
+            return fact < value
+        case "le":
+            return fact <= value
+        case "gt":
+            return fact > value
+        case "ge":
+            return fact >= value
+        case "in":
+            return fact in value
+        case "not_in":
+            return fact not in value
+    raise AssertionError(cond.op)  # unreachable: Op is closed
+
+
+def holds(node: Node, facts: dict[str, Any]) -> bool:
+    """Whether a condition tree is true for the facts (a missing fact makes its test false)."""
+    if isinstance(node, Condition):
+        return _test(node, facts)
+    if isinstance(node, AllOf):
+        return all(holds(child, facts) for child in node.all)
+    return any(holds(child, facts) for child in node.any)
+
+
+def render(message: str, facts: dict[str, Any]) -> str:
+    """Fill {field} placeholders from the facts."""
+    return _PLACEHOLDER.sub(lambda m: _show(facts.get(m.group(1), "?")), message)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+_COMPILED: dict[int, tuple[Rule, Callable[[dict[str, Any]], bool]]] = {}
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "in": lambda fact, value: fact in value, "not_in": lambda fact, value: fact not in value,
+}
+_MISSING = object()
+
+
+def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
+    """A closure equivalent to holds(node, facts)."""
+    if isinstance(node, Condition):
+        field, fn = node.field, _OPS[node.op]
+        value = frozenset(node.value) if node.op in ("in", "not_in") else node.value
+
+        def test(facts: dict[str, Any]) -> bool:
+            fact = facts.get(field, _MISSING)
+            return fact is not _MISSING and fn(fact, value)
+
+        return test
+    children = [compile_node(c) for c in (node.all if isinstance(node, AllOf) else node.any)]
+    if isinstance(node, AllOf):
+        return lambda facts: all(c(facts) for c in children)
+    return lambda facts: any(c(facts) for c in children)
+
+
+def evaluate(rules: tuple[Rule, ...] | list[Rule], facts: dict[str, Any]) -> list[Firing]:
+    """Return the rules that fire for these facts, in file order. Pure: the result depends on the facts alone."""
+    return [
+        Firing(r.id, r.kind, render(r.message, facts), r.explanation, r.source, r.score)
+        for r in rules
+        if r.test(facts)
+    ]

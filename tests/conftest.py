@@ -1,0 +1,19 @@
+"""Shared fixtures: the shipped knowledge base, and isolation of the user's data directory."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.catalog import Knowledge, load_knowledge
+
+
+@pytest.fixture(scope="session")
+def knowledge() -> Knowledge:
+    """The knowledge base shipped in the package."""
+    return load_knowledge()
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the developer's own calibration and checklist ticks out of every test."""
+    monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path_factory.mktemp("user-data")))

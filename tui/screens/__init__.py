@@ -1,0 +1,1 @@
+"""Provides the screens of the guided UI."""

@@ -1,0 +1,1 @@
+"""Provides the reusable widgets of the guided UI."""
