@@ -167,7 +167,7 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
         nodes = max(1, math.ceil(count / node_size))
         best: Candidate | None = None
-        leanest: tuple[float, Layout] | None = None
+        leanest: tuple[float, tuple[int, int, int, str, str]] | None = None
         blocked: Miss | None = None
         fits_seen_at: int | None = None
         for tp, pp in _model_parallel_options(ctx, count, node_size):
@@ -191,18 +191,23 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
                                                                       f"batch of {cap}", 2.5)
                     continue
                 target = max(1, min(target, cap // dp))
-            for sharding in _shardings(ctx, dp, pp):
+            shardings = _shardings(ctx, dp, pp)
+            # The leanest layout here (most sharding, most recomputation, smallest batch): if even it does not
+            # fit, nothing at this tp x pp does.
+            lean_zero = {"zero1": 1, "zero2": 2, "zero3": 3}.get(shardings[-1], 0)
+            lean_need = model.fixed_high(mp, dp, lean_zero, count) + \
+                model.per_sequence_high(recomputes[-1], tp) * (job.batch_size or 1)
+            if lean_need > room_total:
+                if leanest is None or lean_need < leanest[0]:
+                    leanest = (lean_need, (tp, pp, dp, shardings[-1], recomputes[-1]))
+                continue
+            for sharding in shardings:
                 zero = {"zero1": 1, "zero2": 2, "zero3": 3}.get(sharding, 0)
                 room = room_total - model.fixed_high(mp, dp, zero, count)
                 chosen: Layout | None = None
                 for recompute in recomputes:
                     per_seq = model.per_sequence_high(recompute, tp)
                     mb_max = int(room // per_seq) if per_seq > 0 else target
-                    need = room_total - room + per_seq * max(1, job.batch_size or 1)
-                    if leanest is None or need < leanest[0]:
-                        leanest = (need, Layout(count=count, nodes=nodes, node_size=node_size, precision=precision,
-                                                tp=tp, pp=pp, dp=dp, sharding=sharding, recompute=recompute,
-                                                micro_batch=job.batch_size or 1))
                     if mb_max < 1 or (job.batch_size and mb_max < job.batch_size):
                         continue
                     mb = min(target, mb_max)
@@ -238,7 +243,10 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
         elif blocked is not None:
             misses.append(blocked)
         elif leanest is not None:
-            smallest = model.components(leanest[1], usable)
+            tp, pp, dp, sharding, recompute = leanest[1]
+            lean = Layout(count=count, nodes=nodes, node_size=node_size, precision=precision, tp=tp, pp=pp, dp=dp,
+                          sharding=sharding, recompute=recompute, micro_batch=job.batch_size or 1)
+            smallest = model.components(lean, usable)
             misses.append(Miss(gpu.id, count, "memory",
                                f"needs {smallest.high_gb:.0f} GB per GPU, has {gpu.memory_gb:g} "
                                f"({usable:.0f} usable; largest: {smallest.dominant})", 1.0 / count))

@@ -34,7 +34,8 @@ class BenchmarkRow(Strict):
     recompute: Literal["none", "selective", "full"] | None = None
     reported_mfu: float | None = Field(default=None, gt=0, le=1)
     software: str = ""
-    source: str = Field(pattern=r"^[\w.\-]+/[\w.\-]+@[0-9a-f]{40}:\S+$")
+    source: str = Field(pattern=r"^([\w.\-]+/[\w.\-]+@[0-9a-f]{40}:\S+|user:.+)$")
+    """owner/repo@commit:path for shipped rows; 'user:<file>' for a user's calibration runs."""
     row_ref: str = ""
     note: str = ""
 

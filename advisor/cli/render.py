@@ -65,7 +65,7 @@ def prediction_text(p: Prediction) -> str:
     lines = [f"{p.model} ({p.workload}) on {p.gpu} x{p.count}, {p.precision}: {p.parallelism}"]
     if p.throughput is None:
         lines.append(f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
-                     f"of {p.memory.capacity_gb:g} ({p.memory.dominant} dominates)")
+                     f"of {p.memory.capacity_gb:g} (largest: {p.memory.dominant})")
     else:
         t = p.throughput
         lines.append(f"throughput  {_interval(t.p10, t.value, t.p90, ',.0f')} {t.unit}  (P50, P10-P90)")
@@ -80,7 +80,7 @@ def prediction_text(p: Prediction) -> str:
             lines.append(f"efficiency  {_interval(e.p10, e.p50, e.p90, '.0%')} of speed of light "
                          f"({p.speed_of_light:,.0f} {t.unit}), {p.bound} bound; {p.efficiency_source}")
         lines.append(f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
-                     f"({p.memory.dominant} dominates)")
+                     f"(largest: {p.memory.dominant})")
     lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
     lines += [f"assumed: {a}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
     return "\n".join(lines)

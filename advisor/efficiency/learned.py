@@ -1,0 +1,93 @@
+"""Provides LearnedEfficiency: the benchmark-trained model, read as plain parameters (no scikit-learn)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Sequence
+
+from advisor.catalog.assumptions import Assumptions
+from advisor.catalog.loader import Knowledge
+from advisor.efficiency.base import Interval, Query
+from advisor.efficiency.dataset import family_of
+from advisor.efficiency.features import FEATURES, query_features
+from advisor.efficiency.gbdt import ExportedModel, efficiency_interval
+from advisor.efficiency.prior import PriorEfficiency
+from advisor.userdata import data_dir
+
+ARTIFACT = "efficiency_model.json"
+LEARNED_REGIMES = ("llm-pretrain", "llm-finetune", "other-train")
+# Beyond the measured range the interval is widened: the physics still scales, the learned part is a guess.
+EXTRAPOLATION_WIDEN = 1.5
+
+
+class LearnedEfficiency:
+    """Efficiency from the gradient-boosted model for training regimes it was fitted on; LoRA and QLoRA scale
+    the fine-tuning prediction by their priors' ratio; inference keeps the priors (no measured serving data)."""
+
+    def __init__(self, model: ExportedModel, assumptions: Assumptions, fallback: PriorEfficiency,
+                 calibration_rows: int = 0) -> None:
+        self.model = model
+        self.assumptions = assumptions
+        self.fallback = fallback
+        self.calibration_rows = calibration_rows
+        cv = model.meta.get("logo_median_ape")
+        detail = f", held-out-GPU median error {cv:.0%}" if isinstance(cv, float) else ""
+        self.name = f"learned from {model.rows:,} measured runs (gradient-boosted trees{detail})"
+        if calibration_rows:
+            self.name += f" + calibration on {calibration_rows} of your runs"
+        self.extrapolated: list[str] = []
+
+    def estimate(self, queries: Sequence[Query]) -> list[Interval]:
+        """One interval per query."""
+        out: list[Interval] = []
+        ft = self.fallback.prior("llm-finetune")
+        kind = FEATURES.index("kind_code")
+        for q in queries:
+            regime = q.regime
+            if regime not in LEARNED_REGIMES + ("lora", "qlora"):
+                out.append(self.fallback.prior(regime))
+                continue
+            x = query_features(q, self.assumptions)
+            if x is None:
+                out.append(self.fallback.prior(regime))
+                continue
+            beyond = self.model.outside(x)
+            widen = EXTRAPOLATION_WIDEN if beyond else 1.0
+            if beyond:
+                self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
+            p10, p50, p90 = efficiency_interval(self.model, x, family_of(x[kind]), widen)
+            if regime in ("lora", "qlora"):
+                prior = self.fallback.prior(regime)
+                p10, p50, p90 = p10 * prior.p10 / ft.p10, p50 * prior.p50 / ft.p50, p90 * prior.p90 / ft.p90
+            out.append(Interval(p10, p50, min(p90, 1.0)))
+        return out
+
+
+def calibration_dir() -> Path:
+    """Where `gpu-advisor calibrate` keeps the user's runs and refitted model."""
+    return data_dir() / "calibration"
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str, mtime_ns: int) -> ExportedModel | None:
+    try:
+        return ExportedModel.from_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def load_learned(knowledge: Knowledge, fallback: PriorEfficiency) -> LearnedEfficiency | None:
+    """The user's calibrated model when there is one, else the shipped one; None when neither loads."""
+    user = calibration_dir() / ARTIFACT
+    if user.is_file():
+        model = _read(str(user), user.stat().st_mtime_ns)
+        if model is not None:
+            return LearnedEfficiency(model, knowledge.assumptions, fallback,
+                                     int(model.meta.get("calibration_rows", 0)))
+    try:
+        text = knowledge.root.joinpath(ARTIFACT).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    model = ExportedModel.from_json(text)
+    return LearnedEfficiency(model, knowledge.assumptions, fallback)
