@@ -80,7 +80,7 @@ class TrainingMemoryModel:
         self.grad_bytes = 0.0 if self.peft else w
         self.master_bytes = 0.0 if self.peft else master
         self.opt_bytes = 0.0 if self.peft else opt
-        self.adapter_bytes = job.trainable_params * (w + w + master + opt) if self.peft else 0.0
+        self.adapter_w, self.adapter_states = (w, master + opt) if self.peft else (0.0, 0.0)
         self.overhead = {1: _overhead(1, a), 2: _overhead(2, a)}
         act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
         self.per_seq_tp1: dict[str, float] = {}
@@ -109,7 +109,11 @@ class TrainingMemoryModel:
         grads = p * self.grad_bytes / (dp if zero >= 2 else 1)
         master = p * self.master_bytes / (dp if zero >= 1 else 1)
         opt = p * self.opt_bytes / (dp if zero >= 1 else 1)
-        return weights, grads, master, opt, self.adapter_bytes / mp
+        a = self.job.trainable_params / mp if self.peft else 0.0
+        # Adapters shard like full training does: states from ZeRO-1, gradients from 2, weights from 3.
+        adapters = a * (self.adapter_w / (dp if zero == 3 else 1) + self.adapter_w / (dp if zero >= 2 else 1)
+                        + self.adapter_states / (dp if zero >= 1 else 1))
+        return weights, grads, master, opt, adapters
 
     def fixed_high(self, mp: int, dp: int, zero: int, count: int) -> float:
         """Upper bytes of everything but activations."""

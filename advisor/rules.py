@@ -5,9 +5,9 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Union
+from typing import Annotated, Any, Callable, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from advisor.catalog.common import Strict
 
@@ -103,7 +103,17 @@ class AnyOf(Strict):
     any: tuple[Node, ...] = Field(min_length=1)
 
 
-Node = Union[Condition, AllOf, AnyOf]
+def _node_kind(value: Any) -> str:
+    """Which node a tree element is, so that a bad condition reports its own error, not three union ones."""
+    if isinstance(value, dict):
+        return "all" if "all" in value else "any" if "any" in value else "condition"
+    return "all" if isinstance(value, AllOf) else "any" if isinstance(value, AnyOf) else "condition"
+
+
+Node = Annotated[
+    Union[Annotated[Condition, Tag("condition")], Annotated[AllOf, Tag("all")], Annotated[AnyOf, Tag("any")]],
+    Discriminator(_node_kind),
+]
 AllOf.model_rebuild()
 AnyOf.model_rebuild()
 

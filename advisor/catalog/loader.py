@@ -75,14 +75,15 @@ def _json_default(value: Any) -> str:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _where(loc: tuple[Any, ...], data: Any) -> str:
-    """Render a pydantic error location, naming the row's id where there is one."""
+def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
+    """Render a pydantic error location as table[index] (id 'x').field, naming the row's id where it has one."""
     parts: list[str] = []
     node = data
     for item in loc:
         if isinstance(item, int):
             row_id = node[item].get("id") if isinstance(node, list) and item < len(node) and isinstance(node[item], dict) else None
-            parts[-1] = f"{parts[-1]}[{item}]" + (f" (id {row_id!r})" if row_id else "") if parts else f"[{item}]"
+            head = parts.pop() if parts else table
+            parts.append(f"{head}[{item}]" + (f" (id {row_id!r})" if row_id else ""))
         else:
             parts.append(str(item))
         try:
@@ -92,14 +93,14 @@ def _where(loc: tuple[Any, ...], data: Any) -> str:
     return ".".join(parts)
 
 
-def _validate(adapter: TypeAdapter[T] | type[BaseModel], data: Any, name: str) -> Any:
+def _validate(adapter: TypeAdapter[T] | type[BaseModel], data: Any, name: str, table: str = "") -> Any:
     try:
         if isinstance(adapter, TypeAdapter):
             return adapter.validate_python(data)
         return adapter.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = _where(tuple(first["loc"]), data)
+        where = _where(tuple(first["loc"]), data, table)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise KnowledgeError(f"knowledge/{name}: {where}: {first['msg']}{more}") from exc
 
@@ -185,7 +186,7 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     catalogue_version = str(raw.get("catalogue_version", "unversioned"))
     gpu_rows = _rows(raw, "gpu", "gpus.toml", {"schema_version", "catalogue_version", "sources", "gpu"})
     gpu_sources = _validate(_SOURCES, raw.get("sources", {}), "gpus.toml")
-    gpus = tuple(_validate(TypeAdapter(list[Gpu]), gpu_rows, "gpus.toml"))
+    gpus = tuple(_validate(TypeAdapter(list[Gpu]), gpu_rows, "gpus.toml", "gpu"))
     _check_refs("gpus.toml", {
         g.id: set(g.field_sources.values()) | ({g.price.source} if g.price else set()) for g in gpus
     }, set(gpu_sources))
@@ -197,7 +198,7 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     raw = _read_toml(root, "models.toml")
     model_rows = _rows(raw, "model", "models.toml", {"schema_version", "sources", "model"})
     model_sources = _validate(_SOURCES, raw.get("sources", {}), "models.toml")
-    models = tuple(_validate(TypeAdapter(list[ModelSpec]), model_rows, "models.toml"))
+    models = tuple(_validate(TypeAdapter(list[ModelSpec]), model_rows, "models.toml", "model"))
     _check_refs("models.toml", {
         m.id: ({m.source} | set(m.field_sources.values())) - {"derived"} for m in models
     }, set(model_sources))
@@ -205,17 +206,18 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     raw = _read_toml(root, "prices.toml")
     offer_rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
     price_sources = _validate(_SOURCES, raw.get("sources", {}), "prices.toml")
-    offers = tuple(_validate(TypeAdapter(list[Offer]), offer_rows, "prices.toml"))
+    offers = tuple(_validate(TypeAdapter(list[Offer]), offer_rows, "prices.toml", "offer"))
     gpu_ids = {g.id for g in gpus}
     for i, o in enumerate(offers):
         if o.gpu not in gpu_ids:
             raise KnowledgeError(f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}")
-    _check_refs("prices.toml", {f"{o.provider} {o.instance}": {o.source} for o in offers}, set(price_sources))
+    _check_refs("prices.toml", {f"offer[{i}] ({o.provider} {o.instance})": {o.source} for i, o in enumerate(offers)},
+                set(price_sources))
 
     raw = _read_toml(root, "checklist.toml")
     entry_rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
     checklist_sources = _validate(_SOURCES, raw.get("sources", {}), "checklist.toml")
-    checklist = tuple(_validate(TypeAdapter(list[ChecklistEntry]), entry_rows, "checklist.toml"))
+    checklist = tuple(_validate(TypeAdapter(list[ChecklistEntry]), entry_rows, "checklist.toml", "entry"))
     _check_refs("checklist.toml", {
         e.id: set(e.sources) | {t.source for t in e.thresholds} for e in checklist
     }, set(checklist_sources))
@@ -229,8 +231,15 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     rule_sources = _validate(_SOURCES, rules.sources, "rules.toml")
     _check_refs("rules.toml", {r.id: {r.source} for r in rules.rule}, set(rule_sources))
 
-    sources = {**assumptions.sources, **gpu_sources, **model_sources, **price_sources, **checklist_sources,
-               **rule_sources}
+    sources: dict[str, Source] = {}
+    for name, table in (("assumptions.toml", assumptions.sources), ("gpus.toml", gpu_sources),
+                        ("models.toml", model_sources), ("prices.toml", price_sources),
+                        ("checklist.toml", checklist_sources), ("rules.toml", rule_sources)):
+        for key, src in table.items():
+            if key in sources and sources[key].title != src.title:
+                raise KnowledgeError(f"knowledge/{name}: source key {key!r} names a different document than in "
+                                     f"another file ({sources[key].title!r}); use a distinct key")
+            sources.setdefault(key, src)
     return Knowledge(
         gpus=gpus, models=models, offers=offers, checklist=checklist, rules=rules, assumptions=assumptions,
         sources=sources, catalogue_version=catalogue_version, root=root,
