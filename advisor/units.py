@@ -7,7 +7,7 @@ import re
 from advisor.errors import InputError
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-_NUMBER = re.compile(r"^\s*\$?\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+_NUMBER = re.compile(r"^\s*\$?\s*(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(h|d|w|m|mo)?\s*$", re.IGNORECASE)
 _DURATION_HOURS = {"": 1.0, "h": 1.0, "d": 24.0, "w": 168.0, "mo": 730.0, "m": 730.0}
 

@@ -1,0 +1,142 @@
+"""CLI tests through subprocess: help, formats, exit codes, one-line errors, atomic no-clobber output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+COMMANDS = ["gpus", "models", "prices", "predict", "recommend", "checklist", "tco", "model", "calibrate"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor.cli.main", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}, timeout=120)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_on_every_command(command: str) -> None:
+    result = run(command, "--help")
+    assert result.returncode == 0 and "usage:" in result.stdout
+
+
+def test_top_level_help_lists_commands() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("recommend", "predict", "checklist", "tco"):
+        assert command in result.stdout
+
+
+def test_help_imports_neither_sklearn_nor_textual() -> None:
+    code = ("import sys\nfrom advisor.cli.main import main\ntry:\n    main(['recommend', '--help'])\n"
+            "except SystemExit:\n    pass\nheavy = [m for m in ('sklearn', 'textual', 'numpy', 'plotext', 'pydantic') "
+            "if m in sys.modules]\nprint('HEAVY:' + ','.join(heavy))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "HEAVY:"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["recommend", "--model", "llama-9"], "unknown model 'llama-9'; accepted: llama-2-7b"),
+    (["recommend", "--model", "llama-2-7b", "--budget", "lots"], "--budget: 'lots' is not a number"),
+    (["recommend", "--model", "llama-2-7b", "--budget", "-5"], "--budget: '-5' must be greater than 0"),
+    (["recommend", "--model", "llama-2-7b", "--deadline", "soon"], "--deadline: 'soon' is not a duration"),
+    (["recommend", "--model", "llama-2-7b", "--workload", "dance"], "invalid choice: 'dance'"),
+    (["recommend", "--model", "llama-2-7b", "--gpu", "h1000"], "unknown GPU 'h1000'; accepted:"),
+    (["recommend", "--model", "llama-2-7b", "--params", "7B"], "give exactly one of model"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "v100-16gb", "--precision", "bf16"], "has no bf16"),
+    (["predict", "--model", "resnet50", "--gpu", "h100", "--count", "3.5"], "--count: '3.5' must be a whole"),
+    (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
+    (["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"], "int4 is for inference"),
+])
+def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+def test_recommend_json_schema() -> None:
+    result = run("recommend", "--model", "llama-2-70b", "--workload", "finetune", "--precision", "bf16",
+                 "--budget", "20000", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    plan = data["plans"][0]
+    for key in ("gpu", "count", "nodes", "parallelism", "precision", "memory_per_gpu_gb", "hours", "cost_usd",
+                "reasons"):
+        assert key in plan
+    assert set(plan["hours"]) == {"p10", "p50", "p90"} and set(plan["cost_usd"]) >= {"low", "high"}
+
+
+def test_recommend_table_says_prices_as_of() -> None:
+    result = run("recommend", "--model", "llama-2-70b", "--workload", "finetune", "--precision", "bf16",
+                 "--budget", "20000")
+    assert result.returncode == 0 and "prices as of 20" in result.stdout and "Why not:" in result.stdout
+
+
+def test_nothing_fits_exits_1_with_reasons() -> None:
+    result = run("recommend", "--model", "llama-3.1-405b", "--workload", "pretrain", "--budget", "100")
+    assert result.returncode == 1
+    assert "No plan fits." in result.stdout and "Why not:" in result.stdout
+
+
+def test_predict_json_fields() -> None:
+    result = run("predict", "--model", "resnet50", "--gpu", "a100-80gb-sxm", "--count", "8", "--precision", "fp16",
+                 "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    t = data["throughput"]
+    assert t["unit"] == "images/s" and t["p10"] <= t["value"] <= t["p90"]
+    assert {"per_gpu_gb", "fits", "breakdown"} <= set(data["memory"]) and data["memory"]["fits"]
+    assert data["step_time_s"]["p50"] > 0 and 0 < data["efficiency"]["p50"] <= 1
+    assert data["layout"]["micro_batch"] > 1  # the benchmarks' batch, since none was given
+
+
+def test_output_file_is_atomic_and_never_clobbered(tmp_path: Path) -> None:
+    target = tmp_path / "plan.toml"
+    args = ["recommend", "--model", "llama-2-7b", "--workload", "lora", "--tokens", "1e8", "-o", str(target)]
+    first = run(*args)
+    assert first.returncode == 0, first.stderr
+    data = tomllib.loads(target.read_text())
+    assert data["chosen"]["gpu"]
+    target.write_text("precious")
+    second = run(*args)
+    assert second.returncode == 2 and "exists; pass --force" in second.stderr
+    assert target.read_text() == "precious"
+    third = run(*args, "--force")
+    assert third.returncode == 0 and tomllib.loads(target.read_text())["chosen"]["gpu"]
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.toml"]  # no temporary file left behind
+
+
+def test_from_spec_reproduces_plans(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    assert run("recommend", "--model", "mistral-7b", "--workload", "qlora", "--budget", "300", "-o",
+               str(spec)).returncode == 0
+    again = run("recommend", "--from", str(spec), "--format", "toml")
+    assert again.returncode == 0, again.stderr
+    before, after = tomllib.loads(spec.read_text()), tomllib.loads(again.stdout)
+    assert after["chosen"] == before["chosen"] and after["alternatives"] == before["alternatives"]
+    override = run("recommend", "--from", str(spec), "--budget", "5", "--format", "json")
+    assert override.returncode == 1  # the flag given on the command line wins over the file
+
+
+def test_checklist_prints_and_searches() -> None:
+    listing = run("checklist")
+    assert listing.returncode == 0 and "oom" in listing.stdout and "nccl-hang" in listing.stdout
+    oom = run("checklist", "oom")
+    assert oom.returncode == 0 and "Steps:" in oom.stdout and "nvidia-smi" in oom.stdout
+    found = run("checklist", "--search", "NCCL_DEBUG", "--format", "json")
+    ids = [e["id"] for e in json.loads(found.stdout)]
+    assert "nccl-hang" in ids
+
+
+def test_catalogues_print() -> None:
+    assert "h100-sxm" in run("gpus").stdout
+    assert "llama-2-70b" in run("models").stdout
+    prices = run("prices", "--gpu", "h100-sxm", "--pricing", "spot")
+    assert prices.returncode == 0 and "spot" in prices.stdout and "on-demand" not in prices.stdout
