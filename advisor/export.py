@@ -55,6 +55,9 @@ def export_record(report: Report, knowledge: Knowledge, generated_at: dt.datetim
         "nothing_fits": report.nothing_fits,
         "suggestions": list(report.suggestions),
         "notes": list(report.notes),
+        "operations": data.get("operations"),
+        "launch": data.get("launch"),
+        "tco": data.get("tco"),
     }
     return _drop_none(record)
 

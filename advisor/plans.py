@@ -121,13 +121,13 @@ def _model_parallel_options(ctx: Context, count: int, node_size: int) -> list[tu
     return sorted(options, key=lambda o: (o[0] * o[1], o[1]))
 
 
-def _shardings(ctx: Context, dp: int, pp: int) -> tuple[str, ...]:
+def _shardings(ctx: Context, dp: int, pp: int, tp: int) -> tuple[str, ...]:
     if dp == 1:
         return ("none",)
     if ctx.job.arch is None:
         return ("ddp",)
-    if pp > 1:
-        return ("ddp", "zero1")  # Megatron's distributed optimizer: ZeRO-1 alongside pipelining
+    if pp > 1 or tp > 1:
+        return ("ddp", "zero1")  # Megatron-style model parallelism shards only the optimizer (distributed optimizer)
     return ("ddp", "zero1", "zero2", "zero3")
 
 
@@ -191,7 +191,7 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
                                                                       f"batch of {cap}", 2.5)
                     continue
                 target = max(1, min(target, cap // dp))
-            shardings = _shardings(ctx, dp, pp)
+            shardings = _shardings(ctx, dp, pp, tp)
             # The leanest layout here (most sharding, most recomputation, smallest batch): if even it does not
             # fit, nothing at this tp x pp does.
             lean_zero = {"zero1": 1, "zero2": 2, "zero3": 3}.get(shardings[-1], 0)

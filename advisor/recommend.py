@@ -264,14 +264,15 @@ class Search:
 
 
 def run_search(knowledge: Knowledge, workload: Workload, constraints: Constraints,
-               efficiency: EfficiencyModel | None = None, onprem_rate: OnPremRate | None = None) -> Search:
-    """Enumerate, fit, time, price and filter every plan."""
+               efficiency: EfficiencyModel | None = None, onprem: dict[str, float] | None = None) -> Search:
+    """Enumerate, fit, time, price and filter every plan (on-prem plans at their TCO per GPU-hour)."""
     job = resolve_job(knowledge, workload)
     model = efficiency or PriorEfficiency(knowledge.assumptions)
     ctx = Context(knowledge, job, constraints, model)
-    if constraints.deployment == "on-prem" and onprem_rate is None:
+    onprem_rate: OnPremRate | None = None
+    if constraints.deployment == "on-prem":
         from advisor.ops.tco import default_onprem_rate  # deferred: only on-prem runs need the TCO model
-        onprem_rate = default_onprem_rate(knowledge)
+        onprem_rate = default_onprem_rate(knowledge, **(onprem or {}))
     job_firings = evaluate(ctx.rules_by_scope["job"], ctx.job_facts)
     misses: list[Miss] = []
     candidates: list[Candidate] = []
@@ -331,21 +332,21 @@ def run_search(knowledge: Knowledge, workload: Workload, constraints: Constraint
 
 
 def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constraints, search: Search,
-                 efficiency: EfficiencyModel | None, onprem_rate: OnPremRate | None) -> list[str]:
+                 efficiency: EfficiencyModel | None, onprem: dict[str, float] | None) -> list[str]:
     """What would make a plan fit, each checked by a real search."""
     lines: list[str] = []
     ctx = search.ctx
     kinds = {m.kind for m in search.misses}
     if search.scored:
         relaxed = Constraints.model_validate({**constraints.model_dump(), "budget_usd": None})
-        trial = run_search(knowledge, workload, relaxed, efficiency, onprem_rate)
+        trial = run_search(knowledge, workload, relaxed, efficiency, onprem)
         if trial.feasible:
             best = min(trial.feasible, key=lambda s: s.cost.high)
             lines.append(f"a budget of ${best.cost.high:,.0f} (P90) allows {best.cand.gpu.id} x{best.cand.layout.count} "
                          f"in {best.hours.p90:,.0f} h")
         if ctx.job.training:
             relaxed = Constraints.model_validate({**constraints.model_dump(), "deadline_hours": None})
-            trial = run_search(knowledge, workload, relaxed, efficiency, onprem_rate)
+            trial = run_search(knowledge, workload, relaxed, efficiency, onprem)
             if trial.feasible:
                 best = min(trial.feasible, key=lambda s: s.hours.p90)
                 lines.append(f"a deadline of {math.ceil(best.hours.p90):,} h allows {best.cand.gpu.id} "
@@ -361,7 +362,7 @@ def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constrai
         for flag, change in alternatives:
             try:
                 alt = Workload.model_validate({**workload.model_dump(), **change})
-                trial = run_search(knowledge, alt, constraints, efficiency, onprem_rate)
+                trial = run_search(knowledge, alt, constraints, efficiency, onprem)
             except InputError:
                 continue
             if trial.feasible:
@@ -379,9 +380,10 @@ def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constrai
 
 
 def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints,
-              efficiency: EfficiencyModel | None = None, onprem_rate: OnPremRate | None = None) -> Report:
-    """The ranked answer to one question."""
-    search = run_search(knowledge, workload, constraints, efficiency, onprem_rate)
+              efficiency: EfficiencyModel | None = None, onprem: dict[str, float] | None = None) -> Report:
+    """The ranked answer to one question: plans, front, why-nots, and for the chosen plan its operations plan,
+    launch artefacts and (on-prem) its TCO. `onprem` overrides TCO inputs (years, utilization, tariff...)."""
+    search = run_search(knowledge, workload, constraints, efficiency, onprem)
     ctx = search.ctx
     ranked = _rank(ctx, search.feasible)
     top: list[Scored] = []
@@ -400,7 +402,19 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
     dates = [s.price.offer.date for s in shown if s.price is not None]
     sources = sorted({s.price.offer.source for s in shown if s.price is not None})
     job = ctx.job
-    suggestions = [] if top else _suggestions(knowledge, workload, constraints, search, efficiency, onprem_rate)
+    suggestions = [] if top else _suggestions(knowledge, workload, constraints, search, efficiency, onprem)
+    operations = launch = tco_out = None
+    if plans:
+        from advisor.ops.launch import launch_artefacts
+        from advisor.ops.plan import operations_plan
+
+        operations = operations_plan(knowledge, job, constraints, plans[0])
+        launch = launch_artefacts(knowledge, job, constraints, plans[0])
+        if constraints.deployment == "on-prem":
+            from advisor.ops.tco import TcoInputs, tco
+
+            tco_inputs = TcoInputs(gpu=plans[0].gpu, count=plans[0].count, **(onprem or {}))
+            tco_out = tco(knowledge, tco_inputs, constraints)
     notes = []
     if not job.training:
         notes.append("inference: no measured serving data is shipped; latencies come from the roofline and "
@@ -419,5 +433,6 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
         nothing_fits=not top, suggestions=tuple(suggestions),
         prices_as_of=min(dates) if dates else None, price_sources=tuple(sources),
         efficiency_source=name, catalogue_version=knowledge.catalogue_version,
-        plans_considered=len(search.scored), notes=tuple(notes),
+        plans_considered=len(search.scored), notes=tuple(notes), operations=operations, launch=launch,
+        tco=tco_out,
     )

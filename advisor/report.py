@@ -9,6 +9,9 @@ from pydantic import Field
 
 from advisor.catalog.common import Strict
 from advisor.inputs import Constraints, Workload
+from advisor.ops.launch import LaunchArtefacts
+from advisor.ops.plan import OpsPlan
+from advisor.ops.tco import TcoOut
 
 SCHEMA_VERSION = 1
 
@@ -173,6 +176,12 @@ class Report(Strict):
     catalogue_version: str
     plans_considered: int = 0
     notes: tuple[str, ...] = Field(default=())
+    operations: OpsPlan | None = None
+    """The operations plan of the chosen plan."""
+    launch: LaunchArtefacts | None = None
+    """Launch artefacts of the chosen plan."""
+    tco: TcoOut | None = None
+    """On-prem: the TCO of owning the chosen plan's GPUs, with buy versus rent."""
 
     def prices_line(self) -> str:
         """'prices as of 2026-01-28 (skypilot-aws, ...)'."""

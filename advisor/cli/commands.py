@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -173,9 +174,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
     onprem = None
     if constraints.deployment == "on-prem":
-        from advisor.ops.tco import onprem_rate_from_args
+        from advisor.ops.tco import onprem_overrides
 
-        onprem = onprem_rate_from_args(knowledge, args)
+        onprem = onprem_overrides(args)
     report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
     fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "table")
     if fmt == "json":
@@ -185,9 +186,29 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     else:
         text = render.report_text(report)
     emit(text, args.output, args.force)
-    if report.nothing_fits and not args.output:
-        return 1
+    if args.artefacts and report.launch is not None:
+        write_artefacts(report, Path(args.artefacts), args.force)
     return 1 if report.nothing_fits else 0
+
+
+def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
+    """The chosen plan's launch artefacts as files (atomic; existing files need --force)."""
+    from advisor.cli.output import write_atomic
+
+    launch = report.launch
+    files = {launch.framework_config_name: launch.framework_config, "sky-task.yaml": launch.skypilot_task,
+             "prometheus-rules.yaml": launch.prometheus_rules,
+             "launch.sh": "#!/usr/bin/env bash\n" + (launch.serve or launch.torchrun) + "\n"}
+    if launch.kubeflow_job:
+        files["pytorchjob.yaml"] = launch.kubeflow_job
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+    clash = [name for name in files if (folder / name).exists()] if not force else []
+    if clash:
+        raise InputError(f"--artefacts {folder}: {', '.join(clash)} exist(s); pass --force to overwrite")
+    for name, text in files.items():
+        write_atomic(folder / name, text, force=True)
+    print(f"wrote {', '.join(sorted(files))} to {folder}", file=sys.stderr)
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:

@@ -118,6 +118,7 @@ def build_parser() -> Parser:
     p.add_argument("--from", dest="from_file", metavar="SPEC.toml",
                    help="re-run the inputs of an exported recommendation (flags given here override them)")
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
+    p.add_argument("--artefacts", metavar="DIR", help="write the chosen plan's launch artefacts into DIR")
     _format_arg(p, ("table", "json", "toml"), "table")
     _output_args(p)
 
@@ -133,10 +134,11 @@ def build_parser() -> Parser:
     p.add_argument("--gpu", required=True, help="GPU id or alias")
     p.add_argument("--count", required=True, help="number of GPUs")
     p.add_argument("--years", help="amortisation period (default 3)")
-    p.add_argument("--utilization", help="average utilisation, 0-1 (default 0.6)")
+    p.add_argument("--utilization", help="average utilisation, 0-1 (default 0.75, the field guide's target)")
     p.add_argument("--electricity-usd-kwh", help="power tariff, USD per kWh")
     p.add_argument("--pue", help="data-centre power usage effectiveness (default 1.4)")
     p.add_argument("--staff-usd-year", help="operations staff cost per year for this cluster")
+    p.add_argument("--off-peak-usd-kwh", help="off-peak tariff for 22:00-08:00, USD per kWh")
     p.add_argument("--gpu-hours-per-month", help="your predicted GPU-hours per month (default: utilisation x hours)")
     _format_arg(p, ("table", "json"), "table")
 

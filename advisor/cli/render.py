@@ -112,13 +112,34 @@ def report_text(r: Report) -> str:
         cost_head = "cost per month" if inference else "cost"
         lines.append(table(["#", "gpu", "n", "nodes", "parallelism", "prec", "GB/GPU", time_head, cost_head, "where",
                             "front"], rows, right=(0, 2, 3)))
-        lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
+        if r.constraints.deployment == "on-prem":
+            lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
+        else:
+            lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
         lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
         best = r.plans[0]
         lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
         advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
         if advice:
             lines += ["", "Advice:"] + [_wrap(a) for a in advice]
+        if r.tco is not None:
+            t = r.tco
+            lines += ["", f"Owning {t.inputs.count} x {best.gpu}: ${t.total_usd:,.0f} over {t.inputs.years:g} years, "
+                          f"${t.usd_per_gpu_hour:.2f} per used GPU-hour; {t.buy_rent.verdict}",
+                      f"  (full breakdown: gpu-advisor tco --gpu {best.gpu} --count {best.count})"]
+        if r.operations is not None:
+            ops = r.operations
+            lines += ["", "Operations:"]
+            for section, item in ops.items():
+                if section in ("scaling", "fault_tolerance") or item.name == "training cap":
+                    lines.append(_wrap(f"{item.name}: {item.setting} ({item.reason})"))
+            if ops.power_effect is not None:
+                e = ops.power_effect
+                lines.append(_wrap(f"a {e.cap_w:.0f} W cap: {e.energy_kwh:,.0f} -> {e.energy_kwh_capped:,.0f} kWh, "
+                                   f"{fmt_hours(e.hours_p50)} -> {fmt_hours(e.hours_p50_capped)}"))
+        if r.launch is not None:
+            lines += ["", "Launch:", "  " + (r.launch.serve or r.launch.torchrun),
+                      "  (every artefact: --artefacts DIR, or --format toml)"]
     else:
         lines.append("No plan fits.")
         if r.suggestions:

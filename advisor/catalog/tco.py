@@ -1,0 +1,148 @@
+"""Provides the schema of tco.toml: sourced figures of ownership cost, operations policy and financing."""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+from advisor.catalog.assumptions import Figure
+from advisor.catalog.common import Source, Strict
+from advisor.catalog.loader import Knowledge, _read_toml, _validate
+from advisor.errors import KnowledgeError
+
+
+class Hardware(Strict):
+    """Non-GPU hardware prices."""
+
+    server_8gpu_sxm_usd: Figure
+    server_pcie_usd: Figure
+    workstation_usd: Figure
+    network_ib_per_gpu_usd: Figure
+    residual_value_fraction: Figure
+    network_eth_per_node_usd: Figure | None = None
+    install_fraction: Figure | None = None
+
+
+class Power(Strict):
+    """Tariffs, PUE and non-GPU server power."""
+
+    electricity_usd_kwh: Figure
+    pue: Figure
+    server_overhead_w_per_gpu: Figure
+    off_peak_usd_kwh: Figure | None = None
+
+
+class Space(Strict):
+    """Data-centre space."""
+
+    colocation_usd_per_kw_month: Figure
+
+
+class Staff(Strict):
+    """Operations staff."""
+
+    engineer_usd_year: Figure
+    gpus_per_engineer: Figure | None = None
+
+
+class Operations(Strict):
+    """The field guides' operations policy figures and measured failure rates."""
+
+    maintenance_fraction_per_year: Figure
+    hardware_failure_rate_per_month: Figure
+    hardware_failure_target_per_month: Figure
+    target_utilization: Figure
+    max_queue_wait_min: Figure
+    queue_levels: Figure
+    idle_max_fraction: Figure
+    scale_out_utilization: Figure
+    scale_in_instance_cost_usd: Figure
+    reclaim_start_hour: Figure
+    reclaim_end_hour: Figure
+    restart_limit: Figure
+    hybrid_train_share: Figure
+    elastic_reserve_fraction: Figure
+    staged_first_purchase_fraction: Figure
+    staged_review_interval_months: Figure
+    budget_overrun_alert_fraction: Figure
+    rack_space_reserve_fraction: Figure
+
+
+class Lease(Strict):
+    """Financing terms."""
+
+    annual_rate: Figure
+    term_months: Figure
+    lease_to_purchase_ratio: Figure
+
+
+class PowerCap(Strict):
+    """A measured power-capping study and the guide's example policy."""
+
+    cap_fraction: Figure
+    energy_saving_fraction: Figure
+    slowdown_fraction: Figure
+    guide_training_cap_w: Figure
+    guide_inference_cap_w: Figure
+    guide_night_cap_fraction: Figure
+    guide_night_start_hour: Figure
+    guide_night_end_hour: Figure
+
+
+class Shares(Strict):
+    """The guide's typical shares of TCO."""
+
+    hardware: Figure
+    power: Figure
+    staff: Figure
+    space: Figure
+    network: Figure
+
+
+class Spot(Strict):
+    """Preemption notices."""
+
+    aws_notice_s: Figure
+    gcp_notice_s: Figure
+
+
+class TcoFigures(Strict):
+    """All of tco.toml."""
+
+    schema_version: Literal[1]
+    sources: dict[str, Source]
+    hardware: Hardware
+    power: Power
+    space: Space
+    staff: Staff
+    operations: Operations
+    lease: Lease
+    power_cap: PowerCap
+    typical_shares: Shares
+    spot: Spot
+    missing: dict[str, str] = {}
+
+    def source_keys(self) -> set[str]:
+        """Every source key a figure cites."""
+        keys: set[str] = set()
+        for section in (self.hardware, self.power, self.space, self.staff, self.operations, self.lease,
+                        self.power_cap, self.typical_shares, self.spot):
+            for name in type(section).model_fields:
+                fig = getattr(section, name)
+                if fig is not None:
+                    keys.add(fig.source)
+        return keys
+
+
+@functools.lru_cache(maxsize=4)
+def _load(knowledge: Knowledge) -> TcoFigures:
+    figures = _validate(TcoFigures, _read_toml(knowledge.root, "tco.toml"), "tco.toml")
+    unknown = figures.source_keys() - set(figures.sources)
+    if unknown:
+        raise KnowledgeError(f"knowledge/tco.toml: unknown source key(s) {', '.join(sorted(unknown))}")
+    return figures
+
+
+def load_tco(knowledge: Knowledge) -> TcoFigures:
+    """The TCO figures of a knowledge base (read on first use: only ownership questions need them)."""
+    return _load(knowledge)

@@ -1,0 +1,345 @@
+"""Provides the total cost of ownership of a GPU cluster, its attribution per GPU-hour, and buy versus rent."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+from pydantic import Field
+
+from advisor.catalog.common import Strict
+from advisor.catalog.gpus import Gpu
+from advisor.catalog.loader import Knowledge
+from advisor.catalog.tco import TcoFigures, load_tco
+from advisor.errors import InputError
+from advisor.inputs import Constraints
+
+HOURS_PER_YEAR = 8760.0
+NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
+
+
+class TcoInputs(Strict):
+    """The question: own `count` GPUs for `years` at an average utilisation."""
+
+    gpu: str
+    count: int = Field(ge=1, le=100_000)
+    years: float = Field(default=3.0, gt=0, le=10)
+    utilization: float | None = Field(default=None, gt=0, le=1)
+    electricity_usd_kwh: float | None = Field(default=None, gt=0)
+    off_peak_usd_kwh: float | None = Field(default=None, gt=0)
+    pue: float | None = Field(default=None, ge=1.0, le=3.0)
+    staff_usd_year: float | None = Field(default=None, ge=0)
+    gpu_hours_per_month: float | None = Field(default=None, gt=0)
+
+
+class CostLine(Strict):
+    """One component of TCO over the whole period."""
+
+    component: str
+    usd: float
+    share: float
+    typical_low: float | None = None
+    typical_high: float | None = None
+    flag: str = ""
+    basis: str
+    source: str
+
+
+class BuyRent(Strict):
+    """Owning against the cheapest cloud plan of the same capacity."""
+
+    cloud: str
+    cloud_usd_per_gpu_hour: float | None
+    gpu_hours_per_month: float
+    own_usd_per_month: float
+    cloud_usd_per_month: float | None
+    breakeven_months: float | None
+    breakeven_utilization: float | None
+    verdict: str
+
+
+class FinanceOption(Strict):
+    """Purchase, lease or joint development."""
+
+    name: str
+    initial_usd: float | None
+    total_usd: float | None
+    expansion_cost: str
+    lock_in: str
+    note: str
+
+
+class StagedStep(Strict):
+    """One step of the staged purchase."""
+
+    month: int
+    gpus: int
+    usd: float
+    action: str
+
+
+class TcoOut(Strict):
+    """The whole TCO answer."""
+
+    inputs: TcoInputs
+    gpu_name: str
+    nodes: int
+    lines: tuple[CostLine, ...]
+    total_usd: float
+    per_year_usd: float
+    usd_per_gpu_hour: float
+    """Per GPU-hour actually used (total / (GPUs x hours x utilisation))."""
+    attribution_per_gpu_hour: dict[str, float]
+    buy_rent: BuyRent
+    options: tuple[FinanceOption, ...]
+    staged: tuple[StagedStep, ...]
+    assumptions: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
+    """Non-GPU server cost per node, and which figure it is."""
+    name = gpu.name.lower()
+    if "geforce" in name or "titan" in name or gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie":
+        return t.hardware.workstation_usd.value, "workstation host"
+    if gpu.form_factor == "pcie" or gpu.form_factor == "nvl":
+        return t.hardware.server_pcie_usd.value, "PCIe GPU server"
+    return t.hardware.server_8gpu_sxm_usd.value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
+
+
+def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None = None) -> TcoOut:
+    """Compute TCO, shares against the guide's typical ranges, attribution, buy-versus-rent and options."""
+    t = load_tco(knowledge)
+    gpu = knowledge.gpu(inputs.gpu)
+    if gpu.price is None:
+        priced = ", ".join(g.id for g in knowledge.gpus if g.price)
+        raise InputError(f"--gpu {gpu.id}: no sourced purchase price; TCO needs one of: {priced}")
+    years, n = inputs.years, inputs.count
+    util = inputs.utilization if inputs.utilization is not None else t.operations.target_utilization.value
+    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
+    pue = inputs.pue or t.power.pue.value
+    nodes = math.ceil(n / gpu.gpus_per_node)
+    server_each, server_kind = _server_cost(gpu, t)
+    notes: list[str] = []
+
+    gpus_usd = n * gpu.price.usd
+    servers_usd = nodes * server_each
+    hardware_usd = gpus_usd + servers_usd
+    residual_fig = t.hardware.residual_value_fraction
+    residual = gpus_usd * (residual_fig.value if years <= 3 else (residual_fig.low or residual_fig.value))
+    network_usd, network_basis = 0.0, "one server: no cluster fabric"
+    fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
+    if nodes > 1:
+        if fabric.startswith("ib") or fabric.startswith("roce"):
+            network_usd = n * t.hardware.network_ib_per_gpu_usd.value
+            network_basis = f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} per GPU (switches, optics)"
+        else:
+            network_basis = f"{fabric}: no sourced price for Ethernet switching (left out)"
+            notes.append("network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
+    tdp = gpu.tdp_w or 0
+    overhead_w = t.power.server_overhead_w_per_gpu.value
+    it_kw_capacity = n * (tdp + overhead_w) / 1000.0
+    kwh_year = n * (tdp + overhead_w) * util * HOURS_PER_YEAR / 1000.0 * pue
+    if inputs.off_peak_usd_kwh:
+        blended = (tariff * (24 - NIGHT_HOURS) + inputs.off_peak_usd_kwh * NIGHT_HOURS) / 24
+        power_basis = (f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
+                       f"use, PUE {pue:g}) at ${tariff:g}/kWh day, ${inputs.off_peak_usd_kwh:g} off-peak 22:00-08:00")
+    else:
+        blended = tariff
+        power_basis = (f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
+                       f"use, PUE {pue:g}) at ${tariff:g}/kWh")
+        notes.append("off-peak tariff: " + t.missing.get("power.off_peak_usd_kwh", "unsourced")
+                     + "; pass --off-peak-usd-kwh to use yours")
+    power_year = kwh_year * blended
+    space_year = t.space.colocation_usd_per_kw_month.value * it_kw_capacity * 12
+    maintenance_year = t.operations.maintenance_fraction_per_year.value * hardware_usd
+    others_year = (hardware_usd - residual + network_usd) / years + power_year + space_year + maintenance_year
+    if inputs.staff_usd_year is not None:
+        staff_year, staff_basis = inputs.staff_usd_year, "given"
+    else:
+        share = t.typical_shares.staff.value
+        staff_year = others_year * share / (1 - share)
+        staff_basis = (f"estimated at the guide's typical {share:.1%} of TCO: no sourced GPUs-per-engineer ratio "
+                       f"exists (an engineer costs ${t.staff.engineer_usd_year.value:,.0f}/yr); pass --staff-usd-year")
+    s = t.typical_shares
+    raw = [
+        ("hardware", hardware_usd - residual, s.hardware,
+         f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) + {nodes} x ${server_each:,.0f} "
+         f"{server_kind} - ${residual:,.0f} resale after {years:g} years", gpu.price.source),
+        ("power", power_year * years, s.power, power_basis, t.power.electricity_usd_kwh.source),
+        ("staff", staff_year * years, s.staff, staff_basis, t.staff.engineer_usd_year.source),
+        ("space", space_year * years, s.space,
+         f"{it_kw_capacity:.1f} kW of IT load at ${t.space.colocation_usd_per_kw_month.value:g}/kW-month",
+         t.space.colocation_usd_per_kw_month.source),
+        ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
+        ("maintenance", maintenance_year * years, None,
+         f"{t.operations.maintenance_fraction_per_year.value:.0%} of hardware per year (the guide's rule)",
+         t.operations.maintenance_fraction_per_year.source),
+    ]
+    total = sum(r[1] for r in raw)
+    lines = []
+    for comp, usd, typical, basis, source in raw:
+        share = usd / total if total else 0.0
+        flag = ""
+        if typical is not None:
+            lo, hi = typical.range
+            if share < lo / 2 or share > hi * 1.5:
+                flag = f"far outside the guide's {lo:.0%}-{hi:.0%}"
+            elif share < lo or share > hi:
+                flag = f"outside the guide's {lo:.0%}-{hi:.0%}"
+        lines.append(CostLine(component=comp, usd=round(usd, 2), share=round(share, 4),
+                              typical_low=typical.range[0] if typical else None,
+                              typical_high=typical.range[1] if typical else None, flag=flag, basis=basis,
+                              source=source))
+    used_hours = n * HOURS_PER_YEAR * years * util
+    per_hour = total / used_hours
+    # The guide's attribution: hardware (base), power, maintenance = 15% of base.
+    base = (hardware_usd - residual + network_usd) / used_hours
+    attribution = {"hardware": round(base, 4), "power": round(power_year * years / used_hours, 4),
+                   "maintenance": round(t.operations.maintenance_fraction_per_year.value * base, 4),
+                   "staff_and_space": round((staff_year + space_year) * years / used_hours, 4)}
+    buy_rent = _buy_rent(knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd,
+                         constraints)
+    lease = t.lease
+    capex = hardware_usd + network_usd
+    options = (
+        FinanceOption(name="purchase", initial_usd=round(capex, 2), total_usd=round(capex, 2), expansion_cost="low",
+                      lock_in="high", note="one-time purchase; the guide rates expansion cost low and technology "
+                                           "lock-in high"),
+        FinanceOption(name="lease", initial_usd=round(capex * lease.lease_to_purchase_ratio.value
+                                                      / lease.term_months.value, 2),
+                      total_usd=round(capex * lease.lease_to_purchase_ratio.value, 2), expansion_cost="high",
+                      lock_in="medium",
+                      note=f"{lease.term_months.value:.0f} monthly payments at {lease.annual_rate.value:.1%} APR: "
+                           f"{lease.lease_to_purchase_ratio.value:.2f}x the price ({lease.lease_to_purchase_ratio.low:.2f}-"
+                           f"{lease.lease_to_purchase_ratio.high:.2f}x over 10-17% APR, 36-60 months)"),
+        FinanceOption(name="joint development", initial_usd=None, total_usd=None, expansion_cost="medium",
+                      lock_in="low", note="no sourced terms: the guide rates initial and expansion cost medium and "
+                                          "lock-in low; terms are negotiated"),
+    )
+    staged = _staged(gpu, n, t)
+    assumptions = (
+        f"utilisation {util:.0%} ({'given' if inputs.utilization is not None else 'the guide target, field-guide-002'})",
+        f"electricity ${tariff:g}/kWh ({'given' if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source})",
+        f"PUE {pue:g} ({'given' if inputs.pue else t.power.pue.source})",
+        f"amortised over {years:g} years; resale {residual / gpus_usd:.0%} of the GPU price ({residual_fig.source})",
+        f"server without GPUs ${server_each:,.0f} ({server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
+        f"colocation ${t.space.colocation_usd_per_kw_month.value:g}/kW-month ({t.space.colocation_usd_per_kw_month.source})",
+        f"maintenance {t.operations.maintenance_fraction_per_year.value:.0%} of hardware per year (field-guide-002)",
+    )
+    return TcoOut(inputs=inputs, gpu_name=gpu.name, nodes=nodes, lines=tuple(lines), total_usd=round(total, 2),
+                  per_year_usd=round(total / years, 2), usd_per_gpu_hour=round(per_hour, 4),
+                  attribution_per_gpu_hour=attribution, buy_rent=buy_rent, options=options, staged=staged,
+                  assumptions=assumptions, notes=tuple(notes))
+
+
+def _buy_rent(knowledge: Knowledge, gpu: Gpu, n: int, inputs: TcoInputs, util: float, total: float, years: float,
+              power_year: float, capex: float, constraints: Constraints | None) -> BuyRent:
+    from advisor.cost import best_offer, node_size_for, usable_offers
+
+    offers = usable_offers(knowledge, gpu, Constraints())
+    choice = best_offer(offers, n, node_size_for(gpu, offers)) if offers else None
+    hours_month = inputs.gpu_hours_per_month or util * 730.0 * n
+    own_month = total / (years * 12)
+    if choice is None:
+        return BuyRent(cloud="no on-demand offer of this GPU in the price catalogue", cloud_usd_per_gpu_hour=None,
+                       gpu_hours_per_month=hours_month, own_usd_per_month=round(own_month, 2),
+                       cloud_usd_per_month=None, breakeven_months=None, breakeven_utilization=None,
+                       verdict="no cloud price to compare with")
+    rate = choice.usd_per_hour / n  # whole instances are billed: the rate per GPU the plan uses
+    cloud_month = rate * hours_month
+    power_per_gpu_hour = power_year / (n * HOURS_PER_YEAR * util)
+    fixed_month = own_month - power_year / 12
+    running_month = own_month - capex / (years * 12)
+    margin = cloud_month - running_month
+    months = capex / margin if margin > 0 else None
+    u_star = fixed_month / (n * 730.0 * (rate - power_per_gpu_hour)) if rate > power_per_gpu_hour else None
+    o = choice.offer
+    if months is not None and months <= years * 12:
+        verdict = f"owning pays back in {months:.1f} months at {hours_month:,.0f} GPU-hours/month"
+    else:
+        verdict = "renting is cheaper over the amortisation period at this usage"
+    if u_star is not None:
+        verdict += f"; owning wins above {min(u_star, 9.99):.0%} utilisation" if u_star <= 1 else \
+            "; owning never wins, even at 100% utilisation"
+    return BuyRent(cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
+                   cloud_usd_per_gpu_hour=round(rate, 4), gpu_hours_per_month=round(hours_month, 1),
+                   own_usd_per_month=round(own_month, 2), cloud_usd_per_month=round(cloud_month, 2),
+                   breakeven_months=None if months is None else round(months, 1),
+                   breakeven_utilization=None if u_star is None else round(u_star, 4), verdict=verdict)
+
+
+def _staged(gpu: Gpu, n: int, t: TcoFigures) -> tuple[StagedStep, ...]:
+    """The guide's staged purchase: 40% first (whole servers), then quarterly reviews for the rest."""
+    assert gpu.price is not None
+    node = gpu.gpus_per_node
+    first = min(n, max(node, math.ceil(n * t.operations.staged_first_purchase_fraction.value / node) * node))
+    steps = [StagedStep(month=0, gpus=first, usd=round(first * gpu.price.usd, 2),
+                        action=f"buy {t.operations.staged_first_purchase_fraction.value:.0%} of the capacity")]
+    rest, month = n - first, 0
+    interval = int(t.operations.staged_review_interval_months.value)
+    reviews = 3
+    for i in range(reviews):
+        if rest <= 0:
+            break
+        month += interval
+        add = min(rest, math.ceil(rest / (reviews - i) / node) * node)
+        rest -= add
+        steps.append(StagedStep(month=month, gpus=add, usd=round(add * gpu.price.usd, 2),
+                                action=f"review: add {add} if utilisation held >= "
+                                       f"{t.operations.target_utilization.value:.0%} and the model roadmap still fits "
+                                       f"{gpu.id}"))
+    return tuple(steps)
+
+
+def default_onprem_rate(knowledge: Knowledge, **overrides: float) -> Callable[[Gpu, int], float]:
+    """$/hour of owning `count` GPUs (TCO per used GPU-hour x count), for ranking on-prem plans."""
+    cache: dict[tuple[str, int], float] = {}
+
+    def rate(gpu: Gpu, count: int) -> float:
+        key = (gpu.id, count)
+        if key not in cache:
+            cache[key] = tco(knowledge, TcoInputs(gpu=gpu.id, count=count, **overrides)).usd_per_gpu_hour * count
+        return cache[key]
+
+    return rate
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, float]:
+    from advisor.units import parse_count
+
+    out = {}
+    for name, flag in (("years", "--years"), ("utilization", "--utilization"),
+                       ("electricity_usd_kwh", "--electricity-usd-kwh"), ("pue", "--pue"),
+                       ("staff_usd_year", "--staff-usd-year"), ("gpu_hours_per_month", "--gpu-hours-per-month"),
+                       ("off_peak_usd_kwh", "--off-peak-usd-kwh")):
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = parse_count(value, flag, positive=name != "staff_usd_year")
+    if "utilization" in out and not 0 < out["utilization"] <= 1:
+        raise InputError(f"--utilization {out['utilization']:g}: must be in (0, 1]")
+    return out
+
+
+def onprem_overrides(args: argparse.Namespace) -> dict[str, float]:
+    """The user's --years, --utilization and tariff flags as TCO input overrides."""
+    return _overrides(args)
+
+
+def tco_from_args(knowledge: Knowledge, args: argparse.Namespace) -> TcoOut:
+    """`gpu-advisor tco`."""
+    from pydantic import ValidationError
+
+    from advisor.units import parse_count
+
+    count = parse_count(args.count, "--count")
+    if count != int(count):
+        raise InputError(f"--count: {args.count!r} must be a whole number")
+    try:
+        inputs = TcoInputs(gpu=args.gpu, count=int(count), **_overrides(args))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]).replace("_", "-")
+        raise InputError(f"--{field}: {err['msg']} (got {err['input']!r})") from exc
+    return tco(knowledge, inputs)

@@ -1,0 +1,137 @@
+"""Tests of TCO, buy versus rent, the operations plan and the launch artefacts (parsed back and checked)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+import yaml
+
+from advisor.errors import InputError
+from advisor.export import export_toml
+from advisor.inputs import Constraints, Workload
+from advisor.ops.tco import TcoInputs, tco
+from advisor.recommend import recommend
+
+
+def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ignore[no-untyped-def]
+    out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, years=3, utilization=0.6))
+    assert {c.component for c in out.lines} == {"hardware", "power", "staff", "space", "network", "maintenance"}
+    assert sum(c.usd for c in out.lines) == pytest.approx(out.total_usd, rel=1e-6)
+    assert sum(c.share for c in out.lines) == pytest.approx(1.0, abs=1e-3)
+    power = next(c for c in out.lines if c.component == "power")
+    # 8 x (700 W + 575 W server share) x 60% x 8760 h x PUE 1.58 x $0.0806/kWh x 3 years
+    assert power.usd == pytest.approx(8 * 1275 * 0.6 * 8760 / 1000 * 1.58 * 0.0806 * 3, rel=1e-6)
+    assert power.flag.startswith("far outside")  # the guide's 25-35% does not hold at US industrial tariffs
+    assert out.usd_per_gpu_hour == pytest.approx(out.total_usd / (8 * 8760 * 3 * 0.6), abs=1e-4)
+
+
+def test_buy_versus_rent_break_even(knowledge) -> None:  # type: ignore[no-untyped-def]
+    low = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, utilization=0.3)).buy_rent
+    high = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, utilization=1.0)).buy_rent
+    assert low.breakeven_utilization == pytest.approx(high.breakeven_utilization, rel=0.2)
+    u = low.breakeven_utilization
+    assert u is not None and 0 < u < 1
+    # At the break-even utilisation owning and renting cost the same per month.
+    at = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, utilization=u)).buy_rent
+    assert at.own_usd_per_month == pytest.approx(at.cloud_usd_per_month, rel=0.05)
+    assert high.breakeven_months is not None and high.breakeven_months > 0
+
+
+def test_options_and_staged_purchase(knowledge) -> None:  # type: ignore[no-untyped-def]
+    out = tco(knowledge, TcoInputs(gpu="a100-80gb-sxm", count=64))
+    names = [o.name for o in out.options]
+    assert names == ["purchase", "lease", "joint development"]
+    lease = out.options[1]
+    assert lease.total_usd == pytest.approx(out.options[0].total_usd * 1.30, rel=1e-6)
+    assert out.staged[0].gpus == 32 and sum(s.gpus for s in out.staged) == 64  # 40% in whole servers first
+    assert [s.month for s in out.staged] == [0, 3, 6, 9][: len(out.staged)]
+
+
+def test_tco_refuses_gpus_without_a_price(knowledge) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match="no sourced purchase price"):
+        tco(knowledge, TcoInputs(gpu="l4", count=1))
+
+
+@pytest.fixture(scope="module")
+def onprem(knowledge):  # type: ignore[no-untyped-def]
+    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=2e8),
+                     Constraints(deployment="on-prem", top=3), onprem={"utilization": 0.6, "years": 3.0})
+
+
+def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
+    assert onprem.plans and onprem.tco is not None and onprem.operations is not None and onprem.launch is not None
+    plan = onprem.plans[0]
+    assert plan.price is None and onprem.tco.inputs.count == plan.count
+    assert onprem.tco.inputs.utilization == 0.6
+    data = tomllib.loads(export_toml(onprem, knowledge))
+    assert data["tco"]["total_usd"] > 0 and data["operations"]["fault_tolerance"]
+    assert data["launch"]["torchrun"].startswith("torchrun")
+
+
+def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-untyped-def]
+    ops = onprem.operations
+    items = dict((i.name, i) for _, i in ops.items())
+    for name in ("min GPUs", "max GPUs", "scale out", "scale in", "reclaim window", "training cap", "off-peak",
+                 "urgent", "regular", "batch inference", "development", "utilisation", "queue wait",
+                 "hardware failures", "idle", "restart policy", "checkpoint interval", "core + inference split"):
+        assert items[name].reason and items[name].source, name
+    assert "85%" in items["scale out"].setting and "22:00-06:00" in items["reclaim window"].setting
+    assert "3 failures" in items["restart policy"].setting
+    assert ops.power_effect is not None and ops.power_effect.energy_kwh_capped < ops.power_effect.energy_kwh
+
+
+def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
+    plan, launch = report.plans[0], report.launch
+    per_node = plan.count // plan.nodes
+    assert f"--nproc-per-node {per_node}" in launch.torchrun
+    assert (f"--nnodes {plan.nodes}" in launch.torchrun) == (plan.nodes > 1)
+    sky = yaml.safe_load(launch.skypilot_task)
+    assert sky["num_nodes"] == plan.nodes and sky["resources"]["accelerators"].endswith(f":{per_node}")
+    job = yaml.safe_load(launch.kubeflow_job)
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    replicas = specs["Master"]["replicas"] + specs.get("Worker", {"replicas": 0})["replicas"]
+    assert replicas == plan.nodes and job["spec"]["runPolicy"]["backoffLimit"] == 3
+    limits = specs["Master"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == per_node
+    rules = yaml.safe_load(launch.prometheus_rules)
+    exprs = " ".join(r["expr"] for r in rules["groups"][0]["rules"])
+    assert "DCGM_FI_DEV_GPU_UTIL" in exprs and "DCGM_FI_DEV_XID_ERRORS" in exprs
+    if launch.framework_config_name == "deepspeed.json":
+        ds = json.loads(launch.framework_config)
+        stage = {"zero1": 1, "zero2": 2, "zero3": 3}.get(plan.layout.sharding, 0)
+        assert ds["zero_optimization"]["stage"] == stage
+        assert ds["train_micro_batch_size_per_gpu"] == plan.layout.micro_batch
+        assert ds["train_batch_size"] == plan.layout.micro_batch * plan.layout.grad_accum * plan.layout.dp
+        assert ds.get("bf16", {}).get("enabled") == (plan.precision == "bf16")
+    else:
+        assert f"--tensor-model-parallel-size {plan.layout.tp}" in launch.framework_config
+        assert f"--pipeline-model-parallel-size {plan.layout.pp}" in launch.framework_config
+        assert ("--bf16" in launch.framework_config) == (plan.precision in ("bf16", "fp8"))
+
+
+def test_artefacts_match_a_sharded_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
+    report = recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
+                       Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"))
+    _check_training_artefacts(report)
+
+
+def test_artefacts_match_a_model_parallel_plan(onprem) -> None:  # type: ignore[no-untyped-def]
+    _check_training_artefacts(onprem)
+
+
+def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
+    report = recommend(knowledge, Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
+                       Constraints(gpus=("h100-sxm",), objective="fastest"))
+    assert report.plans[0].nodes > 1
+    _check_training_artefacts(report)
+
+
+def test_serving_artefacts(knowledge) -> None:  # type: ignore[no-untyped-def]
+    report = recommend(knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=5),
+                       Constraints(top=1))
+    plan, launch = report.plans[0], report.launch
+    assert launch.serve and f"--tensor-parallel-size {plan.layout.tp}" in launch.serve
+    sky = yaml.safe_load(launch.skypilot_task)
+    assert sky["service"]["replicas"] == plan.serving.replicas
