@@ -33,14 +33,16 @@ def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> l
     """The offers of a GPU under the pricing plan and provider filter, newest per instance and region."""
     kinds = PRICING_ROWS[constraints.pricing]
     providers = {p.lower() for p in constraints.providers}
-    newest: dict[tuple[str, str, str, str], Offer] = {}
-    for o in knowledge.offers_for(gpu.id):
-        if o.pricing not in kinds or (providers and o.provider not in providers):
-            continue
-        key = (o.provider, o.region, o.instance, o.pricing)
-        if key not in newest or o.date > newest[key].date:
-            newest[key] = o
-    return sorted(newest.values(), key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance))
+    rows = [o for o in knowledge.offers_for(gpu.id)
+            if o.pricing in kinds and (not providers or o.provider in providers)]
+    # An instance priced by several snapshots keeps only its newest; regions of that snapshot all stay.
+    latest: dict[tuple[str, str, str], object] = {}
+    for o in rows:
+        key = (o.provider, o.instance, o.pricing)
+        if key not in latest or o.date > latest[key]:  # type: ignore[operator]
+            latest[key] = o.date
+    fresh = [o for o in rows if o.date == latest[(o.provider, o.instance, o.pricing)]]
+    return sorted(fresh, key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance, o.region))
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,7 +157,8 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
     elif arch is not None and is_llm:
         default = int(d.llm_seq_len.value)
         seq_len = min(spec.max_seq_len, default) if spec is not None and spec.max_seq_len else default
-        assumed.append(f"sequence length {seq_len} tokens (pass --seq-len)")
+        if kind != "inference":  # serving sizes by prompt and output tokens instead
+            assumed.append(f"sequence length {seq_len} tokens (pass --seq-len)")
     else:
         seq_len = 0
 

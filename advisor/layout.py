@@ -55,6 +55,11 @@ class Layout:
             text += f", {self.recompute} recompute"
         return text
 
+    def serving_label(self) -> str:
+        """'2 replicas x TP4' for inference plans."""
+        shape = f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else "1 GPU"
+        return f"{self.dp} replica{'s' if self.dp != 1 else ''} x {shape}"
+
     def with_(self, **changes: object) -> Layout:
         """A copy with some fields changed."""
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -238,7 +238,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool, efficiency_nam
     unit = job.unit if job.training else "output tokens/s"
     return PlanOut(
         rank=rank, gpu=cand.gpu.id, gpu_name=cand.gpu.name, count=lay.count, nodes=lay.nodes,
-        parallelism=lay.label(), precision=lay.precision,
+        parallelism=lay.label() if job.training else lay.serving_label(), precision=lay.precision,
         layout=LayoutOut(tp=lay.tp, pp=lay.pp, dp=lay.dp, sharding=lay.sharding, recompute=lay.recompute,
                          micro_batch=lay.micro_batch, grad_accum=lay.grad_accum),
         memory_per_gpu_gb=round(mem.high_gb, 2), memory=memory,
@@ -396,7 +396,8 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
             break
     front = pareto_front(search.feasible)
     front_keys = {s.key for s in front}
-    name = ctx.efficiency.name
+    name = ctx.efficiency.name if ctx.job.training else (
+        "priors for serving (decode bandwidth, prefill compute; no measured serving data is shipped)")
     plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys, name) for i, s in enumerate(top))
     shown = top or []
     dates = [s.price.offer.date for s in shown if s.price is not None]

@@ -1,0 +1,64 @@
+"""Times `recommend` over the whole catalogue: in-process after load, and as a whole process (prints figures)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from advisor.catalog import load_knowledge
+from advisor.efficiency.select import efficiency_model
+from advisor.inputs import Constraints, Workload
+from advisor.recommend import recommend
+
+CASES = [
+    ("llama-2-70b finetune, $20k", Workload(model="llama-2-70b", kind="finetune", precision="bf16"),
+     Constraints(budget_usd=20000)),
+    ("llama-3.1-405b pretrain 1T tokens", Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e12), Constraints()),
+    ("resnet50 90 epochs ImageNet", Workload(model="resnet50", samples=1.28e6, epochs=90), Constraints()),
+    ("llama-3.1-8b serving 20 req/s", Workload(model="llama-3.1-8b", kind="inference", requests_per_s=20),
+     Constraints()),
+    ("mixtral-8x7b qlora", Workload(model="mixtral-8x7b", kind="qlora", tokens=1e8), Constraints()),
+]
+REPEATS = 7
+
+
+def in_process() -> None:
+    t0 = time.perf_counter()
+    knowledge = load_knowledge()
+    model = efficiency_model(knowledge)
+    print(f"load knowledge + efficiency model: {(time.perf_counter() - t0) * 1000:.0f} ms (first run after install "
+          "also parses TOML into the cache)")
+    for name, workload, constraints in CASES:
+        recommend(knowledge, workload, constraints, model)  # warm: schema builds, rule compilation
+        times = []
+        for _ in range(REPEATS):
+            t = time.perf_counter()
+            report = recommend(knowledge, workload, constraints, model)
+            times.append(time.perf_counter() - t)
+        print(f"  {name:<36} median {statistics.median(times) * 1000:6.1f} ms, min {min(times) * 1000:6.1f} ms "
+              f"({report.plans_considered} fitting plans of {len(knowledge.gpus)} GPUs x up to 1024 GPUs)")
+
+
+def whole_process() -> None:
+    exe = Path(sys.executable).with_name("gpu-advisor")
+    cmd = [str(exe), "recommend", "--model", "llama-2-70b", "--workload", "finetune", "--precision", "bf16",
+           "--budget", "20000"]
+    subprocess.run(cmd, capture_output=True, check=True)  # fill the parse cache
+    times = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=True)
+        times.append(time.perf_counter() - t)
+    print(f"whole process `{' '.join(cmd[1:])}`: median {statistics.median(times):.3f} s, min {min(times):.3f} s")
+    probe = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); "
+                            "from pydantic import BaseModel; print(time.perf_counter()-t)"],
+                           capture_output=True, text=True, check=True)
+    print(f"  of which importing pydantic alone: {float(probe.stdout):.3f} s")
+
+
+if __name__ == "__main__":
+    in_process()
+    whole_process()
