@@ -338,19 +338,20 @@ def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constrai
     ctx = search.ctx
     kinds = {m.kind for m in search.misses}
     if search.scored:
-        relaxed = Constraints.model_validate({**constraints.model_dump(), "budget_usd": None})
-        trial = run_search(knowledge, workload, relaxed, efficiency, onprem)
-        if trial.feasible:
-            best = min(trial.feasible, key=lambda s: s.cost.high)
+        def without(field: str) -> list[Scored]:
+            relaxed = Constraints.model_validate({**constraints.model_dump(), field: None})
+            return run_search(knowledge, workload, relaxed, efficiency, onprem).feasible
+
+        feasible = without("budget_usd")
+        if feasible:
+            best = min(feasible, key=lambda s: s.cost.high)
             lines.append(f"a budget of ${best.cost.high:,.0f} (P90) allows {best.cand.gpu.id} x{best.cand.layout.count} "
                          f"in {best.hours.p90:,.0f} h")
-        if ctx.job.training:
-            relaxed = Constraints.model_validate({**constraints.model_dump(), "deadline_hours": None})
-            trial = run_search(knowledge, workload, relaxed, efficiency, onprem)
-            if trial.feasible:
-                best = min(trial.feasible, key=lambda s: s.hours.p90)
-                lines.append(f"a deadline of {math.ceil(best.hours.p90):,} h allows {best.cand.gpu.id} "
-                             f"x{best.cand.layout.count} at ${best.cost.high:,.0f} (P90)")
+        feasible = without("deadline_hours") if ctx.job.training else []
+        if feasible:
+            best = min(feasible, key=lambda s: s.hours.p90)
+            lines.append(f"a deadline of {math.ceil(best.hours.p90):,} h allows {best.cand.gpu.id} "
+                         f"x{best.cand.layout.count} at ${best.cost.high:,.0f} (P90)")
     elif "memory" in kinds or "scale" in kinds or "latency" in kinds:
         alternatives: list[tuple[str, dict]] = []
         if ctx.job.kind in ("pretrain", "finetune") and ctx.job.arch is not None:

@@ -7,7 +7,7 @@ import json
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import ValidationError
 
@@ -92,22 +92,22 @@ def _efficiency(knowledge: Knowledge, args: argparse.Namespace):  # type: ignore
     return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
 
 
+def _catalogue(args: argparse.Namespace, rows: Sequence[Any], text: str) -> int:
+    if (args.format or "table") == "json":
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+    else:
+        print(text)
+    return 0
+
+
 def cmd_gpus(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
-    if (args.format or "table") == "json":
-        print(json.dumps([g.model_dump(mode="json") for g in knowledge.gpus], indent=2))
-    else:
-        print(render.gpus_table(knowledge))
-    return 0
+    return _catalogue(args, knowledge.gpus, render.gpus_table(knowledge))
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
-    if (args.format or "table") == "json":
-        print(json.dumps([m.model_dump(mode="json") for m in knowledge.models], indent=2))
-    else:
-        print(render.models_table(knowledge))
-    return 0
+    return _catalogue(args, knowledge.models, render.models_table(knowledge))
 
 
 def cmd_prices(args: argparse.Namespace) -> int:
