@@ -44,6 +44,11 @@ class BenchmarkRow(Strict):
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("seq_len", mode="before")
+    @classmethod
+    def _empty_is_zero(cls, value: object) -> object:
+        return 0 if value == "" else value
+
     @property
     def zero_stage(self) -> int:
         """ZeRO stage equivalent of the sharding column."""
