@@ -1,1 +1,1 @@
-"""Provides the guided Textual UI of gpu-advisor (rendering and input only; the core lives in advisor/)."""
+"""Provides the guided terminal UI of gpu-advisor (Textual): wizard, results, checklist and export."""

@@ -1,1 +1,1 @@
-"""Provides the screens of the guided UI."""
+"""Provides the screens of the terminal UI: wizard, results, checklist, and the dialogs."""

@@ -1,1 +1,1 @@
-"""Provides the reusable widgets of the guided UI."""
+"""Provides the widgets the screens are built from; they render and collect input, nothing more."""

@@ -1,0 +1,124 @@
+"""Regenerates screenshots/*.svg by driving the terminal UI with Pilot on the shipped knowledge."""
+
+# Run by `make screenshots`. Prior efficiency keeps the numbers stable between runs, and the user data
+# directory is a temporary one, so the shots never show the developer's own checklist ticks.
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "screenshots"
+SIZE = (120, 36)
+
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
+from tui.app import GpuAdvisorApp  # noqa: E402
+from tui.screens.wizard import WizardScreen  # noqa: E402
+
+
+async def settle(pilot: Pilot) -> None:
+    """Every worker done and every message handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def preset(pilot: Pilot, preset_id: str) -> None:
+    """Pick a preset on the first step, as a user would with the keyboard."""
+    await settle(pilot)
+    wizard = pilot.app.screen
+    assert isinstance(wizard, WizardScreen)
+    presets = wizard.query_one("#presets", OptionList)
+    presets.focus()
+    ids = [presets.get_option_at_index(i).id for i in range(presets.option_count)]
+    presets.highlighted = ids.index(preset_id)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def results(pilot: Pilot, preset_id: str) -> None:
+    """A preset, Next, Find plans."""
+    await preset(pilot, preset_id)
+    await pilot.press("ctrl+n")
+    await settle(pilot)
+    await pilot.press("ctrl+n")
+    await settle(pilot)
+
+
+async def wizard_start(pilot: Pilot) -> None:
+    await settle(pilot)
+
+
+async def wizard_model(pilot: Pilot) -> None:
+    await preset(pilot, "lora-70b")
+
+
+async def wizard_budget(pilot: Pilot) -> None:
+    await preset(pilot, "inspection")
+    await pilot.press("ctrl+n")
+    await settle(pilot)
+
+
+async def results_memory(pilot: Pilot) -> None:
+    await results(pilot, "lora-70b")
+
+
+async def results_chart(pilot: Pilot) -> None:
+    await results(pilot, "pretrain-175b")
+    pilot.app.screen.query_one("#plan-tabs").active = "tab-front"  # type: ignore[attr-defined]
+    await settle(pilot)
+
+
+async def checklist(pilot: Pilot) -> None:
+    await results(pilot, "lora-70b")
+    await pilot.press("c")
+    await settle(pilot)
+
+
+async def export(pilot: Pilot) -> None:
+    await results(pilot, "chat-8b")
+    await pilot.press("e")
+    await settle(pilot)
+
+
+SHOTS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
+    "wizard": wizard_start,
+    "wizard-model": wizard_model,
+    "wizard-budget": wizard_budget,
+    "results": results_memory,
+    "results-chart": results_chart,
+    "checklist": checklist,
+    "export": export,
+}
+
+
+async def shoot(name: str, drive: Callable[[Pilot], Awaitable[None]], data_dir: Path) -> Path:
+    """Run a fresh app, drive it, save its screen as screenshots/<name>.svg."""
+    app = GpuAdvisorApp(efficiency="prior", user_data_dir=data_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await drive(pilot)
+        app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
+    return OUT / f"{name}.svg"
+
+
+def main() -> int:
+    """Write every screenshot and list them."""
+    Input._toggle_cursor = lambda self: None  # type: ignore[method-assign]  # no blink: stable SVGs
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gpu-advisor-shots-") as tmp:
+        for name, drive in SHOTS.items():
+            print(asyncio.run(shoot(name, drive, Path(tmp))).relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

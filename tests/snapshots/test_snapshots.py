@@ -1,0 +1,64 @@
+"""Snapshot tests: one SVG per screen at a fixed size, on the fixture knowledge with prior efficiency."""
+
+from __future__ import annotations
+
+from snapshot_flows import invalid_model_step, pick_preset, results, settle
+from textual.pilot import Pilot
+
+
+def test_wizard_workload_step_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=settle)
+
+
+def test_wizard_model_step_with_an_error(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=invalid_model_step)
+
+
+def test_wizard_budget_step(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def budget_step(pilot: Pilot) -> None:
+        await pick_preset(pilot, "lora-70b")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=budget_step)
+
+
+def test_results_memory(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def memory(pilot: Pilot) -> None:
+        await results(pilot, "lora-70b")
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=memory)
+
+
+def test_results_chart_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def chart(pilot: Pilot) -> None:
+        await results(pilot, "inspection", tab="tab-front")
+
+    assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=chart)
+
+
+def test_checklist_for_a_plan(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def plan_checklist(pilot: Pilot) -> None:
+        await results(pilot, "lora-70b")
+        await pilot.press("c")
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=plan_checklist)
+
+
+def test_export_dialog(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def export(pilot: Pilot) -> None:
+        await results(pilot, "chat-8b")
+        await pilot.press("e")
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=export)
+
+
+def test_help(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    async def help_screen(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press("f1")
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=help_screen)

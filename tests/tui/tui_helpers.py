@@ -1,0 +1,55 @@
+"""Provides the steps the Pilot tests share: waiting for workers, choosing presets, reaching the results."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+from textual.widgets import OptionList
+
+from tui.form import check
+from tui.presets import preset
+from tui.screens.results import ResultsScreen
+from tui.screens.wizard import WizardScreen
+
+
+async def settle(pilot: Pilot) -> None:
+    """Let every worker finish and every message be handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def changed(pilot: Pilot) -> None:
+    """Let a changed value reach the form (the wizard checks the form after the next refresh)."""
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def choose_preset(pilot: Pilot, preset_id: str) -> WizardScreen:
+    """Pick a preset with the keyboard: focus the preset list, move to the preset, press Enter."""
+    await settle(pilot)
+    wizard = pilot.app.screen
+    assert isinstance(wizard, WizardScreen)
+    presets = wizard.query_one("#presets", OptionList)
+    presets.focus()
+    ids = [presets.get_option_at_index(i).id for i in range(presets.option_count)]
+    presets.highlighted = ids.index(preset_id)
+    await pilot.press("enter")
+    await settle(pilot)
+    return wizard
+
+
+async def open_results(pilot: Pilot, preset_id: str) -> ResultsScreen:
+    """Skip the wizard's screens: finish it with a preset's values, as its Find plans button does."""
+    await settle(pilot)
+    app = pilot.app
+    checked = check(preset(preset_id).values, app.knowledge)  # type: ignore[attr-defined]
+    assert checked.workload is not None and checked.constraints is not None, checked.errors
+    wizard = app.screen
+    assert isinstance(wizard, WizardScreen)
+    wizard.apply_values(preset(preset_id).values, reset=True)
+    wizard.post_message(WizardScreen.Completed(checked.workload, checked.constraints))
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, ResultsScreen), type(screen)
+    return screen

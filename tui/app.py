@@ -1,0 +1,164 @@
+"""Provides GpuAdvisorApp, the guided terminal UI, and run_app(), what a bare `gpu-advisor` runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import var
+from textual.screen import Screen
+
+from tui.engine import EfficiencyChoice, Engine
+from tui.messages import EfficiencyLoaded, KnowledgeLoaded, LoadFailed
+from tui.screens.checklist import ChecklistScreen
+from tui.screens.help import HelpScreen
+from tui.screens.results import ResultsScreen
+from tui.screens.wizard import WizardScreen
+
+if TYPE_CHECKING:
+    from advisor.catalog import Knowledge
+
+DARK, LIGHT = "textual-dark", "textual-light"
+
+
+class GpuAdvisorApp(App[int]):
+    """Wizard, results, checklist and export over the advisor core; all slow work runs in thread workers."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "gpu-advisor"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [
+        Binding("f1", "help", "Help", tooltip="Keys and how to use each screen", id="app-help"),
+        Binding(
+            "f2",
+            "checklist",
+            "Checklist",
+            tooltip="Troubleshooting checklist by error type",
+            id="app-checklist",
+        ),
+        Binding("f3", "toggle_dark", "Light/dark", show=False, id="app-theme"),
+        Binding("ctrl+r", "restart_wizard", "Restart", show=False, id="app-restart"),
+    ]
+
+    knowledge: var[Knowledge | None] = var(None)
+    """The loaded knowledge base; None until the load worker reports it."""
+
+    def __init__(
+        self,
+        load_knowledge: Callable[[], Knowledge] | None = None,
+        efficiency: EfficiencyChoice = "learned",
+        user_data_dir: Path | None = None,
+    ) -> None:
+        """Build the app.
+
+        Args:
+            load_knowledge: returns the knowledge base (default: the shipped one); runs in a worker.
+            efficiency: "learned" (the benchmark-trained model when present) or "prior" (deterministic).
+            user_data_dir: where checklist ticks are kept (default: the user's data directory).
+        """
+        super().__init__()
+        self.engine = Engine(load_knowledge, efficiency, user_data_dir)
+        self.efficiency_name = ""
+
+    def on_mount(self) -> None:
+        """Paint the wizard first, then load the knowledge and the model in a thread."""
+        self.push_screen(WizardScreen())
+        self._load()
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="load", description="load knowledge and model"
+    )
+    def _load(self) -> None:
+        try:
+            self.post_message(KnowledgeLoaded(self.engine.knowledge()))
+            self.post_message(EfficiencyLoaded(self.engine.efficiency_model().name))
+        except Exception as exc:  # any failure is shown to the user; the app stays usable for the checklist
+            self.post_message(LoadFailed(f"{type(exc).__name__}: {exc}"))
+
+    @on(KnowledgeLoaded)
+    def _knowledge_loaded(self, message: KnowledgeLoaded) -> None:
+        self.knowledge = message.knowledge
+
+    @on(EfficiencyLoaded)
+    def _efficiency_loaded(self, message: EfficiencyLoaded) -> None:
+        self.efficiency_name = message.name
+
+    @on(LoadFailed)
+    def _load_failed(self, message: LoadFailed) -> None:
+        self.notify(message.error, title="Could not load the knowledge", severity="error", timeout=30)
+
+    # Screens --------------------------------------------------------------------------------------
+
+    @on(WizardScreen.Completed)
+    def _wizard_completed(self, message: WizardScreen.Completed) -> None:
+        self.push_screen(ResultsScreen(self.engine, message.workload, message.constraints))
+
+    @on(ResultsScreen.ConstraintsAdjusted)
+    def _constraints_adjusted(self, message: ResultsScreen.ConstraintsAdjusted) -> None:
+        """Budget or deadline changed on the results: the wizard shows them when the user goes back."""
+        for screen in self.screen_stack:
+            if isinstance(screen, WizardScreen):
+                screen.apply_values(message.values)
+
+    def action_help(self) -> None:
+        """F1: the help screen."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_checklist(self, entry_ids: Iterable[str] = ()) -> None:
+        """The troubleshooting checklist (once the knowledge is loaded)."""
+        if self.knowledge is None:
+            self.notify("The knowledge base is still loading.", severity="warning")
+            return
+        if isinstance(self.screen, ChecklistScreen):
+            return
+        self.push_screen(ChecklistScreen(self.engine, self.knowledge))
+
+    def action_toggle_dark(self) -> None:
+        """Switch between the light and the dark theme."""
+        self.theme = LIGHT if self.current_theme.dark else DARK
+
+    def action_restart_wizard(self) -> None:
+        """Close every screen above the wizard and clear it back to its first step."""
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        wizard = self.screen_stack[-1]
+        if isinstance(wizard, WizardScreen):
+            wizard.restart()
+
+    def action_export(self) -> None:
+        """Export the plans on the results screen."""
+        if isinstance(self.screen, ResultsScreen):
+            self.screen.action_export()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The built-in commands plus export, restart, checklist and the light/dark switch."""
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, ResultsScreen) and screen.report is not None:
+            yield SystemCommand(
+                "Export plans as TOML", "Write the recommendation to a TOML file", screen.action_export
+            )
+        yield SystemCommand(
+            "Restart the wizard", "Start again from the first step", self.action_restart_wizard
+        )
+        yield SystemCommand(
+            "Open the troubleshooting checklist",
+            "Error types, symptoms and ordered steps",
+            self.action_checklist,
+        )
+        yield SystemCommand(
+            "Switch light/dark theme",
+            "Toggle between textual-light and textual-dark",
+            self.action_toggle_dark,
+        )
+
+
+def run_app() -> int:
+    """Run the UI until the user quits; the exit status."""
+    app = GpuAdvisorApp()
+    app.run()
+    return app.return_code or 0

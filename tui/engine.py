@@ -1,0 +1,121 @@
+"""Provides Engine: the TUI's only door to the advisor core, lazy and safe to call from worker threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from advisor.catalog import Knowledge
+    from advisor.efficiency.base import EfficiencyModel
+    from advisor.inputs import Constraints, Workload
+    from advisor.report import PlanOut, Report
+    from advisor.userdata import ChecklistTicks
+
+EfficiencyChoice = Literal["learned", "prior"]
+
+
+class Engine:
+    """Loads the knowledge and the efficiency model once, then answers the screens' questions.
+
+    Every method may block (file reads, model load, the plan search), so screens call them from
+    thread workers only. The imports of the core are deferred so the first frame paints before them.
+    """
+
+    def __init__(
+        self,
+        load_knowledge: Callable[[], Knowledge] | None = None,
+        efficiency: EfficiencyChoice = "learned",
+        user_data_dir: Path | None = None,
+    ) -> None:
+        self._load_knowledge = load_knowledge
+        self._efficiency_choice = efficiency
+        self._user_data_dir = user_data_dir
+        self._lock = threading.Lock()
+        self._knowledge: Knowledge | None = None
+        self._efficiency: EfficiencyModel | None = None
+        self._ticks: ChecklistTicks | None = None
+        # Ticks are saved from worker threads; one lock keeps two quick ticks from writing over each other.
+        self._ticks_lock = threading.Lock()
+
+    def knowledge(self) -> Knowledge:
+        """The knowledge base (loaded on first use)."""
+        with self._lock:
+            if self._knowledge is None:
+                if self._load_knowledge is None:
+                    from advisor.catalog import load_knowledge
+
+                    self._load_knowledge = load_knowledge
+                self._knowledge = self._load_knowledge()
+            return self._knowledge
+
+    def efficiency_model(self) -> EfficiencyModel:
+        """The efficiency model recommend() uses (the learned one is slow to load: first use only)."""
+        knowledge = self.knowledge()
+        with self._lock:
+            if self._efficiency is None:
+                from advisor.efficiency.select import efficiency_model
+
+                self._efficiency = efficiency_model(knowledge, prior=self._efficiency_choice == "prior")
+            return self._efficiency
+
+    def recommend(self, workload: Workload, constraints: Constraints) -> Report:
+        """The ranked answer; raises advisor.errors.InputError for combinations the core refuses."""
+        from advisor.recommend import recommend
+
+        return recommend(self.knowledge(), workload, constraints, self.efficiency_model())
+
+    def export_toml(self, report: Report) -> str:
+        """The same TOML as `gpu-advisor recommend --format toml`."""
+        from advisor.export import export_toml
+
+        return export_toml(report, self.knowledge())
+
+    def write_export(self, report: Report, path: Path) -> Path:
+        """Write the report's TOML atomically: a failed write leaves any old file as it was."""
+        from advisor.userdata import write_text_atomic
+
+        write_text_atomic(path, self.export_toml(report))
+        return path
+
+    def ticks(self) -> ChecklistTicks:
+        """The checklist ticks kept in the user's data directory (or the directory given to the app)."""
+        from advisor.userdata import ChecklistTicks
+
+        with self._ticks_lock:
+            if self._ticks is None:
+                path = self._user_data_dir / "checklist-ticks.json" if self._user_data_dir else None
+                self._ticks = ChecklistTicks(path)
+            return self._ticks
+
+    def set_tick(self, ticks: ChecklistTicks, entry_id: str, step: int, done: bool) -> None:
+        """Tick or untick one step and save."""
+        with self._ticks_lock:
+            ticks.set(entry_id, step, done)
+
+    def clear_ticks(self, ticks: ChecklistTicks, entry_id: str | None = None) -> None:
+        """Untick one entry's steps, or all, and save."""
+        with self._ticks_lock:
+            ticks.clear(entry_id)
+
+
+# Checklist entries that concern a plan, by what the plan is: the core has no such index yet, so this
+# table only maps plan facts the report states (GPU count, nodes, pricing, precision) to entry ids.
+def entries_for_plan(plan: PlanOut, report: Report, known: set[str]) -> list[str]:
+    """Ids of the checklist entries worth reading before running this plan, most likely first."""
+    wanted = ["oom"]
+    if plan.count > 1:
+        wanted += ["nccl-hang", "distributed-mismatch"]
+    if plan.nodes > 1:
+        wanted.append("network")
+    if plan.price is not None and plan.price.pricing == "spot":
+        wanted.append("preemption")
+    if plan.precision == "fp16":
+        wanted.append("nan-loss")
+    if report.job.kind != "inference":
+        wanted.append("underperformance")
+    if report.constraints.budget_usd is not None:
+        wanted.append("cost-overrun")
+    return [w for w in dict.fromkeys(wanted) if w in known]

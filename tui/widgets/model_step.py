@@ -1,0 +1,143 @@
+"""Provides ModelStep: the wizard's second step: the model (searched as you type), precision, data, load."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from advisor.inputs import PRECISIONS
+from tui.formatting import human
+from tui.widgets.field import FieldRow
+from tui.widgets.segmented import Segmented
+
+if TYPE_CHECKING:
+    from advisor.catalog import Knowledge
+    from advisor.catalog.models import ModelSpec
+
+MAX_MATCHES = 8
+
+
+def _input(field: str, placeholder: str) -> Input:
+    return Input(placeholder=placeholder, id=field.replace("_", "-"), select_on_focus=False)
+
+
+def matches(models: tuple[ModelSpec, ...], text: str) -> list[ModelSpec]:
+    """Catalogue models whose id, name or an alias contains every typed word (all of them for no text)."""
+    words = text.lower().split()
+    found = []
+    for m in models:
+        hay = " ".join([m.id, m.name, *m.aliases]).lower()
+        if all(w in hay for w in words):
+            found.append(m)
+    return found
+
+
+class ModelStep(VerticalScroll):
+    """Step 2: which model, at what precision, on how much data or under what load."""
+
+    HELP = (
+        "Type to search the catalogue and pick a model with Enter or a click, or give a custom size "
+        "(e.g. 13B). Sizes accept k, M, B, T suffixes: 200k, 100M, 2T."
+    )
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._models: tuple[ModelSpec, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        """Model search, then the fields the chosen workload uses."""
+        yield Static("Which model?", classes="step-heading")
+        yield FieldRow(
+            "model", "Model", _input("model", "search: llama, resnet, 70b..."), hint="a catalogue model"
+        )
+        yield OptionList(id="model-matches")
+        yield FieldRow(
+            "params",
+            "Custom size",
+            _input("params", "e.g. 13B"),
+            hint="or a dense transformer of this many parameters",
+        )
+        yield FieldRow(
+            "precision",
+            "Precision",
+            Segmented(PRECISIONS, "auto", id="precision"),
+            hint="auto: bf16 where supported",
+        )
+        yield FieldRow(
+            "seq_len",
+            "Sequence length",
+            _input("seq_len", "default: the model's"),
+            hint="tokens per sequence",
+        )
+        yield Static("How much work?", classes="step-heading")
+        yield FieldRow(
+            "tokens",
+            "Training tokens",
+            _input("tokens", "e.g. 100M, 2T"),
+            hint="per epoch; blank: a typical amount",
+        )
+        yield FieldRow("samples", "Samples", _input("samples", "e.g. 200k"), hint="per epoch")
+        yield FieldRow("epochs", "Epochs", _input("epochs", "1"), hint="passes over the data")
+        yield FieldRow(
+            "requests_per_s", "Requests/s", _input("requests_per_s", "e.g. 20"), hint="peak load to serve"
+        )
+        yield FieldRow("prompt_tokens", "Prompt tokens", _input("prompt_tokens", "512"), hint="per request")
+        yield FieldRow("output_tokens", "Output tokens", _input("output_tokens", "256"), hint="per request")
+        yield FieldRow(
+            "tpot_ms",
+            "Per-token target",
+            _input("tpot_ms", "50"),
+            hint="ms per output token (latency target)",
+        )
+        yield FieldRow(
+            "ttft_ms", "First-token target", _input("ttft_ms", "optional"), hint="ms to the first token"
+        )
+
+    def on_mount(self) -> None:
+        """Search the catalogue once the app has loaded it."""
+        self.watch(self.app, "knowledge", self._knowledge_changed)
+
+    def _knowledge_changed(self, knowledge: Knowledge | None) -> None:
+        self._models = knowledge.models if knowledge is not None else ()
+        self._refresh_matches()
+
+    def describe_model(self, spec: ModelSpec | None) -> None:
+        """Show the resolved model under its name, and what the data is counted in."""
+        row = self.query_one("#row-model", FieldRow)
+        row.hint = (
+            f"{spec.name}: {human(spec.params)} parameters, {spec.kind}" if spec else "a catalogue model"
+        )
+        samples = self.query_one("#row-samples", FieldRow)
+        samples.hint = f"{spec.item}s per epoch" if spec is not None and spec.item else "per epoch"
+
+    @on(Input.Changed, "#model")
+    def _model_typed(self) -> None:
+        self._refresh_matches()
+
+    def _refresh_matches(self) -> None:
+        text = self.query_one("#model", Input).value.strip()
+        found = matches(self._models, text)
+        exact = any(m.id == text.lower() for m in found)
+        option_list = self.query_one("#model-matches", OptionList)
+        option_list.clear_options()
+        option_list.add_options(
+            Option(
+                Content.assemble((m.id, "bold"), f"  {m.name} ", (f"({human(m.params)}, {m.kind})", "dim")),
+                id=m.id,
+            )
+            for m in found[:MAX_MATCHES]
+        )
+        option_list.display = bool(found) and not exact and bool(self._models)
+
+    @on(OptionList.OptionSelected, "#model-matches")
+    def _match_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        model_input = self.query_one("#model", Input)
+        model_input.value = event.option.id or ""
+        model_input.focus()

@@ -1,0 +1,255 @@
+"""Provides the panels that describe the selected plan: memory bars, cost, rules and advice, why-not lines."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+from textual.reactive import var
+from textual.widget import Widget
+
+from tui.formatting import fmt_hours, money
+
+if TYPE_CHECKING:
+    from advisor.report import PlanOut, Report
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+LABEL_WIDTH = 16
+
+
+def bar(value: float, scale: float) -> str:
+    """A horizontal bar of value x scale cells, in eighths of a cell."""
+    cells = max(0.0, value * scale)
+    full = int(cells)
+    rest = int((cells - full) * 8)
+    return "█" * full + (EIGHTHS[rest] if rest else "")
+
+
+def _lines(lines: list[Content]) -> Content:
+    return Content("\n").join(lines)
+
+
+def _bullets(items: tuple[str, ...] | list[str], style: str = "") -> list[Content]:
+    return [Content.from_markup(f"[{style or '$text'}]- $item[/]", item=item) for item in items]
+
+
+class PlanPanel(Widget, can_focus=False):
+    """A panel that renders one plan of one report; it re-renders on resize (the bars fit the width)."""
+
+    plan: var[PlanOut | None] = var(None)
+    report: var[Report | None] = var(None)
+
+    def show(self, report: Report, plan: PlanOut | None) -> None:
+        """Render this plan of this report."""
+        self.report = report
+        self.plan = plan
+        self.refresh(layout=True)
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """The panel's lines (overridden by each panel)."""
+        raise NotImplementedError
+
+    def render(self) -> Content:
+        """The lines for the current plan."""
+        if self.report is None:
+            return Content("")
+        return _lines(self.lines(self.report, self.plan))
+
+    def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[no-untyped-def]
+        """As tall as its lines, so the scrolling parent can scroll them."""
+        return max(1, len(self.render().wrap(max(1, width))))
+
+
+class MemoryPanel(PlanPanel):
+    """One bar per memory component against the GPU's capacity; the largest component stands out."""
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """Summary line, one bar per component, the total against usable memory."""
+        if plan is None:
+            return [Content("No plan selected.")]
+        m = plan.memory
+        width = max(8, self.size.width - LABEL_WIDTH - 12)
+        scale = width / m.capacity_gb if m.capacity_gb else 0.0
+        out = [
+            Content.from_markup(
+                "[b]$used GB[/b] per GPU of [b]$usable GB[/b] usable "
+                "($cap GB on the $gpu, the rest kept free); "
+                "largest: [b $warning]$dominant[/]",
+                used=f"{m.per_gpu_gb:.1f}",
+                usable=f"{m.usable_gb:.1f}",
+                cap=f"{m.capacity_gb:g}",
+                gpu=plan.gpu_name,
+                dominant=m.dominant,
+            ),
+            Content(""),
+        ]
+        for name, gb in sorted(m.breakdown.items(), key=lambda kv: -kv[1]):
+            if gb <= 0:
+                continue
+            style = "$warning" if name == m.dominant else "$primary"
+            out.append(
+                Content.assemble(
+                    f"{name:<{LABEL_WIDTH}}", (bar(gb, scale).ljust(width), style), f" {gb:7.1f} GB"
+                )
+            )
+        usable = bar(m.usable_gb, scale)
+        used = bar(m.per_gpu_gb, scale)
+        total_style = "$success" if m.fits else "$error"
+        out.append(
+            Content.assemble(
+                f"{'total':<{LABEL_WIDTH}}",
+                (used, total_style),
+                (("░" * max(0, len(usable) - len(used))).ljust(width - len(used)), "$text-muted"),
+                f" {m.per_gpu_gb:7.1f} GB",
+            )
+        )
+        out.append(
+            Content.from_markup(
+                f"[$text-muted]{'':<{LABEL_WIDTH}}░ = usable memory left; bar length = "
+                f"share of the {m.capacity_gb:g} GB capacity[/]"
+            )
+        )
+        return out
+
+
+class CostPanel(PlanPanel):
+    """The offer the plan is priced on, its hourly rate, the time range and the cost range."""
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """Offer, rate, time and cost lines."""
+        if plan is None:
+            return [Content("No plan selected.")]
+        inference = plan.serving is not None
+        out: list[Content] = []
+        p = plan.price
+        if p is not None:
+            host = "" if p.includes_host else " (GPU only, host VM extra)"
+            out.append(
+                Content.from_markup(
+                    "[b]Offer[/b]      $provider $instance ($region), $pricing$host; "
+                    "as of $date [$text-muted]$source[/]",
+                    provider=p.provider,
+                    instance=p.instance,
+                    region=p.region,
+                    pricing=p.pricing,
+                    host=host,
+                    date=p.date.isoformat(),
+                    source=f"[{p.source}]",
+                )
+            )
+            out.append(
+                Content.from_markup(
+                    "[b]Rate[/b]       $n x $per = [b]$rate/h[/b] for $billed GPUs at $gpu_rate/GPU-h",
+                    n=str(p.instances),
+                    per=f"{money(p.usd_per_hour / max(p.instances, 1))}/h",
+                    rate=money(p.usd_per_hour),
+                    billed=str(p.billed_gpus),
+                    gpu_rate=money(p.usd_per_gpu_hour),
+                )
+            )
+        else:
+            out += _bullets(
+                [r for r in plan.reasons if r.startswith("on-prem")] or ["on-prem (amortised TCO)"]
+            )
+        h, c = plan.hours, plan.cost_usd
+        if inference:
+            out.append(Content.from_markup("[b]Billed[/b]     $h h per month of service", h=f"{h.p50:,.0f}"))
+            out.append(
+                Content.from_markup(
+                    "[b]Cost[/b]       [b]$mid per month[/b] (range $low-$high)",
+                    mid=money(c.mid),
+                    low=money(c.low),
+                    high=money(c.high),
+                )
+            )
+        else:
+            out.append(
+                Content.from_markup(
+                    "[b]Time[/b]       P10 $p10   P50 [b]$p50[/b]   P90 $p90",
+                    p10=fmt_hours(h.p10),
+                    p50=fmt_hours(h.p50),
+                    p90=fmt_hours(h.p90),
+                )
+            )
+            out.append(
+                Content.from_markup(
+                    "[b]Cost[/b]       low $low   mid [b]$mid[/b]   high $high",
+                    low=money(c.low),
+                    mid=money(c.mid),
+                    high=money(c.high),
+                )
+            )
+        out.append(
+            Content.from_markup(
+                "[$text-muted]The cost range spans the time range and demand volatility, "
+                "plus storage of the data set for the job's duration.[/]"
+            )
+        )
+        c_budget = report.constraints.budget_usd
+        if c_budget is not None:
+            per = "per month" if report.constraints.budget_period == "month" or inference else "for the job"
+            style = "$success" if c.high <= c_budget else "$warning"
+            out.append(
+                Content.from_markup(
+                    f"[b]Budget[/b]     [{style}]$budget $per; P90 cost $high[/]",
+                    budget=money(c_budget),
+                    per=per,
+                    high=money(c.high),
+                )
+            )
+        return out
+
+
+class AdvicePanel(PlanPanel):
+    """Why this plan, the rules that fired, the advice, and what was assumed."""
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """Reasons, fired rules with their source, advice, assumptions and notes."""
+        out: list[Content] = []
+        if plan is not None:
+            out.append(
+                Content.from_markup(
+                    "[b]Why #$rank ($gpu x$n)[/b]", rank=str(plan.rank), gpu=plan.gpu, n=str(plan.count)
+                )
+            )
+            out += _bullets(plan.reasons)
+            if plan.rules:
+                out.append(Content.from_markup("[b]Rules that fired[/b]"))
+                out += [
+                    Content.from_markup(
+                        "- [$accent]$id[/] ($kind): $msg [$text-muted]$src[/]",
+                        id=r.id,
+                        kind=r.kind,
+                        msg=r.message,
+                        src=f"[{r.source}]",
+                    )
+                    for r in plan.rules
+                ]
+        advice = list(plan.advice if plan else ()) + [
+            r.message for r in report.job_advice if r.kind == "advice"
+        ]
+        if advice:
+            out.append(Content.from_markup("[b]Advice[/b]"))
+            out += _bullets(list(dict.fromkeys(advice)))
+        out.append(Content.from_markup("[b]Assumed[/b]"))
+        out += _bullets((*report.job.assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
+        if report.notes:
+            out += _bullets(report.notes, "$text-muted")
+        return out
+
+
+class WhyNotPanel(PlanPanel):
+    """Why the other GPU types and counts are not in the table; what would make a plan fit."""
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """Suggestions (when nothing fits) and the why-not lines."""
+        out: list[Content] = []
+        if report.nothing_fits:
+            out.append(Content.from_markup("[b $error]No plan fits.[/]"))
+            if report.suggestions:
+                out.append(Content.from_markup("[b]What would[/b]"))
+                out += _bullets(report.suggestions)
+        if report.why_not:
+            out.append(Content.from_markup("[b]Why not[/b]"))
+            out += _bullets(report.why_not)
+        return out or [Content("Every GPU type in the catalogue is in the table above.")]
