@@ -78,6 +78,12 @@ async def results_chart(pilot: Pilot) -> None:
     await settle(pilot)
 
 
+async def results_operations(pilot: Pilot) -> None:
+    await results(pilot, "lora-70b")
+    pilot.app.screen.query_one("#plan-tabs").active = "tab-ops"  # type: ignore[attr-defined]
+    await settle(pilot)
+
+
 async def checklist(pilot: Pilot) -> None:
     await results(pilot, "lora-70b")
     await pilot.press("c")
@@ -96,6 +102,7 @@ SHOTS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
     "wizard-budget": wizard_budget,
     "results": results_memory,
     "results-chart": results_chart,
+    "results-operations": results_operations,
     "checklist": checklist,
     "export": export,
 }

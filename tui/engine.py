@@ -100,22 +100,8 @@ class Engine:
         with self._ticks_lock:
             ticks.clear(entry_id)
 
+    def entries_for_plan(self, report: Report, plan: PlanOut) -> list[str]:
+        """Ids of the checklist entries worth reading before running this plan, most likely first."""
+        from advisor.checklist import entries_for_plan
 
-# Checklist entries that concern a plan, by what the plan is: the core has no such index yet, so this
-# table only maps plan facts the report states (GPU count, nodes, pricing, precision) to entry ids.
-def entries_for_plan(plan: PlanOut, report: Report, known: set[str]) -> list[str]:
-    """Ids of the checklist entries worth reading before running this plan, most likely first."""
-    wanted = ["oom"]
-    if plan.count > 1:
-        wanted += ["nccl-hang", "distributed-mismatch"]
-    if plan.nodes > 1:
-        wanted.append("network")
-    if plan.price is not None and plan.price.pricing == "spot":
-        wanted.append("preemption")
-    if plan.precision == "fp16":
-        wanted.append("nan-loss")
-    if report.job.kind != "inference":
-        wanted.append("underperformance")
-    if report.constraints.budget_usd is not None:
-        wanted.append("cost-overrun")
-    return [w for w in dict.fromkeys(wanted) if w in known]
+        return [entry.id for entry, _ in entries_for_plan(self.knowledge(), report, plan)]

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static, 
 from textual.worker import get_current_worker
 
 from advisor.errors import AdvisorError
-from tui.engine import Engine, entries_for_plan
+from tui.engine import Engine
 from tui.form import adjust_constraints
 from tui.formatting import job_line
 from tui.messages import ExportFailed, ExportWritten, RecommendFailed, ReportReady
@@ -27,6 +27,7 @@ from tui.screens.export import ExportDialog
 from tui.widgets.field import FieldRow
 from tui.widgets.front_chart import FrontChart
 from tui.widgets.plan_table import PlanTable
+from tui.widgets.ops_view import OperationsPanel
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, WhyNotPanel
 
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class ResultsScreen(Screen[None]):
                 yield WhyNotPanel(id="whynot-panel")
             with TabPane("Cost vs time", id="tab-front"):
                 yield FrontChart(id="front-chart")
+            with TabPane("Operations", id="tab-ops"), VerticalScroll():
+                yield OperationsPanel(id="ops-panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -240,7 +243,7 @@ class ResultsScreen(Screen[None]):
         knowledge = getattr(self.app, "knowledge", None)
         if self.report is None or plan is None or knowledge is None:
             return
-        ids = entries_for_plan(plan, self.report, {e.id for e in knowledge.checklist})
+        ids = self.engine.entries_for_plan(self.report, plan)
         self.app.push_screen(ChecklistScreen(self.engine, knowledge, only=ids, plan=plan))
 
     def action_export(self, path_text: str | None = None, error: str = "") -> None:
