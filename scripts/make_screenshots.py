@@ -12,37 +12,23 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList
+from textual.widgets import Input
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "screenshots"
 SIZE = (120, 36)
 
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+sys.path.insert(0, str(ROOT / "tests"))  # the Pilot steps the UI tests use
+
+from pilot_flows import choose_preset, settle  # noqa: E402
 
 from tui.app import GpuAdvisorApp  # noqa: E402
-from tui.screens.wizard import WizardScreen  # noqa: E402
-
-
-async def settle(pilot: Pilot) -> None:
-    """Every worker done and every message handled."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def preset(pilot: Pilot, preset_id: str) -> None:
     """Pick a preset on the first step, as a user would with the keyboard."""
-    await settle(pilot)
-    wizard = pilot.app.screen
-    assert isinstance(wizard, WizardScreen)
-    presets = wizard.query_one("#presets", OptionList)
-    presets.focus()
-    ids = [presets.get_option_at_index(i).id for i in range(presets.option_count)]
-    presets.highlighted = ids.index(preset_id)
-    await pilot.press("enter")
-    await settle(pilot)
+    await choose_preset(pilot, preset_id)
 
 
 async def results(pilot: Pilot, preset_id: str) -> None:

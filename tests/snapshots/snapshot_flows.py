@@ -3,53 +3,17 @@
 from __future__ import annotations
 
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList
+from textual.widgets import Input
 
-from tui.form import check
-from tui.presets import preset
+from pilot_flows import choose_preset as pick_preset
+from pilot_flows import open_results, settle
 from tui.screens.results import ResultsScreen
-from tui.screens.wizard import WizardScreen
-
-
-async def settle(pilot: Pilot) -> None:
-    """Every worker done, every message handled."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-async def pick_preset(pilot: Pilot, preset_id: str) -> WizardScreen:
-    """Choose a preset from the first step (the wizard then shows the model step)."""
-    await settle(pilot)
-    wizard = pilot.app.screen
-    assert isinstance(wizard, WizardScreen)
-    presets = wizard.query_one("#presets", OptionList)
-    presets.focus()
-    presets.highlighted = [presets.get_option_at_index(i).id for i in range(presets.option_count)].index(
-        preset_id
-    )
-    await pilot.press("enter")
-    await settle(pilot)
-    return wizard
 
 
 async def results(pilot: Pilot, preset_id: str, tab: str | None = None) -> ResultsScreen:
-    """The results of a preset (reached the way Find plans reaches them), optionally on one tab."""
-    await settle(pilot)
-    values = preset(preset_id).values
-    checked = check(values, pilot.app.knowledge)  # type: ignore[attr-defined]
-    assert checked.workload is not None and checked.constraints is not None
-    wizard = pilot.app.screen
-    assert isinstance(wizard, WizardScreen)
-    wizard.apply_values(values, reset=True)
-    wizard.post_message(WizardScreen.Completed(checked.workload, checked.constraints))
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, ResultsScreen) and screen.report is not None
-    if tab is not None:
-        screen.query_one("#plan-tabs").active = tab  # type: ignore[attr-defined]
-        await settle(pilot)
+    """The results of a preset, optionally on one tab."""
+    screen = await open_results(pilot, preset_id, tab)
+    assert screen.report is not None
     return screen
 
 

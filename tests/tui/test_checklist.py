@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from textual.widgets import Input, OptionList, Static
-from tui_helpers import settle
+from pilot_flows import settle
 
 from tui.screens.checklist import ChecklistScreen
 from tui.screens.help import HelpScreen

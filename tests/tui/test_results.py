@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 from textual.widgets import Input, Static
-from tui_helpers import open_results, settle
+from pilot_flows import open_results, settle
 
 from tui.app import GpuAdvisorApp
 from tui.screens.checklist import ChecklistScreen
@@ -148,27 +148,13 @@ async def test_results_fit_small_and_large_terminals(make_app) -> None:  # type:
 
 
 async def test_operations_tab_shows_the_plan_tco_and_launch(make_app) -> None:  # type: ignore[no-untyped-def]
-    from textual.widgets import TabbedContent
-
-    from tui.form import check
-    from tui.presets import preset
     from tui.widgets.ops_view import OperationsPanel
 
     app: GpuAdvisorApp = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        values = {**preset("lora-70b").values, "deployment": "on-prem"}
-        checked = check(values, app.knowledge)
-        assert checked.workload is not None and checked.constraints is not None, checked.errors
-        wizard = app.screen
-        assert isinstance(wizard, WizardScreen)
-        wizard.post_message(WizardScreen.Completed(checked.workload, checked.constraints))
-        await settle(pilot)
-        results = app.screen
-        assert isinstance(results, ResultsScreen) and results.report is not None
+        results = await open_results(pilot, "lora-70b", "tab-ops", deployment="on-prem")
+        assert results.report is not None
         assert results.report.tco is not None and results.report.operations is not None
-        results.query_one("#plan-tabs", TabbedContent).active = "tab-ops"
-        await settle(pilot)
         text = str(results.query_one(OperationsPanel).render())
         assert "Owning it" in text and "per used GPU-hour" in text
         assert "Elastic scaling" in text and "checkpoint interval" in text and "torchrun" in text

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from textual.widgets import Button, Input, Static
-from tui_helpers import changed, choose_preset, settle
+from pilot_flows import changed, choose_preset, settle
 
 from advisor.catalog import Knowledge
 from tui.app import GpuAdvisorApp

@@ -1,4 +1,4 @@
-"""Provides the steps the Pilot tests share: waiting for workers, choosing presets, reaching the results."""
+"""Provides the Pilot steps the UI tests, the snapshot tests and the screenshot script share."""
 
 from __future__ import annotations
 
@@ -39,17 +39,22 @@ async def choose_preset(pilot: Pilot, preset_id: str) -> WizardScreen:
     return wizard
 
 
-async def open_results(pilot: Pilot, preset_id: str) -> ResultsScreen:
-    """Skip the wizard's screens: finish it with a preset's values, as its Find plans button does."""
+async def open_results(pilot: Pilot, preset_id: str, tab: str | None = None, **changes: str) -> ResultsScreen:
+    """Skip the wizard's screens: finish it with a preset's values (and changes), as its Find plans button
+    does; optionally show one of the detail tabs."""
     await settle(pilot)
     app = pilot.app
-    checked = check(preset(preset_id).values, app.knowledge)  # type: ignore[attr-defined]
+    values = {**preset(preset_id).values, **changes}
+    checked = check(values, app.knowledge)  # type: ignore[attr-defined]
     assert checked.workload is not None and checked.constraints is not None, checked.errors
     wizard = app.screen
     assert isinstance(wizard, WizardScreen)
-    wizard.apply_values(preset(preset_id).values, reset=True)
+    wizard.apply_values(values, reset=True)
     wizard.post_message(WizardScreen.Completed(checked.workload, checked.constraints))
     await settle(pilot)
     screen = app.screen
     assert isinstance(screen, ResultsScreen), type(screen)
+    if tab is not None:
+        screen.query_one("#plan-tabs").active = tab  # type: ignore[attr-defined]
+        await settle(pilot)
     return screen
