@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.models import TRANSFORMER_KINDS, ModelSpec
+from advisor.catalog.models import ModelSpec
 from advisor.errors import InputError
 from advisor.inputs import Workload
 from advisor.units import human

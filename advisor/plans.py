@@ -10,7 +10,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.context import Context
 from advisor.efficiency.base import Interval, Query, regime_of
 from advisor.layout import Layout
-from advisor.memory import GB, Memory, TrainingMemoryModel, inference_memory, inference_terms, weight_bytes_per_param
+from advisor.memory import GB, Memory, TrainingMemoryModel, inference_memory, inference_terms
 from advisor.rules import Firing, Rule, evaluate
 from advisor.speed import ServingTime, StepTime, peak_flops, serving_times, training_step
 
@@ -338,11 +338,6 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
                                                       f"{context} tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
                            1.0))
     return candidates, misses
-
-
-def weights_gb(ctx: Context, precision: str) -> float:
-    """The whole model's weights at a serving precision, GB."""
-    return ctx.job.params * weight_bytes_per_param(precision, ctx.knowledge.assumptions, training=False) / GB
 
 
 def efficiency_query(cand: Candidate, ctx: Context) -> Query:

@@ -195,7 +195,7 @@ def _why_not(search: Search, top: list[Scored], limit: int = 10) -> list[str]:
     return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]]
 
 
-def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool, efficiency_name: str) -> PlanOut:
+def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
     cand, lay, mem = s.cand, s.cand.layout, s.cand.memory
     job = ctx.job
     fired = [f for f in cand.firings if f.kind != "constraint"]
@@ -399,7 +399,7 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
     front_keys = {s.key for s in front}
     name = ctx.efficiency.name if ctx.job.training else (
         "priors for serving (decode bandwidth, prefill compute; no measured serving data is shipped)")
-    plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys, name) for i, s in enumerate(top))
+    plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys) for i, s in enumerate(top))
     shown = top or []
     dates = [s.price.offer.date for s in shown if s.price is not None]
     sources = sorted({s.price.offer.source for s in shown if s.price is not None})

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +56,7 @@ class GpuAdvisorApp(App[int]):
         load_knowledge: Callable[[], Knowledge] | None = None,
         efficiency: EfficiencyChoice = "learned",
         user_data_dir: Path | None = None,
+        exit_on_hangup: bool = False,
     ) -> None:
         """Build the app.
 
@@ -59,15 +64,31 @@ class GpuAdvisorApp(App[int]):
             load_knowledge: returns the knowledge base (default: the shipped one); runs in a worker.
             efficiency: "learned" (the benchmark-trained model when present) or "prior" (deterministic).
             user_data_dir: where checklist ticks are kept (default: the user's data directory).
+            exit_on_hangup: leave on SIGHUP (the real terminal; tests run without one).
         """
         super().__init__()
+        self._exit_on_hangup = exit_on_hangup
         self.engine = Engine(load_knowledge, efficiency, user_data_dir)
         self.efficiency_name = ""
 
     def on_mount(self) -> None:
         """Paint the wizard first, then load the knowledge and the model in a thread."""
+        if self._exit_on_hangup:
+            # When the terminal goes away (a closed window, a killed tmux), leave instead of spinning on it:
+            # on SIGHUP, and when the tty device itself disappears (no signal reaches a job under make).
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit, None, 129)
+            try:
+                self._tty = os.ttyname(sys.__stdin__.fileno()) if sys.__stdin__ else None
+            except OSError:
+                self._tty = None
+            if self._tty:
+                self.set_interval(2.0, self._check_terminal)
         self.push_screen(WizardScreen())
         self._load()
+
+    def _check_terminal(self) -> None:
+        if self._tty and not os.path.exists(self._tty):
+            self.exit(return_code=129)
 
     @work(
         thread=True, exclusive=True, exit_on_error=False, group="load", description="load knowledge and model"
@@ -159,6 +180,6 @@ class GpuAdvisorApp(App[int]):
 
 def run_app() -> int:
     """Run the UI until the user quits; the exit status."""
-    app = GpuAdvisorApp()
+    app = GpuAdvisorApp(exit_on_hangup=True)
     app.run()
     return app.return_code or 0
