@@ -80,8 +80,11 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     if peak_flops(gpu, precision) is None:
         raise InputError(f"--precision {precision}: {gpu.id} has no {precision} peak "
                          f"({gpu.missing.get('tflops.' + precision, 'unsupported')})")
+    # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
+    assumed = tuple(a for a in job.assumed if not a.startswith(("load ", "latency target")))
+    source = model.name if job.training else "priors for serving (decode bandwidth, prefill compute)"
     common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,
-                  efficiency_source=model.name, assumed=job.assumed)
+                  efficiency_source=source, assumed=assumed)
     usable = gpu.memory_gb * (1 - ctx.headroom)
     if job.training:
         found, misses = search_training(ctx, gpu, precision, node_size, counts=[count])
@@ -104,7 +107,9 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
                           throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=job.unit),
                           memory=_mem_out(cand.memory), step_time_s=_r3(eff.inverted(cand.step.total_s)),
                           efficiency=_r3(eff), bound=cand.step.bound, speed_of_light=sol)
-    return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common)
+    # A prediction holds serving to a latency target only when the user sets one.
+    target = workload.tpot_ms if workload.tpot_ms is not None else float("inf")
+    return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)
 
 
 def _layout(lay: Layout) -> LayoutOut:
@@ -113,7 +118,7 @@ def _layout(lay: Layout) -> LayoutOut:
 
 
 def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: int, usable: float,  # type: ignore[no-untyped-def]
-                     model: EfficiencyModel, common: dict) -> Prediction:
+                     model: EfficiencyModel, common: dict, tpot_target_ms: float) -> Prediction:
     a, job = ctx.knowledge.assumptions, ctx.job
     context = job.prompt_tokens + job.output_tokens
     probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
@@ -139,7 +144,7 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
         while lo <= hi:  # the largest batch that meets the per-token latency target
             mid = (lo + hi) // 2
             t = serving_times(job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
-            if t is not None and t.decode_step_s / decode.p50 * 1000 <= job.tpot_ms:
+            if t is not None and t.decode_step_s / decode.p50 * 1000 <= tpot_target_ms:
                 chosen, lo = (mid, t), mid + 1
             else:
                 hi = mid - 1
@@ -154,7 +159,8 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
         layout, mem = leanest
         return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=_layout(layout),
                           throughput=None, memory=_mem_out(mem),
-                          notes=(f"nothing meets {job.tpot_ms:g} ms per token with this memory",))
+                          notes=(f"nothing meets {tpot_target_ms:g} ms per token with this memory"
+                                 if tpot_target_ms != float("inf") else "not one sequence fits in memory",))
     sol_tokens, layout, t, _ = best
     mem = inference_memory(job, gpu, layout, a, usable, context)
     tput = decode.scaled(sol_tokens)
