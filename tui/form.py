@@ -212,6 +212,16 @@ def check(values: Values, knowledge: Knowledge | None) -> Checked:
     workload_data = {k: v for k, v in data.items() if k in WORKLOAD_FIELDS}
     blocked = any(k in WORKLOAD_FIELDS for k in errors)
     workload = None if blocked else _validate(Workload, workload_data, errors, "model")
+    if workload is not None and knowledge is not None:
+        # The core's own resolution catches what the fields alone cannot (LoRA on a CNN, a missing data size).
+        from advisor.job import resolve_job
+
+        try:
+            resolve_job(knowledge, workload)
+        except InputError as exc:
+            message = str(exc).replace("--workload ", "").replace("--samples N [--epochs E]", "samples x epochs")
+            errors["samples" if "data size" in message else "kind"] = message
+            workload = None
     constraint_data = {
         k: tuple(v) if isinstance(v, (list, tuple)) else v
         for k, v in data.items()
