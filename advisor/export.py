@@ -12,12 +12,12 @@ from advisor.catalog.loader import Knowledge
 from advisor.report import Report
 
 
-def _drop_none(value: Any) -> Any:
+def drop_none(value: Any) -> Any:
     """TOML has no null: leave absent what is None."""
     if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+        return {k: drop_none(v) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
-        return [_drop_none(v) for v in value if v is not None]
+        return [drop_none(v) for v in value if v is not None]
     return value
 
 
@@ -59,7 +59,7 @@ def export_record(report: Report, knowledge: Knowledge, generated_at: dt.datetim
         "launch": data.get("launch"),
         "tco": data.get("tco"),
     }
-    return _drop_none(record)
+    return drop_none(record)
 
 
 def export_toml(report: Report, knowledge: Knowledge, generated_at: dt.datetime | None = None) -> str:

@@ -6,9 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.context import Context
 from advisor.efficiency.base import Interval, Query, regime_of
+from advisor.job import Job
 from advisor.layout import Layout
 from advisor.memory import GB, Memory, TrainingMemoryModel, inference_memory, inference_terms
 from advisor.rules import Firing, Rule, evaluate
@@ -253,16 +255,15 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     return candidates, misses
 
 
-def _largest_batch_within(ctx: Context, gpu: Gpu, layout: Layout, b_max: int, weights_b: float, kv_seq: float,
-                          decode_eff: float) -> tuple[int, ServingTime | None]:
-    a = ctx.knowledge.assumptions
-    target_s = ctx.job.tpot_ms / 1000.0
+def largest_batch_within(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, b_max: int, weights_b: float,
+                         kv_seq: float, decode_eff: float, target_ms: float) -> tuple[int, ServingTime | None]:
+    """The largest batch (up to b_max) whose decode step, at this efficiency, meets the per-token target."""
     lo, hi = 0, b_max
     best: tuple[int, ServingTime | None] = (0, None)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        t = serving_times(ctx.job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
-        if t is not None and t.decode_step_s / decode_eff <= target_s:
+        t = serving_times(job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
+        if t is not None and t.decode_step_s / decode_eff * 1000.0 <= target_ms:
             lo = mid
             best = (mid, t)
         else:
@@ -302,7 +303,7 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
             continue
         weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
         kv_seq = terms.kv_per_seq_high / 1.01
-        b, timing = _largest_batch_within(ctx, gpu, layout, b_max, weights_b, kv_seq, decode.p50)
+        b, timing = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, job.tpot_ms)
         if timing is None:
             t1 = serving_times(job, gpu, layout, a, weights_b, kv_seq)
             tpot = (t1.decode_step_s / decode.p50 * 1000) if t1 else float("inf")

@@ -15,10 +15,10 @@ from advisor.inputs import Constraints, Workload
 from advisor.job import resolve_job
 from advisor.layout import Layout
 from advisor.memory import GB, inference_memory, inference_terms, training_memory
-from advisor.plans import efficiency_query, resolve_precision, search_training
+from advisor.plans import efficiency_query, largest_batch_within, resolve_precision, search_training
 from advisor.report import LayoutOut, MemoryOut, Range3, Throughput
 from advisor.rules import evaluate
-from advisor.speed import peak_flops, serving_times
+from advisor.speed import peak_flops
 
 
 class Prediction(Strict):
@@ -140,17 +140,9 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
             continue
         weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
         kv_seq = terms.kv_per_seq_high / 1.01
-        lo, hi, chosen = 1, b_max, None
-        while lo <= hi:  # the largest batch that meets the per-token latency target
-            mid = (lo + hi) // 2
-            t = serving_times(job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
-            if t is not None and t.decode_step_s / decode.p50 * 1000 <= tpot_target_ms:
-                chosen, lo = (mid, t), mid + 1
-            else:
-                hi = mid - 1
-        if chosen is None:
+        b, t = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, tpot_target_ms)
+        if t is None:
             continue
-        b, t = chosen
         tokens = layout.dp * b / t.decode_step_s
         if best is None or tokens > best[0]:
             best = (tokens, layout.with_(micro_batch=b), t, mem)

@@ -157,7 +157,7 @@ def pareto_front(scored: list[Scored]) -> list[Scored]:
     return front
 
 
-def _why_not(search: Search, top: list[Scored], limit: int = 10) -> list[str]:
+def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int = 10) -> list[str]:
     """One line for each GPU type not in the top plans (its best plan, or why none fits), and for the top
     GPU types the largest count that does not fit."""
     chosen = {(s.cand.gpu.id, s.cand.layout.count) for s in top}
@@ -172,7 +172,6 @@ def _why_not(search: Search, top: list[Scored], limit: int = 10) -> list[str]:
             m = max(smaller, key=lambda m: m.count)
             lines.append(((0, m.count), m.line()))
     feasible_by_gpu: dict[str, Scored] = {}
-    ranked = _rank(search.ctx, search.feasible)
     position = {s.key: i + 1 for i, s in enumerate(ranked)}
     for s in ranked:
         if s.cand.gpu.id not in top_gpus and s.cand.gpu.id not in feasible_by_gpu:
@@ -429,7 +428,7 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
         plans=plans,
         front=tuple(FrontPoint(gpu=s.cand.gpu.id, count=s.cand.layout.count, hours_p50=s.time_key,
                                cost_mid=s.cost.mid, chosen=bool(top) and s.key == top[0].key) for s in front),
-        why_not=tuple(_why_not(search, top)),
+        why_not=tuple(_why_not(search, ranked, top)),
         job_advice=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source)
                          for f in search.job_firings),
         nothing_fits=not top, suggestions=tuple(suggestions),

@@ -22,6 +22,7 @@ from advisor.efficiency.dataset import build_dataset, data_hash, family_of
 from advisor.efficiency.evaluate import Scores, percentile, score
 from advisor.efficiency.features import FEATURES, Sample
 from advisor.efficiency.gbdt import ExportedModel, Tree
+from advisor.export import drop_none
 from advisor.userdata import write_text_atomic
 
 SEED = 0
@@ -90,15 +91,22 @@ def _intervals(samples: Sequence[Sample], oof: Sequence[float]) -> dict[str, tup
     return {k: (percentile(v, 10), percentile(v, 90)) for k, v in resid.items() if len(v) >= 20}
 
 
+def cross_validated(samples: Sequence[Sample], weights: Sequence[float] | None
+                    ) -> tuple[list[Scores], dict[str, tuple[float, float]]]:
+    """Leave-one-GPU-out and leave-one-workload-out scores, and intervals from the held-out-GPU residuals."""
+    run = _fit_predict(samples, weights)
+    _, oof = score("GPU", samples, lambda s: s.row.gpu, run)
+    interval = _intervals(samples, oof)
+    logo = score("GPU", samples, lambda s: s.row.gpu, lambda tr, te: [oof[i] for i in te], interval["all"])[0]
+    lowo = score("workload", samples, lambda s: s.row.workload, run, interval["all"])[0]
+    return [logo, lowo], interval
+
+
 def evaluation(knowledge: Knowledge, extra: Sequence[BenchmarkRow] = ()) -> tuple[list[Scores], list[str]]:
     """Leave-one-GPU-out and leave-one-workload-out scores of model and constant baseline."""
     data = build_dataset(knowledge, [*benchmarks_of(knowledge), *extra])
     samples = data.samples
-    run = _fit_predict(samples, None)
-    logo, oof = score("GPU", samples, lambda s: s.row.gpu, run)
-    interval = _intervals(samples, oof)["all"]
-    logo = score("GPU", samples, lambda s: s.row.gpu, lambda tr, te: [oof[i] for i in te], interval)[0]
-    lowo = score("workload", samples, lambda s: s.row.workload, run, interval)[0]
+    (logo, lowo), _ = cross_validated(samples, None)
     notes = [f"{len(samples)} measured runs; {len(data.skipped)} left out (no peak figure for their precision)",
              "error = |predicted - measured| / measured throughput; const. = one efficiency fitted on the "
              "training folds, as analytic tools do; rank acc. = GPU pairs of one workload, precision and "
@@ -122,12 +130,7 @@ def train(knowledge: Knowledge, extra: Sequence[BenchmarkRow] = (), extra_weight
     baseline, trees = export_trees(model)
     scores: list[Scores] = []
     if with_cv:
-        run = _fit_predict(samples, weights)
-        logo, oof = score("GPU", samples, lambda s: s.row.gpu, run)
-        interval = _intervals(samples, oof)
-        logo = score("GPU", samples, lambda s: s.row.gpu, lambda tr, te: [oof[i] for i in te], interval["all"])[0]
-        lowo = score("workload", samples, lambda s: s.row.workload, run, interval["all"])[0]
-        scores = [logo, lowo]
+        scores, interval = cross_validated(samples, weights)
     else:
         resid = [t - float(p) for t, p in zip(_targets(samples), model.predict(np.array([s.features for s in samples])))]
         interval = {"all": (percentile(resid, 10), percentile(resid, 90))}
@@ -160,14 +163,8 @@ def write_artifact(model: ExportedModel, meta: dict[str, Any], scores: Sequence[
                                 "coverage_p10_p90": None if s.coverage_p10_p90 is None else round(s.coverage_p10_p90, 4)}
                      for s in scores}}
     header = "# Written by `gpu-advisor model train`: the efficiency model's provenance. Do not edit.\n"
-    write_text_atomic(folder / META, header + tomli_w.dumps(_drop_none(record)))
+    write_text_atomic(folder / META, header + tomli_w.dumps(drop_none(record)))
     return folder / ARTIFACT
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    return value
 
 
 def train_cli(args: argparse.Namespace) -> int:
