@@ -71,12 +71,12 @@ def split_alt(text: str) -> tuple[str, str | None]:
 
 
 def fmt(x: float | int | None) -> str:
-    """Deterministic text of a number: integers without a point, others with up to 6 significant digits."""
+    """Deterministic text of a number: integers without a point, others with up to 10 significant digits."""
     if x is None:
         return ""
     if float(x).is_integer():
         return str(int(x))
-    return f"{x:.6g}"
+    return f"{x:.10g}"
 
 
 def write_csv(path: Path, columns: list[str], rows: list[dict[str, str]]) -> bytes:
