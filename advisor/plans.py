@@ -14,6 +14,7 @@ from advisor.job import Job
 from advisor.layout import Layout
 from advisor.memory import GB, Memory, TrainingMemoryModel, inference_memory, inference_terms
 from advisor.rules import Firing, Rule, evaluate
+from advisor.serving.advise import engine_of, learned_efficiency, load_figures
 from advisor.speed import ServingTime, StepTime, peak_flops, serving_times, training_step
 
 NODE_STEPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -272,7 +273,7 @@ def largest_batch_within(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, b_m
 
 
 def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
-                     decode: Interval, prefill: Interval) -> tuple[list[Candidate], list[Miss]]:
+                     decode_prior: Interval, prefill_prior: Interval) -> tuple[list[Candidate], list[Miss]]:
     """Every replica size (tensor parallel within a server, pipeline across servers) that serves the load."""
     a = ctx.knowledge.assumptions
     job = ctx.job
@@ -291,6 +292,9 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     smallest: tuple[int, Memory] | None = None
     for tp, pp in shapes:
         replica = tp * pp
+        # Learned efficiencies from measured serving runs where the model applies; else the priors passed in.
+        learned = learned_efficiency(job, precision, tp, engine_of(getattr(ctx, "workload", None) or job)[0])
+        decode, prefill = (learned.decode, learned.prefill) if learned else (decode_prior, prefill_prior)
         layout = Layout(count=replica, nodes=pp if tp == node_size else 1, node_size=node_size, precision=precision,
                         tp=tp, pp=pp, dp=1, sharding="none", micro_batch=1)
         terms = inference_terms(job, gpu, layout, a, context)
@@ -319,6 +323,10 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
                                                        f"over --max-gpus {ctx.constraints.max_gpus}", 2.5))
             continue
         ttft_ms = timing.prefill_s / prefill.p50 * 1000
+        fig = load_figures(job, gpu, precision, tp, replicas, engine_of(getattr(ctx, "workload", None) or job)[0],
+                           job.requests_per_s) if learned and pp == 1 else None
+        if fig and "ttft_ms" in fig:   # queueing at the offered load, not only the idle prefill time
+            ttft_ms = max(ttft_ms, fig["ttft_ms"])
         if job.ttft_ms is not None and ttft_ms > job.ttft_ms:
             misses.append(Miss(gpu.id, count, "latency",
                                f"time to first token {ttft_ms:.0f} ms > target {job.ttft_ms:g} ms", 1.5))

@@ -18,6 +18,8 @@ from advisor.memory import GB, inference_memory, inference_terms, training_memor
 from advisor.plans import efficiency_query, largest_batch_within, resolve_precision, search_training
 from advisor.report import LayoutOut, MemoryOut, Range3, Throughput
 from advisor.rules import evaluate
+from advisor.serving.advise import describe_load, engine_of, learned_efficiency, load_figures
+from advisor.serving.model import load_model
 from advisor.speed import peak_flops
 
 
@@ -82,7 +84,9 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
                          f"({gpu.missing.get('tflops.' + precision, 'unsupported')})")
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
     assumed = tuple(a for a in job.assumed if not a.startswith(("load ", "latency target")))
-    source = model.name if job.training else "priors for serving (decode bandwidth, prefill compute)"
+    source = model.name if job.training else (
+        "learned from measured serving runs (knowledge/serving_model.json)" if load_model() and job.arch
+        else "priors for serving (decode bandwidth, prefill compute)")
     common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,
                   efficiency_source=source, assumed=assumed)
     usable = gpu.memory_gb * (1 - ctx.headroom)
@@ -140,12 +144,14 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
             continue
         weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
         kv_seq = terms.kv_per_seq_high / 1.01
-        b, t = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, tpot_target_ms)
+        learned = learned_efficiency(job, precision, tp, engine_of(getattr(ctx, "workload", None) or job)[0])
+        dec, pre = (learned.decode, learned.prefill) if learned else (decode, prefill)
+        b, t = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, dec.p50, tpot_target_ms)
         if t is None:
             continue
         tokens = layout.dp * b / t.decode_step_s
-        if best is None or tokens > best[0]:
-            best = (tokens, layout.with_(micro_batch=b), t, mem)
+        if best is None or tokens > best[0][0]:
+            best = ((tokens, layout.with_(micro_batch=b), t, mem), (dec, pre, learned))
     if best is None:
         assert leanest is not None
         layout, mem = leanest
@@ -153,8 +159,9 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
                           throughput=None, memory=_mem_out(mem),
                           notes=(f"nothing meets {tpot_target_ms:g} ms per token with this memory"
                                  if tpot_target_ms != float("inf") else "not one sequence fits in memory",))
-    sol_tokens, layout, t, _ = best
+    (sol_tokens, layout, t, _), (decode, prefill, learned) = best
     mem = inference_memory(job, gpu, layout, a, usable, context)
+    notes = _serving_notes(ctx, gpu, precision, layout, learned)
     tput = decode.scaled(sol_tokens)
     return Prediction(
         **common, nodes=layout.nodes, parallelism=f"{layout.dp} replica(s) x TP{layout.tp}", layout=_layout(layout),
@@ -163,5 +170,20 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
         bound=t.decode_bound, speed_of_light=sol_tokens,
         serving_ttft_ms=_r3(prefill.inverted(t.prefill_s * 1000)),
         serving_tpot_ms=_r3(decode.inverted(t.decode_step_s * 1000)),
-        notes=("inference: no measured serving data is shipped; efficiency is a prior (decode MBU, prefill MFU)",),
+        notes=notes,
     )
+
+
+def _serving_notes(ctx: Context, gpu, precision: str, layout: Layout, learned) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+    """Which serving figures are learned (and from what) and which are priors; latency at the user's load."""
+    if learned is None:
+        return ("inference: no learned serving model for this workload; efficiency is a prior "
+                "(decode MBU, prefill MFU)",)
+    engine, given = engine_of(getattr(ctx, "workload", None) or ctx.job)
+    notes = [learned.note, f"engine {engine}" + ("" if given else " (default; no engine given)"),
+             "priors still used: memory headroom, KV-cache layout, TP all-reduce cost"]
+    defaulted = any(a.startswith("load ") for a in ctx.job.assumed)   # predict answers a load only when given
+    rate = None if defaulted else ctx.job.requests_per_s
+    targets = not any(a.startswith("latency target") for a in ctx.job.assumed)
+    fig = load_figures(ctx.job, gpu, precision, layout.tp, layout.dp, engine, rate, targets)
+    return tuple(notes) + (describe_load(fig, rate) if fig else ())

@@ -20,6 +20,7 @@ from advisor.report import (
     Throughput,
 )
 from advisor.rules import Firing, evaluate
+from advisor.serving.advise import serving_source
 from advisor.speed import peak_flops
 from advisor.units import fmt_hours
 
@@ -396,8 +397,8 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
             break
     front = pareto_front(search.feasible)
     front_keys = {s.key for s in front}
-    name = ctx.efficiency.name if ctx.job.training else (
-        "priors for serving (decode bandwidth, prefill compute; no measured serving data is shipped)")
+    serving_name, serving_notes = serving_source(ctx.job, workload)
+    name = ctx.efficiency.name if ctx.job.training else serving_name
     plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys) for i, s in enumerate(top))
     shown = top or []
     dates = [s.price.offer.date for s in shown if s.price is not None]
@@ -418,9 +419,7 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
             tco_out = tco(knowledge, tco_inputs, constraints)
     notes = []
     if not job.training:
-        notes.append("inference: no measured serving data is shipped; latencies come from the roofline and "
-                     "efficiency priors (wide intervals), and queueing is held below the utilisation cap "
-                     "rather than simulated")
+        notes.extend(serving_notes)
     return Report(
         workload=workload, constraints=constraints,
         job=JobOut(model=job.model_id, model_name=job.model_name, kind=job.kind, params=job.params,
