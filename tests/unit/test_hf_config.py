@@ -164,3 +164,19 @@ def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(InputError, match="is not a regular file"):
         read_hf_config(empty)  # a folder without config.json
+
+
+@pytest.mark.parametrize("fixture,model_id", [
+    ("deepseek-v3", "deepseek-v3"), ("qwen3-30b-a3b", "qwen3-30b-a3b"), ("mixtral-8x7b", "mixtral-8x7b"),
+    ("gemma-2-9b", "gemma-2-9b"), ("qwen2.5-72b", "qwen2.5-72b"), ("llama-3.2-1b", "llama-3.2-1b"),
+])
+def test_catalogue_entries_agree_with_their_config(knowledge, fixture: str, model_id: str) -> None:  # type: ignore[no-untyped-def]
+    spec, entry = _read(fixture), knowledge.model(model_id)
+    assert spec.params == pytest.approx(entry.params, rel=1e-3)
+    assert spec.active == pytest.approx(entry.active, rel=1e-3)
+    for field in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts", "experts_per_token",
+                  "kv_channels", "moe_ffn_hidden", "shared_experts", "dense_layers", "kv_lora_rank",
+                  "qk_rope_head_dim", "tied_embeddings"):
+        if field == "moe_ffn_hidden" and entry.experts == 1:
+            continue
+        assert getattr(spec, field) == getattr(entry, field), (model_id, field)
