@@ -31,6 +31,21 @@ class ModelSpec(Strict):
     experts: PositiveInt = 1
     experts_per_token: PositiveInt = 1
     active_params: PositiveFloat | None = None
+    kv_channels: PositiveInt | None = None
+    """Head dimension when it is not hidden / heads (Gemma, Qwen3; the value head of MLA)."""
+    moe_ffn_hidden: PositiveInt | None = None
+    """FFN width of one routed expert (MoE); ffn_hidden is then the width of the dense layers."""
+    shared_experts: NonNegativeInt = 0
+    """Experts every token passes through besides the routed ones, each moe_ffn_hidden wide."""
+    dense_layers: NonNegativeInt = 0
+    """Leading layers of a MoE with a dense FFN of ffn_hidden (DeepSeek first_k_dense_replace)."""
+    kv_lora_rank: PositiveInt | None = None
+    """MLA: width of the compressed key-value latent cached per token and layer."""
+    qk_rope_head_dim: NonNegativeInt = 0
+    """MLA: rotary key dimension cached per token and layer beside the latent."""
+    tied_embeddings: bool = False
+    architecture: str | None = None
+    """Hugging Face model_type the shape follows (llama, qwen2, deepseek_v3, ...), where known."""
     throughput_unit: str | None = None
     item: str | None = None
     seq_len: NonNegativeInt = 0

@@ -1,0 +1,71 @@
+"""Unit tests of benchmarks/memory_validation.csv: published measured peak memory rows, each valid and sourced."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_validation.py"
+
+
+@pytest.fixture(scope="module")
+def mv() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memory_validation", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["memory_validation"] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ids(knowledge) -> tuple[set[str], set[str]]:  # type: ignore[no-untyped-def]
+    return {g.id for g in knowledge.gpus}, {m.id for m in knowledge.models}
+
+
+def test_every_row_is_valid(mv: ModuleType, ids: tuple[set[str], set[str]]) -> None:
+    problems = [(i, p) for i, row in enumerate(mv.load_rows(), 2) for p in mv.row_problems(row, *ids)]
+    assert problems == []
+
+
+def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
+    rows = mv.load_rows()
+    assert len(rows) >= 40
+    assert len({r.source for r in rows}) >= 4
+    assert sum(r.measured_peak is not None for r in rows) >= 25
+    assert any(r.outcome == "oom" for r in rows) and any(r.kind == "max_seq_len" for r in rows)
+
+
+def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:  # type: ignore[no-untyped-def]
+    for row in mv.load_rows():
+        if row.measured_peak_gb is None:
+            continue
+        capacity = row.gpu_memory_gb or knowledge.gpu(row.gpu).memory_gb
+        assert row.measured_peak_gb <= capacity * 1.0001, row.source_ref
+    gib_row = next(r for r in mv.load_rows() if r.unit == "GiB")
+    assert gib_row.measured_peak_gb == pytest.approx(gib_row.measured_peak * 1.073741824)
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"gpu": "h1000"}, "unknown gpu 'h1000'"),
+    ({"model": "", "layers": None}, "the shape layers"),
+    ({"dp": 3}, "!= gpu_count"),
+    ({"outcome": "maybe"}, "outcome 'maybe'"),
+    ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
+    ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
+    ({"source_ref": "a blog"}, "must cite"),
+])
+def test_bad_rows_are_caught(mv: ModuleType, ids: tuple[set[str], set[str]], change: dict, expected: str) -> None:
+    row = dataclasses.replace(mv.load_rows()[0], **change)
+    assert any(expected in p for p in mv.row_problems(row, *ids))
+
+
+def test_summary_has_a_line_per_source(mv: ModuleType) -> None:
+    rows = mv.load_rows()
+    lines = mv.summary(rows)
+    assert len(lines) == len({r.source for r in rows}) + 2 and lines[-1].split()[1] == str(len(rows))
