@@ -21,6 +21,7 @@ RECOMPUTE = {"", "none", "selective", "full"}
 OPTIMIZERS = {"", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"}
 STACKS = {"megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth", "torchtune", "nemo", "vllm"}
 OFFLOAD = {"none", "optimizer", "params"}
+MASTER = {"", "yes", "no"}
 UNITS = {"", "GB", "GiB"}
 OUTCOMES = {"fits", "oom"}
 KINDS = {"run", "max_seq_len"}
@@ -60,6 +61,8 @@ class MemoryRow:
     stack: str
     lora_rank: int | None
     offload: str
+    master_weights: str
+    """yes / no where the source says whether an fp32 master copy was kept; empty when it does not."""
     measured_peak: float | None
     unit: str
     memory_kind: str
@@ -103,7 +106,8 @@ def load_rows(path: Path = CSV_PATH) -> list[MemoryRow]:
 
 def _enum_problems(row: MemoryRow) -> list[str]:
     checks = {"workload": WORKLOADS, "precision": PRECISIONS, "recompute": RECOMPUTE, "optimizer": OPTIMIZERS,
-              "stack": STACKS, "offload": OFFLOAD, "unit": UNITS, "outcome": OUTCOMES, "kind": KINDS}
+              "stack": STACKS, "offload": OFFLOAD, "master_weights": MASTER, "unit": UNITS, "outcome": OUTCOMES,
+              "kind": KINDS}
     return [f"{name} {getattr(row, name)!r} not in {sorted(allowed)}" for name, allowed in checks.items()
             if getattr(row, name) not in allowed]
 
@@ -143,8 +147,9 @@ def _catalogue_problems(row: MemoryRow, gpu_ids: set[str], model_ids: set[str]) 
 def row_problems(row: MemoryRow, gpu_ids: set[str], model_ids: set[str]) -> list[str]:
     """Everything wrong with one row (empty when it is usable)."""
     basics = [f"{name} is empty" for name in ("source", "source_ref", "note") if not getattr(row, name)]
-    if row.source_ref and "@" not in row.source_ref and "arXiv" not in row.source_ref:
-        basics.append("source_ref must cite owner/repo@commit:path or a paper")
+    own = row.source_ref.startswith("this repository: benchmarks/device/")  # our own measurement, data committed
+    if row.source_ref and "@" not in row.source_ref and "arXiv" not in row.source_ref and not own:
+        basics.append("source_ref must cite owner/repo@commit:path, a paper or this repository's measurement")
     return basics + _enum_problems(row) + _layout_problems(row) + _catalogue_problems(row, gpu_ids, model_ids)
 
 
