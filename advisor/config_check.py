@@ -65,6 +65,12 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
     if count is not None and count % product:
         names = " x ".join(f"--{k} {v}" for k, v in known.items())
         raise InputError(f"{names} = {product} does not divide --count {count}")
+    if count is not None:  # data x context parallel ranks divide count / (tp x pp), whatever is chosen
+        spare = count // ((c.tp or 1) * (c.pp or 1))
+        for flag, value in (("--ep", c.ep), ("--shard-group", c.shard_group)):
+            if value and spare % value:
+                raise InputError(f"{flag} {value} does not divide the {spare} data x context parallel ranks "
+                                 f"left by --count {count}")
     dp = c.dp
     if dp is None and count is not None and len(known) == 3:
         dp = count // product

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
@@ -80,5 +80,8 @@ class Layout:
         return f"{self.dp} replica{'s' if self.dp != 1 else ''} x {shape}"
 
     def with_(self, **changes: object) -> Layout:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with some fields changed (the search makes many: faster than dataclasses.replace)."""
+        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]
+
+
+_FIELDS = tuple(f.name for f in fields(Layout))

@@ -78,6 +78,8 @@ class TrainingSearch:
         self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
         self.peak = peak_flops(gpu, precision)
         self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
+        self.bounds: dict[tuple[Shape, str], float] = {}
+        self.flops_per_item: dict[str, float] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -108,7 +110,7 @@ class TrainingSearch:
                     if count % (tp * pp * cp):
                         continue
                     dp = count // (tp * pp * cp)
-                    if c.dp is not None and dp != c.dp:
+                    if (c.dp is not None and dp != c.dp) or (c.shard_group and (dp * cp) % c.shard_group):
                         continue
                     virtual = self.virtual if pp > 1 else 1
                     out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
@@ -144,6 +146,12 @@ class TrainingSearch:
     def lower_bound(self, shape: Shape, recompute: str) -> float:
         """No layout of this shape and recomputation runs faster: compute at peak, the smallest bubble, and
         the bandwidth part of the model-parallel traffic (independent of the micro-batch)."""
+        key = (shape, recompute)
+        if key not in self.bounds:
+            self.bounds[key] = self._lower_bound(shape, recompute)
+        return self.bounds[key]
+
+    def _lower_bound(self, shape: Shape, recompute: str) -> float:
         job = self.job
         probe = Layout(count=shape.dp * shape.tp * shape.pp * shape.cp, nodes=1, node_size=self.node_size,
                        precision=self.precision, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
@@ -168,23 +176,28 @@ class TrainingSearch:
 
     # --- one count ----------------------------------------------------------------------------------------
     def search_count(self, count: int) -> _CountResult:
-        """The fastest fitting layouts at one count, pruned by the lower bound against the runner-up kept."""
+        """The fastest fitting layouts at one count, pruned by the lower bound against the fastest so far."""
         res = _CountResult()
+        if self.peak is None:
+            return res  # no peak for this precision: callers refuse it before searching
         nodes = max(1, math.ceil(count / self.node_size))
         cheapest = self.recomputes()[0]
-        ranked = sorted(((self.lower_bound(s, cheapest), i, s) for i, s in enumerate(self.shapes(count))),
+        ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
                         key=lambda x: (x[0], x[1]))
-        for bound, _, shape in ranked:
-            if self.prune and len(res.found) >= RUNNERS_UP and bound >= self._worst_kept(res):
-                break
+        for quick, _, shape in ranked:
+            if self.prune and res.found and quick >= self._best_kept(res):
+                break  # sorted: no later shape can beat the fastest either
+            if self.prune and res.found and self.bound_per_item(shape, cheapest) >= self._best_kept(res):
+                continue
             if not self._batch_ok(shape, count, res):
                 continue
             self._search_shape(shape, count, nodes, res)
         return res
 
     @staticmethod
-    def _worst_kept(res: _CountResult) -> float:
-        return max(f.time for f in res.found)
+    def _best_kept(res: _CountResult) -> float:
+        # Pruning against the fastest layout so far is safe for it; runner-ups are the others met on the way.
+        return min(f.time for f in res.found)
 
     def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
         job, g = self.job, self.job.global_batch_seqs
@@ -192,6 +205,11 @@ class TrainingSearch:
             res.batch_miss = res.batch_miss or Miss(
                 self.gpu.id, count, "scale", f"a global batch of {g} sequences feeds at most {g} data-parallel "
                                              f"ranks, not {shape.dp}", 2.5)
+            return False
+        if g and job.global_batch_given and g % shape.dp:
+            res.batch_miss = res.batch_miss or Miss(
+                self.gpu.id, count, "scale", f"the global batch of {g} does not split evenly over {shape.dp} "
+                                             "data-parallel ranks", 2.5)
             return False
         if not g:
             cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
@@ -206,7 +224,11 @@ class TrainingSearch:
         return True
 
     def _search_shape(self, shape: Shape, count: int, nodes: int, res: _CountResult) -> None:
-        for zero in self.zeros(shape):
+        zeros = self.zeros(shape)
+        if self.prune and 0 in zeros and 1 in zeros:
+            zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
+        zero1_mb: dict[str, int] = {}
+        for zero in zeros:
             base = Layout(count=count, nodes=nodes, node_size=self.node_size, precision=self.precision, tp=shape.tp,
                           pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, virtual=shape.virtual,
                           sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
@@ -216,18 +238,36 @@ class TrainingSearch:
             for recompute in self.recomputes():
                 per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
                 mb_max = int(room // per) if per > 0 else 1 << 20
-                lean = base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1)
                 need = self.room_total - room + per * (self.job.batch_size or 1)
                 if res.leanest is None or need < res.leanest[0]:
-                    res.leanest = (need, lean)
+                    res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
                 if mb_max < 1 or (self.prune and mb_max == seen_mb):
                     continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
                 seen_mb = mb_max
-                if self.prune and len(res.found) >= RUNNERS_UP and \
-                        self.lower_bound(shape, recompute) >= self._worst_kept(res):
+                if zero == 1:
+                    zero1_mb[recompute] = mb_max
+                elif self.prune and zero == 2 and zero1_mb.get(recompute) == mb_max:
+                    continue  # ZeRO-2 only adds traffic to ZeRO-1 unless it buys a larger micro-batch
+                if self.prune and res.found and self.bound_per_item(shape, recompute) >= self._best_kept(res):
                     continue
                 for mb in self.micro_batches(shape, mb_max):
                     self._try(base.with_(recompute=recompute, micro_batch=mb), count, res)
+
+    def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
+        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
+        if recompute not in self.flops_per_item:
+            probe = Layout(count=1, nodes=1, node_size=1, precision=self.precision, recompute=recompute)
+            self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
+        assert self.peak is not None
+        per_item = self.flops_per_item[recompute] / (count * self.peak)
+        g = self.job.global_batch_seqs
+        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
+        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+
+    def bound_per_item(self, shape: Shape, recompute: str) -> float:
+        """The lower bound as seconds per item (every term grows with the items a step processes)."""
+        seqs = self.job.global_batch_seqs or shape.dp
+        return self.lower_bound(shape, recompute) / (seqs * max(self.job.items_per_sequence, 1))
 
     def _try(self, layout: Layout, count: int, res: _CountResult) -> None:
         job = self.job
@@ -248,7 +288,8 @@ class TrainingSearch:
         if step is None:
             return
         res.evaluated += 1
-        found = _Found(step.total_s, res.evaluated, layout, step)
+        # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
+        found = _Found(step.total_s / step.items, res.evaluated, layout, step)
         # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not batch.
         same = [f for f in res.found if _variant(f.layout) == _variant(layout)]
         if same:
