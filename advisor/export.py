@@ -32,7 +32,8 @@ def export_record(report: Report, knowledge: Knowledge, generated_at: dt.datetim
         "generated_at": when,
         "tool": {"name": "gpu-advisor", "version": __version__},
         "inputs": {
-            "workload": report.workload.model_dump(mode="python", exclude_none=True),
+            # What the user gave, and only that: a re-run marks the same values given (the rest stay defaults).
+            "workload": report.workload.model_dump(mode="python", exclude_none=True, exclude_unset=True),
             "constraints": report.constraints.model_dump(mode="python", exclude_none=True),
         },
         "assumptions": {

@@ -10,7 +10,12 @@ from advisor.catalog.common import Strict
 
 WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
 Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adam8bit", "sgd"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor")
+Stack = Literal["megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"]
+STACKS: tuple[str, ...] = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth")
+Engine = Literal["vllm", "sglang", "trtllm"]
+MAX_COUNT = 65536
 Objective = Literal["cheapest", "fastest", "balanced"]
 Deployment = Literal["cloud", "on-prem"]
 PricingPlan = Literal["on-demand", "spot", "reserved"]
@@ -19,6 +24,56 @@ Demand = Literal["static", "fluctuating", "high"]
 WORKLOADS: tuple[str, ...] = ("pretrain", "finetune", "lora", "qlora", "inference")
 TRAINING_PRECISIONS: tuple[str, ...] = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+
+
+class RunConfig(Strict):
+    """The run's configuration as the user states it; every None is chosen by the search."""
+
+    tp: PositiveInt | None = None
+    pp: PositiveInt | None = None
+    cp: PositiveInt | None = None
+    ep: PositiveInt | None = None
+    dp: PositiveInt | None = None
+    zero: Literal[0, 1, 2, 3] | None = None
+    """0 = DDP (or a single replica), 3 = FSDP full shard."""
+    shard_group: PositiveInt | None = None
+    """Hybrid sharding (HSDP): shard within groups of this many data-parallel ranks, replicate across them."""
+    recompute: Literal["none", "selective", "full"] | None = None
+    global_batch: PositiveInt | None = None
+    """Sequences (or samples) per optimizer step."""
+    global_batch_tokens: PositiveFloat | None = None
+    pp_schedule: str | None = None
+    """'1f1b' or 'interleaved:V' (V virtual stages per GPU)."""
+    master_weights: bool | None = None
+    """False: pure 16-bit training without an fp32 master copy."""
+    offload: Literal["none", "optimizer", "params"] | None = None
+    lora_targets: Literal["all", "attention"] | None = None
+    stack: Stack | None = None
+    engine: Engine | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        if self.pp_schedule is not None:
+            virtual_stages(self.pp_schedule)
+        if self.global_batch is not None and self.global_batch_tokens is not None:
+            raise ValueError("give either --global-batch (sequences) or --global-batch-tokens, not both")
+        if self.shard_group is not None and self.zero is not None and self.zero == 0:
+            raise ValueError("--shard-group (hybrid sharding) needs --zero 1, 2 or 3, not 0")
+        return self
+
+    def given(self) -> dict[str, object]:
+        """The values the user stated."""
+        return self.model_dump(exclude_none=True)
+
+
+def virtual_stages(schedule: str) -> int:
+    """'1f1b' -> 1, 'interleaved:V' -> V; anything else is a one-line error."""
+    if schedule == "1f1b":
+        return 1
+    head, _, tail = schedule.partition(":")
+    if head == "interleaved" and tail.isdigit() and int(tail) >= 2:
+        return int(tail)
+    raise ValueError(f"--pp-schedule {schedule!r}: accepted 1f1b or interleaved:V with V >= 2")
 
 
 class Workload(Strict):
@@ -38,12 +93,20 @@ class Workload(Strict):
     epochs: PositiveFloat = 1.0
     dataset_gb: float = Field(default=0.0, ge=0)
     optimizer: Optimizer = "adamw"
+    config: RunConfig = RunConfig()
     lora_rank: PositiveInt | None = None
     requests_per_s: PositiveFloat | None = None
     prompt_tokens: PositiveInt | None = None
     output_tokens: PositiveInt | None = None
     tpot_ms: PositiveFloat | None = None
     ttft_ms: PositiveFloat | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("optimizer") == "adam8bit":  # the name before issue 8
+            data = {**data, "optimizer": "adamw-8bit"}
+        return data
 
     @model_validator(mode="after")
     def _one_model(self) -> Workload:
@@ -70,6 +133,6 @@ class Constraints(Strict):
     gpus: tuple[str, ...] = ()
     objective: Objective = "balanced"
     top: PositiveInt = 5
-    max_gpus: int = Field(default=1024, ge=1, le=1024)
+    max_gpus: int = Field(default=1024, ge=1, le=MAX_COUNT)
     headroom: float | None = Field(default=None, ge=0.0, lt=0.9)
     fabric: str | None = None

@@ -2,60 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
 from advisor.errors import InputError
-from advisor.inputs import Workload
+from advisor.inputs import RunConfig, Workload
+from advisor.job_shape import Arch, arch_of, dense_arch_for, transformer_flops_per_token
 from advisor.units import human
 
-# Parameters per layer of a dense transformer ~ 12 d^2 (Kaplan et al. 2020, sec. 2.1); Llama-2 7B/13B
-# keep d / layers = 128, which fixes the shape of a custom model from its size alone.
-_ASPECT = 128
-_CUSTOM_VOCAB = 32000
-
-
-@dataclass(frozen=True, slots=True)
-class Arch:
-    """The transformer shape the per-layer memory and FLOP formulas need."""
-
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn_hidden: int
-    gated: bool
-    vocab: int
-    experts: int = 1
-    experts_per_token: int = 1
-
-    @property
-    def head_dim(self) -> int:
-        """Width of one attention head."""
-        return self.hidden // self.heads
-
-    def kv_bytes_per_token(self, bytes_per_value: float) -> float:
-        """KV cache per token of context, all layers: 2 (K and V) x layers x kv heads x head dim."""
-        return 2.0 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
-
-    def lora_params(self, rank: int) -> float:
-        """Adapter parameters of rank r on every linear layer of every block (q, k, v, o and the FFN)."""
-        h, kv, f = self.hidden, self.kv_heads * self.head_dim, self.ffn_hidden
-        attention = (h + h) + 2 * (h + kv) + (h + h)
-        ffn = (h + f) * (2 if self.gated else 1) + (f + h)
-        return float(self.layers * rank * (attention + ffn * self.experts))
-
-
-def dense_arch_for(params: float) -> Arch:
-    """A generic dense decoder of about `params` parameters (Llama-2-like proportions, MHA, 4x FFN)."""
-    hidden = max(_ASPECT, round((params * _ASPECT / 12.0) ** (1 / 3) / _ASPECT) * _ASPECT)
-    layers = max(1, round(params / (12.0 * hidden * hidden)))
-    heads = hidden // _ASPECT
-    return Arch(layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn_hidden=4 * hidden, gated=False,
-                vocab=_CUSTOM_VOCAB)
-
+__all__ = ["Arch", "Job", "dense_arch_for", "resolve_job", "transformer_flops_per_token"]
 
 @dataclass(frozen=True)
 class Job:
@@ -94,6 +50,16 @@ class Job:
     """As asked: 'auto' resolves per GPU to bf16 or fp16."""
     assumed: tuple[str, ...] = field(default=())
     spec: ModelSpec | None = None
+    config: RunConfig = field(default_factory=RunConfig)
+    """The configuration the user stated; the search holds every given value."""
+    stack: str = "pytorch"
+    """The training stack (megatron, hf, ...): decides the loss path and the runtime overhead."""
+    master_weights: bool = True
+    offload: str = "none"
+    lora_targets: str = "all"
+    global_batch_given: bool = False
+    given_workload: frozenset[str] = frozenset()
+    """The workload fields the user set (the rest are defaults)."""
 
     @property
     def is_transformer(self) -> bool:
@@ -106,17 +72,68 @@ class Job:
         return self.params / 1e9
 
 
-def _arch_of(spec: ModelSpec) -> Arch | None:
-    if not spec.is_transformer:
-        return None
-    return Arch(layers=spec.layers or 0, hidden=spec.hidden or 0, heads=spec.heads or 0,
-                kv_heads=spec.kv_heads or spec.heads or 0, ffn_hidden=spec.ffn_hidden or 0, gated=spec.gated_ffn,
-                vocab=spec.vocab or _CUSTOM_VOCAB, experts=spec.experts, experts_per_token=spec.experts_per_token)
+def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[str]) -> _Shape:
+    spec = knowledge.model(workload.model) if workload.model else None
+    if spec is not None:
+        return _Shape(spec, arch_of(spec), spec.params, spec.active, spec.id, spec.name, spec.kind)
+    params = float(workload.params or 0)
+    arch = dense_arch_for(params)
+    assumed.append(f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads, "
+                   f"FFN {arch.ffn_hidden}, vocab {arch.vocab} (dense, Llama-2-like proportions)")
+    return _Shape(None, arch, params, params, f"custom-{human(params)}",
+                  f"custom dense transformer, {human(params)} parameters", "llm")
 
 
-def transformer_flops_per_token(active_params: float, arch: Arch, seq_len: int) -> float:
-    """Forward FLOPs per token: 2N + 4 x layers x hidden x seq (PaLM appendix B's 6N + 12LHQT / 3)."""
-    return 2.0 * active_params + 4.0 * arch.layers * arch.hidden * seq_len
+def _workload_kind(workload: Workload, shape: _Shape, assumed: list[str]) -> str:
+    kind = workload.kind
+    if kind is None:
+        kind = "finetune" if shape.kind == "llm" and shape.spec is not None else "pretrain"
+        assumed.append(f"workload: {kind} (pass --workload)")
+    if kind in ("lora", "qlora", "inference") and shape.arch is None:
+        raise InputError(f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "
+                         "(use pretrain or finetune)")
+    return kind
+
+
+def _seq_len(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, assumed: list[str]) -> int:
+    """The user's, else the workload's own (BERT, ViT), else the model's context or a default."""
+    spec = shape.spec
+    if workload.seq_len:
+        return workload.seq_len
+    if spec is not None and spec.seq_len:
+        return spec.seq_len
+    if shape.arch is not None and shape.kind == "llm":
+        default = int(knowledge.assumptions.defaults.llm_seq_len.value)
+        seq_len = min(spec.max_seq_len, default) if spec is not None and spec.max_seq_len else default
+        if kind != "inference":  # serving sizes by prompt and output tokens instead
+            assumed.append(f"sequence length {seq_len} tokens (pass --seq-len)")
+        return seq_len
+    return 0
+
+
+def _work(shape: _Shape, seq_len: int) -> _Work:
+    """Throughput unit, items per batch element, FLOPs and activation bytes per item."""
+    spec, arch = shape.spec, shape.arch
+    if shape.kind == "llm" or spec is None:
+        fwd = transformer_flops_per_token(shape.active, arch, seq_len) if arch else 0.0
+        train = 3.0 * fwd
+        if spec is not None and spec.train_flops_per_item:  # a measured or derived figure beats the formula
+            train = spec.train_flops_per_item
+            fwd = spec.forward_flops_per_item or train / 3.0
+        return _Work("tokens/s", max(seq_len, 1), fwd, train, 0.0)
+    unit = spec.throughput_unit or "samples/s"
+    # Workloads counted in parts of a sample (GNMT tokens, Tacotron2 mel frames, WaveGlow audio samples)
+    # batch whole samples of seq_len items.
+    whole = unit in ("images/s", "sequences/s", "samples/s")
+    items_per_seq = spec.seq_len if spec.seq_len and not whole else 1
+    if spec.train_flops_per_item is not None:
+        train = spec.train_flops_per_item
+        fwd = spec.forward_flops_per_item or train / 3.0
+    else:  # a catalogue transformer (BERT, ViT) without a measured figure: per sequence from its shape
+        assert arch is not None
+        fwd = transformer_flops_per_token(shape.active, arch, seq_len) * max(seq_len, 1)
+        train = 3.0 * fwd
+    return _Work(unit, items_per_seq, fwd, train, spec.activation_bytes_per_item)
 
 
 def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = True) -> Job:
@@ -124,123 +141,48 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
 
     need_data=False (predictions of throughput) leaves the job's size at 0 instead of asking for it.
     """
-    d = knowledge.assumptions.defaults
+    from advisor.job_data import data_size, run_settings, serving_inputs, trainable
+
     assumed: list[str] = []
-    spec = knowledge.model(workload.model) if workload.model else None
-    if spec is not None:
-        arch = _arch_of(spec)
-        params, active = spec.params, spec.active
-        model_id, name, model_kind = spec.id, spec.name, spec.kind
-    else:
-        params = float(workload.params or 0)
-        arch = dense_arch_for(params)
-        active = params
-        model_id, name, model_kind = f"custom-{human(params)}", f"custom dense transformer, {human(params)} parameters", "llm"
-        assumed.append(f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads, "
-                       f"FFN {arch.ffn_hidden}, vocab {arch.vocab} (dense, Llama-2-like proportions)")
-
-    is_llm = model_kind == "llm"
-    kind = workload.kind
-    if kind is None:
-        kind = "finetune" if is_llm and spec is not None else "pretrain"
-        assumed.append(f"workload: {kind} (pass --workload)")
-    if kind in ("lora", "qlora", "inference") and arch is None:
-        raise InputError(f"--workload {kind} needs a transformer model; {model_id!r} is a {model_kind} "
-                         "(use pretrain or finetune)")
+    shape = _model_shape(knowledge, workload, assumed)
+    kind = _workload_kind(workload, shape, assumed)
+    seq_len = _seq_len(knowledge, workload, shape, kind, assumed)
+    work = _work(shape, seq_len)
+    rank, trainable_params = trainable(knowledge, workload, shape.arch, kind, shape.params, assumed)
     training = kind != "inference"
-
-    # Sequence length: the user's, else the workload's own (BERT, ViT), else the model's context or a default.
-    if workload.seq_len:
-        seq_len = workload.seq_len
-    elif spec is not None and spec.seq_len:
-        seq_len = spec.seq_len
-    elif arch is not None and is_llm:
-        default = int(d.llm_seq_len.value)
-        seq_len = min(spec.max_seq_len, default) if spec is not None and spec.max_seq_len else default
-        if kind != "inference":  # serving sizes by prompt and output tokens instead
-            assumed.append(f"sequence length {seq_len} tokens (pass --seq-len)")
-    else:
-        seq_len = 0
-
-    per_token = is_llm or spec is None
-    if per_token:
-        fwd = transformer_flops_per_token(active, arch, seq_len) if arch else 0.0
-        unit, items_per_seq = "tokens/s", max(seq_len, 1)
-        train = 3.0 * fwd
-        act_bytes = 0.0
-        if spec is not None and spec.train_flops_per_item:  # a measured or derived figure beats the formula
-            train = spec.train_flops_per_item
-            fwd = spec.forward_flops_per_item or train / 3.0
-    else:
-        assert spec is not None
-        unit = spec.throughput_unit or "samples/s"
-        # Workloads counted in parts of a sample (GNMT tokens, Tacotron2 mel frames, WaveGlow audio samples)
-        # batch whole samples of seq_len items.
-        whole = unit in ("images/s", "sequences/s", "samples/s")
-        items_per_seq = spec.seq_len if spec.seq_len and not whole else 1
-        if spec.train_flops_per_item is not None:
-            train = spec.train_flops_per_item
-            fwd = spec.forward_flops_per_item or train / 3.0
-        else:  # a catalogue transformer (BERT, ViT) without a measured figure: per sequence from its shape
-            assert arch is not None
-            fwd = transformer_flops_per_token(active, arch, seq_len) * max(seq_len, 1)
-            train = 3.0 * fwd
-        act_bytes = spec.activation_bytes_per_item
-
-    rank = workload.lora_rank or int(d.lora_rank.value)
-    if kind in ("lora", "qlora") and workload.lora_rank is None:
-        assumed.append(f"LoRA rank {rank} on every linear layer (pass --lora-rank)")
-    trainable = arch.lora_params(rank) if kind in ("lora", "qlora") and arch else params
-
-    total_items = 0.0
-    global_seqs = 0
-    if training:
-        if workload.tokens is not None:
-            if unit != "tokens/s":
-                raise InputError(f"--tokens applies to token-based models; {model_id!r} counts {unit}: use --samples")
-            total_items = workload.tokens * workload.epochs
-        elif workload.samples is not None:
-            total_items = workload.samples * workload.epochs * items_per_seq
-        elif kind == "pretrain" and per_token and need_data:
-            total_items = d.pretrain_tokens_per_param.value * params
-            assumed.append(f"{human(total_items)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
-                           "parameter, compute-optimal (pass --tokens)")
-        elif per_token and need_data:
-            total_items = d.finetune_tokens.value * workload.epochs
-            assumed.append(f"{human(total_items)} fine-tuning tokens (an Alpaca-sized data set; pass --tokens)")
-        elif need_data:
-            raise InputError(f"training {model_id!r} needs a data size: --samples N [--epochs E]")
-        if per_token and kind == "pretrain":
-            global_seqs = max(1, math.ceil(d.pretrain_global_batch_tokens.value / max(seq_len, 1)))
-        elif per_token:
-            global_seqs = int(d.finetune_global_batch_seqs.value)
-        else:
-            global_seqs = 0  # non-LLM: every GPU runs its benchmark batch, no accumulation
-
-    prompt = workload.prompt_tokens or int(d.prompt_tokens.value)
-    output = workload.output_tokens or int(d.output_tokens.value)
-    tpot = workload.tpot_ms or d.tpot_target_ms.value
-    rps = workload.requests_per_s or 0.0
-    if not training:
-        if workload.prompt_tokens is None:
-            assumed.append(f"{prompt} prompt tokens per request (pass --prompt-tokens)")
-        if workload.output_tokens is None:
-            assumed.append(f"{output} output tokens per request (pass --output-tokens)")
-        if workload.tpot_ms is None:
-            assumed.append(f"latency target {tpot:g} ms per output token (pass --tpot-ms)")
-        if workload.requests_per_s is None:
-            rps = 1.0
-            assumed.append("load 1 request/s (pass --requests-per-s)")
-        if arch is not None and spec is not None and spec.max_seq_len and prompt + output > spec.max_seq_len:
-            raise InputError(f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {model_id}'s context "
-                             f"of {spec.max_seq_len} tokens")
-
+    total_items, global_seqs = data_size(knowledge, workload, shape, kind, work, seq_len, need_data, assumed) \
+        if training else (0.0, 0)
+    serving = serving_inputs(knowledge, workload, shape, training, assumed)
+    settings = run_settings(workload, shape, kind, assumed)
     return Job(
-        kind=kind, training=training, model_id=model_id, model_name=name, model_kind=model_kind, params=params,
-        active_params=active, arch=arch, seq_len=seq_len, unit=unit, items_per_sequence=items_per_seq,
-        fwd_flops_per_item=fwd, train_flops_per_item=train, activation_bytes_per_item=act_bytes,
-        total_items=total_items, global_batch_seqs=global_seqs, trainable_params=trainable, lora_rank=rank,
-        optimizer=workload.optimizer, batch_size=workload.batch_size, dataset_gb=workload.dataset_gb,
-        prompt_tokens=prompt, output_tokens=output, requests_per_s=rps, tpot_ms=tpot, ttft_ms=workload.ttft_ms,
-        precision=workload.precision, assumed=tuple(assumed), spec=spec,
+        kind=kind, training=training, model_id=shape.model_id, model_name=shape.name, model_kind=shape.kind,
+        params=shape.params, active_params=shape.active, arch=shape.arch, seq_len=seq_len, unit=work.unit,
+        items_per_sequence=work.items_per_seq, fwd_flops_per_item=work.fwd, train_flops_per_item=work.train,
+        activation_bytes_per_item=work.act_bytes, total_items=total_items, global_batch_seqs=global_seqs,
+        trainable_params=trainable_params, lora_rank=rank, optimizer=workload.optimizer,
+        batch_size=workload.batch_size, dataset_gb=workload.dataset_gb, precision=workload.precision,
+        assumed=tuple(assumed), spec=shape.spec, config=workload.config,
+        given_workload=frozenset(workload.model_fields_set),
+        global_batch_given=workload.config.global_batch is not None or workload.config.global_batch_tokens is not None,
+        **serving, **settings,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    spec: ModelSpec | None
+    arch: Arch | None
+    params: float
+    active: float
+    model_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    unit: str
+    items_per_seq: int
+    fwd: float
+    train: float
+    act_bytes: float

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
@@ -25,6 +25,14 @@ class Layout:
     micro_batch: int = 1
     """Sequences (or items) per GPU per micro-batch; concurrent sequences per replica for inference."""
     grad_accum: int = 1
+    cp: int = 1
+    """Context parallel: ranks that split one sequence."""
+    ep: int = 1
+    """Expert parallel: ranks (within data parallel) that split the experts of each MoE layer."""
+    shard_group: int = 0
+    """Hybrid sharding: ZeRO/FSDP shards within groups of this many data-parallel ranks (0: all of them)."""
+    virtual: int = 1
+    """Interleaved pipeline: model chunks per pipeline rank (1: plain 1F1B)."""
 
     @property
     def zero(self) -> int:
@@ -33,8 +41,13 @@ class Layout:
 
     @property
     def model_parallel(self) -> int:
-        """GPUs holding one copy of the model (tp x pp)."""
+        """GPUs holding one copy of the model's dense weights (tp x pp)."""
         return self.tp * self.pp
+
+    @property
+    def shard_ranks(self) -> int:
+        """Ranks the ZeRO/FSDP states are sharded over: data x context parallel, or the hybrid group."""
+        return self.shard_group or self.dp * self.cp
 
     def label(self) -> str:
         """A short human label, e.g. 'TP8 x PP2 x DP4, ZeRO-1' or 'FSDP/ZeRO-3 x16'."""
@@ -42,12 +55,18 @@ class Layout:
         if self.tp > 1:
             parts.append(f"TP{self.tp}")
         if self.pp > 1:
-            parts.append(f"PP{self.pp}")
+            parts.append(f"PP{self.pp}" + (f" (interleaved x{self.virtual})" if self.virtual > 1 else ""))
+        if self.cp > 1:
+            parts.append(f"CP{self.cp}")
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
         if self.dp > 1 and (parts or self.sharding in ("none", "ddp")):
             parts.append(f"DP{self.dp}")
         text = " x ".join(parts)
         shard = SHARDING_LABEL.get(self.sharding, self.sharding)
         if self.sharding in ("zero1", "zero2", "zero3"):
+            if self.shard_group:
+                shard = f"{shard} hybrid (shard {self.shard_group}, replicate {self.dp * self.cp // self.shard_group})"
             text = f"{text}, {shard}" if text else f"{shard} x{self.dp}"
         elif not text:
             text = "single GPU" if self.count == 1 else f"DDP x{self.dp}"
@@ -61,5 +80,8 @@ class Layout:
         return f"{self.dp} replica{'s' if self.dp != 1 else ''} x {shape}"
 
     def with_(self, **changes: object) -> Layout:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with some fields changed (the search makes many: faster than dataclasses.replace)."""
+        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]
+
+
+_FIELDS = tuple(f.name for f in fields(Layout))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
-from advisor.job import Job
+from advisor.job import Arch, Job
 from advisor.layout import Layout
 
 GB = 1e9
@@ -21,6 +21,8 @@ class Memory:
     components: tuple[tuple[str, float, float], ...]
     capacity_gb: float
     usable_gb: float
+    host_gb: float = 0.0
+    """What offloading or paged optimizers keep in host memory, per GPU."""
 
     @property
     def low_gb(self) -> float:
@@ -56,9 +58,41 @@ def weight_bytes_per_param(precision: str, a: Assumptions, *, training: bool) ->
     return {"fp8": 1.0, "int8": a.precision.int8_bits.value / 8, "int4": a.precision.int4_bits.value / 8}[precision]
 
 
-def _overhead(count: int, a: Assumptions) -> tuple[float, float]:
-    nccl = a.memory.nccl_buffers_gb.value * GB if count > 1 else 0.0
-    return a.memory.cuda_context_gb.value * GB + nccl, a.memory.runtime_other_high_gb.value * GB + nccl
+def overhead_range(groups: int, a: Assumptions) -> tuple[float, float]:
+    """Runtime overhead in bytes, (low, high): CUDA context, allocator and workspaces, NCCL buffers per group."""
+    m = a.memory
+    nccl_lo, nccl_hi = m.nccl_buffers_gb.range
+    # The 'other' upper bound (AIConfigurator) covers the context, allocator caching and workspaces together.
+    low = m.cuda_context_gb.range[0] + groups * nccl_lo
+    high = max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1]) + groups * nccl_hi
+    return low * GB, high * GB
+
+
+def comm_groups(layout: Layout) -> int:
+    """NCCL communicators a rank joins: one per parallel dimension larger than 1."""
+    dims = (layout.dp * layout.cp, layout.tp, layout.pp, layout.cp, layout.ep)
+    return sum(1 for d in dims if d > 1)
+
+
+def _mlp_bytes_per_token(arch: Arch) -> float:
+    """FFN activations per token per layer, 16-bit: input and mask (3h) plus 4 bytes per FFN unit (8 gated),
+    for each routed and shared expert a token visits; Korthikanti's 19h for a 4h GeLU FFN."""
+    per_unit = 8.0 if arch.gated else 4.0
+    if arch.is_moe:
+        width = arch.expert_ffn * (arch.experts_per_token + arch.shared_experts)
+    else:
+        width = arch.ffn_hidden
+    return 3.0 * arch.hidden + per_unit * width
+
+
+def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[float, bool]:
+    """Peak bytes per token of the output layer and loss, and whether tensor parallelism splits it."""
+    arch = job.arch
+    assert arch is not None
+    figure = a.loss.get(job.stack) or a.loss["pytorch"]
+    if "hidden" in figure.unit:  # chunked loss: one chunk of logits about the size of the hidden states
+        return figure.value * arch.hidden, False
+    return figure.value * arch.vocab, job.stack == "megatron"
 
 
 class TrainingMemoryModel:
@@ -72,8 +106,8 @@ class TrainingMemoryModel:
         self.job, self.gpu, self.a = job, gpu, a
         mixed = precision not in ("fp32", "tf32")
         w = weight_bytes_per_param(precision, a, training=True)
-        opt = getattr(a.optimizer, job.optimizer).value
-        master = a.optimizer.master_weights.value if mixed else 0.0
+        opt = a.optimizer.bytes_of(job.optimizer)
+        master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
         self.werr, self.aerr = a.memory.weights_rel_error.value, a.memory.activations_rel_error.value
         self.peft = job.kind in ("lora", "qlora")
         self.base_bytes = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
@@ -81,68 +115,105 @@ class TrainingMemoryModel:
         self.master_bytes = 0.0 if self.peft else master
         self.opt_bytes = 0.0 if self.peft else opt
         self.adapter_w, self.adapter_states = (w, master + opt) if self.peft else (0.0, 0.0)
-        self.overhead = {1: _overhead(1, a), 2: _overhead(2, a)}
-        act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
-        self.per_seq_tp1: dict[str, float] = {}
+        self.adapter_opt = opt if self.peft else 0.0
+        self.paged = job.optimizer.startswith("paged")
         arch = job.arch
-        for recompute in ("none", "selective", "full"):
-            if arch is None:
-                per_seq = job.activation_bytes_per_item * job.items_per_sequence
-            else:
-                s, h, c = job.seq_len or 1, arch.hidden, a.activations
-                if recompute == "full":
-                    per_layer = c.full_recompute_coeff.value * s * h
-                    working = c.per_layer_coeff.value * s * h  # one layer's full set while it is recomputed
-                else:
-                    attention = 0.0 if (recompute == "selective" or gpu.features.flash_attention) else (
-                        c.attention_coeff.value * arch.heads * s * s)
-                    per_layer = c.per_layer_coeff.value * s * h + attention
-                    working = 0.0
-                # 1F1B pipelines keep p micro-batches of L/p layers on the first stage: L layers in all.
-                logits = c.logits_bytes.value * s * arch.vocab
-                per_seq = arch.layers * per_layer + working + logits
-            self.per_seq_tp1[recompute] = per_seq * act_scale
+        self.expert = min(arch.expert_params, job.params) if arch is not None else 0.0
+        self.dense = job.params - self.expert
+        self.layers = arch.layers if arch is not None else 1
+        self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
+        self.per_layer: dict[str, tuple[float, float]] = {}
+        self.loss_per_seq, self.loss_tp = 0.0, False
+        if arch is not None:
+            s = job.seq_len or 1
+            per_token, self.loss_tp = _loss_bytes_per_token(job, a)
+            self.loss_per_seq = per_token * s
+            for recompute in ("none", "selective", "full"):
+                self.per_layer[recompute] = self._layer_bytes(recompute, s)
 
-    def _states(self, mp: int, dp: int, zero: int) -> tuple[float, float, float, float, float]:
-        p = self.job.params / mp
-        weights = p * self.base_bytes / (dp if zero == 3 else 1)
-        grads = p * self.grad_bytes / (dp if zero >= 2 else 1)
-        master = p * self.master_bytes / (dp if zero >= 1 else 1)
-        opt = p * self.opt_bytes / (dp if zero >= 1 else 1)
-        a = self.job.trainable_params / mp if self.peft else 0.0
-        # Adapters shard like full training does: states from ZeRO-1, gradients from 2, weights from 3.
-        adapters = a * (self.adapter_w / (dp if zero == 3 else 1) + self.adapter_w / (dp if zero >= 2 else 1)
-                        + self.adapter_states / (dp if zero >= 1 else 1))
-        return weights, grads, master, opt, adapters
+    def _layer_bytes(self, recompute: str, s: int) -> tuple[float, float]:
+        """(kept per layer, working set of the layer being recomputed), bytes per sequence at tp = cp = 1."""
+        arch, c = self.job.arch, self.a.activations
+        assert arch is not None
+        h = arch.hidden
+        # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
+        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
+        if recompute == "full":
+            return c.full_recompute_coeff.value * s * h, full_layer
+        attention = 0.0 if (recompute == "selective" or self.gpu.features.flash_attention) else (
+            c.attention_coeff.value * arch.heads * s * s)
+        return full_layer + attention, 0.0
 
-    def fixed_high(self, mp: int, dp: int, zero: int, count: int) -> float:
-        """Upper bytes of everything but activations."""
-        weights, grads, master, opt, adapters = self._states(mp, dp, zero)
-        return weights * (1 + self.werr) + grads + master + opt + adapters + self.overhead[min(count, 2)][1]
+    def _local_params(self, layout: Layout, stage: int) -> float:
+        """Parameters (dense + expert) held per GPU for a term ZeRO shards from `stage` on."""
+        mp = layout.tp * layout.pp
+        dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
+        if layout.zero >= stage:
+            dense /= layout.shard_ranks
+            expert /= max(1, layout.shard_ranks // layout.ep)
+        return dense + expert
 
-    def per_sequence_high(self, recompute: str, tp: int) -> float:
+    def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
+        """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
+        offload = self.job.offload
+        weights = self._local_params(layout, 3) * self.base_bytes
+        grads = self._local_params(layout, 2) * self.grad_bytes
+        master = self._local_params(layout, 1) * self.master_bytes
+        opt = self._local_params(layout, 1) * self.opt_bytes
+        out = {"weights": (weights, 0.0), "gradients": (grads, 0.0), "master_weights": (master, 0.0),
+               "optimizer": (opt, 0.0)}
+        if self.peft:
+            a = self.job.trainable_params / (layout.tp * layout.pp)
+            shard = lambda stage: layout.shard_ranks if layout.zero >= stage else 1  # noqa: E731
+            states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
+            adapters = a * (self.adapter_w / shard(3) + self.adapter_w / shard(2) + states / shard(1))
+            out["adapters"] = (adapters, a * self.adapter_opt / shard(1) if self.paged else 0.0)
+        elif self.paged:
+            out["optimizer"] = (0.0, opt)
+        if offload in ("optimizer", "params"):
+            out["master_weights"], out["optimizer"] = (0.0, master), (0.0, opt + out["optimizer"][1])
+        if offload == "params":
+            # ZeRO-Infinity keeps about two layers' gathered weights on the GPU; gradients go to the host too.
+            kept = min(weights, 2.0 * self._local_params(layout.with_(sharding="none"), 3) * self.base_bytes
+                       / max(self.layers // layout.pp, 1))
+            out["weights"], out["gradients"] = (kept, weights - kept), (0.0, grads)
+        return out
+
+    def fixed_high(self, layout: Layout) -> float:
+        """Upper bytes on the GPU of everything but activations."""
+        st = self.states(layout)
+        total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr
+        return total + overhead_range(comm_groups(layout), self.a)[1]
+
+    def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
+        """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage."""
+        job = self.job
+        if job.arch is None:
+            return job.activation_bytes_per_item * job.items_per_sequence
+        kept, working = self.per_layer[recompute]
+        split = tp * cp  # sequence parallelism with TP, and context parallelism, split every token's activations
+        # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds the loss.
+        first = self.layers * kept * self.act_scale / split
+        loss = self.loss_per_seq / (tp if self.loss_tp else 1) / cp
+        held = max(first, first / pp + loss) if pp > 1 else first + loss
+        return held + working * self.act_scale / split
+
+    def per_sequence_high(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
         """Upper activation bytes per sequence (or item) of micro-batch."""
-        arch_tp = tp if self.job.arch is not None else 1  # tensor (and sequence) parallel splits activations
-        return self.per_seq_tp1[recompute] / arch_tp * (1 + self.aerr)
-
-    def per_sequence(self, recompute: str, tp: int) -> float:
-        """Nominal activation bytes per sequence (or item)."""
-        return self.per_seq_tp1[recompute] / (tp if self.job.arch is not None else 1)
+        return self.per_sequence(recompute, tp, cp, pp) * (1 + self.aerr)
 
     def components(self, layout: Layout, usable_gb: float) -> Memory:
-        """The full breakdown of a layout, each component as (low, high)."""
-        weights, grads, master, opt, adapters = self._states(layout.model_parallel, layout.dp, layout.zero)
-        act = self.per_sequence(layout.recompute, layout.tp) * layout.micro_batch
-        lo_o, hi_o = self.overhead[min(layout.count, 2)]
+        """The full breakdown of a layout, each component as (low, high), and what sits in host memory."""
+        st = self.states(layout)
+        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        lo_o, hi_o = overhead_range(comm_groups(layout), self.a)
+        weights = st["weights"][0]
         comps = [("weights", weights * (1 - self.werr), weights * (1 + self.werr))]
-        if self.peft:
-            comps.append(("adapters", adapters, adapters))
-        else:
-            comps += [("gradients", grads, grads), ("optimizer", opt, opt)]
-            if master:
-                comps.append(("master_weights", master, master))
+        names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
+        comps += [(n, st[n][0], st[n][0]) for n in names if st[n][0] or n != "master_weights"]
         comps += [("activations", act * (1 - self.aerr), act * (1 + self.aerr)), ("overhead", lo_o, hi_o)]
-        return _to_gb(comps, self.gpu, usable_gb)
+        host = sum(h for _, h in st.values())
+        return _to_gb(comps, self.gpu, usable_gb, host)
 
 
 def training_memory(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float) -> Memory:
@@ -150,9 +221,9 @@ def training_memory(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_g
     return TrainingMemoryModel(job, gpu, layout.precision, a).components(layout, usable_gb)
 
 
-def _to_gb(comps: list[tuple[str, float, float]], gpu: Gpu, usable_gb: float) -> Memory:
+def _to_gb(comps: list[tuple[str, float, float]], gpu: Gpu, usable_gb: float, host: float = 0.0) -> Memory:
     ordered = sorted(comps, key=lambda c: COMPONENT_ORDER.index(c[0]))
-    return Memory(tuple((n, lo / GB, hi / GB) for n, lo, hi in ordered), gpu.memory_gb, usable_gb)
+    return Memory(tuple((n, lo / GB, hi / GB) for n, lo, hi in ordered), gpu.memory_gb, usable_gb, host / GB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +247,12 @@ def inference_terms(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, context_
     w = weight_bytes_per_param(layout.precision, a, training=False)
     werr = a.memory.weights_rel_error.value
     weights = job.params * w / (t * p)
-    kv_heads_local = -(-arch.kv_heads // t)  # ceil: heads are replicated when tp exceeds the KV heads
-    kv_per_token = 2.0 * arch.layers / p * kv_heads_local * arch.head_dim * kv_bytes_per_value(layout.precision)
+    kv_per_token = arch.layers / p * arch.kv_values_per_token_layer(t) * kv_bytes_per_value(layout.precision)
     kv = kv_per_token * context_tokens
     # Prefill working set: one layer's activations for a prompt chunk (Korthikanti's per-layer term).
     chunk = min(job.prompt_tokens, 8192)
     working = a.activations.per_layer_coeff.value * chunk * arch.hidden / t
-    low_o, high_o = _overhead(layout.count, a)
+    low_o, high_o = overhead_range(int(t > 1) + int(p > 1), a)
     fixed = (("weights", weights * (1 - werr), weights * (1 + werr)), ("activations", working, working),
              ("overhead", low_o, high_o))
     kv_err = 0.01  # vllm-memory-estimator: KV per token within 1%

@@ -8,15 +8,20 @@ from pydantic import Field
 
 from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.gpus import Gpu
+from advisor.config_check import check_config
+from advisor.configuration import configuration, goodput_out, layout_out, memory_out, serving_configuration
 from advisor.context import Context
 from advisor.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.errors import InputError
-from advisor.inputs import Constraints, Workload
+from advisor.goodput import goodput
+from advisor.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job import resolve_job
 from advisor.layout import Layout
-from advisor.memory import GB, inference_memory, inference_terms, training_memory
-from advisor.plans import efficiency_query, largest_batch_within, resolve_precision, search_training
-from advisor.report import LayoutOut, MemoryOut, Range3, Throughput
+from advisor.memory import GB, inference_memory, inference_terms
+from advisor.plans import Candidate, efficiency_query, largest_batch_within, resolve_precision
+from advisor.plans_training import TrainingSearch, _CountResult
+from advisor.report import AlternativeOut, ConfigValue, GoodputOut, LayoutOut, MemoryOut, Range3, Throughput
 from advisor.rules import evaluate
 from advisor.serving.advise import describe_load, engine_of, learned_efficiency, load_figures
 from advisor.serving.model import load_model
@@ -47,33 +52,27 @@ class Prediction(Strict):
     serving_tpot_ms: Range3 | None = None
     assumed: tuple[str, ...] = ()
     notes: tuple[str, ...] = Field(default=())
+    configuration: dict[str, ConfigValue] = {}
+    alternatives: tuple[AlternativeOut, ...] = ()
+    goodput: GoodputOut | None = None
+    refusal: str | None = None
+    """Why nothing runs: memory, scale (the global batch), constraint or latency; None when it runs."""
 
 
 def _r3(x: Interval) -> Range3:
     return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
 
 
-def _mem_out(mem) -> MemoryOut:  # type: ignore[no-untyped-def]
-    return MemoryOut(per_gpu_gb=round(mem.high_gb, 2), per_gpu_gb_low=round(mem.low_gb, 2),
-                     capacity_gb=mem.capacity_gb, usable_gb=round(mem.usable_gb, 2), fits=mem.fits,
-                     dominant=mem.dominant, breakdown=mem.as_dict())
-
-
-def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
-            constraints: Constraints | None = None, efficiency: EfficiencyModel | None = None) -> Prediction:
-    """Predict one GPU x count; the layout is the fastest one that fits (or the leanest when none does)."""
-    if count < 1 or count > 1024:
-        raise InputError(f"--count {count}: must be between 1 and 1024")
-    constraints = constraints or Constraints()
-    gpu = knowledge.gpu(gpu_name)
-    job = resolve_job(knowledge, workload, need_data=False)
-    model = efficiency or PriorEfficiency(knowledge.assumptions)
-    ctx = Context(knowledge, job, constraints, model)
-    precision = resolve_precision(job.precision, gpu)
-    node_size = min(count, gpu.gpus_per_node) if count <= gpu.gpus_per_node else gpu.gpus_per_node
+def _node_size(gpu: Gpu, count: int) -> int:
+    if count < 1 or count > MAX_COUNT:
+        raise InputError(f"--count {count}: must be between 1 and {MAX_COUNT:,}")
     if count > gpu.gpus_per_node and count % gpu.gpus_per_node:
         raise InputError(f"--count {count}: past one server, {gpu.id} comes in whole servers of "
                          f"{gpu.gpus_per_node} GPUs")
+    return min(count, gpu.gpus_per_node)
+
+
+def _check_precision(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> None:
     facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
     hard = [f for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts) if f.kind == "constraint"]
     if hard:
@@ -82,6 +81,20 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     if peak_flops(gpu, precision) is None:
         raise InputError(f"--precision {precision}: {gpu.id} has no {precision} peak "
                          f"({gpu.missing.get('tflops.' + precision, 'unsupported')})")
+
+
+def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
+            constraints: Constraints | None = None, efficiency: EfficiencyModel | None = None) -> Prediction:
+    """Predict one GPU x count: the stated configuration exactly, the rest chosen as the fastest that fits."""
+    constraints = constraints or Constraints()
+    gpu = knowledge.gpu(gpu_name)
+    node_size = _node_size(gpu, count)
+    job = resolve_job(knowledge, workload, need_data=False)
+    check_config(job, count)
+    model = efficiency or PriorEfficiency(knowledge.assumptions)
+    ctx = Context(knowledge, job, constraints, model)
+    precision = resolve_precision(job.precision, gpu)
+    _check_precision(ctx, gpu, precision, node_size)
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
     assumed = tuple(a for a in job.assumed if not a.startswith(("load ", "latency target")))
     source = model.name if job.training else (
@@ -89,36 +102,73 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
         else "priors for serving (decode bandwidth, prefill compute)")
     common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,
                   efficiency_source=source, assumed=assumed)
-    usable = gpu.memory_gb * (1 - ctx.headroom)
     if job.training:
-        found, misses = search_training(ctx, gpu, precision, node_size, counts=[count])
-        if not found:
-            lean = Layout(count=count, nodes=math.ceil(count / node_size), node_size=node_size, precision=precision,
-                          tp=min(count, node_size), dp=max(1, count // min(count, node_size)),
-                          sharding="zero3" if count > node_size else "none",
-                          recompute="full" if job.arch else "none", micro_batch=job.batch_size or 1)
-            mem = training_memory(job, gpu, lean, knowledge.assumptions, usable)
-            note = misses[0].message if misses else "no layout fits"
-            return Prediction(**common, nodes=lean.nodes, parallelism=lean.label(), layout=_layout(lean),
-                              throughput=None, memory=_mem_out(mem), notes=(note,))
-        cand = found[0]
-        eff = model.estimate([efficiency_query(cand, ctx)])[0]
-        sol = cand.sol_items_per_s
-        tput = eff.scaled(sol)
-        assert cand.step is not None
-        return Prediction(**common, nodes=cand.layout.nodes, parallelism=cand.layout.label(),
-                          layout=_layout(cand.layout),
-                          throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=job.unit),
-                          memory=_mem_out(cand.memory), step_time_s=_r3(eff.inverted(cand.step.total_s)),
-                          efficiency=_r3(eff), bound=cand.step.bound, speed_of_light=sol)
+        return _predict_training(ctx, gpu, precision, count, node_size, model, common)
+    usable = gpu.memory_gb * (1 - ctx.headroom)
     # A prediction holds serving to a latency target only when the user sets one.
     target = workload.tpot_ms if workload.tpot_ms is not None else float("inf")
     return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)
 
 
-def _layout(lay: Layout) -> LayoutOut:
-    return LayoutOut(tp=lay.tp, pp=lay.pp, dp=lay.dp, sharding=lay.sharding, recompute=lay.recompute,
-                     micro_batch=lay.micro_batch, grad_accum=lay.grad_accum)
+def _predict_training(ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, model: EfficiencyModel,
+                      common: dict) -> Prediction:
+    search = TrainingSearch(ctx, gpu, precision, node_size)
+    res = search.search_count(count)
+    if not res.found:
+        return _refusal(ctx, search, res, count, common)
+    cands = [search.candidate(f) for f in sorted(res.found)]
+    effs = model.estimate([efficiency_query(c, ctx) for c in cands])
+    timed = sorted(zip(cands, effs), key=lambda ce: ce[0].predicted_s(ce[1].p50))
+    cand, eff = timed[0]
+    assert cand.step is not None
+    sol = cand.sol_items_per_s
+    tput = eff.scaled(sol)
+    step = eff.inverted(cand.step.total_s)
+    good = goodput(ctx.job, count, ctx.knowledge.assumptions)
+    return Prediction(**common, nodes=cand.layout.nodes, parallelism=cand.layout.label(),
+                      layout=layout_out(cand.layout),
+                      throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=ctx.job.unit),
+                      memory=memory_out(cand.memory), step_time_s=_r3(step), efficiency=_r3(eff),
+                      bound=cand.step.bound, speed_of_light=sol, configuration=configuration(ctx.job, cand.layout),
+                      alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
+                      goodput=goodput_out(good))
+
+
+def alternative_out(cand: Candidate, eff: Interval, chosen_step_s: float) -> AlternativeOut:
+    """A runner-up layout with its P50 step time against the chosen one's."""
+    assert cand.step is not None
+    t = cand.step.total_s / eff.p50
+    return AlternativeOut(parallelism=cand.layout.label(), layout=layout_out(cand.layout),
+                          memory_per_gpu_gb=round(cand.memory.high_gb, 2), step_time_s=t,
+                          slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0)
+
+
+def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int, common: dict) -> Prediction:
+    """Nothing runs: the real reason, and the memory of the stated (or leanest) configuration."""
+    miss = search.miss(count, res)
+    lean = search.leanest_memory(res)
+    kind = miss.kind if miss else "memory"
+    if lean is None:  # refused before memory was looked at (the global batch): show data parallel, as stated
+        layout = Layout(count=count, nodes=max(1, math.ceil(count / search.node_size)), node_size=search.node_size,
+                        precision=search.precision, dp=count, sharding="ddp" if count > 1 else "none",
+                        micro_batch=ctx.job.batch_size or 1)
+        mem = search.model.components(layout, search.usable)
+    else:
+        layout, mem = lean
+    given = ctx.job.config.given()
+    what = "the configuration as given" if _fully_given(ctx) else (
+        "the leanest layout holding the given values" if given else "the leanest layout")
+    note = miss.message if miss else "no layout fits"
+    if kind == "memory":
+        note = f"does not fit: {mem.high_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
+    return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=layout_out(layout),
+                      throughput=None, memory=memory_out(mem), notes=(note,), refusal=kind,
+                      configuration=configuration(ctx.job, layout))
+
+
+def _fully_given(ctx: Context) -> bool:
+    c = ctx.job.config
+    return all(v is not None for v in (c.tp, c.pp, c.zero, c.recompute)) and ctx.job.batch_size is not None
 
 
 def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: int, usable: float,  # type: ignore[no-untyped-def]
@@ -129,11 +179,12 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
     decode, prefill = model.estimate([Query("decode", job, gpu, probe), Query("prefill", job, gpu, probe)])
     best = None
     leanest = None
-    for tp in (1, 2, 4, 8, 16):
-        if tp > min(count, node_size) or count % tp or (job.arch and job.arch.heads % tp):
+    given_tp, pp = job.config.tp, job.config.pp or 1
+    for tp in (given_tp,) if given_tp else (1, 2, 4, 8, 16):
+        if (not given_tp and tp > min(count, node_size)) or count % (tp * pp) or (job.arch and job.arch.heads % tp):
             continue
         layout = Layout(count=count, nodes=math.ceil(count / node_size), node_size=node_size, precision=precision,
-                        tp=tp, dp=count // tp)
+                        tp=tp, pp=pp, dp=count // (tp * pp))
         terms = inference_terms(job, gpu, layout, a, context)
         room = usable * GB - sum(hi for _, _, hi in terms.fixed)
         b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
@@ -153,10 +204,13 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
         if best is None or tokens > best[0][0]:
             best = ((tokens, layout.with_(micro_batch=b), t, mem), (dec, pre, learned))
     if best is None:
-        assert leanest is not None
+        if leanest is None:
+            raise InputError(f"--tp {given_tp} x --pp {pp} does not divide --count {count}")
         layout, mem = leanest
-        return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=_layout(layout),
-                          throughput=None, memory=_mem_out(mem),
+        latency = tpot_target_ms != float("inf")
+        return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=layout_out(layout),
+                          throughput=None, memory=memory_out(mem), refusal="latency" if latency else "memory",
+                          configuration=serving_configuration(job, layout),
                           notes=(f"nothing meets {tpot_target_ms:g} ms per token with this memory"
                                  if tpot_target_ms != float("inf") else "not one sequence fits in memory",))
     (sol_tokens, layout, t, _), (decode, prefill, learned) = best
@@ -164,9 +218,9 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
     notes = _serving_notes(ctx, gpu, precision, layout, learned)
     tput = decode.scaled(sol_tokens)
     return Prediction(
-        **common, nodes=layout.nodes, parallelism=f"{layout.dp} replica(s) x TP{layout.tp}", layout=_layout(layout),
+        **common, nodes=layout.nodes, parallelism=layout.serving_label(), layout=layout_out(layout),
         throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
-        memory=_mem_out(mem), step_time_s=_r3(decode.inverted(t.decode_step_s)), efficiency=_r3(decode),
+        memory=memory_out(mem), configuration=serving_configuration(job, layout), step_time_s=_r3(decode.inverted(t.decode_step_s)), efficiency=_r3(decode),
         bound=t.decode_bound, speed_of_light=sol_tokens,
         serving_ttft_ms=_r3(prefill.inverted(t.prefill_s * 1000)),
         serving_tpot_ms=_r3(decode.inverted(t.decode_step_s * 1000)),

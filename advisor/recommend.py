@@ -14,11 +14,14 @@ from advisor.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.errors import InputError
 from advisor.inputs import Constraints, Workload
 from advisor.job import resolve_job
-from advisor.plans import Candidate, Miss, efficiency_query, resolve_precision, search_inference, search_training
-from advisor.report import (
-    FrontPoint, JobOut, LayoutOut, MemoryOut, Money, PlanOut, PriceOut, Range3, Report, RuleOut, ServingOut,
-    Throughput,
-)
+from advisor.config_check import check_config
+from advisor.configuration import configuration, goodput_out, layout_out, memory_out, serving_configuration
+from advisor.goodput import Goodput, goodput
+from advisor.inputs import MAX_COUNT
+from advisor.plans import Candidate, Miss, efficiency_query, resolve_precision, search_inference
+from advisor.plans_training import search_training
+from advisor.predict import alternative_out
+from advisor.report import FrontPoint, JobOut, Money, PlanOut, PriceOut, Range3, Report, RuleOut, ServingOut, Throughput
 from advisor.rules import Firing, evaluate
 from advisor.serving.advise import serving_source
 from advisor.speed import peak_flops
@@ -44,6 +47,8 @@ class Scored:
     tpot_ms: Interval | None = None
     capacity_rps: float = 0.0
     notes: list[str] = field(default_factory=list)
+    goodput: Goodput | None = None
+    alt_effs: list[Interval] = field(default_factory=list)
 
     @property
     def time_key(self) -> float:
@@ -88,18 +93,25 @@ def _score(ctx: Context, cand: Candidate, eff: Interval, offers_by_gpu: dict[str
         assert cand.step is not None
         sol = cand.sol_items_per_s
         throughput = eff.scaled(sol)
-        run = throughput.inverted(job.total_items / 3600.0)
+        good = goodput(job, lay.count, a)
+        useful = throughput.inverted(job.total_items / 3600.0)
+        # Interruptions at this scale: checkpoints, lost work and restarts stretch the run (goodput).
+        run = Interval(*(good.wall_hours(h) for h in (useful.p10, useful.p50, useful.p90)))
+        good = good.over(useful.p50)
         lo, mid, hi = a.defaults.startup_overhead_h.range[0], a.defaults.startup_overhead_h.value, \
             a.defaults.startup_overhead_h.range[1]
         hours = Interval(run.p10 + lo, run.p50 + mid, run.p90 + hi)
         notes: list[str] = []
+        if good.fraction < 0.995:
+            notes.append(f"goodput {good.fraction:.1%}: {good.interruptions:.1f} expected interruptions "
+                         f"(one every {good.mtbf_h:,.1f} h), checkpoint every {good.interval_h * 60:,.0f} min")
         if c.pricing == "spot":
             instances = price.instances if price else max(1, lay.nodes)
             lo, mid, hi = spot_overhead(hours.p50, instances, a)
             hours = Interval(hours.p10 * (1 + lo), hours.p50 * (1 + mid), hours.p90 * (1 + hi))
             notes.append(f"spot: {mid:.1%} expected time lost to preemptions ({lo:.1%}-{hi:.1%})")
         cost = plan_cost((hours.p10, hours.p50, hours.p90), usd_per_hour, c, a, job.dataset_gb)
-        return Scored(cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes)
+        return Scored(cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes, goodput=good)
     assert serving is not None and cand.serving is not None
     decode, prefill = serving
     b = lay.micro_batch
@@ -224,12 +236,12 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
                          usd_per_gpu_hour=round(o.usd_per_gpu_hour, 4), usd_per_hour=round(s.price.usd_per_hour, 4),
                          instances=s.price.instances, billed_gpus=s.price.billed_gpus, date=o.date, source=o.source,
                          includes_host=o.includes_host, note=o.note)
-    memory = MemoryOut(per_gpu_gb=round(mem.high_gb, 2), per_gpu_gb_low=round(mem.low_gb, 2),
-                       capacity_gb=mem.capacity_gb, usable_gb=round(mem.usable_gb, 2), fits=mem.fits,
-                       dominant=mem.dominant, breakdown=mem.as_dict())
+    memory = memory_out(mem)
     step = None
+    alternatives: tuple = ()
     if cand.step is not None:
         step = _interval_of(s.eff.inverted(cand.step.total_s))
+        alternatives = tuple(alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs))
     serving = None
     if not job.training and s.ttft_ms is not None and s.tpot_ms is not None:
         serving = ServingOut(replicas=lay.dp, gpus_per_replica=lay.tp * lay.pp, batch_per_replica=lay.micro_batch,
@@ -239,8 +251,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
     return PlanOut(
         rank=rank, gpu=cand.gpu.id, gpu_name=cand.gpu.name, count=lay.count, nodes=lay.nodes,
         parallelism=lay.label() if job.training else lay.serving_label(), precision=lay.precision,
-        layout=LayoutOut(tp=lay.tp, pp=lay.pp, dp=lay.dp, sharding=lay.sharding, recompute=lay.recompute,
-                         micro_batch=lay.micro_batch, grad_accum=lay.grad_accum),
+        layout=layout_out(lay),
         memory_per_gpu_gb=round(mem.high_gb, 2), memory=memory,
         throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
         step_time_s=step, efficiency=_interval_of(s.eff),
@@ -249,6 +260,8 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         reasons=tuple(reasons),
         rules=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in fired),
         advice=tuple(f.message for f in fired if f.kind == "advice"), serving=serving, on_front=on_front,
+        configuration=configuration(job, lay) if job.training else serving_configuration(job, lay),
+        alternatives=alternatives, goodput=goodput_out(s.goodput) if s.goodput else None,
     )
 
 
@@ -267,6 +280,7 @@ def run_search(knowledge: Knowledge, workload: Workload, constraints: Constraint
                efficiency: EfficiencyModel | None = None, onprem: dict[str, float] | None = None) -> Search:
     """Enumerate, fit, time, price and filter every plan (on-prem plans at their TCO per GPU-hour)."""
     job = resolve_job(knowledge, workload)
+    check_config(job)
     model = efficiency or PriorEfficiency(knowledge.assumptions)
     ctx = Context(knowledge, job, constraints, model)
     onprem_rate: OnPremRate | None = None
@@ -310,16 +324,13 @@ def run_search(knowledge: Knowledge, workload: Workload, constraints: Constraint
             found, missed = search_inference(ctx, gpu, precision, node_size, decode, prefill)
         candidates += found
         misses += missed
-    effs: list[Interval] = []
-    if job.training and candidates:
-        effs = model.estimate([efficiency_query(c, ctx) for c in candidates])
     scored: list[Scored] = []
-    for i, cand in enumerate(candidates):
-        eff = effs[i] if job.training else serving_eff[cand.gpu.id][0]
+    for cand, eff, alt_effs in _with_efficiency(ctx, candidates, serving_eff):
         result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate, serving_eff.get(cand.gpu.id))
         if isinstance(result, Miss):
             misses.append(result)
         else:
+            result.alt_effs = alt_effs
             scored.append(result)
     feasible = []
     for s in scored:
@@ -329,6 +340,24 @@ def run_search(knowledge: Knowledge, workload: Workload, constraints: Constraint
         else:
             misses.append(miss)
     return Search(ctx, scored, feasible, misses, job_firings)
+
+
+def _with_efficiency(ctx: Context, candidates: list[Candidate], serving_eff: dict[str, tuple[Interval, Interval]]
+                     ) -> list[tuple[Candidate, Interval, list[Interval]]]:
+    """Each candidate with its efficiency; training picks, among a count's runner-ups, the layout fastest at
+    speed of light x efficiency, and keeps the others as its alternatives."""
+    if not ctx.job.training:
+        return [(c, serving_eff[c.gpu.id][0], []) for c in candidates]
+    flat = [x for c in candidates for x in (c, *c.alternatives)]
+    effs = iter(ctx.efficiency.estimate([efficiency_query(c, ctx) for c in flat])) if flat else iter(())
+    out = []
+    for cand in candidates:
+        group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
+        group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
+        best, eff = group[0]
+        best.alternatives = [c for c, _ in group[1:]]
+        out.append((best, eff, [e for _, e in group[1:]]))
+    return out
 
 
 def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constraints, search: Search,
@@ -371,7 +400,7 @@ def _suggestions(knowledge: Knowledge, workload: Workload, constraints: Constrai
                 lines.append(f"{flag} fits: {best.cand.gpu.id} x{best.cand.layout.count} "
                              f"({best.cand.memory.high_gb:.0f} GB per GPU)")
                 break
-        if constraints.max_gpus < 1024:
+        if constraints.max_gpus < MAX_COUNT:
             lines.append(f"raise --max-gpus above {constraints.max_gpus}")
         if constraints.gpus:
             lines.append("allow more GPU types (drop --gpu)")

@@ -44,6 +44,8 @@ class MemoryOut(Strict):
     dominant: str
     breakdown: dict[str, float]
     """Upper estimate per component, GB."""
+    host_gb: float = 0.0
+    """Offloaded or paged states in host memory, per GPU."""
 
 
 class Throughput(Strict):
@@ -93,6 +95,37 @@ class ServingOut(Strict):
     load_rps: float
 
 
+class ConfigValue(Strict):
+    """One value of the run's configuration and whether the user gave it or the search chose it."""
+
+    value: int | float | str | bool
+    source: str
+    """given | chosen | default."""
+
+
+class AlternativeOut(Strict):
+    """A runner-up layout at the same GPU and count, and what it costs in time."""
+
+    parallelism: str
+    layout: LayoutOut
+    memory_per_gpu_gb: float
+    step_time_s: float
+    """P50 step time."""
+    slower: float
+    """Its P50 step time over the chosen layout's (1.25 = 25% slower)."""
+
+
+class GoodputOut(Strict):
+    """Interruptions at this scale and the useful share of wall time."""
+
+    fraction: float
+    mtbf_h: float
+    checkpoint_s: float
+    checkpoint_interval_h: float
+    restart_h: float
+    interruptions: float = 0.0
+
+
 class LayoutOut(Strict):
     """The parallel layout."""
 
@@ -103,6 +136,10 @@ class LayoutOut(Strict):
     recompute: str
     micro_batch: int
     grad_accum: int
+    cp: int = 1
+    ep: int = 1
+    shard_group: int = 0
+    virtual: int = 1
 
 
 class PlanOut(Strict):
@@ -132,6 +169,9 @@ class PlanOut(Strict):
     advice: tuple[str, ...] = ()
     serving: ServingOut | None = None
     on_front: bool = False
+    configuration: dict[str, ConfigValue] = {}
+    alternatives: tuple[AlternativeOut, ...] = ()
+    goodput: GoodputOut | None = None
 
 
 class FrontPoint(Strict):

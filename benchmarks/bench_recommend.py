@@ -21,6 +21,8 @@ CASES = [
     ("llama-3.1-8b serving 20 req/s", Workload(model="llama-3.1-8b", kind="inference", requests_per_s=20),
      Constraints()),
     ("mixtral-8x7b qlora", Workload(model="mixtral-8x7b", kind="qlora", tokens=1e8), Constraints()),
+    ("llama-3.1-405b pretrain, up to 65,536", Workload(model="llama-3.1-405b", kind="pretrain", tokens=15e12),
+     Constraints(max_gpus=65536)),
 ]
 REPEATS = 7
 
@@ -39,7 +41,8 @@ def in_process() -> None:
             report = recommend(knowledge, workload, constraints, model)
             times.append(time.perf_counter() - t)
         print(f"  {name:<36} median {statistics.median(times) * 1000:6.1f} ms, min {min(times) * 1000:6.1f} ms "
-              f"({report.plans_considered} fitting plans of {len(knowledge.gpus)} GPUs x up to 1024 GPUs)")
+              f"({report.plans_considered} fitting plans of {len(knowledge.gpus)} GPUs x up to "
+              f"{constraints.max_gpus:,} GPUs)")
 
 
 def whole_process() -> None:

@@ -58,9 +58,31 @@ class OptimizerFigures(Strict):
     """Bytes per trainable parameter of optimizer states."""
 
     adamw: Figure
-    adam8bit: Figure
+    adamw_8bit: Figure
+    paged_adamw_8bit: Figure
     sgd: Figure
+    lion: Figure
+    adafactor: Figure
     master_weights: Figure
+
+    def bytes_of(self, optimizer: str) -> float:
+        """Bytes per trainable parameter of an optimizer's states (its CLI name, e.g. 'adamw-8bit')."""
+        return float(getattr(self, optimizer.replace("-", "_")).value)
+
+
+class NetworkFigures(Strict):
+    """The rail-optimised fat tree: pod size at full bisection, oversubscription between pods."""
+
+    pod_gpus: Figure
+    oversubscription: Figure
+
+
+class GoodputFigures(Strict):
+    """Interruptions at scale and what each costs."""
+
+    interruptions_per_gpu_hour: Figure
+    storage_gbs_per_gpu: Figure
+    restart_h: Figure
 
 
 class CommFigures(Strict):
@@ -148,6 +170,9 @@ class Assumptions(Strict):
     precision: PrecisionFigures
     optimizer: OptimizerFigures
     comm: CommFigures
+    loss: dict[str, Figure]
+    network: NetworkFigures
+    goodput: GoodputFigures
     fabric: dict[str, Fabric]
     efficiency: dict[str, Prior]
     cost: CostFigures
@@ -163,7 +188,8 @@ class Assumptions(Strict):
     def cited_sources(self) -> set[str]:
         """Every source key the figures cite."""
         keys = {f.source for f in self.fabric.values()} | {p.source for p in self.efficiency.values()}
+        keys |= {f.source for f in self.loss.values()}
         for section in (self.memory, self.activations, self.precision, self.optimizer, self.comm, self.cost,
-                        self.defaults):
+                        self.defaults, self.network, self.goodput):
             keys |= {getattr(section, name).source for name in type(section).model_fields}
         return keys

@@ -24,7 +24,8 @@ FLAG = {"kind": "--workload", "params": "--params", "seq_len": "--seq-len", "bat
         "lora_rank": "--lora-rank", "requests_per_s": "--requests-per-s", "prompt_tokens": "--prompt-tokens",
         "output_tokens": "--output-tokens", "tpot_ms": "--tpot-ms", "ttft_ms": "--ttft-ms",
         "budget_usd": "--budget", "deadline_hours": "--deadline", "max_gpus": "--max-gpus", "headroom": "--headroom",
-        "top": "--top", "model": "--model"}
+        "top": "--top", "model": "--model", "config": ""}
+CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
 
 
 def _validated(cls: type, data: dict[str, Any]) -> Any:
@@ -32,7 +33,8 @@ def _validated(cls: type, data: dict[str, Any]) -> Any:
         return cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else ""
+        loc = [str(x) for x in err["loc"]]
+        field = loc[1] if len(loc) > 1 and loc[0] == "config" else (loc[0] if loc else "")
         flag = FLAG.get(field, f"--{field.replace('_', '-')}" if field else "")
         got = f" (got {err['input']!r})" if field and not isinstance(err["input"], dict) else ""
         msg = err["msg"].removeprefix("Value error, ")
@@ -68,6 +70,18 @@ def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
         "output_tokens": _int(g("output_tokens"), "--output-tokens"),
         "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"), "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
     }
+    fields["config"] = config_fields(args)
+    return {k: v for k, v in fields.items() if v is not None and v != {}}
+
+
+def config_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The configuration flags the user gave."""
+    g = lambda name: getattr(args, name, None)  # noqa: E731
+    fields: dict[str, Any] = {k: _int(g(k), "--" + k.replace("_", "-")) for k in CONFIG_INTS}
+    fields |= {"zero": int(g("zero")) if g("zero") is not None else None, "recompute": g("recompute"),
+               "global_batch_tokens": _float(g("global_batch_tokens"), "--global-batch-tokens"),
+               "pp_schedule": g("pp_schedule"), "master_weights": False if g("no_master_weights") else None,
+               "offload": g("offload"), "lora_targets": g("lora_targets"), "stack": g("stack"), "engine": g("engine")}
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -154,10 +168,20 @@ def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"--from {path}: not a TOML file ({exc})") from exc
     inputs = data.get("inputs")
-    if not isinstance(inputs, dict) or "workload" not in inputs:
+    if not isinstance(inputs, dict) or not isinstance(inputs.get("workload"), dict):
         raise InputError(f"--from {path}: no [inputs.workload] table; expected a file written by "
                          "`gpu-advisor recommend --format toml`")
-    return dict(inputs.get("workload", {})), dict(inputs.get("constraints", {}))
+    workload = dict(inputs["workload"])
+    config = workload.pop("config", {})
+    if not isinstance(config, dict):
+        raise InputError(f"--from {path}: [inputs.workload.config] must be a table of configuration keys")
+    from advisor.inputs import RunConfig
+
+    # Configuration keys are read under [inputs.workload.config] or, as the CLI flags, in [inputs.workload].
+    config = {**{k: workload.pop(k) for k in list(workload) if k in RunConfig.model_fields}, **config}
+    if config:
+        workload["config"] = config
+    return workload, dict(inputs.get("constraints", {}))
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -170,6 +194,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if "model" in given_w or "params" in given_w:  # a new model replaces the file's
         base_w.pop("model", None)
         base_w.pop("params", None)
+    if "config" in base_w and "config" in given_w:  # flags override the file's configuration key by key
+        given_w["config"] = {**base_w["config"], **given_w["config"]}
     workload = _validated(Workload, {**base_w, **given_w})
     constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
     onprem = None

@@ -10,6 +10,8 @@ from advisor import __version__
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
 PRECISIONS = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor", "adam8bit")
+STACKS = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth")
 
 USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what cost, for one ML workload.
 
@@ -42,15 +44,34 @@ def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> Non
     g.add_argument("--params", help="a custom dense transformer of this size instead of --model, e.g. 13B")
     g.add_argument("--precision", choices=PRECISIONS, help="default auto: bf16 where the GPU has it, else fp16")
     g.add_argument("--seq-len", help="tokens per sequence")
-    g.add_argument("--batch-size", help="micro-batch per GPU (default: the benchmarks' batch, or what fits)")
-    g.add_argument("--optimizer", choices=("adamw", "adam8bit", "sgd"), help="default adamw")
+    g.add_argument("--micro-batch", "--batch-size", dest="batch_size",
+                   help="micro-batch per GPU (default: the benchmarks' batch, or the fastest that fits)")
+    g.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (adam8bit is read as adamw-8bit)")
     g.add_argument("--lora-rank", help="LoRA rank (default 16)")
+    _config_args(p)
     if inference:
         g.add_argument("--requests-per-s", help="inference load, requests per second (default 1)")
         g.add_argument("--prompt-tokens", help="inference prompt length (default 512)")
         g.add_argument("--output-tokens", help="inference output length (default 256)")
         g.add_argument("--tpot-ms", help="latency target per output token, ms (default 50)")
         g.add_argument("--ttft-ms", help="latency target to the first token, ms (optional)")
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("configuration (each value given is held fixed; the rest is searched)")
+    for dim, what in (("tp", "tensor"), ("pp", "pipeline"), ("cp", "context"), ("ep", "expert"), ("dp", "data")):
+        g.add_argument(f"--{dim}", help=f"{what}-parallel size")
+    g.add_argument("--zero", choices=("0", "1", "2", "3"), help="ZeRO stage: 0 = DDP, 3 = FSDP full shard")
+    g.add_argument("--shard-group", help="hybrid sharding (HSDP): shard within groups of N ranks, replicate across")
+    g.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation")
+    g.add_argument("--global-batch", help="sequences (samples) per optimizer step")
+    g.add_argument("--global-batch-tokens", help="tokens per optimizer step, e.g. 4M")
+    g.add_argument("--pp-schedule", help="1f1b or interleaved:V")
+    g.add_argument("--no-master-weights", action="store_true", help="pure 16-bit: no fp32 master copy")
+    g.add_argument("--offload", choices=("none", "optimizer", "params"), help="move states to host memory")
+    g.add_argument("--lora-targets", choices=("all", "attention"), help="LoRA on every linear layer or attention")
+    g.add_argument("--stack", choices=STACKS, help="training stack (decides the loss path and overhead)")
+    g.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), help="serving engine")
 
 
 def _format_arg(p: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
@@ -83,7 +104,7 @@ def build_parser() -> Parser:
                                    "of one workload on one GPU type and count.")
     _workload_args(p)
     p.add_argument("--gpu", required=True, help="GPU id or alias")
-    p.add_argument("--count", default="1", help="number of GPUs (default 1)")
+    p.add_argument("--count", default="1", help="number of GPUs, up to 65,536 in whole servers (default 1)")
     p.add_argument("--fabric", help="inter-node network (default: the GPU's usual fabric)")
     p.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
@@ -108,7 +129,7 @@ def build_parser() -> Parser:
     g.add_argument("--provider", help="comma-separated providers to allow, e.g. aws,gcp,lambda")
     g.add_argument("--gpu", help="comma-separated GPU ids to allow")
     g.add_argument("--objective", choices=("cheapest", "fastest", "balanced"), help="default balanced")
-    g.add_argument("--max-gpus", help="largest count to consider (default 1024)")
+    g.add_argument("--max-gpus", help="largest count to consider, up to 65536 (default 1024)")
     g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
     g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
     g.add_argument("--electricity-usd-kwh", help="on-prem: power tariff")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from advisor.cli.output import table
 from advisor.units import fmt_hours, human
@@ -63,7 +63,9 @@ def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:
 def prediction_text(p: Prediction) -> str:
     """One prediction as text."""
     lines = [f"{p.model} ({p.workload}) on {p.gpu} x{p.count}, {p.precision}: {p.parallelism}"]
-    if p.throughput is None:
+    if p.throughput is None and p.refusal not in (None, "memory"):
+        lines.append(f"refused ({p.refusal}): {p.notes[0] if p.notes else 'no layout runs'}")
+    elif p.throughput is None:
         lines.append(f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
                      f"of {p.memory.capacity_gb:g} (largest: {p.memory.dominant})")
     else:
@@ -79,11 +81,32 @@ def prediction_text(p: Prediction) -> str:
         if e:
             lines.append(f"efficiency  {_interval(e.p10, e.p50, e.p90, '.0%')} of speed of light "
                          f"({p.speed_of_light:,.0f} {t.unit}), {p.bound} bound; {p.efficiency_source}")
+        if p.goodput is not None:
+            g = p.goodput
+            lines.append(f"goodput     {g.fraction:.1%} of wall time is useful: an interruption every "
+                         f"{g.mtbf_h:,.1f} h, checkpoint {g.checkpoint_s:,.0f} s every {g.checkpoint_interval_h * 60:,.0f} "
+                         f"min, restart {g.restart_h:g} h")
         lines.append(f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
                      f"(largest: {p.memory.dominant})")
     lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
+    if p.memory.host_gb:
+        lines.append(f"  {'host memory':<15} {p.memory.host_gb:8.2f} GB per GPU (offloaded)")
+    lines += configuration_lines(p.configuration, p.alternatives)
     lines += [f"assumed: {a}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
+
+
+def configuration_lines(config: dict[str, Any], alternatives: Sequence[Any]) -> list[str]:
+    """'configuration: tp 8 (given), pp 8 (given), ...' and the runner-up layouts with their cost in time."""
+    if not config:
+        return []
+    parts = [f"{k} {v.value}{'' if v.source == 'chosen' else ' (' + v.source + ')'}" for k, v in config.items()]
+    lines = [textwrap.fill("configuration: " + ", ".join(parts) + "  [unmarked: chosen]", width=110,
+                           subsequent_indent="  ")]
+    for alt in alternatives:
+        lines.append(f"  instead: {alt.parallelism}, micro-batch {alt.layout.micro_batch}: step {alt.step_time_s:.3g} s "
+                     f"({alt.slower - 1:+.0%}), {alt.memory_per_gpu_gb:.0f} GB per GPU")
+    return lines
 
 
 def report_text(r: Report) -> str:
@@ -119,6 +142,7 @@ def report_text(r: Report) -> str:
         lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
         best = r.plans[0]
         lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
+        lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]
         advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
         if advice:
             lines += ["", "Advice:"] + [_wrap(a) for a in advice]

@@ -13,8 +13,10 @@ from advisor.memory import GB, TrainingMemoryModel, inference_terms
 def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:  # type: ignore[no-untyped-def]
     job = resolve_job(knowledge, Workload(params=params, kind="pretrain", tokens=1e9, optimizer=optimizer))
     model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
-    weights, grads, master, opt, _ = model._states(1, dp, zero)
-    return (weights + grads + master + opt) / GB
+    sharding = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}[zero] if dp > 1 else "none"
+    layout = Layout(count=dp, nodes=1, node_size=8, precision="bf16", dp=dp, sharding=sharding)
+    states = model.states(layout)
+    return sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer")) / GB
 
 
 def test_mixed_precision_adamw_is_16_bytes_per_parameter(knowledge) -> None:  # type: ignore[no-untyped-def]
@@ -28,7 +30,10 @@ def test_zero_paper_figure_1(knowledge, zero: int, expected_gb: float) -> None: 
 
 
 def test_optimizer_choice(knowledge) -> None:  # type: ignore[no-untyped-def]
-    assert _states_gb(knowledge, 1e9, 1, 0, "adam8bit") == pytest.approx(10.0)  # 2 + 2 + 4 + 2
+    assert _states_gb(knowledge, 1e9, 1, 0, "adam8bit") == pytest.approx(10.0)  # 2 + 2 + 4 + 2 (old name)
+    assert _states_gb(knowledge, 1e9, 1, 0, "adamw-8bit") == pytest.approx(10.0)
+    assert _states_gb(knowledge, 1e9, 1, 0, "lion") == pytest.approx(12.0)  # 2 + 2 + 4 + 4
+    assert _states_gb(knowledge, 1e9, 1, 0, "paged-adamw-8bit") == pytest.approx(8.0)  # states in host memory
     assert _states_gb(knowledge, 1e9, 1, 0, "sgd") == pytest.approx(12.0)
 
 

@@ -1,0 +1,358 @@
+"""Provides search_training(): for one GPU, every count's fastest fitting layouts (and runner-ups), or the real
+reason none fits. Every value the user stated is held; the rest is searched, pruned only by a lower bound."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.catalog.gpus import Gpu
+from advisor.context import Context
+from advisor.efficiency.base import regime_of
+from advisor.inputs import virtual_stages
+from advisor.layout import Layout
+from advisor.memory import GB, Memory, TrainingMemoryModel
+from advisor.plans import Candidate, Miss, counts_for, evaluate, first_constraint, layout_facts, plan_facts
+from advisor.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
+
+LLM_TOKENS_PER_MICRO_BATCH = 16384  # MosaicML's tuned runs hold about 8-16k tokens per GPU per micro-batch
+RUNNERS_UP = 3
+SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    dp: int
+    virtual: int = 1
+
+
+@dataclass(order=True)
+class _Found:
+    time: float
+    order: int
+    layout: Layout = field(compare=False)
+    step: StepTime = field(compare=False)
+
+
+@dataclass
+class _CountResult:
+    """What one count's search saw: the fastest layouts, and why the others did not run."""
+
+    found: list[_Found] = field(default_factory=list)
+    batch_miss: Miss | None = None
+    constraint_miss: Miss | None = None
+    leanest: tuple[float, Layout] | None = None
+    evaluated: int = 0
+
+
+def _powers(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+class TrainingSearch:
+    """The search of one job on one GPU type at one precision (constants precomputed once)."""
+
+    def __init__(self, ctx: Context, gpu: Gpu, precision: str, node_size: int, *, prune: bool = True) -> None:
+        self.ctx, self.gpu, self.precision, self.node_size, self.prune = ctx, gpu, precision, node_size, prune
+        self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
+        self.usable = gpu.memory_gb * (1 - ctx.headroom)
+        self.room_total = self.usable * GB
+        self.fabric = ctx.fabric(gpu)
+        self.gpu_facts = ctx.gpu_facts(gpu, node_size)
+        rules = ctx.rules_by_scope["plan"]
+        self.constraints = [r for r in rules if r.kind == "constraint"]
+        self.others = [r for r in rules if r.kind != "constraint"]
+        self.tested = sorted({f for r in self.constraints for f in r.fields if f.startswith("plan.")})
+        self.verdicts: dict[tuple[Any, ...], Any] = {}
+        self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
+        self.peak = peak_flops(gpu, precision)
+        self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
+        self.bounds: dict[tuple[Shape, str], float] = {}
+        self.flops_per_item: dict[str, float] = {}
+
+    # --- the options each dimension may take -------------------------------------------------------------
+    def recomputes(self) -> tuple[str, ...]:
+        """Recomputation policies to try, cheapest first."""
+        if self.cfg.recompute is not None:
+            return (self.cfg.recompute,)
+        if self.job.arch is None:
+            return ("none",)
+        if self.gpu.features.flash_attention:
+            return ("none", "full")  # FlashAttention already drops what selective recomputation would
+        return ("none", "selective", "full")
+
+    def shapes(self, count: int) -> list[Shape]:
+        """Every tp x pp x cp x ep x dp = count the model and the stated values allow."""
+        arch, c = self.job.arch, self.cfg
+        if arch is None:
+            return [Shape(1, 1, 1, 1, count)] if c.dp in (None, count) else []
+        tps = [c.tp] if c.tp else [t for t in _powers(min(count, self.node_size)) if arch.heads % t == 0]
+        pps = [c.pp] if c.pp else [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
+        long_seq = self.job.seq_len >= 16384
+        cps = [c.cp] if c.cp else [x for x in _powers(16) if x == 1 or (long_seq and self.job.seq_len % x == 0)]
+        eps = [c.ep] if c.ep else ([e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe
+                                   else [1])
+        out = []
+        for tp in tps:
+            for pp in pps:
+                for cp in cps:
+                    if count % (tp * pp * cp):
+                        continue
+                    dp = count // (tp * pp * cp)
+                    if (c.dp is not None and dp != c.dp) or (c.shard_group and (dp * cp) % c.shard_group):
+                        continue
+                    virtual = self.virtual if pp > 1 else 1
+                    out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
+        return out
+
+    def zeros(self, shape: Shape) -> list[int]:
+        """ZeRO stages to try (0 = DDP); FSDP/ZeRO combine with tensor and pipeline parallelism (2D/3D)."""
+        if self.cfg.zero is not None:
+            return [self.cfg.zero]
+        if shape.dp * shape.cp == 1 or self.job.arch is None:
+            return [0]
+        return [0, 1, 2, 3]
+
+    def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
+        """Micro-batches to try up to what memory allows."""
+        job = self.job
+        if job.batch_size:
+            return [job.batch_size] if job.batch_size <= mb_max else []
+        g = job.global_batch_seqs
+        if not g:  # non-LLM: the benchmarks' per-GPU batch, capped by the global-batch limit
+            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            target = self.ctx.default_batch(self.gpu, self.precision) or 32
+            return [max(1, min(target, cap // shape.dp, mb_max))]
+        per_rank = max(1, g // shape.dp)
+        cap = max(1, LLM_TOKENS_PER_MICRO_BATCH * shape.cp // max(job.seq_len, 1))
+        top = min(mb_max, per_rank, cap)
+        options = sorted(set(_powers(top)) | {top})
+        if job.global_batch_given:
+            options = [m for m in options if per_rank % m == 0]
+        return options
+
+    # --- bounds ------------------------------------------------------------------------------------------
+    def lower_bound(self, shape: Shape, recompute: str) -> float:
+        """No layout of this shape and recomputation runs faster: compute at peak, the smallest bubble, and
+        the bandwidth part of the model-parallel traffic (independent of the micro-batch)."""
+        key = (shape, recompute)
+        if key not in self.bounds:
+            self.bounds[key] = self._lower_bound(shape, recompute)
+        return self.bounds[key]
+
+    def _lower_bound(self, shape: Shape, recompute: str) -> float:
+        job = self.job
+        probe = Layout(count=shape.dp * shape.tp * shape.pp * shape.cp, nodes=1, node_size=self.node_size,
+                       precision=self.precision, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
+                       recompute=recompute, virtual=shape.virtual)
+        assert self.peak is not None
+        seqs = job.global_batch_seqs or shape.dp
+        flops_s = training_flops_per_item(job, probe, self.a) * seqs * job.items_per_sequence / probe.count / self.peak
+        m_max = max(1, math.ceil(seqs / shape.dp)) if job.global_batch_seqs else 1
+        bubble = flops_s * (shape.pp - 1) / (m_max * shape.virtual)
+        return flops_s + bubble + self._bandwidth_floor(shape, probe, seqs)
+
+    def _bandwidth_floor(self, shape: Shape, probe: Layout, seqs: int) -> float:
+        if self.job.arch is None or shape.tp * shape.ep == 1:
+            return 0.0
+        from advisor.speed import _model_comm
+
+        net = network_for(self.gpu, probe, self.fabric, self.a, max(shape.tp * shape.cp, 1))
+        net = type(net)(net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0, 0.0)
+        m = max(1, seqs // shape.dp)
+        tp_comm, _, _, ep_comm = _model_comm(self.job, probe.with_(micro_batch=1, grad_accum=m), net, 0.0)
+        return tp_comm + ep_comm
+
+    # --- one count ----------------------------------------------------------------------------------------
+    def search_count(self, count: int) -> _CountResult:
+        """The fastest fitting layouts at one count, pruned by the lower bound against the fastest so far."""
+        res = _CountResult()
+        if self.peak is None:
+            return res  # no peak for this precision: callers refuse it before searching
+        nodes = max(1, math.ceil(count / self.node_size))
+        cheapest = self.recomputes()[0]
+        ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
+                        key=lambda x: (x[0], x[1]))
+        for quick, _, shape in ranked:
+            if self.prune and res.found and quick >= self._best_kept(res):
+                break  # sorted: no later shape can beat the fastest either
+            if self.prune and res.found and self.bound_per_item(shape, cheapest) >= self._best_kept(res):
+                continue
+            if not self._batch_ok(shape, count, res):
+                continue
+            self._search_shape(shape, count, nodes, res)
+        return res
+
+    @staticmethod
+    def _best_kept(res: _CountResult) -> float:
+        # Pruning against the fastest layout so far is safe for it; runner-ups are the others met on the way.
+        return min(f.time for f in res.found)
+
+    def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
+        job, g = self.job, self.job.global_batch_seqs
+        if g and shape.dp > g:
+            res.batch_miss = res.batch_miss or Miss(
+                self.gpu.id, count, "scale", f"a global batch of {g} sequences feeds at most {g} data-parallel "
+                                             f"ranks, not {shape.dp}", 2.5)
+            return False
+        if g and job.global_batch_given and g % shape.dp:
+            res.batch_miss = res.batch_miss or Miss(
+                self.gpu.id, count, "scale", f"the global batch of {g} does not split evenly over {shape.dp} "
+                                             "data-parallel ranks", 2.5)
+            return False
+        if not g:
+            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            if shape.dp > cap:
+                limit = self.a.defaults.max_global_batch_items.value
+                res.batch_miss = res.batch_miss or Miss(
+                    self.gpu.id, count, "scale", f"{shape.dp} data-parallel ranks need a global batch of at least "
+                                                 f"{shape.dp} samples; the default limit of {limit:,.0f} "
+                                                 f"{job.unit.removesuffix('/s')} allows {cap} (--global-batch "
+                                                 "sets yours)", 2.5)
+                return False
+        return True
+
+    def _search_shape(self, shape: Shape, count: int, nodes: int, res: _CountResult) -> None:
+        zeros = self.zeros(shape)
+        if self.prune and 0 in zeros and 1 in zeros:
+            zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
+        zero1_mb: dict[str, int] = {}
+        for zero in zeros:
+            base = Layout(count=count, nodes=nodes, node_size=self.node_size, precision=self.precision, tp=shape.tp,
+                          pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, virtual=shape.virtual,
+                          sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
+                          shard_group=self.cfg.shard_group or 0)
+            room = self.room_total - self.model.fixed_high(base)
+            seen_mb = -1
+            for recompute in self.recomputes():
+                per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
+                mb_max = int(room // per) if per > 0 else 1 << 20
+                need = self.room_total - room + per * (self.job.batch_size or 1)
+                if res.leanest is None or need < res.leanest[0]:
+                    res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
+                if mb_max < 1 or (self.prune and mb_max == seen_mb):
+                    continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
+                seen_mb = mb_max
+                if zero == 1:
+                    zero1_mb[recompute] = mb_max
+                elif self.prune and zero == 2 and zero1_mb.get(recompute) == mb_max:
+                    continue  # ZeRO-2 only adds traffic to ZeRO-1 unless it buys a larger micro-batch
+                if self.prune and res.found and self.bound_per_item(shape, recompute) >= self._best_kept(res):
+                    continue
+                for mb in self.micro_batches(shape, mb_max):
+                    self._try(base.with_(recompute=recompute, micro_batch=mb), count, res)
+
+    def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
+        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
+        if recompute not in self.flops_per_item:
+            probe = Layout(count=1, nodes=1, node_size=1, precision=self.precision, recompute=recompute)
+            self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
+        assert self.peak is not None
+        per_item = self.flops_per_item[recompute] / (count * self.peak)
+        g = self.job.global_batch_seqs
+        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
+        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+
+    def bound_per_item(self, shape: Shape, recompute: str) -> float:
+        """The lower bound as seconds per item (every term grows with the items a step processes)."""
+        seqs = self.job.global_batch_seqs or shape.dp
+        return self.lower_bound(shape, recompute) / (seqs * max(self.job.items_per_sequence, 1))
+
+    def _try(self, layout: Layout, count: int, res: _CountResult) -> None:
+        job = self.job
+        g = job.global_batch_seqs
+        accum = max(1, math.ceil(g / (layout.micro_batch * layout.dp))) if g else 1
+        layout = layout.with_(grad_accum=accum)
+        facts = layout_facts(self.gpu_facts, layout, self.gpu)
+        key = tuple(facts[f] for f in self.tested)
+        if key not in self.verdicts:
+            self.verdicts[key] = first_constraint(self.constraints, facts)
+        hard = self.verdicts[key]
+        if hard is not None:
+            res.constraint_miss = res.constraint_miss or Miss(self.gpu.id, count, "constraint",
+                                                              f"{hard.message} (rule {hard.rule_id})", 2.0)
+            return
+        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
+        step = training_step(job, self.gpu, layout, self.fabric, self.a, per)
+        if step is None:
+            return
+        res.evaluated += 1
+        # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
+        found = _Found(step.total_s / step.items, res.evaluated, layout, step)
+        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not batch.
+        same = [f for f in res.found if _variant(f.layout) == _variant(layout)]
+        if same:
+            if same[0].time <= found.time:
+                return
+            res.found.remove(same[0])
+        res.found.append(found)
+        if len(res.found) > RUNNERS_UP:
+            res.found.remove(max(res.found))
+
+    # --- results ------------------------------------------------------------------------------------------
+    def candidate(self, found: _Found) -> Candidate:
+        """A found layout with its memory breakdown and rule firings."""
+        memory = self.model.components(found.layout, self.usable)
+        facts = plan_facts(self.gpu_facts, found.layout, memory, self.gpu, found.step.comm_fraction)
+        return Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step,
+                         firings=evaluate(self.others, facts), facts=facts)
+
+    def miss(self, count: int, res: _CountResult) -> Miss | None:
+        """The real reason nothing ran at this count: memory, the global batch, or a hard rule."""
+        if res.leanest is not None and res.constraint_miss is None:
+            memory = self.model.components(res.leanest[1], self.usable)
+            return Miss(self.gpu.id, count, "memory", f"needs {memory.high_gb:.0f} GB per GPU, has "
+                                                      f"{self.gpu.memory_gb:g} ({self.usable:.0f} usable; "
+                                                      f"largest: {memory.dominant})", 1.0 / count)
+        return res.constraint_miss or res.batch_miss
+
+    def leanest_memory(self, res: _CountResult) -> tuple[Layout, Memory] | None:
+        """The layout needing the least memory among those tried, with its breakdown."""
+        if res.leanest is None:
+            return None
+        return res.leanest[1], self.model.components(res.leanest[1], self.usable)
+
+
+def _variant(layout: Layout) -> tuple[Any, ...]:
+    return (layout.tp, layout.pp, layout.cp, layout.ep, layout.sharding, layout.recompute)
+
+
+def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
+                    counts: list[int] | None = None) -> tuple[list[Candidate], list[Miss]]:
+    """Every count of this GPU (or the given ones) with its fastest fitting layout and runner-ups, and the
+    misses with their real reasons."""
+    search = TrainingSearch(ctx, gpu, precision, node_size)
+    candidates: list[Candidate] = []
+    misses: list[Miss] = []
+    for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
+        res = search.search_count(count)
+        if res.found:
+            ordered = sorted(res.found)
+            best = search.candidate(ordered[0])
+            best.alternatives = [search.candidate(f) for f in ordered[1:]]
+            candidates.append(best)
+        else:
+            miss = search.miss(count, res)
+            if miss is not None:
+                misses.append(miss)
+    return candidates, misses
+
+
+def brute_force_best(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int) -> _Found | None:
+    """The fastest fitting layout by exhaustive search (no pruning): the reference the tests hold the search to."""
+    search = TrainingSearch(ctx, gpu, precision, node_size, prune=False)
+    res = search.search_count(count)
+    return min(res.found) if res.found else None
+
+

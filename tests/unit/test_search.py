@@ -1,0 +1,103 @@
+"""Unit tests of the training search (pruned = brute force), goodput, parallel memory and the bubble."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.context import Context
+from advisor.efficiency import PriorEfficiency
+from advisor.goodput import daly_interval_s, goodput, goodput_fraction
+from advisor.inputs import Constraints, RunConfig, Workload
+from advisor.job import resolve_job
+from advisor.layout import Layout
+from advisor.memory import GB, TrainingMemoryModel
+from advisor.plans_training import TrainingSearch, brute_force_best
+from advisor.speed import training_step
+
+
+def _ctx(knowledge, **w):  # type: ignore[no-untyped-def]
+    job = resolve_job(knowledge, Workload(**w), need_data=False)
+    return Context(knowledge, job, Constraints(), PriorEfficiency(knowledge.assumptions))
+
+
+@pytest.mark.parametrize("model,kind,gpu,count", [
+    ("llama-2-7b", "finetune", "a100-80gb-sxm", 8), ("llama-2-7b", "pretrain", "l40s", 16),
+    ("llama-2-70b", "finetune", "h100-sxm", 32), ("mixtral-8x7b", "pretrain", "h100-sxm", 16),
+    ("mpt-125m", "pretrain", "h100-sxm", 8), ("llama-2-13b", "lora", "a10g", 4), ("bert-large", "pretrain", "v100-32gb", 8),
+])
+def test_pruned_search_finds_the_brute_force_best(knowledge, model: str, kind: str, gpu: str, count: int) -> None:  # type: ignore[no-untyped-def]
+    g = knowledge.gpu(gpu)
+    precision = "bf16" if g.tflops.bf16 else "fp16"
+    ctx = _ctx(knowledge, model=model, kind=kind, precision=precision)
+    node = min(count, g.gpus_per_node)
+    pruned = TrainingSearch(ctx, g, precision, node)
+    res = pruned.search_count(count)
+    exact = brute_force_best(ctx, g, pruned.precision, node, count)
+    assert (exact is None) == (not res.found)
+    if exact is not None:
+        assert min(res.found).time == pytest.approx(exact.time, rel=1e-12)
+
+
+def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-untyped-def]
+    ctx = _ctx(knowledge, model="gpt3-175b", kind="pretrain", precision="bf16", seq_len=2048)
+    gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
+    for v in (1, 2, 4):
+        lay = Layout(count=64, nodes=8, node_size=8, precision="bf16", tp=8, pp=8, dp=1, recompute="full",
+                     micro_batch=1, grad_accum=32, virtual=v)
+        step = training_step(ctx.job, gpu, lay, ctx.fabric(gpu), a, 0.0)
+        assert step is not None
+        assert step.bubble_s == pytest.approx(step.roofline_s * 7 / (32 * v))  # (p - 1) / (m v)
+
+
+def test_fsdp_with_tensor_parallel_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
+    # 2D: FSDP over 8 data-parallel ranks x TP 8: weights, gradients and states each / (tp x dp).
+    ctx = _ctx(knowledge, model="llama-2-70b", kind="pretrain", precision="bf16")
+    model = TrainingMemoryModel(ctx.job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
+    lay = Layout(count=64, nodes=8, node_size=8, precision="bf16", tp=8, dp=8, sharding="zero3")
+    st = model.states(lay)
+    per = ctx.job.params / 64
+    assert st["weights"][0] == pytest.approx(per * 2)
+    assert st["gradients"][0] == pytest.approx(per * 2)
+    assert st["optimizer"][0] + st["master_weights"][0] == pytest.approx(per * 12)
+
+
+def test_expert_parallel_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
+    # Mixtral: experts split over EP, attention and embeddings replicated; all experts are in memory.
+    ctx = _ctx(knowledge, model="mixtral-8x7b", kind="pretrain", precision="bf16")
+    arch = ctx.job.arch
+    assert arch is not None and arch.is_moe
+    experts = arch.expert_params
+    assert experts == pytest.approx(32 * 8 * 3 * 4096 * 14336)
+    model = TrainingMemoryModel(ctx.job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
+    lay = Layout(count=8, nodes=1, node_size=8, precision="bf16", dp=8, ep=8, sharding="ddp")
+    weights = model.states(lay)["weights"][0]
+    assert weights == pytest.approx(((ctx.job.params - experts) + experts / 8) * 2)
+
+
+def test_young_daly_goodput() -> None:
+    # delta = 60 s, M = 10 h: Daly's interval sqrt(2 x 60 x 36000) - 60 = 2018.5 s.
+    assert daly_interval_s(60.0, 36000.0) == pytest.approx(math.sqrt(2 * 60 * 36000) - 60)
+    assert daly_interval_s(30000.0, 36000.0) == 36000.0  # delta >= M / 2: checkpoint once per failure
+    tau = daly_interval_s(60.0, 36000.0)
+    waste = 60 / (tau + 60) + ((tau + 60) / 2 + 900) / 36000
+    assert goodput_fraction(60.0, tau, 900.0, 36000.0) == pytest.approx(1 - waste)
+
+
+def test_goodput_falls_with_scale(knowledge) -> None:  # type: ignore[no-untyped-def]
+    job = resolve_job(knowledge, Workload(model="llama-3.1-405b", kind="pretrain"), need_data=False)
+    small, large = goodput(job, 1024, knowledge.assumptions), goodput(job, 16384, knowledge.assumptions)
+    assert large.mtbf_h == pytest.approx(1 / (1.973e-5 * 16384))  # Llama 3: about 3 h between interruptions
+    assert 0.85 < large.fraction < small.fraction < 1.0
+
+
+def test_hf_loss_is_larger_than_megatron(knowledge) -> None:  # type: ignore[no-untyped-def]
+    gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
+    per = {}
+    for stack in ("hf", "megatron", "unsloth"):
+        job = resolve_job(knowledge, Workload(model="llama-3.1-8b", kind="finetune", seq_len=8192,
+                                              config=RunConfig(stack=stack)), need_data=False)
+        per[stack] = TrainingMemoryModel(job, gpu, "bf16", a).loss_per_seq / GB
+    assert per["hf"] == pytest.approx(16 * 8192 * 128256 / GB)
+    assert per["unsloth"] < per["megatron"] < per["hf"]
