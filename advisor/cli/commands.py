@@ -24,7 +24,7 @@ FLAG = {"kind": "--workload", "params": "--params", "seq_len": "--seq-len", "bat
         "lora_rank": "--lora-rank", "requests_per_s": "--requests-per-s", "prompt_tokens": "--prompt-tokens",
         "output_tokens": "--output-tokens", "tpot_ms": "--tpot-ms", "ttft_ms": "--ttft-ms",
         "budget_usd": "--budget", "deadline_hours": "--deadline", "max_gpus": "--max-gpus", "headroom": "--headroom",
-        "top": "--top", "model": "--model"}
+        "top": "--top", "model": "--model", "max_price_age_months": "--max-price-age"}
 
 
 def _validated(cls: type, data: dict[str, Any]) -> Any:
@@ -82,6 +82,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
         "providers": split(g("provider")), "gpus": split(g("gpu")) if g("command") == "recommend" else None,
         "objective": g("objective"), "top": _int(g("top"), "--top"), "max_gpus": _int(g("max_gpus"), "--max-gpus"),
         "headroom": _float(g("headroom"), "--headroom", positive=False), "fabric": g("fabric"),
+        "max_price_age_months": _float(g("max_price_age"), "--max-price-age"),
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -111,23 +112,32 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_prices(args: argparse.Namespace) -> int:
+    from advisor.catalog.prices import all_offers
+    from advisor.cost import offer_flags
+
+    if getattr(args, "prices_command", None) == "update":
+        from advisor.prices_update import update_cli
+
+        return update_cli(args)
     knowledge = load_knowledge()
-    offers = list(knowledge.offers)
+    offers = all_offers(knowledge)
     if args.gpu:
         gpu = knowledge.gpu(args.gpu)
         offers = [o for o in offers if o.gpu == gpu.id]
     if args.provider:
-        providers = sorted({o.provider for o in knowledge.offers})
+        providers = sorted({o.provider for o in all_offers(knowledge)})
         if args.provider.lower() not in providers:
             raise InputError(f"--provider {args.provider!r}: unknown; accepted: {', '.join(providers)}")
         offers = [o for o in offers if o.provider == args.provider.lower()]
     if args.pricing:
         offers = [o for o in offers if o.pricing.startswith(args.pricing)]
+    max_age = _float(getattr(args, "max_price_age", None), "--max-price-age") or 12.0
+    flags = offer_flags(offers, max_age)
     if (args.format or "table") == "json":
-        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour} for o in offers],
-                         indent=2))
+        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour,
+                                                       "flags": flags[id(o)]} for o in offers], indent=2))
     else:
-        print(render.prices_table(offers))
+        print(render.prices_table(offers, flags, max_age))
     return 0
 
 

@@ -76,7 +76,9 @@ def build_parser() -> Parser:
     p.add_argument("--gpu", help="only this GPU")
     p.add_argument("--provider", help="only this provider")
     p.add_argument("--pricing", choices=("on-demand", "spot", "reserved"), help="only this pricing plan")
+    p.add_argument("--max-price-age", metavar="MONTHS", help="flag offers older than this as stale (default 12)")
     _format_arg(p, ("table", "json"), "table")
+    _prices_update_parser(p)
 
     p = sub.add_parser("predict", help="throughput, memory and step time of one GPU x count",
                        description="Predict throughput (with a P10-P90 interval), per-GPU memory and step time "
@@ -111,6 +113,8 @@ def build_parser() -> Parser:
     g.add_argument("--max-gpus", help="largest count to consider (default 1024)")
     g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
     g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
+    g.add_argument("--max-price-age", metavar="MONTHS",
+                   help="leave out cloud offers older than this many months (default 12)")
     g.add_argument("--electricity-usd-kwh", help="on-prem: power tariff")
     g.add_argument("--utilization", help="on-prem: average utilisation of the owned GPUs")
     g.add_argument("--years", help="on-prem: amortisation period")
@@ -157,6 +161,20 @@ def build_parser() -> Parser:
     p.add_argument("file", nargs="?", help="CSV of measured runs")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     return parser
+
+
+def _prices_update_parser(p: argparse.ArgumentParser) -> None:
+    """`gpu-advisor prices update`: refresh offers from SkyPilot-format catalogues."""
+    psub = p.add_subparsers(dest="prices_command", metavar="ACTION", parser_class=Parser)
+    up = psub.add_parser("update", help="refresh offers from SkyPilot-format price catalogues",
+                         description="Read catalogs/v8/<cloud>/vms.csv files (SkyPilot's format) from a URL or a "
+                                     "folder, validate every row and save the offers, dated today, in your data "
+                                     "directory; the shipped snapshot stays as the fallback.")
+    up.add_argument("--from", dest="from_dir", metavar="DIR",
+                    help="a folder holding <cloud>/vms.csv (or catalogs/v8/<cloud>/vms.csv) instead of the URL")
+    up.add_argument("--url", help="base URL of the catalogue (default: SkyPilot's public v8 catalogue)")
+    up.add_argument("--cloud", help="comma-separated clouds to read (default: aws,gcp,lambda,runpod,azure)")
+    up.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
