@@ -184,7 +184,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
     onprem = None
     if constraints.deployment == "on-prem":
-        from advisor.ops.tco import onprem_overrides
+        from advisor.cli.tco_args import onprem_overrides
 
         onprem = onprem_overrides(args)
     report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
@@ -234,10 +234,11 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def cmd_tco(args: argparse.Namespace) -> int:
-    from advisor.ops.tco import tco_from_args
+    from advisor.cli.tco_args import tco_inputs
+    from advisor.ops.tco import tco
 
     knowledge = load_knowledge()
-    result = tco_from_args(knowledge, args)
+    result = tco(knowledge, tco_inputs(args))
     if (args.format or "table") == "json":
         print(json.dumps(result.model_dump(mode="json"), indent=2))
     else:

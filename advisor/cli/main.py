@@ -133,15 +133,17 @@ def build_parser() -> Parser:
     _format_arg(p, ("text", "json"), "text")
 
     p = sub.add_parser("tco", help="total cost of ownership and buy versus rent",
-                       description="Total cost of owning GPUs: hardware, power, staff, space, network; "
+                       description="Total cost of owning GPUs: hardware, network, power, operations (staff and "
+                                   "maintenance, one category), space; "
                                    "break-even against the cheapest cloud plan.")
     p.add_argument("--gpu", required=True, help="GPU id or alias")
     p.add_argument("--count", required=True, help="number of GPUs")
     p.add_argument("--years", help="amortisation period (default 3)")
     p.add_argument("--utilization", help="average utilisation, 0-1 (default 0.75, the field guide's target)")
     p.add_argument("--electricity-usd-kwh", help="power tariff, USD per kWh")
-    p.add_argument("--pue", help="data-centre power usage effectiveness (default 1.4)")
-    p.add_argument("--staff-usd-year", help="operations staff cost per year for this cluster")
+    p.add_argument("--pue", help="data-centre power usage effectiveness (default 1.58, Uptime Institute 2023 average)")
+    p.add_argument("--staff-usd-year", help="operations (staff and maintenance) cost per year for this cluster "
+                                            "(default: the guide's 15%% of the amortised hardware cost)")
     p.add_argument("--off-peak-usd-kwh", help="off-peak tariff for 22:00-08:00, USD per kWh")
     p.add_argument("--gpu-hours-per-month", help="your predicted GPU-hours per month (default: utilisation x hours)")
     _format_arg(p, ("table", "json"), "table")

@@ -17,7 +17,8 @@ from advisor.recommend import recommend
 
 def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ignore[no-untyped-def]
     out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, years=3, utilization=0.6))
-    assert {c.component for c in out.lines} == {"hardware", "power", "staff", "space", "network", "maintenance"}
+    # One operations category: the guide's staff share and its 15% maintenance rule are not both charged.
+    assert {c.component for c in out.lines} == {"hardware", "network", "power", "operations", "space"}
     assert sum(c.usd for c in out.lines) == pytest.approx(out.total_usd, rel=1e-6)
     assert sum(c.share for c in out.lines) == pytest.approx(1.0, abs=1e-3)
     power = next(c for c in out.lines if c.component == "power")
@@ -25,6 +26,36 @@ def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ign
     assert power.usd == pytest.approx(8 * 1275 * 0.6 * 8760 / 1000 * 1.58 * 0.0806 * 3, rel=1e-6)
     assert power.flag.startswith("far outside")  # the guide's 25-35% does not hold at US industrial tariffs
     assert out.usd_per_gpu_hour == pytest.approx(out.total_usd / (8 * 8760 * 3 * 0.6), abs=1e-4)
+    # The per-GPU-hour attribution has one part per line and the parts add up to the table's total.
+    assert set(out.attribution_per_gpu_hour) == {c.component for c in out.lines}
+    assert sum(out.attribution_per_gpu_hour.values()) == pytest.approx(out.usd_per_gpu_hour, abs=1e-3)
+
+
+def test_operations_is_not_circular_and_staff_replaces_it(knowledge) -> None:  # type: ignore[no-untyped-def]
+    base = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
+    ops = next(c for c in base.lines if c.component == "operations")
+    hw = sum(c.usd for c in base.lines if c.component in ("hardware", "network"))
+    assert ops.usd == pytest.approx(0.15 * hw, rel=1e-6)  # the guide's rule, not a fixed share of the total
+    given = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3, staff_usd_year=200_000))
+    assert next(c for c in given.lines if c.component == "operations").usd == pytest.approx(600_000)
+
+
+def test_staged_purchase_is_whole_servers_at_the_nearest_share(knowledge) -> None:  # type: ignore[no-untyped-def]
+    out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
+    first = out.staged[0]
+    assert first.gpus == 24 and "25.6" in first.action  # 40% of 64 = 25.6 -> 3 servers of 8
+    assert sum(s.gpus for s in out.staged) == 64
+    gpu = knowledge.gpu("h100-sxm")
+    assert first.usd > 24 * gpu.price.usd  # servers and fabric are part of each step's cost
+
+
+def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:  # type: ignore[no-untyped-def]
+    from advisor.catalog.tco import load_tco
+    from advisor.cli.main import build_parser
+
+    pue = load_tco(knowledge).power.pue.value
+    tco_parser = build_parser()._subparsers._group_actions[0].choices["tco"]  # type: ignore[union-attr]
+    assert f"default {pue:g}" in tco_parser.format_help()
 
 
 def test_buy_versus_rent_break_even(knowledge) -> None:  # type: ignore[no-untyped-def]
@@ -45,7 +76,7 @@ def test_options_and_staged_purchase(knowledge) -> None:  # type: ignore[no-unty
     assert names == ["purchase", "lease", "joint development"]
     lease = out.options[1]
     assert lease.total_usd == pytest.approx(out.options[0].total_usd * 1.30, rel=1e-6)
-    assert out.staged[0].gpus == 32 and sum(s.gpus for s in out.staged) == 64  # 40% in whole servers first
+    assert out.staged[0].gpus == 24 and sum(s.gpus for s in out.staged) == 64  # 40% = 25.6 -> 3 whole servers
     assert [s.month for s in out.staged] == [0, 3, 6, 9][: len(out.staged)]
 
 
