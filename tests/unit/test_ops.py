@@ -113,7 +113,27 @@ def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-
     assert ops.power_effect is not None and ops.power_effect.energy_kwh_capped < ops.power_effect.energy_kwh
 
 
-def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
+def _check_xid_rules(rules: dict) -> None:  # type: ignore[type-arg]
+    """DCGM_FI_DEV_XID_ERRORS is a gauge (the last Xid): alert on its changes, application Xids apart."""
+    hard, app = rules["GPUXidError"]["expr"], rules["GPUApplicationXid"]["expr"]
+    assert "increase(" not in hard + app and hard.startswith("changes(DCGM_FI_DEV_XID_ERRORS[")
+    for xid in (13, 31, 43, 45):
+        assert f"DCGM_FI_DEV_XID_ERRORS != {xid}" in hard and f"DCGM_FI_DEV_XID_ERRORS == {xid}" in app
+    assert rules["GPUXidError"]["labels"]["severity"] == "critical"
+    assert rules["GPUApplicationXid"]["labels"]["severity"] == "warning"
+
+
+def _check_image(gpu, image: str) -> None:  # type: ignore[no-untyped-def]
+    """The container's CUDA (in its tag) is at least the GPU architecture's minimum."""
+    import re
+
+    from advisor.ops.launch import MIN_CUDA
+
+    cuda = tuple(int(x) for x in re.search(r"cuda(\d+)\.(\d+)", image).groups())  # type: ignore[union-attr]
+    assert cuda >= MIN_CUDA[gpu.architecture.lower()], (gpu.id, image)
+
+
+def _check_training_artefacts(report, knowledge) -> None:  # type: ignore[no-untyped-def]
     plan, launch = report.plans[0], report.launch
     per_node = plan.count // plan.nodes
     assert f"--nproc-per-node {per_node}" in launch.torchrun
@@ -124,11 +144,18 @@ def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
     specs = job["spec"]["pytorchReplicaSpecs"]
     replicas = specs["Master"]["replicas"] + specs.get("Worker", {"replicas": 0})["replicas"]
     assert replicas == plan.nodes and job["spec"]["runPolicy"]["backoffLimit"] == 3
-    limits = specs["Master"]["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == per_node
-    rules = yaml.safe_load(launch.prometheus_rules)
-    exprs = " ".join(r["expr"] for r in rules["groups"][0]["rules"])
-    assert "DCGM_FI_DEV_GPU_UTIL" in exprs and "DCGM_FI_DEV_XID_ERRORS" in exprs
+    container = specs["Master"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == per_node
+    # One process per GPU: the PyTorchJob launches through torchrun, never a bare `python train.py`.
+    command = container["command"]
+    assert command[0] == "torchrun" and command[command.index("--nproc-per-node") + 1] == str(per_node)
+    assert command[command.index("--nnodes") + 1] == str(plan.nodes)
+    _check_image(knowledge.gpu(plan.gpu), container["image"])
+    rules = {r["alert"]: r for r in yaml.safe_load(launch.prometheus_rules)["groups"][0]["rules"]}
+    exprs = " ".join(r["expr"] for r in rules.values())
+    assert "DCGM_FI_DEV_GPU_UTIL" in exprs
+    _check_xid_rules(rules)
+
     if launch.framework_config_name == "deepspeed.json":
         ds = json.loads(launch.framework_config)
         stage = {"zero1": 1, "zero2": 2, "zero3": 3}.get(plan.layout.sharding, 0)
@@ -145,18 +172,30 @@ def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
 def test_artefacts_match_a_sharded_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
     report = recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
                        Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"))
-    _check_training_artefacts(report)
+    _check_training_artefacts(report, knowledge)
 
 
-def test_artefacts_match_a_model_parallel_plan(onprem) -> None:  # type: ignore[no-untyped-def]
-    _check_training_artefacts(onprem)
+def test_artefacts_match_a_model_parallel_plan(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
+    _check_training_artefacts(onprem, knowledge)
 
 
 def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
     report = recommend(knowledge, Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
                        Constraints(gpus=("h100-sxm",), objective="fastest"))
     assert report.plans[0].nodes > 1
-    _check_training_artefacts(report)
+    _check_training_artefacts(report, knowledge)
+
+
+def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:  # type: ignore[no-untyped-def]
+    from advisor.ops.launch import MIN_CUDA, container_image
+
+    assert "cuda12.8" in container_image(knowledge, "b200") and MIN_CUDA["blackwell"] == (12, 8)
+    for gpu in knowledge.gpus:
+        image = container_image(knowledge, gpu.id)
+        if gpu.vendor == "amd":
+            assert image.startswith("rocm/")
+        else:
+            _check_image(gpu, image)
 
 
 def test_serving_artefacts(knowledge) -> None:  # type: ignore[no-untyped-def]
