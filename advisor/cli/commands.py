@@ -176,6 +176,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     knowledge = load_knowledge()
     base_w, base_c = _spec_inputs(args.from_file) if args.from_file else ({}, {})
+    if getattr(args, "scenario", None):  # a named scenario's inputs, under the user's flags
+        from advisor.scenarios import scenario_inputs
+
+        sw, sc = scenario_inputs(knowledge, args.scenario, _efficiency(knowledge, args))
+        base_w = {**sw.model_dump(exclude_defaults=True), **base_w}
+        base_c = {**sc.model_dump(exclude_defaults=True), **base_c}
     given_w = workload_fields(args)
     if "model" in given_w or "params" in given_w:  # a new model replaces the file's
         base_w.pop("model", None)
@@ -264,7 +270,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return calibrate_cli(args)
 
 
-COMMANDS = {"gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
+def cmd_cost(args: argparse.Namespace) -> int:
+    from advisor.cli.guide_text import cost_cli
+
+    return cost_cli(args)
+
+
+COMMANDS = {"cost": cmd_cost, "gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
             "recommend": cmd_recommend, "checklist": cmd_checklist, "tco": cmd_tco, "model": cmd_model,
             "calibrate": cmd_calibrate}
 

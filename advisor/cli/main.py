@@ -18,6 +18,8 @@ USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what
   gpu-advisor predict ...          throughput, memory and step time of one GPU x count
   gpu-advisor checklist [TYPE]     troubleshooting steps by error type
   gpu-advisor tco ...              total cost of owning GPUs, and buy versus rent
+  gpu-advisor cost ...             the field guide's cost formula (--guide-example, --scenario)
+  gpu-advisor prices update        refresh cloud prices from SkyPilot-format catalogues
   gpu-advisor gpus | models | prices   the catalogues
   gpu-advisor model train|evaluate     the benchmark-trained efficiency model
   gpu-advisor calibrate FILE.csv   refit the efficiency model on your own measured runs
@@ -119,6 +121,7 @@ def build_parser() -> Parser:
     g.add_argument("--utilization", help="on-prem: average utilisation of the owned GPUs")
     g.add_argument("--years", help="on-prem: amortisation period")
     p.add_argument("--top", help="how many plans to show (default 5)")
+    p.add_argument("--scenario", help="start from a named scenario (field-guide-case-study); flags override it")
     p.add_argument("--from", dest="from_file", metavar="SPEC.toml",
                    help="re-run the inputs of an exported recommendation (flags given here override them)")
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
@@ -148,6 +151,8 @@ def build_parser() -> Parser:
     p.add_argument("--gpu-hours-per-month", help="your predicted GPU-hours per month (default: utilisation x hours)")
     _format_arg(p, ("table", "json"), "table")
 
+    _cost_parser(sub)
+
     p = sub.add_parser("model", help="the benchmark-trained efficiency model",
                        description="Train or evaluate the efficiency model learned from knowledge/benchmarks.csv.")
     msub = p.add_subparsers(dest="model_command", metavar="ACTION", parser_class=Parser)
@@ -163,6 +168,28 @@ def build_parser() -> Parser:
     p.add_argument("file", nargs="?", help="CSV of measured runs")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     return parser
+
+
+def _cost_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`gpu-advisor cost`: the field guide's cost formula, its worked example and its case study."""
+    p = sub.add_parser("cost", help="the field guide's cost formula on your numbers",
+                       description="cost = GPU $/h x GPUs x hours x demand multiplier + storage $/GB-month x GB x "
+                                   "months. --guide-example shows the guide's own example, its errors and the "
+                                   "corrected result; --scenario shows its case study against today's prices.")
+    p.add_argument("--gpu-usd-hour", help="price of one GPU-hour, USD")
+    p.add_argument("--gpus", help="number of GPUs")
+    p.add_argument("--hours", help="hours of use")
+    p.add_argument("--demand", choices=("static", "fluctuating", "high"),
+                   help="demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7 (default static)")
+    p.add_argument("--volatility", help="your own demand multiplier instead of --demand")
+    p.add_argument("--storage-gb", help="data kept in storage, GB (default 0)")
+    p.add_argument("--storage-months", help="months it is kept (default: the hours, in months)")
+    p.add_argument("--storage-usd-gb-month", help="storage price (default: the provider's sourced price)")
+    p.add_argument("--provider", help="provider whose storage price to use (default aws)")
+    p.add_argument("--storage-kind", choices=("object", "block"), help="object (default) or block storage")
+    p.add_argument("--guide-example", action="store_true", help="the guide's worked example, corrected")
+    p.add_argument("--scenario", help="a named scenario: field-guide-case-study")
+    _format_arg(p, ("text", "json"), "text")
 
 
 def _prices_update_parser(p: argparse.ArgumentParser) -> None:
