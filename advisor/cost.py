@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import statistics
 from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.prices import Offer
+from advisor.catalog.prices import Offer, age_months, all_offers, today
 from advisor.inputs import Constraints
 
 PRICING_ROWS = {"on-demand": ("on-demand",), "spot": ("spot",), "reserved": ("reserved-1y", "reserved-3y")}
@@ -29,20 +31,110 @@ def guide_cost(usd_per_gpu_hour: float, gpus: float, hours: float, volatility: f
     return usd_per_gpu_hour * gpus * hours * volatility + storage_usd_per_gb_month * storage_gb * storage_months
 
 
-def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> list[Offer]:
-    """The offers of a GPU under the pricing plan and provider filter, newest per instance and region."""
+OUTLIER_FACTOR = 2.0  # a region over 2x (or under half) the same instance's median across regions is flagged
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """The offers of one GPU sorted into usable, stale (older than the age limit) and region outliers."""
+
+    usable: list[Offer]
+    stale: list[Offer]
+    outliers: list[tuple[Offer, float]]
+    """Each outlier with its instance's median $/GPU-hour across the provider's regions."""
+
+
+def newest_only(offers: list[Offer]) -> list[Offer]:
+    """Keep, per provider, instance and plan, only the newest snapshot (all of its regions)."""
+    latest: dict[tuple[str, str, str], dt.date] = {}
+    for o in offers:
+        key = (o.provider, o.instance, o.pricing)
+        if key not in latest or o.date > latest[key]:
+            latest[key] = o.date
+    return [o for o in offers if o.date == latest[(o.provider, o.instance, o.pricing)]]
+
+
+def outlier_medians(offers: list[Offer]) -> dict[int, float]:
+    """id(offer) -> the median $/GPU-hour of the same instance across the provider's regions, for offers beyond
+    OUTLIER_FACTOR of it (instances are compared with themselves: a bigger host is not a region outlier)."""
+    groups: dict[tuple[str, str, str, str], list[Offer]] = {}
+    for o in offers:
+        groups.setdefault((o.provider, o.instance, o.gpu, o.pricing), []).append(o)
+    flagged: dict[int, float] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        median = statistics.median(o.usd_per_gpu_hour for o in group)
+        for o in group:
+            if o.usd_per_gpu_hour > OUTLIER_FACTOR * median or o.usd_per_gpu_hour < median / OUTLIER_FACTOR:
+                flagged[id(o)] = median
+    return flagged
+
+
+def screen_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints, now: dt.date | None = None) -> Screened:
+    """The offers of a GPU under the pricing plan and provider filter: newest snapshot per instance, then those
+    older than the age limit set aside, then region outliers set aside (they are never ranked first silently)."""
     kinds = PRICING_ROWS[constraints.pricing]
     providers = {p.lower() for p in constraints.providers}
-    rows = [o for o in knowledge.offers_for(gpu.id)
-            if o.pricing in kinds and (not providers or o.provider in providers)]
-    # An instance priced by several snapshots keeps only its newest; regions of that snapshot all stay.
-    latest: dict[tuple[str, str, str], object] = {}
-    for o in rows:
-        key = (o.provider, o.instance, o.pricing)
-        if key not in latest or o.date > latest[key]:  # type: ignore[operator]
-            latest[key] = o.date
-    fresh = [o for o in rows if o.date == latest[(o.provider, o.instance, o.pricing)]]
-    return sorted(fresh, key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance, o.region))
+    rows = [o for o in all_offers(knowledge) if o.gpu == gpu.id
+            and o.pricing in kinds and (not providers or o.provider in providers)]
+    rows = newest_only(rows)
+    now = now or today()
+    stale = [o for o in rows if age_months(o.date, now) > constraints.max_price_age_months]
+    fresh = [o for o in rows if age_months(o.date, now) <= constraints.max_price_age_months]
+    medians = outlier_medians(fresh)
+    outliers = [(o, medians[id(o)]) for o in fresh if id(o) in medians]
+    usable = sorted((o for o in fresh if id(o) not in medians),
+                    key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance, o.region))
+    return Screened(usable, stale, outliers)
+
+
+def offer_flags(offers: list[Offer], max_age_months: float, now: dt.date | None = None) -> dict[int, list[str]]:
+    """id(offer) -> its flags for listing: superseded by a newer snapshot, stale, region outlier."""
+    now = now or today()
+    newest = {id(o) for o in newest_only(offers)}
+    flags: dict[int, list[str]] = {id(o): [] for o in offers}
+    for o in offers:
+        if id(o) not in newest:
+            flags[id(o)].append("superseded")
+        elif age_months(o.date, now) > max_age_months:
+            flags[id(o)].append(f"stale ({age_months(o.date, now):.0f} months)")
+    current = [o for o in offers if id(o) in newest]
+    for key, median in outlier_medians(current).items():
+        flags[key].append(f"region outlier (instance median ${median:.2f}/GPU-h)")
+    return flags
+
+
+def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> list[Offer]:
+    """The offers a plan may be priced on (fresh, not region outliers), cheapest per GPU first."""
+    return screen_offers(knowledge, gpu, constraints).usable
+
+
+def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints) -> list[str]:
+    """What the price screen left out for these GPUs: stale offers, providers with no fresh price, outliers."""
+    stale: list[Offer] = []
+    outliers: list[tuple[Offer, float]] = []
+    fresh_providers: set[str] = set()
+    for gpu in gpus:
+        s = screen_offers(knowledge, gpu, constraints)
+        stale += s.stale
+        outliers += s.outliers
+        fresh_providers |= {o.provider for o in s.usable} | {o.provider for o, _ in s.outliers}
+    notes = []
+    limit = f"{constraints.max_price_age_months:g} months"
+    if stale:
+        oldest = min(o.date for o in stale)
+        gone = sorted({o.provider for o in stale} - fresh_providers)
+        notes.append(f"{len(stale)} {constraints.pricing} offer(s) older than {limit} excluded (oldest "
+                     f"{oldest.isoformat()}; --max-price-age to change; `gpu-advisor prices update` to refresh)"
+                     + (f"; no fresh price from: {', '.join(gone)}" if gone else ""))
+    if outliers:
+        shown = ", ".join(f"{o.provider} {o.region} {o.gpu} ${o.usd_per_gpu_hour:.2f}/GPU-h vs median "
+                          f"${median:.2f}" for o, median in outliers[:3])
+        more = f" and {len(outliers) - 3} more" if len(outliers) > 3 else ""
+        notes.append(f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
+                     f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): {shown}{more}")
+    return notes
 
 
 @dataclass(frozen=True, slots=True)

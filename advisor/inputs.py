@@ -136,3 +136,4 @@ class Constraints(Strict):
     max_gpus: int = Field(default=1024, ge=1, le=MAX_COUNT)
     headroom: float | None = Field(default=None, ge=0.0, lt=0.9)
     fabric: str | None = None
+    max_price_age_months: float = Field(default=12.0, gt=0, le=600)

@@ -9,7 +9,9 @@ from typing import Callable
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.context import Context
-from advisor.cost import CostRange, PriceChoice, best_offer, node_size_for, plan_cost, spot_overhead, usable_offers
+from advisor.cost import (
+    CostRange, PriceChoice, best_offer, node_size_for, plan_cost, price_notes, spot_overhead, usable_offers,
+)
 from advisor.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.errors import InputError
 from advisor.inputs import Constraints, Workload
@@ -449,6 +451,8 @@ def recommend(knowledge: Knowledge, workload: Workload, constraints: Constraints
     notes = []
     if not job.training:
         notes.extend(serving_notes)
+    if constraints.deployment == "cloud":  # stale and outlier offers the price screen left out
+        notes += price_notes(knowledge, select_gpus(knowledge, constraints), constraints)
     return Report(
         workload=workload, constraints=constraints,
         job=JobOut(model=job.model_id, model_name=job.model_name, kind=job.kind, params=job.params,

@@ -17,3 +17,4 @@ def knowledge() -> Knowledge:
 def isolated_user_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own calibration and checklist ticks out of every test."""
     monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path_factory.mktemp("user-data")))
+    monkeypatch.setenv("GPU_ADVISOR_TODAY", "2026-11-30")  # price staleness is judged against a fixed day

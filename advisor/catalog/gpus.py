@@ -11,12 +11,21 @@ from advisor.catalog.common import Strict
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+# The dtypes each NVIDIA architecture's tensor cores execute (NVIDIA architecture whitepapers: Volta FP16;
+# Turing adds INT8; Ampere adds TF32 and BF16; Ada and Hopper add FP8). Every GPU needs a peak for each, or a
+# 'missing' note saying why none is sourced.
+TENSOR_DTYPES: dict[str, tuple[str, ...]] = {
+    "volta": ("fp16",), "turing": ("fp16", "int8"), "ampere": ("tf32", "fp16", "bf16", "int8"),
+    "ada": ("tf32", "fp16", "bf16", "fp8", "int8"), "hopper": ("tf32", "fp16", "bf16", "fp8", "int8"),
+    "blackwell": ("tf32", "fp16", "bf16", "fp8", "int8"),
+}
 
 
 class Interconnect(Strict):
     """The GPU-to-GPU link inside one server."""
 
-    kind: Literal["nvswitch", "nvlink-bridge", "pcie", "infinity-fabric"]
+    kind: Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "infinity-fabric"]
+    """nvlink-mesh: direct NVLink between some pairs only (V100 SXM2's hybrid cube-mesh), no switch."""
     gbs: PositiveFloat | None = None
     """Per GPU, both directions added, GB/s."""
     domain: PositiveInt = 1

@@ -1,15 +1,24 @@
-"""Provides the cloud price schema: one offer = provider, region, instance, GPUs, $/hour, plan, date."""
+"""Provides the cloud price schema (one offer = provider, region, instance, GPUs, $/hour, plan, date) and the
+offers refreshed by `gpu-advisor prices update` in the user data directory, which supersede the snapshot."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import PositiveFloat, PositiveInt
+from pydantic import PositiveFloat, PositiveInt, TypeAdapter, ValidationError
 
 from advisor.catalog.common import Strict
 
+if TYPE_CHECKING:
+    from advisor.catalog.loader import Knowledge
+
 Pricing = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
+DAYS_PER_MONTH = 30.44
+USER_PRICES = "prices.json"
 
 
 class Offer(Strict):
@@ -31,3 +40,56 @@ class Offer(Strict):
     def usd_per_gpu_hour(self) -> float:
         """The instance price divided by its GPUs."""
         return self.usd_per_hour / self.gpus
+
+
+class UserPrices(Strict):
+    """The file `prices update` writes: offers with their date and where they were read."""
+
+    schema_version: Literal[1] = 1
+    fetched: dt.date
+    source: str
+    offers: tuple[Offer, ...]
+
+
+def today() -> dt.date:
+    """Today's date ($GPU_ADVISOR_TODAY, an ISO date, pins it for tests and reproducible reports)."""
+    pinned = os.environ.get("GPU_ADVISOR_TODAY")
+    return dt.date.fromisoformat(pinned) if pinned else dt.date.today()
+
+
+def age_months(date: dt.date, now: dt.date | None = None) -> float:
+    """How many months old a price is."""
+    return ((now or today()) - date).days / DAYS_PER_MONTH
+
+
+def user_prices_path() -> Path:
+    """Where refreshed offers live (the user data directory)."""
+    from advisor.userdata import data_dir
+
+    return data_dir() / USER_PRICES
+
+
+_CACHE: dict[tuple[str, float], UserPrices | None] = {}
+
+
+def load_user_prices(path: Path | None = None) -> UserPrices | None:
+    """The refreshed offers, or None when there are none (an unreadable file is ignored: the snapshot serves)."""
+    path = path or user_prices_path()
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError:
+        return None
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = TypeAdapter(UserPrices).validate_python(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, ValidationError):
+            _CACHE[key] = None
+    return _CACHE[key]
+
+
+def all_offers(knowledge: Knowledge) -> list[Offer]:
+    """Refreshed offers (GPUs the catalogue knows) followed by the shipped snapshot."""
+    user = load_user_prices()
+    known = {g.id for g in knowledge.gpus}
+    fresh = [o for o in user.offers if o.gpu in known] if user else []
+    return fresh + list(knowledge.offers)

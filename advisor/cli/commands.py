@@ -24,7 +24,7 @@ FLAG = {"kind": "--workload", "params": "--params", "seq_len": "--seq-len", "bat
         "lora_rank": "--lora-rank", "requests_per_s": "--requests-per-s", "prompt_tokens": "--prompt-tokens",
         "output_tokens": "--output-tokens", "tpot_ms": "--tpot-ms", "ttft_ms": "--ttft-ms",
         "budget_usd": "--budget", "deadline_hours": "--deadline", "max_gpus": "--max-gpus", "headroom": "--headroom",
-        "top": "--top", "model": "--model", "config": ""}
+        "top": "--top", "model": "--model", "config": "", "max_price_age_months": "--max-price-age"}
 CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
 
 
@@ -96,6 +96,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
         "providers": split(g("provider")), "gpus": split(g("gpu")) if g("command") == "recommend" else None,
         "objective": g("objective"), "top": _int(g("top"), "--top"), "max_gpus": _int(g("max_gpus"), "--max-gpus"),
         "headroom": _float(g("headroom"), "--headroom", positive=False), "fabric": g("fabric"),
+        "max_price_age_months": _float(g("max_price_age"), "--max-price-age"),
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -125,23 +126,32 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_prices(args: argparse.Namespace) -> int:
+    from advisor.catalog.prices import all_offers
+    from advisor.cost import offer_flags
+
+    if getattr(args, "prices_command", None) == "update":
+        from advisor.prices_update import update_cli
+
+        return update_cli(args)
     knowledge = load_knowledge()
-    offers = list(knowledge.offers)
+    offers = all_offers(knowledge)
     if args.gpu:
         gpu = knowledge.gpu(args.gpu)
         offers = [o for o in offers if o.gpu == gpu.id]
     if args.provider:
-        providers = sorted({o.provider for o in knowledge.offers})
+        providers = sorted({o.provider for o in all_offers(knowledge)})
         if args.provider.lower() not in providers:
             raise InputError(f"--provider {args.provider!r}: unknown; accepted: {', '.join(providers)}")
         offers = [o for o in offers if o.provider == args.provider.lower()]
     if args.pricing:
         offers = [o for o in offers if o.pricing.startswith(args.pricing)]
+    max_age = _float(getattr(args, "max_price_age", None), "--max-price-age") or 12.0
+    flags = offer_flags(offers, max_age)
     if (args.format or "table") == "json":
-        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour} for o in offers],
-                         indent=2))
+        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour,
+                                                       "flags": flags[id(o)]} for o in offers], indent=2))
     else:
-        print(render.prices_table(offers))
+        print(render.prices_table(offers, flags, max_age))
     return 0
 
 
@@ -190,6 +200,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     knowledge = load_knowledge()
     base_w, base_c = _spec_inputs(args.from_file) if args.from_file else ({}, {})
+    if getattr(args, "scenario", None):  # a named scenario's inputs, under the user's flags
+        from advisor.scenarios import scenario_inputs
+
+        sw, sc = scenario_inputs(knowledge, args.scenario, _efficiency(knowledge, args))
+        base_w = {**sw.model_dump(exclude_defaults=True), **base_w}
+        base_c = {**sc.model_dump(exclude_defaults=True), **base_c}
     given_w = workload_fields(args)
     if "model" in given_w or "params" in given_w:  # a new model replaces the file's
         base_w.pop("model", None)
@@ -200,7 +216,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
     onprem = None
     if constraints.deployment == "on-prem":
-        from advisor.ops.tco import onprem_overrides
+        from advisor.cli.tco_args import onprem_overrides
 
         onprem = onprem_overrides(args)
     report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
@@ -250,10 +266,11 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def cmd_tco(args: argparse.Namespace) -> int:
-    from advisor.ops.tco import tco_from_args
+    from advisor.cli.tco_args import tco_inputs
+    from advisor.ops.tco import tco
 
     knowledge = load_knowledge()
-    result = tco_from_args(knowledge, args)
+    result = tco(knowledge, tco_inputs(args))
     if (args.format or "table") == "json":
         print(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -279,7 +296,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return calibrate_cli(args)
 
 
-COMMANDS = {"gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
+def cmd_cost(args: argparse.Namespace) -> int:
+    from advisor.cli.guide_text import cost_cli
+
+    return cost_cli(args)
+
+
+COMMANDS = {"cost": cmd_cost, "gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
             "recommend": cmd_recommend, "checklist": cmd_checklist, "tco": cmd_tco, "model": cmd_model,
             "calibrate": cmd_calibrate}
 

@@ -20,6 +20,8 @@ USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what
   gpu-advisor predict ...          throughput, memory and step time of one GPU x count
   gpu-advisor checklist [TYPE]     troubleshooting steps by error type
   gpu-advisor tco ...              total cost of owning GPUs, and buy versus rent
+  gpu-advisor cost ...             the field guide's cost formula (--guide-example, --scenario)
+  gpu-advisor prices update        refresh cloud prices from SkyPilot-format catalogues
   gpu-advisor gpus | models | prices   the catalogues
   gpu-advisor model train|evaluate     the benchmark-trained efficiency model
   gpu-advisor calibrate FILE.csv   refit the efficiency model on your own measured runs
@@ -97,7 +99,9 @@ def build_parser() -> Parser:
     p.add_argument("--gpu", help="only this GPU")
     p.add_argument("--provider", help="only this provider")
     p.add_argument("--pricing", choices=("on-demand", "spot", "reserved"), help="only this pricing plan")
+    p.add_argument("--max-price-age", metavar="MONTHS", help="flag offers older than this as stale (default 12)")
     _format_arg(p, ("table", "json"), "table")
+    _prices_update_parser(p)
 
     p = sub.add_parser("predict", help="throughput, memory and step time of one GPU x count",
                        description="Predict throughput (with a P10-P90 interval), per-GPU memory and step time "
@@ -132,10 +136,13 @@ def build_parser() -> Parser:
     g.add_argument("--max-gpus", help="largest count to consider, up to 65536 (default 1024)")
     g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
     g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
+    g.add_argument("--max-price-age", metavar="MONTHS",
+                   help="leave out cloud offers older than this many months (default 12)")
     g.add_argument("--electricity-usd-kwh", help="on-prem: power tariff")
     g.add_argument("--utilization", help="on-prem: average utilisation of the owned GPUs")
     g.add_argument("--years", help="on-prem: amortisation period")
     p.add_argument("--top", help="how many plans to show (default 5)")
+    p.add_argument("--scenario", help="start from a named scenario (field-guide-case-study); flags override it")
     p.add_argument("--from", dest="from_file", metavar="SPEC.toml",
                    help="re-run the inputs of an exported recommendation (flags given here override them)")
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
@@ -150,18 +157,22 @@ def build_parser() -> Parser:
     _format_arg(p, ("text", "json"), "text")
 
     p = sub.add_parser("tco", help="total cost of ownership and buy versus rent",
-                       description="Total cost of owning GPUs: hardware, power, staff, space, network; "
+                       description="Total cost of owning GPUs: hardware, network, power, operations (staff and "
+                                   "maintenance, one category), space; "
                                    "break-even against the cheapest cloud plan.")
     p.add_argument("--gpu", required=True, help="GPU id or alias")
     p.add_argument("--count", required=True, help="number of GPUs")
     p.add_argument("--years", help="amortisation period (default 3)")
     p.add_argument("--utilization", help="average utilisation, 0-1 (default 0.75, the field guide's target)")
     p.add_argument("--electricity-usd-kwh", help="power tariff, USD per kWh")
-    p.add_argument("--pue", help="data-centre power usage effectiveness (default 1.4)")
-    p.add_argument("--staff-usd-year", help="operations staff cost per year for this cluster")
+    p.add_argument("--pue", help="data-centre power usage effectiveness (default 1.58, Uptime Institute 2023 average)")
+    p.add_argument("--staff-usd-year", help="operations (staff and maintenance) cost per year for this cluster "
+                                            "(default: the guide's 15%% of the amortised hardware cost)")
     p.add_argument("--off-peak-usd-kwh", help="off-peak tariff for 22:00-08:00, USD per kWh")
     p.add_argument("--gpu-hours-per-month", help="your predicted GPU-hours per month (default: utilisation x hours)")
     _format_arg(p, ("table", "json"), "table")
+
+    _cost_parser(sub)
 
     p = sub.add_parser("model", help="the benchmark-trained efficiency model",
                        description="Train or evaluate the efficiency model learned from knowledge/benchmarks.csv.")
@@ -178,6 +189,42 @@ def build_parser() -> Parser:
     p.add_argument("file", nargs="?", help="CSV of measured runs")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     return parser
+
+
+def _cost_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`gpu-advisor cost`: the field guide's cost formula, its worked example and its case study."""
+    p = sub.add_parser("cost", help="the field guide's cost formula on your numbers",
+                       description="cost = GPU $/h x GPUs x hours x demand multiplier + storage $/GB-month x GB x "
+                                   "months. --guide-example shows the guide's own example, its errors and the "
+                                   "corrected result; --scenario shows its case study against today's prices.")
+    p.add_argument("--gpu-usd-hour", help="price of one GPU-hour, USD")
+    p.add_argument("--gpus", help="number of GPUs")
+    p.add_argument("--hours", help="hours of use")
+    p.add_argument("--demand", choices=("static", "fluctuating", "high"),
+                   help="demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7 (default static)")
+    p.add_argument("--volatility", help="your own demand multiplier instead of --demand")
+    p.add_argument("--storage-gb", help="data kept in storage, GB (default 0)")
+    p.add_argument("--storage-months", help="months it is kept (default: the hours, in months)")
+    p.add_argument("--storage-usd-gb-month", help="storage price (default: the provider's sourced price)")
+    p.add_argument("--provider", help="provider whose storage price to use (default aws)")
+    p.add_argument("--storage-kind", choices=("object", "block"), help="object (default) or block storage")
+    p.add_argument("--guide-example", action="store_true", help="the guide's worked example, corrected")
+    p.add_argument("--scenario", help="a named scenario: field-guide-case-study")
+    _format_arg(p, ("text", "json"), "text")
+
+
+def _prices_update_parser(p: argparse.ArgumentParser) -> None:
+    """`gpu-advisor prices update`: refresh offers from SkyPilot-format catalogues."""
+    psub = p.add_subparsers(dest="prices_command", metavar="ACTION", parser_class=Parser)
+    up = psub.add_parser("update", help="refresh offers from SkyPilot-format price catalogues",
+                         description="Read catalogs/v8/<cloud>/vms.csv files (SkyPilot's format) from a URL or a "
+                                     "folder, validate every row and save the offers, dated today, in your data "
+                                     "directory; the shipped snapshot stays as the fallback.")
+    up.add_argument("--from", dest="from_dir", metavar="DIR",
+                    help="a folder holding <cloud>/vms.csv (or catalogs/v8/<cloud>/vms.csv) instead of the URL")
+    up.add_argument("--url", help="base URL of the catalogue (default: SkyPilot's public v8 catalogue)")
+    up.add_argument("--cloud", help="comma-separated clouds to read (default: aws,gcp,lambda,runpod,azure)")
+    up.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,13 +47,18 @@ def models_table(k: Knowledge) -> str:
                  right=(2,))
 
 
-def prices_table(offers: Sequence[Offer]) -> str:
-    """Cloud offers, cheapest per GPU first."""
+def prices_table(offers: Sequence[Offer], flags: dict[int, list[str]] | None = None, max_age: float = 12.0) -> str:
+    """Cloud offers: current ones cheapest per GPU first, then superseded and stale ones; each with its date."""
+    flags = flags or {}
+    order = sorted(offers, key=lambda o: (o.gpu, bool(flags.get(id(o))), o.usd_per_gpu_hour))
     rows = [[o.gpu, o.provider, o.region, o.instance, o.gpus, o.pricing, f"{o.usd_per_hour:.2f}",
-             f"{o.usd_per_gpu_hour:.2f}", o.date.isoformat(), o.source, "" if o.includes_host else "GPU only"]
-            for o in sorted(offers, key=lambda o: (o.gpu, o.usd_per_gpu_hour))]
-    return table(["gpu", "provider", "region", "instance", "GPUs", "pricing", "$/h", "$/GPU-h", "as of", "source",
-                  ""], rows, right=(4, 6, 7))
+             f"{o.usd_per_gpu_hour:.2f}", o.date.isoformat(), o.source,
+             "; ".join((["GPU only"] if not o.includes_host else []) + flags.get(id(o), []))] for o in order]
+    out = table(["gpu", "provider", "region", "instance", "GPUs", "pricing", "$/h", "$/GPU-h", "as of", "source",
+                 "flags"], rows, right=(4, 6, 7))
+    stale = sum(1 for o in offers if any(f.startswith("stale") for f in flags.get(id(o), [])))
+    return out + (f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
+                  "(--max-price-age to change); refresh: gpu-advisor prices update" if stale else "")
 
 
 def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:

@@ -26,6 +26,30 @@ SKYPILOT_NAMES = {
 }
 PORT = 29500
 
+# Lowest CUDA release that compiles for each architecture (NVIDIA CUDA toolkit release notes: sm_70 in 9.0,
+# sm_75 in 10.0, sm_80 in 11.0, sm_89/sm_90 in 11.8, sm_100 in 12.8; Blackwell needs 12.8, as the PyTorch 2.7
+# release notes say: pytorch/pytorch.github.io PR #1989).
+MIN_CUDA = {"volta": (9, 0), "turing": (10, 0), "ampere": (11, 0), "ada": (11, 8), "hopper": (11, 8),
+            "blackwell": (12, 8)}
+# Container images whose tag states their CUDA; the first with CUDA >= the architecture's minimum is used.
+# The CUDA 12.4 build still ships sm_70 (Volta) kernels; 12.8 builds are the first with Blackwell's.
+IMAGES = (((12, 4), "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"),
+          ((12, 8), "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"))
+ROCM_IMAGE = "rocm/pytorch:latest"
+# Xids that usually come from the application (illegal memory access, page faults, a reset channel, a
+# stopped context), not the hardware: NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors) lists 13, 31,
+# 43 and 45 as possible user-application errors. DCGM_FI_DEV_XID_ERRORS is a gauge holding the last Xid.
+APPLICATION_XIDS = (13, 31, 43, 45)
+
+
+def container_image(knowledge: Knowledge, gpu_id: str) -> str:
+    """The training container for a GPU: CUDA at least its architecture's minimum (ROCm for AMD parts)."""
+    gpu = knowledge.gpu(gpu_id)
+    if gpu.vendor == "amd":
+        return ROCM_IMAGE
+    need = MIN_CUDA.get(gpu.architecture.lower(), (12, 8))
+    return next(image for cuda, image in IMAGES if cuda >= need) if need <= IMAGES[-1][0] else IMAGES[-1][1]
+
 
 class LaunchArtefacts(Strict):
     """Ready-to-use files for the chosen plan (text, in the format each tool reads)."""
@@ -91,6 +115,9 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
     op = load_tco(knowledge).operations
     util = round(op.target_utilization.value * 100)
     idle = op.idle_max_fraction.value
+    hardware_xid = " and ".join(f"DCGM_FI_DEV_XID_ERRORS != {x}" for x in APPLICATION_XIDS)
+    app_xid = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in APPLICATION_XIDS)
+    app_list = "/".join(str(x) for x in APPLICATION_XIDS)
     return {"groups": [{"name": f"gpu-advisor-{plan.gpu}-x{plan.count}", "rules": [
         {"alert": "GPUUtilisationBelowTarget", "expr": f"avg(DCGM_FI_DEV_GPU_UTIL) < {util}", "for": "1h",
          "labels": {"severity": "warning"},
@@ -98,9 +125,14 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
         {"alert": "GPUsIdle", "expr": f"count(DCGM_FI_DEV_GPU_UTIL < 5) / count(DCGM_FI_DEV_GPU_UTIL) > {idle}",
          "for": "30m", "labels": {"severity": "warning"},
          "annotations": {"summary": f"more than {idle:.0%} of GPUs idle: reclaim or scale in"}},
-        {"alert": "GPUXidError", "expr": "increase(DCGM_FI_DEV_XID_ERRORS[10m]) > 0", "for": "0m",
-         "labels": {"severity": "critical"},
-         "annotations": {"summary": "XID error reported: drain the node and run dcgmi diag -r 3"}},
+        {"alert": "GPUXidError", "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and DCGM_FI_DEV_XID_ERRORS > 0 "
+                                         f"and {hardware_xid}", "for": "0m", "labels": {"severity": "critical"},
+         "annotations": {"summary": "a new hardware Xid (the gauge holds the last Xid; application Xids "
+                                    f"{app_list} excluded): drain the node and run dcgmi diag -r 3"}},
+        {"alert": "GPUApplicationXid", "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and ({app_xid})",
+         "for": "0m", "labels": {"severity": "warning"},
+         "annotations": {"summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job itself: "
+                                    "check its logs (compute-sanitizer) before draining the node"}},
         {"alert": "GPUUncorrectableECC", "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0", "for": "0m",
          "labels": {"severity": "critical"},
          "annotations": {"summary": "double-bit ECC errors: schedule a replacement"}},
@@ -154,12 +186,15 @@ def launch_artefacts(knowledge: Knowledge, job: Job, constraints: Constraints, p
     run = launch.replace("$MASTER_ADDR", "$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)")
     task = {"name": f"train-{job.model_id}", "num_nodes": plan.nodes, "resources": resources,
             "file_mounts": {f"~/sky_workdir/{name}": name}, "run": run}
+    entry = (["train.py", "--deepspeed", "deepspeed.json"] if name == "deepspeed.json"
+             else ["pretrain_gpt.py", *" ".join(megatron_args(plan)).split()])
+    # torchrun starts one process per GPU; the operator supplies MASTER_ADDR, MASTER_PORT and the node rank.
+    command = ["torchrun", "--nnodes", str(plan.nodes), "--nproc-per-node", str(per_node), "--max-restarts",
+               str(restarts), *entry]
     replica = {
         "replicas": 1, "restartPolicy": "OnFailure",
         "template": {"spec": {"containers": [{
-            "name": "pytorch", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
-            "command": ["python", "train.py", "--deepspeed", "deepspeed.json"] if name == "deepspeed.json"
-            else ["python", "pretrain_gpt.py", *" ".join(megatron_args(plan)).split()],
+            "name": "pytorch", "image": container_image(knowledge, plan.gpu), "command": command,
             "resources": {"limits": {"nvidia.com/gpu": per_node}},
         }]}},
     }

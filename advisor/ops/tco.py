@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from typing import Callable
 
@@ -153,29 +152,20 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                      + "; pass --off-peak-usd-kwh to use yours")
     power_year = kwh_year * blended
     space_year = t.space.colocation_usd_per_kw_month.value * it_kw_capacity * 12
-    maintenance_year = t.operations.maintenance_fraction_per_year.value * hardware_usd
-    others_year = (hardware_usd - residual + network_usd) / years + power_year + space_year + maintenance_year
-    if inputs.staff_usd_year is not None:
-        staff_year, staff_basis = inputs.staff_usd_year, "given"
-    else:
-        share = t.typical_shares.staff.value
-        staff_year = others_year * share / (1 - share)
-        staff_basis = (f"estimated at the guide's typical {share:.1%} of TCO: no sourced GPUs-per-engineer ratio "
-                       f"exists (an engineer costs ${t.staff.engineer_usd_year.value:,.0f}/yr); pass --staff-usd-year")
+    base_usd = hardware_usd - residual + network_usd
+    ops_usd, ops_basis = _operations(inputs, t, base_usd, years)
     s = t.typical_shares
     raw = [
         ("hardware", hardware_usd - residual, s.hardware,
          f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) + {nodes} x ${server_each:,.0f} "
          f"{server_kind} - ${residual:,.0f} resale after {years:g} years", gpu.price.source),
+        ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
         ("power", power_year * years, s.power, power_basis, t.power.electricity_usd_kwh.source),
-        ("staff", staff_year * years, s.staff, staff_basis, t.staff.engineer_usd_year.source),
+        ("operations", ops_usd, s.staff, ops_basis,
+         "given" if inputs.staff_usd_year is not None else t.operations.maintenance_fraction_per_year.source),
         ("space", space_year * years, s.space,
          f"{it_kw_capacity:.1f} kW of IT load at ${t.space.colocation_usd_per_kw_month.value:g}/kW-month",
          t.space.colocation_usd_per_kw_month.source),
-        ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
-        ("maintenance", maintenance_year * years, None,
-         f"{t.operations.maintenance_fraction_per_year.value:.0%} of hardware per year (the guide's rule)",
-         t.operations.maintenance_fraction_per_year.source),
     ]
     total = sum(r[1] for r in raw)
     lines = []
@@ -194,11 +184,8 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                               source=source))
     used_hours = n * HOURS_PER_YEAR * years * util
     per_hour = total / used_hours
-    # The guide's attribution: hardware (base), power, maintenance = 15% of base.
-    base = (hardware_usd - residual + network_usd) / used_hours
-    attribution = {"hardware": round(base, 4), "power": round(power_year * years / used_hours, 4),
-                   "maintenance": round(t.operations.maintenance_fraction_per_year.value * base, 4),
-                   "staff_and_space": round((staff_year + space_year) * years / used_hours, 4)}
+    # Every line of the table per used GPU-hour: the parts add up to the total per GPU-hour.
+    attribution = {comp: round(usd / used_hours, 4) for comp, usd, *_ in raw}
     buy_rent = _buy_rent(knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd,
                          constraints)
     lease = t.lease
@@ -218,7 +205,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                       lock_in="low", note="no sourced terms: the guide rates initial and expansion cost medium and "
                                           "lock-in low; terms are negotiated"),
     )
-    staged = _staged(gpu, n, t)
+    staged = _staged(gpu, n, t, server_each, network_usd / n if n else 0.0)
     assumptions = (
         f"utilisation {util:.0%} ({'given' if inputs.utilization is not None else 'the guide target, field-guide-002'})",
         f"electricity ${tariff:g}/kWh ({'given' if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source})",
@@ -226,7 +213,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
         f"amortised over {years:g} years; resale {residual / gpus_usd:.0%} of the GPU price ({residual_fig.source})",
         f"server without GPUs ${server_each:,.0f} ({server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
         f"colocation ${t.space.colocation_usd_per_kw_month.value:g}/kW-month ({t.space.colocation_usd_per_kw_month.source})",
-        f"maintenance {t.operations.maintenance_fraction_per_year.value:.0%} of hardware per year (field-guide-002)",
+        f"operations (staff and maintenance, one category): {ops_basis}",
     )
     return TcoOut(inputs=inputs, gpu_name=gpu.name, nodes=nodes, lines=tuple(lines), total_usd=round(total, 2),
                   per_year_usd=round(total / years, 2), usd_per_gpu_hour=round(per_hour, 4),
@@ -270,13 +257,37 @@ def _buy_rent(knowledge: Knowledge, gpu: Gpu, n: int, inputs: TcoInputs, util: f
                    breakeven_utilization=None if u_star is None else round(u_star, 4), verdict=verdict)
 
 
-def _staged(gpu: Gpu, n: int, t: TcoFigures) -> tuple[StagedStep, ...]:
-    """The guide's staged purchase: 40% first (whole servers), then quarterly reviews for the rest."""
+def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float) -> tuple[float, str]:
+    """Operations over the period, one category: the user's staff figure, else the guide's 15% of base cost.
+
+    The guide's cost_attribution charges maintenance = base_cost x 0.15 on the hardware cost a task uses, and
+    its 'operations staff 15-20% of TCO' is the same category: charging both would count operations twice.
+    """
+    if inputs.staff_usd_year is not None:
+        return inputs.staff_usd_year * years, (f"${inputs.staff_usd_year:,.0f}/yr given (staff and maintenance) "
+                                               f"x {years:g} years")
+    share = t.operations.maintenance_fraction_per_year.value
+    return share * base_usd, (f"the guide's {share:.0%} of the amortised hardware and network cost "
+                              f"(${base_usd:,.0f}); no sourced GPUs-per-engineer ratio exists (an engineer costs "
+                              f"${t.staff.engineer_usd_year.value:,.0f}/yr): pass --staff-usd-year for yours")
+
+
+def _staged(gpu: Gpu, n: int, t: TcoFigures, server_usd: float, network_per_gpu: float) -> tuple[StagedStep, ...]:
+    """The guide's staged purchase: its first share in whole servers (the nearest count, said so), then
+    quarterly reviews; each step's cost is GPUs, their servers and their share of the fabric."""
     assert gpu.price is not None
     node = gpu.gpus_per_node
-    first = min(n, max(node, math.ceil(n * t.operations.staged_first_purchase_fraction.value / node) * node))
-    steps = [StagedStep(month=0, gpus=first, usd=round(first * gpu.price.usd, 2),
-                        action=f"buy {t.operations.staged_first_purchase_fraction.value:.0%} of the capacity")]
+    share = t.operations.staged_first_purchase_fraction.value
+    servers = max(1, min(math.ceil(n / node), round(n * share / node)))
+    first = min(n, servers * node)
+
+    def cost(gpus: int) -> float:
+        return round(gpus * (gpu.price.usd + network_per_gpu) + math.ceil(gpus / node) * server_usd, 2)
+
+    exact = "" if abs(first - n * share) < 1e-9 else (
+        f" ({share:.0%} of {n} is {n * share:g} GPUs; nearest whole servers: {servers} x {node} = {first}, "
+        f"{first / n:.1%})")
+    steps = [StagedStep(month=0, gpus=first, usd=cost(first), action=f"buy {share:.0%} of the capacity{exact}")]
     rest, month = n - first, 0
     interval = int(t.operations.staged_review_interval_months.value)
     reviews = 3
@@ -286,7 +297,7 @@ def _staged(gpu: Gpu, n: int, t: TcoFigures) -> tuple[StagedStep, ...]:
         month += interval
         add = min(rest, math.ceil(rest / (reviews - i) / node) * node)
         rest -= add
-        steps.append(StagedStep(month=month, gpus=add, usd=round(add * gpu.price.usd, 2),
+        steps.append(StagedStep(month=month, gpus=add, usd=cost(add),
                                 action=f"review: add {add} if utilisation held >= "
                                        f"{t.operations.target_utilization.value:.0%} and the model roadmap still fits "
                                        f"{gpu.id}"))
@@ -304,42 +315,3 @@ def default_onprem_rate(knowledge: Knowledge, **overrides: float) -> Callable[[G
         return cache[key]
 
     return rate
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, float]:
-    from advisor.units import parse_count
-
-    out = {}
-    for name, flag in (("years", "--years"), ("utilization", "--utilization"),
-                       ("electricity_usd_kwh", "--electricity-usd-kwh"), ("pue", "--pue"),
-                       ("staff_usd_year", "--staff-usd-year"), ("gpu_hours_per_month", "--gpu-hours-per-month"),
-                       ("off_peak_usd_kwh", "--off-peak-usd-kwh")):
-        value = getattr(args, name, None)
-        if value is not None:
-            out[name] = parse_count(value, flag, positive=name != "staff_usd_year")
-    if "utilization" in out and not 0 < out["utilization"] <= 1:
-        raise InputError(f"--utilization {out['utilization']:g}: must be in (0, 1]")
-    return out
-
-
-def onprem_overrides(args: argparse.Namespace) -> dict[str, float]:
-    """The user's --years, --utilization and tariff flags as TCO input overrides."""
-    return _overrides(args)
-
-
-def tco_from_args(knowledge: Knowledge, args: argparse.Namespace) -> TcoOut:
-    """`gpu-advisor tco`."""
-    from pydantic import ValidationError
-
-    from advisor.units import parse_count
-
-    count = parse_count(args.count, "--count")
-    if count != int(count):
-        raise InputError(f"--count: {args.count!r} must be a whole number")
-    try:
-        inputs = TcoInputs(gpu=args.gpu, count=int(count), **_overrides(args))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]).replace("_", "-")
-        raise InputError(f"--{field}: {err['msg']} (got {err['input']!r})") from exc
-    return tco(knowledge, inputs)

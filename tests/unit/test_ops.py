@@ -17,7 +17,8 @@ from advisor.recommend import recommend
 
 def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ignore[no-untyped-def]
     out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, years=3, utilization=0.6))
-    assert {c.component for c in out.lines} == {"hardware", "power", "staff", "space", "network", "maintenance"}
+    # One operations category: the guide's staff share and its 15% maintenance rule are not both charged.
+    assert {c.component for c in out.lines} == {"hardware", "network", "power", "operations", "space"}
     assert sum(c.usd for c in out.lines) == pytest.approx(out.total_usd, rel=1e-6)
     assert sum(c.share for c in out.lines) == pytest.approx(1.0, abs=1e-3)
     power = next(c for c in out.lines if c.component == "power")
@@ -25,6 +26,36 @@ def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ign
     assert power.usd == pytest.approx(8 * 1275 * 0.6 * 8760 / 1000 * 1.58 * 0.0806 * 3, rel=1e-6)
     assert power.flag.startswith("far outside")  # the guide's 25-35% does not hold at US industrial tariffs
     assert out.usd_per_gpu_hour == pytest.approx(out.total_usd / (8 * 8760 * 3 * 0.6), abs=1e-4)
+    # The per-GPU-hour attribution has one part per line and the parts add up to the table's total.
+    assert set(out.attribution_per_gpu_hour) == {c.component for c in out.lines}
+    assert sum(out.attribution_per_gpu_hour.values()) == pytest.approx(out.usd_per_gpu_hour, abs=1e-3)
+
+
+def test_operations_is_not_circular_and_staff_replaces_it(knowledge) -> None:  # type: ignore[no-untyped-def]
+    base = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
+    ops = next(c for c in base.lines if c.component == "operations")
+    hw = sum(c.usd for c in base.lines if c.component in ("hardware", "network"))
+    assert ops.usd == pytest.approx(0.15 * hw, rel=1e-6)  # the guide's rule, not a fixed share of the total
+    given = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3, staff_usd_year=200_000))
+    assert next(c for c in given.lines if c.component == "operations").usd == pytest.approx(600_000)
+
+
+def test_staged_purchase_is_whole_servers_at_the_nearest_share(knowledge) -> None:  # type: ignore[no-untyped-def]
+    out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
+    first = out.staged[0]
+    assert first.gpus == 24 and "25.6" in first.action  # 40% of 64 = 25.6 -> 3 servers of 8
+    assert sum(s.gpus for s in out.staged) == 64
+    gpu = knowledge.gpu("h100-sxm")
+    assert first.usd > 24 * gpu.price.usd  # servers and fabric are part of each step's cost
+
+
+def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:  # type: ignore[no-untyped-def]
+    from advisor.catalog.tco import load_tco
+    from advisor.cli.main import build_parser
+
+    pue = load_tco(knowledge).power.pue.value
+    tco_parser = build_parser()._subparsers._group_actions[0].choices["tco"]  # type: ignore[union-attr]
+    assert f"default {pue:g}" in tco_parser.format_help()
 
 
 def test_buy_versus_rent_break_even(knowledge) -> None:  # type: ignore[no-untyped-def]
@@ -45,7 +76,7 @@ def test_options_and_staged_purchase(knowledge) -> None:  # type: ignore[no-unty
     assert names == ["purchase", "lease", "joint development"]
     lease = out.options[1]
     assert lease.total_usd == pytest.approx(out.options[0].total_usd * 1.30, rel=1e-6)
-    assert out.staged[0].gpus == 32 and sum(s.gpus for s in out.staged) == 64  # 40% in whole servers first
+    assert out.staged[0].gpus == 24 and sum(s.gpus for s in out.staged) == 64  # 40% = 25.6 -> 3 whole servers
     assert [s.month for s in out.staged] == [0, 3, 6, 9][: len(out.staged)]
 
 
@@ -82,7 +113,27 @@ def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-
     assert ops.power_effect is not None and ops.power_effect.energy_kwh_capped < ops.power_effect.energy_kwh
 
 
-def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
+def _check_xid_rules(rules: dict) -> None:  # type: ignore[type-arg]
+    """DCGM_FI_DEV_XID_ERRORS is a gauge (the last Xid): alert on its changes, application Xids apart."""
+    hard, app = rules["GPUXidError"]["expr"], rules["GPUApplicationXid"]["expr"]
+    assert "increase(" not in hard + app and hard.startswith("changes(DCGM_FI_DEV_XID_ERRORS[")
+    for xid in (13, 31, 43, 45):
+        assert f"DCGM_FI_DEV_XID_ERRORS != {xid}" in hard and f"DCGM_FI_DEV_XID_ERRORS == {xid}" in app
+    assert rules["GPUXidError"]["labels"]["severity"] == "critical"
+    assert rules["GPUApplicationXid"]["labels"]["severity"] == "warning"
+
+
+def _check_image(gpu, image: str) -> None:  # type: ignore[no-untyped-def]
+    """The container's CUDA (in its tag) is at least the GPU architecture's minimum."""
+    import re
+
+    from advisor.ops.launch import MIN_CUDA
+
+    cuda = tuple(int(x) for x in re.search(r"cuda(\d+)\.(\d+)", image).groups())  # type: ignore[union-attr]
+    assert cuda >= MIN_CUDA[gpu.architecture.lower()], (gpu.id, image)
+
+
+def _check_training_artefacts(report, knowledge) -> None:  # type: ignore[no-untyped-def]
     plan, launch = report.plans[0], report.launch
     per_node = plan.count // plan.nodes
     assert f"--nproc-per-node {per_node}" in launch.torchrun
@@ -93,11 +144,18 @@ def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
     specs = job["spec"]["pytorchReplicaSpecs"]
     replicas = specs["Master"]["replicas"] + specs.get("Worker", {"replicas": 0})["replicas"]
     assert replicas == plan.nodes and job["spec"]["runPolicy"]["backoffLimit"] == 3
-    limits = specs["Master"]["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == per_node
-    rules = yaml.safe_load(launch.prometheus_rules)
-    exprs = " ".join(r["expr"] for r in rules["groups"][0]["rules"])
-    assert "DCGM_FI_DEV_GPU_UTIL" in exprs and "DCGM_FI_DEV_XID_ERRORS" in exprs
+    container = specs["Master"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == per_node
+    # One process per GPU: the PyTorchJob launches through torchrun, never a bare `python train.py`.
+    command = container["command"]
+    assert command[0] == "torchrun" and command[command.index("--nproc-per-node") + 1] == str(per_node)
+    assert command[command.index("--nnodes") + 1] == str(plan.nodes)
+    _check_image(knowledge.gpu(plan.gpu), container["image"])
+    rules = {r["alert"]: r for r in yaml.safe_load(launch.prometheus_rules)["groups"][0]["rules"]}
+    exprs = " ".join(r["expr"] for r in rules.values())
+    assert "DCGM_FI_DEV_GPU_UTIL" in exprs
+    _check_xid_rules(rules)
+
     if launch.framework_config_name == "deepspeed.json":
         ds = json.loads(launch.framework_config)
         stage = {"zero1": 1, "zero2": 2, "zero3": 3}.get(plan.layout.sharding, 0)
@@ -114,18 +172,30 @@ def _check_training_artefacts(report) -> None:  # type: ignore[no-untyped-def]
 def test_artefacts_match_a_sharded_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
     report = recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
                        Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"))
-    _check_training_artefacts(report)
+    _check_training_artefacts(report, knowledge)
 
 
-def test_artefacts_match_a_model_parallel_plan(onprem) -> None:  # type: ignore[no-untyped-def]
-    _check_training_artefacts(onprem)
+def test_artefacts_match_a_model_parallel_plan(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
+    _check_training_artefacts(onprem, knowledge)
 
 
 def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
     report = recommend(knowledge, Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
                        Constraints(gpus=("h100-sxm",), objective="fastest"))
     assert report.plans[0].nodes > 1
-    _check_training_artefacts(report)
+    _check_training_artefacts(report, knowledge)
+
+
+def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:  # type: ignore[no-untyped-def]
+    from advisor.ops.launch import MIN_CUDA, container_image
+
+    assert "cuda12.8" in container_image(knowledge, "b200") and MIN_CUDA["blackwell"] == (12, 8)
+    for gpu in knowledge.gpus:
+        image = container_image(knowledge, gpu.id)
+        if gpu.vendor == "amd":
+            assert image.startswith("rocm/")
+        else:
+            _check_image(gpu, image)
 
 
 def test_serving_artefacts(knowledge) -> None:  # type: ignore[no-untyped-def]

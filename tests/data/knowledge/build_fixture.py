@@ -21,7 +21,7 @@ GPUS = ("h100-sxm", "a100-80gb-sxm", "l40s", "l4")
 MODELS = ("llama-3.1-8b", "llama-2-70b", "resnet50", "mpt-7b", "gpt3-175b")
 # A few offers per GPU: AWS us-east-1 (on-demand and spot), GCP us-central1 and Lambda on-demand.
 OFFER_KEEP = {("aws", "us-east-1"), ("gcp", "us-central1"), ("lambda", "us-east-1")}
-UNCHANGED = ("assumptions.toml", "rules.toml", "checklist.toml", "tco.toml")
+UNCHANGED = ("assumptions.toml", "rules.toml", "checklist.toml", "tco.toml", "storage.toml", "guide.toml")
 HEADER = "# Test fixture trimmed from knowledge/{name} by build_fixture.py; do not edit by hand.\n"
 
 
