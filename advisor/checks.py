@@ -110,6 +110,11 @@ def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
+def has_controls(text: str) -> bool:
+    """Whether text holds a control character (an escape sequence, a NUL, a bidi override)."""
+    return bool(_CONTROL.search(text))
+
+
 def escape_controls(text: str) -> str:
     """text with control characters (terminal escapes, bidi overrides) shown as \\x.. escapes, not obeyed."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

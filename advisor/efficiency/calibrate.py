@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow
 from advisor.catalog.loader import Knowledge
-from advisor.checks import Bound, in_bound, read_input_text, shown
+from advisor.checks import Bound, has_controls, in_bound, read_input_text, shown
 from advisor.errors import AdvisorError, InputError
 from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
@@ -48,7 +48,10 @@ def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow 
     if raw.get(None):  # type: ignore[call-overload]
         return f"{name}:{line}: {len(raw[None])} more field(s) than the {len(COLUMNS)} columns"  # type: ignore[index]
     record = {c: (raw.get(c) or "") for c in COLUMNS}
-    if not record["source"].strip() or "@" not in record["source"]:
+    bad = next((c for c in COLUMNS if has_controls(record[c])), None)
+    if bad:
+        return f"{name}:{line}: {bad}={shown(record[bad])}: contains control characters"
+    if "@" not in record["source"] and not record["source"].startswith("user:"):
         record["source"] = f"user:{name}" + (f" {record['source'].strip()}" if record["source"].strip() else "")
     try:
         _check_numbers(record)
