@@ -77,6 +77,20 @@ def write_text_atomic(path: Path, text: str, *, executable: bool = False) -> Non
         raise
 
 
+def ensure_dir(folder: Path) -> Path:
+    """folder, created when missing; InputError (one line) when something else stands in its place."""
+    from advisor.errors import InputError
+
+    for part in (folder, *folder.parents):
+        if os.path.lexists(part):
+            if not part.is_dir():
+                raise InputError(f"data directory {folder}: {part} is not a directory; move it, or set "
+                                 "GPU_ADVISOR_DATA_DIR to a folder")
+            break
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @contextlib.contextmanager
 def locked(name: str, folder: Path | None = None) -> Iterator[None]:
     """Hold the advisory lock `<name>.lock` in the data directory: one read-modify-write at a time.
@@ -84,8 +98,7 @@ def locked(name: str, folder: Path | None = None) -> Iterator[None]:
     The lock file sits beside the stores, never inside a folder that --reset removes, so every process
     locks the same inode. flock is released by the kernel when a holder dies.
     """
-    folder = folder or data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = ensure_dir(folder or data_dir())
     fd = os.open(folder / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

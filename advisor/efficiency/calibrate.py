@@ -21,7 +21,7 @@ from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
 from advisor.efficiency.gbdt import ExportedModel
 from advisor.efficiency.learned import ARTIFACT, calibration_dir
-from advisor.userdata import data_dir, keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
+from advisor.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
 
 RUNS = "runs.csv"
 LOCK = "calibration"
@@ -115,7 +115,8 @@ def stored_runs(knowledge: Knowledge, folder: Path) -> list[BenchmarkRow]:
     if errors:
         for e in errors:
             warn(f"stored run left out: {e}")
-        keep_copy(path, f"{len(errors)} stored run(s) no longer validate and are left out")
+        if keep_copy(path, f"{len(errors)} stored run(s) no longer validate and are left out") is not None:
+            write_text_atomic(path, _runs_csv(rows))  # the copy holds them; later reads need not warn again
     return rows
 
 
@@ -193,7 +194,6 @@ def calibrate_cli(args: argparse.Namespace) -> int:
         print(f"skipped {row.workload} on {row.gpu} x{row.count}: {why}", file=sys.stderr)
     if not data.samples:
         raise AdvisorError("none of the rows can be modelled; nothing was stored")
-    data_dir().mkdir(parents=True, exist_ok=True)
     # One calibrate at a time: the stored runs are read, merged, refitted on and written under the lock, so
     # parallel runs queue instead of overwriting each other's runs.
     with locked(LOCK):

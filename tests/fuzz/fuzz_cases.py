@@ -146,7 +146,7 @@ MODEL_CORRUPTIONS: dict[str, Callable[[str], str]] = {
     "binary": lambda t: "\udcff",
 }
 RUNS_CORRUPTIONS: dict[str, Callable[[str], str]] = {
-    "truncated": lambda t: t[: len(t) - 7],
+    "truncated": lambda t: t[: t.rindex("images/s") - 3],
     "nan": lambda t: t.replace(",1500,", ",nan,"),
     "count-1e20": lambda t: t.replace(",1,1,", ",100000000000000000000,1,", 1),
     "no-header": lambda t: t.split("\n", 1)[1],
