@@ -276,7 +276,7 @@ def _silence_stdout() -> None:
 
 def _launch_ui() -> int:
     if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
-        print("gpu-advisor: the guided UI needs a terminal (stdin and stdout are not one); "
+        print("gpu-advisor: error: the guided UI needs a terminal (stdin and stdout are not one); "
               "run a subcommand instead, e.g. gpu-advisor recommend --help", file=sys.stderr)
         return 2
     try:

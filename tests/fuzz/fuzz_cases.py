@@ -25,9 +25,9 @@ HOSTILE = ["", " ", "inf", "-inf", "nan", "NaN", "1e400", "-1e400", "1e-300", "0
            "1e308", "9" * 400, "\x1b[31mred", "\u202eevil", "1_000", "0x10", "1e", "k", "20k", "2T", "1.5B",
            "\U0001f600", "-", "'", "7", "64", "0.5", "1mo", "3d", "10", "11", "1e6", "2", "1024", "1025"]
 BASES = {
-    "recommend": ["recommend", "--model", "llama-2-7b"],
+    "recommend": ["recommend", "--model", "llama-2-7b", "--tokens", "1B"],
     "recommend-inference": ["recommend", "--model", "llama-2-7b", "--workload", "inference"],
-    "recommend-onprem": ["recommend", "--model", "llama-2-7b", "--deployment", "on-prem"],
+    "recommend-onprem": ["recommend", "--model", "llama-2-7b", "--tokens", "1B", "--deployment", "on-prem"],
     "predict": ["predict", "--model", "resnet50", "--gpu", "h100"],
     "tco": ["tco", "--gpu", "h100", "--count", "8"],
 }
@@ -217,6 +217,7 @@ def problems(outcome: Outcome) -> list[str]:
 
 def write_file(path: Path, content: str | bytes) -> Path:
     """content into path (text as UTF-8)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
     return path
 
