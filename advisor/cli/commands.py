@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -13,7 +12,7 @@ from pydantic import ValidationError
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
-from advisor.cli.output import emit
+from advisor.cli.guards import check_applicable
 from advisor.errors import InputError
 from advisor.inputs import Constraints, Workload
 from advisor.units import parse_count, parse_hours
@@ -162,6 +161,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     workload = _validated(Workload, workload_fields(args))
     constraints = _validated(Constraints, constraint_fields(args))
     count = _int(args.count, "--count") or 1
+    check_applicable(args, workload.kind)
     result = predict(knowledge, workload, args.gpu, count, constraints, _efficiency(knowledge, args))
     if (args.format or "table") == "json":
         print(json.dumps(result.model_dump(mode="json"), indent=2))
@@ -171,27 +171,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"--from {path}: no such file") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"--from {path}: not a TOML file ({exc})") from exc
-    inputs = data.get("inputs")
-    if not isinstance(inputs, dict) or not isinstance(inputs.get("workload"), dict):
-        raise InputError(f"--from {path}: no [inputs.workload] table; expected a file written by "
-                         "`gpu-advisor recommend --format toml`")
-    workload = dict(inputs["workload"])
+    from advisor.cli.spec_file import read_spec_file
+    from advisor.inputs import RunConfig
+
+    workload, constraints = read_spec_file(path)
     config = workload.pop("config", {})
     if not isinstance(config, dict):
         raise InputError(f"--from {path}: [inputs.workload.config] must be a table of configuration keys")
-    from advisor.inputs import RunConfig
-
     # Configuration keys are read under [inputs.workload.config] or, as the CLI flags, in [inputs.workload].
     config = {**{k: workload.pop(k) for k in list(workload) if k in RunConfig.model_fields}, **config}
     if config:
         workload["config"] = config
-    return workload, dict(inputs.get("constraints", {}))
+    return workload, constraints
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -214,6 +205,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         given_w["config"] = {**base_w["config"], **given_w["config"]}
     workload = _validated(Workload, {**base_w, **given_w})
     constraints = _validated(Constraints, {**base_c, **constraint_fields(args)})
+    check_applicable(args, workload.kind, constraints.deployment)
     onprem = None
     if constraints.deployment == "on-prem":
         from advisor.cli.tco_args import onprem_overrides
@@ -227,15 +219,34 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         text = export_toml(report, knowledge)
     else:
         text = render.report_text(report)
-    emit(text, args.output, args.force)
-    if args.artefacts and report.launch is not None:
-        write_artefacts(report, Path(args.artefacts), args.force)
+    _write_recommendation(args, report, text)
     return 1 if report.nothing_fits else 0
 
 
-def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
-    """The chosen plan's launch artefacts as files (atomic; existing files need --force)."""
-    from advisor.cli.output import write_atomic
+def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Print the answer, or write -o and --artefacts together: every file checked first, all written or none."""
+    from advisor.cli.output import Target, write_all
+
+    targets = [Target(Path(args.output).expanduser(), text if text.endswith("\n") else text + "\n", "-o")] \
+        if args.output else []
+    if args.artefacts and report.launch is None:
+        print(f"--artefacts {args.artefacts}: no plan fits, so there are no launch artefacts to write",
+              file=sys.stderr)
+    elif args.artefacts:
+        targets += artefact_targets(report, Path(args.artefacts).expanduser())
+    write_all(targets, args.force)
+    if not args.output:
+        print(text)
+    if args.output:
+        print(f"wrote {targets[0].path}", file=sys.stderr)
+    if len(targets) > bool(args.output):
+        names = sorted(t.path.name for t in targets if t.flag == "--artefacts")
+        print(f"wrote {', '.join(names)} to {args.artefacts}", file=sys.stderr)
+
+
+def artefact_targets(report, folder: Path) -> list:  # type: ignore[no-untyped-def]
+    """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
+    from advisor.cli.output import Target
 
     launch = report.launch
     files = {launch.framework_config_name: launch.framework_config, "sky-task.yaml": launch.skypilot_task,
@@ -243,14 +254,16 @@ def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[
              "launch.sh": "#!/usr/bin/env bash\n" + (launch.serve or launch.torchrun) + "\n"}
     if launch.kubeflow_job:
         files["pytorchjob.yaml"] = launch.kubeflow_job
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-    clash = [name for name in files if (folder / name).exists()] if not force else []
-    if clash:
-        raise InputError(f"--artefacts {folder}: {', '.join(clash)} exist(s); pass --force to overwrite")
-    for name, text in files.items():
-        write_atomic(folder / name, text, force=True)
-    print(f"wrote {', '.join(sorted(files))} to {folder}", file=sys.stderr)
+    return [Target(folder / name, text, "--artefacts", executable=name == "launch.sh") for name, text in files.items()]
+
+
+def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
+    """The chosen plan's launch artefacts as files (atomic, all or none; existing files need --force)."""
+    from advisor.cli.output import write_all
+
+    targets = artefact_targets(report, folder)
+    write_all(targets, force)
+    print(f"wrote {', '.join(sorted(t.path.name for t in targets))} to {folder}", file=sys.stderr)
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from advisor import __version__
 
@@ -187,7 +189,9 @@ def build_parser() -> Parser:
     p = sub.add_parser("calibrate", help="refit on your own measured runs",
                        description="Add your measured runs (benchmarks.csv schema) and refit; --reset undoes it.")
     p.add_argument("file", nargs="?", help="CSV of measured runs")
+    p.add_argument("--list", action="store_true", help="show the runs stored so far")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
+    _format_arg(p, ("table", "json"), "table")
     return parser
 
 
@@ -228,7 +232,16 @@ def _prices_update_parser(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; exit 0 ok, 1 nothing fits, 2 bad input."""
+    """Run one command. Exit 0 ok, 1 nothing fits, 2 bad input (or a path that cannot be read or written),
+    3 knowledge error, 70 internal error, 130 interrupted; always one line on stderr, never a traceback
+    (unless GPU_ADVISOR_DEBUG=1)."""
+    return _run_safely(lambda: _main(argv))
+
+
+_STATE = {"command": ""}
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list:
         return _launch_ui()
@@ -237,36 +250,116 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    _STATE["command"] = args.command
     from advisor.cli import commands  # deferred: keeps --help free of pydantic, numpy and the knowledge
-    from advisor.errors import AdvisorError, InputError, KnowledgeError
+    from advisor.cli.guards import check_args
 
+    check_args(args)
+    return commands.dispatch(args)
+
+
+def _say(message: str, prefix: str = "error") -> None:
+    from advisor.checks import escape_controls
+
+    where = f"gpu-advisor {_STATE['command']}".rstrip()
+    line = escape_controls(" ".join(message.split()))
+    print(f"{where}: {prefix}: {line}" if prefix else f"{where}: {line}", file=sys.stderr)
+
+
+def _run_safely(run: Callable[[], int]) -> int:
+    """run(), with every failure turned into one line on stderr and an exit code."""
+    _tolerant_streams()
     try:
-        return commands.dispatch(args)
-    except InputError as exc:
-        print(f"gpu-advisor {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KnowledgeError as exc:
-        print(f"gpu-advisor: knowledge error: {exc}", file=sys.stderr)
-        return 3
-    except AdvisorError as exc:
-        print(f"gpu-advisor {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        code = run()
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not as an ignored exception at exit
+        return code
+    except SystemExit:
+        raise
     except KeyboardInterrupt:
+        print("\ngpu-advisor: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `gpu-advisor ... | head`: the reader left; say nothing more
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 0
+    except BaseException as exc:  # noqa: BLE001 - the one place every other failure becomes one line
+        return _report(exc)
+
+
+def _report(exc: BaseException) -> int:
+    from advisor.errors import AdvisorError, KnowledgeError
+
+    if isinstance(exc, KnowledgeError):
+        _say(f"knowledge error: {exc}", "")
+        return 3
+    if isinstance(exc, AdvisorError):
+        _say(str(exc))
+        return 2
+    if _is_validation_error(exc):
+        err = exc.errors()[0]  # type: ignore[attr-defined]
+        field = ".".join(str(p) for p in err["loc"])
+        _say(f"--{field.replace('_', '-')}: {err['msg']} (got {err['input']!r})" if field else err["msg"])
+        return 2
+    if isinstance(exc, OSError):
+        _say_oserror(exc)
+        return 2
+    if isinstance(exc, UnicodeError):
+        _say(f"cannot encode the output for this terminal ({exc}); set PYTHONIOENCODING=utf-8")
+        return 2
+    if os.environ.get("GPU_ADVISOR_DEBUG") == "1":
+        raise exc
+    _say(f"{type(exc).__name__}: {exc} (a bug; GPU_ADVISOR_DEBUG=1 shows the traceback)", "internal error")
+    return 70
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
+
+
+def _say_oserror(exc: OSError) -> None:
+    if exc.errno == errno.EPIPE:
+        _silence_stdout()
+        return
+    what = (exc.strerror or str(exc)).lower()
+    name = exc.filename if exc.filename is not None else "standard output"
+    _say(f"{name}: {what}" + (f" ({exc.filename2})" if exc.filename2 else ""))
+    if exc.filename is None:  # most likely stdout itself: drop what is buffered so exit does not fail again
+        _silence_stdout()
+
+
+def _tolerant_streams() -> None:
+    """A terminal or pipe that cannot show a character gets '?' instead of a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if encoding not in ("utf8", "utf8sig") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
+def _silence_stdout() -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _launch_ui() -> int:
+    if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
+        print("gpu-advisor: error: the guided UI needs a terminal (stdin and stdout are not one); "
+              "run a subcommand instead, e.g. gpu-advisor recommend --help", file=sys.stderr)
+        return 2
     try:
         from tui.app import run_app
     except ImportError:
         print(USAGE)
         return 0
     return run_app()
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+    except (ValueError, OSError):
+        return False
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ class ExportedModel:
     def from_json(cls, text: str) -> ExportedModel:
         """Parse an artifact; ValueError when it is not one."""
         data = json.loads(text)
-        if data.get("format") != FORMAT:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} artifact")
         trees = tuple(Tree(tuple(t["feature"]), tuple(float(v) for v in t["threshold"]), tuple(t["left"]),
                            tuple(t["right"]), tuple(float(v) for v in t["value"]), tuple(bool(v) for v in t["leaf"]))
@@ -96,6 +96,45 @@ class ExportedModel:
         interval = {k: (float(v[0]), float(v[1])) for k, v in data["interval"].items()}
         return cls(tuple(data["features"]), float(data["baseline"]), trees, interval,
                    tuple(data["feature_min"]), tuple(data["feature_max"]), int(data["rows"]), data.get("meta", {}))
+
+
+def check_exported(model: ExportedModel, features: Sequence[str]) -> ExportedModel:
+    """model when it is whole and finite for these features; ValueError naming what is wrong otherwise.
+
+    A stored model is walked node by node at every prediction: a wrong index, a cycle or a NaN there
+    would crash (or silently corrupt) every later answer, so it is refused at load instead.
+    """
+    if tuple(model.features) != tuple(features):
+        raise ValueError(f"features {list(model.features)[:3]}...: expected the {len(features)} of this version")
+    n = len(features)
+    numbers = [model.baseline, *model.feature_min, *model.feature_max]
+    numbers += [q for pair in model.interval.values() for q in pair]
+    if len(model.feature_min) != n or len(model.feature_max) != n or "all" not in model.interval:
+        raise ValueError("feature range or interval of the wrong shape")
+    if not all(math.isfinite(v) for v in numbers) or model.rows < 0 or not isinstance(model.meta, dict):
+        raise ValueError("a baseline, range or interval that is not a finite number")
+    calibrated = model.meta.get("calibration_rows", 0)
+    if isinstance(calibrated, bool) or not isinstance(calibrated, int) or calibrated < 0:
+        raise ValueError(f"meta.calibration_rows {calibrated!r} is not a count")
+    for k, tree in enumerate(model.trees):
+        _check_tree(tree, n, k)
+    return model
+
+
+def _check_tree(tree: Tree, n_features: int, k: int) -> None:
+    size = len(tree.leaf)
+    arrays = (tree.feature, tree.threshold, tree.left, tree.right, tree.value)
+    if size == 0 or any(len(a) != size for a in arrays):
+        raise ValueError(f"tree {k}: node arrays of different lengths")
+    for i in range(size):
+        if tree.leaf[i]:
+            if not math.isfinite(tree.value[i]):
+                raise ValueError(f"tree {k} node {i}: leaf value {tree.value[i]!r} is not finite")
+            continue
+        # Children after their parent (scikit-learn's order) rules out cycles and out-of-range jumps.
+        if not (0 <= tree.feature[i] < n_features and i < tree.left[i] < size and i < tree.right[i] < size
+                and math.isfinite(tree.threshold[i])):
+            raise ValueError(f"tree {k} node {i}: feature, child index or threshold out of range")
 
 
 def _nest(tree: Tree, node: int) -> Any:

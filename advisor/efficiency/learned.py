@@ -11,9 +11,9 @@ from advisor.catalog.loader import Knowledge
 from advisor.efficiency.base import Interval, Query
 from advisor.efficiency.dataset import family_of
 from advisor.efficiency.features import FEATURES, query_features
-from advisor.efficiency.gbdt import ExportedModel, efficiency_interval
+from advisor.efficiency.gbdt import ExportedModel, check_exported, efficiency_interval
 from advisor.efficiency.prior import PriorEfficiency
-from advisor.userdata import data_dir
+from advisor.userdata import data_dir, read_stored
 
 ARTIFACT = "efficiency_model.json"
 LEARNED_REGIMES = ("llm-pretrain", "llm-finetune", "other-train")
@@ -69,19 +69,26 @@ def calibration_dir() -> Path:
     return data_dir() / "calibration"
 
 
+def _parse_user_model(text: str) -> ExportedModel:
+    return check_exported(ExportedModel.from_json(text), FEATURES)
+
+
 @functools.lru_cache(maxsize=4)
-def _read(path: str, mtime_ns: int) -> ExportedModel | None:
-    try:
-        return ExportedModel.from_json(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError):
-        return None
+def _read(path: str, mtime_ns: int, size: int) -> ExportedModel | None:
+    # A model that is not whole is moved aside with a warning (read_stored), so predictions fall back to the
+    # shipped model instead of crashing until `calibrate --reset`.
+    return read_stored(Path(path), _parse_user_model)
 
 
 def load_learned(knowledge: Knowledge, fallback: PriorEfficiency) -> LearnedEfficiency | None:
     """The user's calibrated model when there is one, else the shipped one; None when neither loads."""
     user = calibration_dir() / ARTIFACT
-    if user.is_file():
-        model = _read(str(user), user.stat().st_mtime_ns)
+    try:
+        stat = user.stat()
+    except OSError:
+        stat = None
+    if stat is not None:
+        model = _read(str(user), stat.st_mtime_ns, stat.st_size)
         if model is not None:
             return LearnedEfficiency(model, knowledge.assumptions, fallback,
                                      int(model.meta.get("calibration_rows", 0)))

@@ -44,7 +44,7 @@ def test_bad_rows_are_each_reported_and_nothing_is_stored(tmp_path: Path) -> Non
     result = run("calibrate", str(path))
     assert result.returncode == 2
     assert "runs.csv:3: unknown GPU 'h1000'" in result.stderr
-    assert "runs.csv:4: throughput='-5.0'" in result.stderr
+    assert "runs.csv:4: throughput: '-5.0' must be greater than 0" in result.stderr
     assert "runs.csv:5: unit='tokens/s': resnet50 is measured in 'images/s'" in result.stderr
     assert "nothing was stored" in result.stderr
     assert "Traceback" not in result.stderr
