@@ -286,7 +286,12 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.model_command == "evaluate":
         from advisor.efficiency.evaluate import evaluate_cli
 
-        return evaluate_cli(args)
+        code = evaluate_cli(args)
+        if (args.format or "table") == "table":  # the memory model's validation, its own section
+            from advisor.memory_check import memory_validation_lines
+
+            print("\n" + "\n".join(memory_validation_lines()))
+        return code
     raise InputError("model: give an action: train or evaluate")
 
 
