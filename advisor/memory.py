@@ -147,6 +147,8 @@ class TrainingMemoryModel:
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
         self.per_layer: dict[str, tuple[float, float]] = {}
+        self._fixed: dict[tuple[object, ...], float] = {}
+        self._per_seq: dict[tuple[object, ...], float] = {}
         self.loss_per_seq, self.loss_tp = 0.0, False
         if arch is not None:
             s = job.seq_len or 1
@@ -225,13 +227,27 @@ class TrainingMemoryModel:
         return out
 
     def fixed_high(self, layout: Layout) -> float:
-        """Upper bytes on the GPU of everything but activations."""
+        """Upper bytes on the GPU of everything but activations (memoised: the search asks per count and batch)."""
+        key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.sharding, layout.shard_group)
+        cached = self._fixed.get(key)
+        if cached is None:
+            cached = self._fixed[key] = self._fixed_high(layout)
+        return cached
+
+    def _fixed_high(self, layout: Layout) -> float:
         st = self.states(layout)
         total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
         return total + overhead_range(comm_groups(layout), self.a)[1]
 
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
         """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage."""
+        key = (recompute, tp, cp, pp)
+        cached = self._per_seq.get(key)
+        if cached is None:
+            cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp)
+        return cached
+
+    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> float:
         job = self.job
         if job.arch is None:
             return job.activation_bytes_per_item * job.items_per_sequence
