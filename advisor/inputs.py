@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from advisor.catalog.common import Strict
+from advisor.catalog.models import ModelSpec
 
 WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
 Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -85,6 +86,9 @@ class Workload(Strict):
     """A catalogue id or alias."""
     params: PositiveFloat | None = None
     """A custom dense transformer of this many parameters (instead of model)."""
+    spec: ModelSpec | None = None
+    """A model outside the catalogue, its shape derived from a config.json (--config) or given (--layers ...);
+    the export carries the derived shape so that --from reproduces it without the original file."""
     precision: Precision = "auto"
     seq_len: PositiveInt | None = None
     batch_size: PositiveInt | None = Field(default=None, description="micro-batch per GPU")
@@ -110,8 +114,9 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _one_model(self) -> Workload:
-        if (self.model is None) == (self.params is None):
-            raise ValueError("give exactly one of model (a catalogue id) or params (a custom size)")
+        if sum(x is not None for x in (self.model, self.params, self.spec)) != 1:
+            raise ValueError("give exactly one of model (a catalogue id), params (a custom size) or a model "
+                             "shape (--config config.json, or --layers --hidden --heads --kv-heads --ffn --vocab)")
         if self.kind != "inference" and self.precision in ("int8", "int4"):
             raise ValueError(f"precision {self.precision} is for inference; training takes "
                              f"{', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base is implied by --workload qlora)")

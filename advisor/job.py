@@ -73,13 +73,18 @@ class Job:
 
 
 def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[str]) -> _Shape:
-    spec = knowledge.model(workload.model) if workload.model else None
+    spec = knowledge.model(workload.model) if workload.model else workload.spec
     if spec is not None:
+        if workload.spec is not None:
+            assumed.append(f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
+                           f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
+                           f"{human(spec.params)} parameters counted from the shape")
         return _Shape(spec, arch_of(spec), spec.params, spec.active, spec.id, spec.name, spec.kind)
     params = float(workload.params or 0)
     arch = dense_arch_for(params)
-    assumed.append(f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads, "
-                   f"FFN {arch.ffn_hidden}, vocab {arch.vocab} (dense, Llama-2-like proportions)")
+    assumed.append(f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads "
+                   f"({arch.kv_heads} KV), gated FFN {arch.ffn_hidden}, vocab {arch.vocab} (Llama 3 proportions, "
+                   "arXiv:2407.21783; give --config or --layers ... for the real shape)")
     return _Shape(None, arch, params, params, f"custom-{human(params)}",
                   f"custom dense transformer, {human(params)} parameters", "llm")
 
@@ -87,7 +92,9 @@ def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[str]) -
 def _workload_kind(workload: Workload, shape: _Shape, assumed: list[str]) -> str:
     kind = workload.kind
     if kind is None:
-        kind = "finetune" if shape.kind == "llm" and shape.spec is not None else "pretrain"
+        # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from scratch.
+        from_shape = shape.spec is not None and shape.spec.source == "shape"
+        kind = "finetune" if shape.kind == "llm" and shape.spec is not None and not from_shape else "pretrain"
         assumed.append(f"workload: {kind} (pass --workload)")
     if kind in ("lora", "qlora", "inference") and shape.arch is None:
         raise InputError(f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "

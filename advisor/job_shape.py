@@ -96,13 +96,28 @@ class Arch:
         return width / (4.0 * self.hidden)
 
 
+# Modern decoders (Llama 3, arXiv:2407.21783 table 3: 8B/70B/405B): SwiGLU FFN 3.5x hidden (14336/4096,
+# 28672/8192), 8 key-value heads (grouped-query attention) and a 128,256-token vocabulary.
+MODERN_FFN_RATIO = 3.5
+MODERN_KV_HEADS = 8
+MODERN_VOCAB = 128256
+GQA_FROM_PARAMS = 7e9
+
+
 def dense_arch_for(params: float) -> Arch:
-    """A generic dense decoder of about `params` parameters (Llama-2-like proportions, MHA, 4x FFN)."""
+    """A generic dense decoder of about `params` parameters: Llama 3 proportions (gated FFN 3.5x, vocab 128k),
+    grouped-query attention with 8 KV heads from 7B up (smaller: one KV head per head; under 1B a 32k vocabulary)."""
     hidden = max(_ASPECT, round((params * _ASPECT / 12.0) ** (1 / 3) / _ASPECT) * _ASPECT)
-    layers = max(1, round(params / (12.0 * hidden * hidden)))
+    if hidden >= 2048:  # widths of 8 x 128 at scale, so that 8 KV heads divide the heads
+        hidden = round(hidden / 1024) * 1024
+    vocab = MODERN_VOCAB if params >= 1e9 else CUSTOM_VOCAB  # a 128k table would outweigh a small model's layers
     heads = hidden // _ASPECT
-    return Arch(layers=layers, hidden=hidden, heads=heads, kv_heads=heads, ffn_hidden=4 * hidden, gated=False,
-                vocab=CUSTOM_VOCAB)
+    kv_heads = MODERN_KV_HEADS if params >= GQA_FROM_PARAMS and heads % MODERN_KV_HEADS == 0 else heads
+    ffn = int(round(MODERN_FFN_RATIO * hidden / _ASPECT)) * _ASPECT
+    per_layer = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * _ASPECT + 3.0 * hidden * ffn
+    layers = max(1, round(max(params - 2.0 * vocab * hidden, per_layer) / per_layer))
+    return Arch(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn, gated=True,
+                vocab=vocab)
 
 
 def arch_of(spec: Any) -> Arch | None:

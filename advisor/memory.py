@@ -92,7 +92,31 @@ def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[float, bool]:
     figure = a.loss.get(job.stack) or a.loss["pytorch"]
     if "hidden" in figure.unit:  # chunked loss: one chunk of logits about the size of the hidden states
         return figure.value * arch.hidden, False
-    return figure.value * arch.vocab, job.stack == "megatron"
+    return figure.value * arch.vocab, "tensor-parallel" in figure.unit
+
+
+# Stacks whose LoRA is Hugging Face PEFT (fp32 adapters fed an fp32 copy of each adapted layer's input).
+PEFT_STACKS = ("hf", "deepspeed", "composer", "pytorch")
+# torch.optim keeps these optimizers' states in the parameter's dtype (fp32 figures in assumptions.toml).
+PARAM_DTYPE_STATES = ("adamw", "sgd", "lion")
+
+
+def _adapter_input_width(arch: Arch, targets: str) -> float:
+    """Input features summed over the adapted linear layers of one block (q, k, v each count their input)."""
+    q_width = arch.heads * arch.head_dim
+    attention = 3.0 * arch.hidden + q_width
+    if targets == "attention":
+        return attention
+    ffn = arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
+    return attention + 2.0 * arch.hidden + ffn
+
+
+def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
+    """Optimizer bytes per trainable parameter: fp32 states, or 16-bit ones without a master copy."""
+    opt = a.optimizer.bytes_of(job.optimizer)
+    if mixed and not job.master_weights and job.optimizer in PARAM_DTYPE_STATES:
+        return opt * w / 4.0
+    return opt
 
 
 class TrainingMemoryModel:
@@ -106,7 +130,7 @@ class TrainingMemoryModel:
         self.job, self.gpu, self.a = job, gpu, a
         mixed = precision not in ("fp32", "tf32")
         w = weight_bytes_per_param(precision, a, training=True)
-        opt = a.optimizer.bytes_of(job.optimizer)
+        opt = _optimizer_bytes(job, a, mixed, w)
         master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
         self.werr, self.aerr = a.memory.weights_rel_error.value, a.memory.activations_rel_error.value
         self.peft = job.kind in ("lora", "qlora")
@@ -123,6 +147,8 @@ class TrainingMemoryModel:
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
         self.per_layer: dict[str, tuple[float, float]] = {}
+        self._fixed: dict[tuple[object, ...], float] = {}
+        self._per_seq: dict[tuple[object, ...], float] = {}
         self.loss_per_seq, self.loss_tp = 0.0, False
         if arch is not None:
             s = job.seq_len or 1
@@ -138,10 +164,17 @@ class TrainingMemoryModel:
         h = arch.hidden
         # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
         full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
+        if self.peft and self.job.stack in PEFT_STACKS:
+            full_layer += self.a.memory.peft_adapter_input_bytes.value * _adapter_input_width(
+                arch, self.job.lora_targets) * s
+        inputs = c.full_recompute_coeff.value * s * h
         if recompute == "full":
-            return c.full_recompute_coeff.value * s * h, full_layer
+            return inputs, full_layer
         attention = 0.0 if (recompute == "selective" or self.gpu.features.flash_attention) else (
             c.attention_coeff.value * arch.heads * s * s)
+        if recompute == "selective" and self.job.stack == "torchtitan":
+            # torchtitan's selective checkpointing recomputes every second block whole.
+            return (full_layer + inputs) / 2.0, full_layer
         return full_layer + attention, 0.0
 
     def _local_params(self, layout: Layout, stage: int) -> float:
@@ -153,10 +186,24 @@ class TrainingMemoryModel:
             expert /= max(1, layout.shard_ranks // layout.ep)
         return dense + expert
 
+    def _gathered(self, layout: Layout) -> float:
+        """ZeRO-3/FSDP buffers: blocks of 16-bit parameters all-gathered at once, and one block's gradient."""
+        if layout.zero < 3 or layout.shard_ranks <= 1 or (layout.pp > 1 and self.job.stack == "torchtitan"):
+            return 0.0  # (torchtitan with pipelines keeps the whole stage unsharded: counted in the weights)
+        block = self._local_params(layout.with_(sharding="none"), 3) / max(self.layers // layout.pp, 1)
+        grad = 0.0 if self.peft else block * 4.0  # the unsharded gradient, reduced in fp32
+        return block * self.a.memory.fsdp_gathered_layers.value * self.base_bytes + grad
+
+    def _sharded_weights(self, layout: Layout) -> float:
+        """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between passes."""
+        if layout.zero >= 3 and layout.pp > 1 and self.job.stack == "torchtitan":
+            return self._local_params(layout.with_(sharding="zero2"), 3) * self.base_bytes
+        return self._local_params(layout, 3) * self.base_bytes
+
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
         offload = self.job.offload
-        weights = self._local_params(layout, 3) * self.base_bytes
+        weights = self._sharded_weights(layout)
         grads = self._local_params(layout, 2) * self.grad_bytes
         master = self._local_params(layout, 1) * self.master_bytes
         opt = self._local_params(layout, 1) * self.opt_bytes
@@ -180,17 +227,33 @@ class TrainingMemoryModel:
         return out
 
     def fixed_high(self, layout: Layout) -> float:
-        """Upper bytes on the GPU of everything but activations."""
+        """Upper bytes on the GPU of everything but activations (memoised: the search asks per count and batch)."""
+        key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.sharding, layout.shard_group)
+        cached = self._fixed.get(key)
+        if cached is None:
+            cached = self._fixed[key] = self._fixed_high(layout)
+        return cached
+
+    def _fixed_high(self, layout: Layout) -> float:
         st = self.states(layout)
-        total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr
+        total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
         return total + overhead_range(comm_groups(layout), self.a)[1]
 
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
         """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage."""
+        key = (recompute, tp, cp, pp)
+        cached = self._per_seq.get(key)
+        if cached is None:
+            cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp)
+        return cached
+
+    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> float:
         job = self.job
         if job.arch is None:
             return job.activation_bytes_per_item * job.items_per_sequence
         kept, working = self.per_layer[recompute]
+        if recompute == "full" and job.stack == "unsloth":
+            kept = 0.0  # Unsloth's checkpointing moves every kept layer input to host memory
         split = tp * cp  # sequence parallelism with TP, and context parallelism, split every token's activations
         # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds the loss.
         first = self.layers * kept * self.act_scale / split
@@ -207,8 +270,8 @@ class TrainingMemoryModel:
         st = self.states(layout)
         act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
         lo_o, hi_o = overhead_range(comm_groups(layout), self.a)
-        weights = st["weights"][0]
-        comps = [("weights", weights * (1 - self.werr), weights * (1 + self.werr))]
+        weights, gathered = st["weights"][0], self._gathered(layout)
+        comps = [("weights", weights * (1 - self.werr) + gathered, weights * (1 + self.werr) + gathered)]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
         comps += [(n, st[n][0], st[n][0]) for n in names if st[n][0] or n != "master_weights"]
         comps += [("activations", act * (1 - self.aerr), act * (1 + self.aerr)), ("overhead", lo_o, hi_o)]

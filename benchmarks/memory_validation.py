@@ -1,8 +1,8 @@
 """Loads and checks benchmarks/memory_validation.csv (published measured peak memory) and prints a per-source summary.
 
-Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py`. It exits 1 when a row is
-malformed. Comparing the rows with the memory model's predictions (fit-verdict agreement, GB error, longest
-sequence that fits) is left to the caller: `load_rows` gives typed rows, `row_problems` the checks.
+Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
+row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict agreement,
+GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
 """
 
 from __future__ import annotations
@@ -183,6 +183,10 @@ def main() -> int:
     for line, problem in bad:
         print(f"memory_validation.csv line {line}: {problem}", file=sys.stderr)
     print("\n".join(summary(rows)))
+    from advisor.memory_check import memory_validation_lines
+
+    print()
+    print("\n".join(memory_validation_lines(knowledge, detail="--detail" in sys.argv)))
     return 1 if bad else 0
 
 

@@ -70,7 +70,36 @@ def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
         "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"), "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
     }
     fields["config"] = config_fields(args)
+    fields["spec"] = model_spec_fields(args)
     return {k: v for k, v in fields.items() if v is not None and v != {}}
+
+
+SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+
+
+def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The model read from --config or built from --layers ... (None when neither is given), as Workload.spec."""
+    g = lambda name: getattr(args, name, None)  # noqa: E731
+    shape = [k for k in (*SHAPE_FLAGS, "experts", "experts_per_token") if g(k) is not None]
+    ways = [way for way, on in (("--model", g("model")), ("--params", g("params")), ("--config", g("config")),
+                                ("--layers/--hidden/...", shape)) if on]
+    if not shape and g("config") is None:
+        return None
+    if len(ways) > 1:
+        raise InputError(f"give one of --model, --params, --config or a shape (--layers ...), not {' and '.join(ways)}")
+    if g("config") is not None:
+        from advisor.catalog.hf_config import read_hf_config
+
+        spec = read_hf_config(Path(g("config")))
+    else:
+        from advisor.catalog.hf_config import spec_from_shape
+
+        missing = [f"--{k.replace('_', '-')}" for k in SHAPE_FLAGS if g(k) is None]
+        if missing:
+            raise InputError(f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)")
+        ints = {k: _int(g(k), f"--{k.replace('_', '-')}") for k in shape}
+        spec = spec_from_shape(**ints)  # type: ignore[arg-type]  # _int of a given flag is never None
+    return spec.model_dump(mode="python", exclude_defaults=True)
 
 
 def config_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,9 +227,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         base_w = {**sw.model_dump(exclude_defaults=True), **base_w}
         base_c = {**sc.model_dump(exclude_defaults=True), **base_c}
     given_w = workload_fields(args)
-    if "model" in given_w or "params" in given_w:  # a new model replaces the file's
-        base_w.pop("model", None)
-        base_w.pop("params", None)
+    if given_w.keys() & {"model", "params", "spec"}:  # a new model replaces the file's
+        for key in ("model", "params", "spec"):
+            base_w.pop(key, None)
     if "config" in base_w and "config" in given_w:  # flags override the file's configuration key by key
         given_w["config"] = {**base_w["config"], **given_w["config"]}
     workload = _validated(Workload, {**base_w, **given_w})
@@ -299,7 +328,12 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.model_command == "evaluate":
         from advisor.efficiency.evaluate import evaluate_cli
 
-        return evaluate_cli(args)
+        code = evaluate_cli(args)
+        if (args.format or "table") == "table":  # the memory model's validation, its own section
+            from advisor.memory_check import memory_validation_lines
+
+            print("\n" + "\n".join(memory_validation_lines()))
+        return code
     raise InputError("model: give an action: train or evaluate")
 
 

@@ -46,6 +46,8 @@ def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> Non
                                                          "(default: finetune for catalogue LLMs, else pretrain)")
     g.add_argument("--model", help="catalogue id or alias, e.g. llama-2-70b, resnet50 (see `gpu-advisor models`)")
     g.add_argument("--params", help="a custom dense transformer of this size instead of --model, e.g. 13B")
+    g.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of --model")
+    _shape_args(p)
     g.add_argument("--precision", choices=PRECISIONS, help="default auto: bf16 where the GPU has it, else fp16")
     g.add_argument("--seq-len", help="tokens per sequence")
     g.add_argument("--micro-batch", "--batch-size", dest="batch_size",
@@ -59,6 +61,15 @@ def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> Non
         g.add_argument("--output-tokens", help="inference output length (default 256)")
         g.add_argument("--tpot-ms", help="latency target per output token, ms (default 50)")
         g.add_argument("--ttft-ms", help="latency target to the first token, ms (optional)")
+
+
+def _shape_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model shape (instead of --model: a Llama-style decoder of this shape)")
+    for name, what in (("layers", "transformer blocks"), ("hidden", "hidden size"), ("heads", "attention heads"),
+                       ("kv-heads", "key-value heads (grouped-query attention)"), ("ffn", "FFN width (gated)"),
+                       ("vocab", "vocabulary size"), ("experts", "routed experts (MoE; default 1)"),
+                       ("experts-per-token", "experts each token visits (MoE)")):
+        g.add_argument(f"--{name}", help=what)
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
