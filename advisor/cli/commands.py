@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -130,7 +129,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     from advisor.cost import offer_flags
 
     if getattr(args, "prices_command", None) == "update":
-        from advisor.prices_update import update_cli
+        from advisor.cli.prices_cli import update_cli
 
         return update_cli(args)
     knowledge = load_knowledge()
@@ -171,6 +170,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    import tomllib  # only --from reads TOML; every other run skips the parser's import
+
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
