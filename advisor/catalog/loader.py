@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -93,8 +94,10 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
         os.replace(tmp, path)
     except OSError:
         return  # a read-only home only costs speed
-    for stale in path.parent.glob(f"{stem}*.json"):
-        if stale != path:  # entries of an older file or schema are never read again
+    # Entries of an older file or schema are never read again; `name.<hash>.json` is the older raw-parse form.
+    legacy = re.compile(re.escape(stem.removesuffix("records.")) + r"[0-9a-f]{20}\.json")
+    for stale in path.parent.iterdir():
+        if stale != path and (stale.name.startswith(stem) and stale.suffix == ".json" or legacy.fullmatch(stale.name)):
             try:
                 stale.unlink()
             except OSError:

@@ -50,7 +50,7 @@ class ModelSpec(Record):
     throughput_unit: str | None = None
     item: str | None = None
     seq_len: int = 0
-    forward_flops_per_item: PositiveFloat | None = None
+    forward_flops_per_item: float | None = None
     train_flops_per_item: float | None = None
     activation_bytes_per_item: float = 0.0
     source: str

@@ -362,7 +362,6 @@ class Defaults(Strict):
     serving_utilisation_cap: Figure
 
 
-PRIOR_REGIMES = ("llm-pretrain", "llm-finetune", "lora", "qlora", "other-train", "decode", "prefill")
 
 
 class Assumptions(Strict):
