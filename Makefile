@@ -4,14 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test screenshots benchmark train evaluate clean
+.PHONY: bytecode run test screenshots benchmark train evaluate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# Bytecode now: where PYTHONDONTWRITEBYTECODE is set, every run would otherwise recompile the package.
+	$(BIN)/python -m compileall -q advisor tui
 	touch $(STAMP)
 
-run: $(STAMP)
+# Recompile what changed since install (cheap when nothing did), so runs never pay for compiling.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q advisor tui
+
+run: $(STAMP) bytecode
 	$(BIN)/gpu-advisor
 
 test: $(STAMP)
@@ -20,7 +26,7 @@ test: $(STAMP)
 screenshots: $(STAMP)
 	$(BIN)/python scripts/make_screenshots.py
 
-benchmark: $(STAMP)
+benchmark: $(STAMP) bytecode
 	$(BIN)/python benchmarks/bench_recommend.py
 	$(BIN)/python benchmarks/bench_startup.py
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-import tomli_w
-
 from advisor import __version__
 from advisor.catalog.loader import Knowledge
 from advisor.report import Report
@@ -65,4 +63,6 @@ def export_record(report: Report, knowledge: Knowledge, generated_at: dt.datetim
 
 def export_toml(report: Report, knowledge: Knowledge, generated_at: dt.datetime | None = None) -> str:
     """The record as TOML text."""
+    import tomli_w  # only TOML output needs the writer
+
     return tomli_w.dumps(export_record(report, knowledge, generated_at))

@@ -5,11 +5,9 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, Union
+from typing import Any, Callable, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
-
-from advisor.catalog.common import Strict
+from advisor.catalog.common import Record, record
 
 # The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
 # job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
@@ -67,61 +65,44 @@ def scope_of(field: str) -> str:
     return {"workload": "job", "constraints": "job", "gpu": "gpu", "plan": "plan"}[head]
 
 
-class Condition(Strict):
-    """One test of a fact against a value."""
+@record
+class Condition(Record):
+    """One test of a fact against a value (checked against FIELDS by advisor.catalog.schemas)."""
 
     field: str
     op: Op
     value: Any
 
-    @model_validator(mode="after")
-    def _typed(self) -> Condition:
-        if self.field not in FIELDS:
-            raise ValueError(f"unknown field {self.field!r}; known: {', '.join(sorted(FIELDS))}")
-        kind = FIELDS[self.field]
-        values = self.value if self.op in ("in", "not_in") else [self.value]
-        if self.op in ("in", "not_in") and not isinstance(self.value, list):
-            raise ValueError(f"op {self.op!r} needs a list value")
-        if self.op in _ORDERED_OPS and kind in (str, bool):
-            raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
-        for v in values:
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind in (int, float) else isinstance(v, kind)
-            if not ok:
-                raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
-        return self
 
-
-class AllOf(Strict):
+@record
+class AllOf(Record):
     """True when every child is true."""
 
-    all: tuple[Node, ...] = Field(min_length=1)
+    all: tuple[Node, ...]
 
 
-class AnyOf(Strict):
+@record
+class AnyOf(Record):
     """True when at least one child is true."""
 
-    any: tuple[Node, ...] = Field(min_length=1)
+    any: tuple[Node, ...]
 
 
 def _node_kind(value: Any) -> str:
-    """Which node a tree element is, so that a bad condition reports its own error, not three union ones."""
+    """Which node a tree element is."""
     if isinstance(value, dict):
         return "all" if "all" in value else "any" if "any" in value else "condition"
     return "all" if isinstance(value, AllOf) else "any" if isinstance(value, AnyOf) else "condition"
 
 
-Node = Annotated[
-    Union[Annotated[Condition, Tag("condition")], Annotated[AllOf, Tag("all")], Annotated[AnyOf, Tag("any")]],
-    Discriminator(_node_kind),
-]
-AllOf.model_rebuild()
-AnyOf.model_rebuild()
+Node = Condition | AllOf | AnyOf
 
 
-class Rule(Strict):
+@record
+class Rule(Record):
     """A declarative rule: when its condition holds it excludes, scores or advises."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    id: str
     kind: Literal["constraint", "preference", "advice"]
     when: Node
     explanation: str
@@ -139,20 +120,6 @@ class Rule(Strict):
             entry = _COMPILED[id(self)] = (self, compile_node(self.when))
         return entry[1](facts)
 
-    @field_validator("message")
-    @classmethod
-    def _known_placeholders(cls, text: str) -> str:
-        for name in _PLACEHOLDER.findall(text):
-            if name not in FIELDS:
-                raise ValueError(f"message names unknown field {{{name}}}")
-        return text
-
-    @model_validator(mode="after")
-    def _score_only_for_preferences(self) -> Rule:
-        if (self.kind == "preference") != (self.score != 0.0):
-            raise ValueError("a preference needs a non-zero score, and only a preference has one")
-        return self
-
     @property
     def fields(self) -> list[str]:
         """Every fact the condition tests."""
@@ -165,20 +132,13 @@ class Rule(Strict):
         return max((scope_of(f) for f in _fields(self.when)), key=order.__getitem__)
 
 
-class RuleBook(Strict):
+@record
+class RuleBook(Record):
     """All of rules.toml."""
 
     schema_version: Literal[1]
     sources: dict[str, Any]
     rule: tuple[Rule, ...]
-
-    @model_validator(mode="after")
-    def _unique(self) -> RuleBook:
-        ids = [r.id for r in self.rule]
-        dupes = {i for i in ids if ids.count(i) > 1}
-        if dupes:
-            raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
-        return self
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import PositiveFloat
 
-from advisor.catalog.common import Source, Strict
+from advisor.catalog.schemas import Source
+from advisor.catalog.strict import Strict
 from advisor.catalog.loader import Knowledge, _read_toml, _validate
 from advisor.errors import InputError, KnowledgeError
 

@@ -31,6 +31,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                   capture_output=True, text=True, check=True).stdout.strip())
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(purelib)
+    # What pip does at install: compile the bytecode, so runs under PYTHONDONTWRITEBYTECODE never recompile.
+    subprocess.run([str(python), "-m", "compileall", "-q", str(purelib / "advisor"), str(purelib / "tui")],
+                   check=True)
     # The wheel's dependencies come from this test's environment (no network): a .pth line adds its
     # site-packages after the fresh one, so the installed wheel, not the source tree, provides advisor.
     deps = sysconfig.get_paths()["purelib"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
-from advisor.catalog.common import Source, Strict
+from advisor.catalog.common import Record, Source, record
 
 
-class Figure(Strict):
+@record
+class Figure(Record):
     """One constant: a value (with a low-high range where it has one), its unit and its source."""
 
     value: float
@@ -25,7 +25,8 @@ class Figure(Strict):
         return (self.value if self.low is None else self.low, self.value if self.high is None else self.high)
 
 
-class MemoryFigures(Strict):
+@record
+class MemoryFigures(Record):
     """Runtime overheads and the error bars of each memory component."""
 
     headroom: Figure
@@ -38,7 +39,8 @@ class MemoryFigures(Strict):
     peft_adapter_input_bytes: Figure
 
 
-class ActivationFigures(Strict):
+@record
+class ActivationFigures(Record):
     """Korthikanti et al.'s per-layer activation terms."""
 
     per_layer_coeff: Figure
@@ -48,7 +50,8 @@ class ActivationFigures(Strict):
     logits_bytes: Figure
 
 
-class PrecisionFigures(Strict):
+@record
+class PrecisionFigures(Record):
     """Bits per parameter of quantised weights, scales included."""
 
     nf4_bits: Figure
@@ -56,7 +59,8 @@ class PrecisionFigures(Strict):
     int8_bits: Figure
 
 
-class OptimizerFigures(Strict):
+@record
+class OptimizerFigures(Record):
     """Bytes per trainable parameter of optimizer states."""
 
     adamw: Figure
@@ -72,14 +76,16 @@ class OptimizerFigures(Strict):
         return float(getattr(self, optimizer.replace("-", "_")).value)
 
 
-class NetworkFigures(Strict):
+@record
+class NetworkFigures(Record):
     """The rail-optimised fat tree: pod size at full bisection, oversubscription between pods."""
 
     pod_gpus: Figure
     oversubscription: Figure
 
 
-class GoodputFigures(Strict):
+@record
+class GoodputFigures(Record):
     """Interruptions at scale and what each costs."""
 
     interruptions_per_gpu_hour: Figure
@@ -87,7 +93,8 @@ class GoodputFigures(Strict):
     restart_h: Figure
 
 
-class CommFigures(Strict):
+@record
+class CommFigures(Record):
     """Link latencies and PCIe bandwidths."""
 
     intra_node_latency_s: Figure
@@ -96,13 +103,14 @@ class CommFigures(Strict):
     pcie_gen5_gbs: Figure
 
 
-class Fabric(Strict):
+@record
+class Fabric(Record):
     """An inter-node network: bandwidth per GPU or per node, and a per-step latency."""
 
     name: str
-    gbps: PositiveFloat
+    gbps: float
     per: Literal["gpu", "node"]
-    latency_s: NonNegativeFloat
+    latency_s: float
     source: str
     note: str = ""
 
@@ -112,7 +120,8 @@ class Fabric(Strict):
         return per_gpu_gbps / 8.0
 
 
-class Prior(Strict):
+@record
+class Prior(Record):
     """An efficiency prior for one regime, as a P10-P50-P90 interval."""
 
     p10: float
@@ -121,14 +130,8 @@ class Prior(Strict):
     source: str
     note: str = ""
 
-    @model_validator(mode="after")
-    def _ordered(self) -> Prior:
-        if not 0 < self.p10 <= self.p50 <= self.p90 <= 1:
-            raise ValueError("needs 0 < p10 <= p50 <= p90 <= 1")
-        return self
-
-
-class CostFigures(Strict):
+@record
+class CostFigures(Record):
     """Volatility coefficients, storage price, billing hours and spot interruption rates."""
 
     volatility_static: Figure
@@ -139,7 +142,8 @@ class CostFigures(Strict):
     spot_interruptions_per_month: Figure
 
 
-class Defaults(Strict):
+@record
+class Defaults(Record):
     """Starting values of user inputs; every output labels them as assumed."""
 
     pretrain_tokens_per_param: Figure
@@ -162,7 +166,8 @@ class Defaults(Strict):
 PRIOR_REGIMES = ("llm-pretrain", "llm-finetune", "lora", "qlora", "other-train", "decode", "prefill")
 
 
-class Assumptions(Strict):
+@record
+class Assumptions(Record):
     """All of assumptions.toml."""
 
     schema_version: Literal[1]
@@ -180,18 +185,11 @@ class Assumptions(Strict):
     cost: CostFigures
     defaults: Defaults
 
-    @model_validator(mode="after")
-    def _complete(self) -> Assumptions:
-        absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
-        if absent:
-            raise ValueError(f"efficiency priors missing for: {', '.join(absent)}")
-        return self
-
     def cited_sources(self) -> set[str]:
         """Every source key the figures cite."""
         keys = {f.source for f in self.fabric.values()} | {p.source for p in self.efficiency.values()}
         keys |= {f.source for f in self.loss.values()}
         for section in (self.memory, self.activations, self.precision, self.optimizer, self.comm, self.cost,
                         self.defaults, self.network, self.goodput):
-            keys |= {getattr(section, name).source for name in type(section).model_fields}
+            keys |= {getattr(section, name).source for name in section._FIELDS}
         return keys

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Literal
 
-from pydantic import Field
 
-from advisor.catalog.common import Strict
+from advisor.catalog.common import Record, record
 
 MEMORY_COMPONENTS = (
     "weights", "gradients", "optimizer", "master_weights", "activations", "kv_cache", "adapters", "overhead",
 )
 
 
-class Threshold(Strict):
+@record
+class Threshold(Record):
     """A measured level past which the entry applies."""
 
     metric: str
@@ -24,7 +25,8 @@ class Threshold(Strict):
     source: str
 
 
-class Step(Strict):
+@record
+class Step(Record):
     """One ordered action."""
 
     text: str
@@ -32,19 +34,20 @@ class Step(Strict):
     command: str | None = None
 
 
-class ChecklistEntry(Strict):
+@record
+class ChecklistEntry(Record):
     """One error type and what to do about it."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    id: str
     title: str
     category: Literal["memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"]
     keywords: tuple[str, ...] = ()
-    symptoms: tuple[str, ...] = Field(min_length=1)
+    symptoms: tuple[str, ...]
     tools: tuple[str, ...] = ()
-    sources: tuple[str, ...] = Field(min_length=1)
+    sources: tuple[str, ...]
     thresholds: tuple[Threshold, ...] = ()
-    steps: tuple[Step, ...] = Field(min_length=1)
-    remedies: dict[str, tuple[str, ...]] = {}
+    steps: tuple[Step, ...]
+    remedies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def haystack(self) -> str:
         """All searchable text of the entry, lower-cased."""

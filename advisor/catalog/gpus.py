@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import field
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from advisor.catalog.common import Strict
+from advisor.catalog.common import Record, record
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -21,29 +21,32 @@ TENSOR_DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-class Interconnect(Strict):
+@record
+class Interconnect(Record):
     """The GPU-to-GPU link inside one server."""
 
     kind: Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "infinity-fabric"]
     """nvlink-mesh: direct NVLink between some pairs only (V100 SXM2's hybrid cube-mesh), no switch."""
-    gbs: PositiveFloat | None = None
+    gbs: float | None = None
     """Per GPU, both directions added, GB/s."""
-    domain: PositiveInt = 1
+    domain: int = 1
     """How many GPUs share that link (the NVLink domain)."""
 
 
-class Tflops(Strict):
+@record
+class Tflops(Record):
     """Dense peak throughput per dtype in TFLOPS (int8 in TOPS); absent = unsupported or unsourced."""
 
-    fp32: PositiveFloat | None = None
-    tf32: PositiveFloat | None = None
-    fp16: PositiveFloat | None = None
-    bf16: PositiveFloat | None = None
-    fp8: PositiveFloat | None = None
-    int8: PositiveFloat | None = None
+    fp32: float | None = None
+    tf32: float | None = None
+    fp16: float | None = None
+    bf16: float | None = None
+    fp8: float | None = None
+    int8: float | None = None
 
 
-class Features(Strict):
+@record
+class Features(Record):
     """Hardware feature flags that gate precisions and kernels."""
 
     bf16: bool
@@ -51,49 +54,41 @@ class Features(Strict):
     flash_attention: bool
 
 
-class Price(Strict):
+@record
+class Price(Record):
     """Purchase price of one GPU, with its date and source."""
 
-    usd: PositiveFloat
+    usd: float
     date: dt.date
     source: str
     kind: Literal["list", "street", "estimate"]
 
 
-class Gpu(Strict):
+@record
+class Gpu(Record):
     """One accelerator of the catalogue."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    id: str
     name: str
     vendor: Literal["nvidia", "amd", "intel", "google"]
     aliases: tuple[str, ...] = ()
     architecture: str
-    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    compute_capability: str | None = None
     form_factor: Literal["pcie", "sxm2", "sxm4", "sxm5", "sxm6", "oam", "superchip", "nvl"]
     release_date: dt.date | None = None
-    memory_gb: PositiveFloat
-    memory_bw_gbs: PositiveFloat
-    tdp_w: PositiveInt | None = None
-    pcie_gen: PositiveInt | None = None
-    gpus_per_node: PositiveInt
+    memory_gb: float
+    memory_bw_gbs: float
+    tdp_w: int | None = None
+    pcie_gen: int | None = None
+    gpus_per_node: int
     fabric: str
     features: Features
     interconnect: Interconnect
     tflops: Tflops
     price: Price | None = None
     field_sources: dict[str, str]
-    missing: dict[str, str] = {}
+    missing: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _supported_dtypes_have_figures(self) -> Gpu:
-        for flag in ("bf16", "fp8"):
-            if getattr(self.features, flag) and getattr(self.tflops, flag) is None:
-                if f"tflops.{flag}" not in self.missing:
-                    raise ValueError(f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'")
-        if self.tflops.fp16 is None and self.tflops.bf16 is None and "tflops.fp16" not in self.missing:
-            raise ValueError("needs tflops.fp16 or tflops.bf16 (or a 'missing' note)")
-        return self
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for a dtype, or None when the GPU lacks it or no source gives it."""

@@ -1,78 +1,107 @@
-"""Provides load_knowledge(): reads every knowledge file through importlib.resources and validates it."""
+"""Provides load_knowledge(): reads every knowledge file through importlib.resources, validates it on a cache
+miss, and returns it as plain records.
+
+Validation (pydantic, advisor.catalog.schemas) and TOML parsing cost more than a whole `gpus` command, so each
+file's validated records are cached as JSON keyed by the file's hash and the schemas' hash; a run with a warm
+cache imports neither pydantic nor tomllib."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import hashlib
 import json
 import os
-import tomllib
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from typing import Any, Callable
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
-from advisor.catalog.common import Source, normalise_id
+from advisor.catalog.common import Source, decode_object, encode, normalise_id, to_plain
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
 from advisor.errors import InputError, KnowledgeError
 from advisor.rules import RuleBook
 
-T = TypeVar("T")
+# Bump when the cached form changes in a way the schemas' source does not show.
+CACHE_FORMAT = b"records-1"
 
 
 def cache_dir() -> Path | None:
-    """Where parsed knowledge files are cached (None disables the cache)."""
+    """Where validated knowledge files are cached (None disables the cache)."""
     if os.environ.get("GPU_ADVISOR_NO_CACHE"):
         return None
     base = os.environ.get("GPU_ADVISOR_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
     return Path(base) / "gpu-advisor" if base else Path.home() / ".cache" / "gpu-advisor"
 
 
-def _read_toml(root: Traversable, name: str) -> dict[str, Any]:
-    """Parse a knowledge file; the parse (not the validation) is cached as JSON keyed by the file's hash,
-    because the pure-Python TOML parser costs more than everything else a command does."""
+@functools.lru_cache(maxsize=1)
+def _schema_key() -> bytes:
+    """The schemas' own hash: a changed schema or record type must not read records cached by the old one."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256(CACHE_FORMAT)
+    for name in ("schemas.py", "common.py", "../rules.py"):
+        try:
+            digest.update((here / name).read_bytes())
+        except OSError:
+            pass  # an installation without sources: the file hash and CACHE_FORMAT still key it
+    return digest.digest()
+
+
+def _read_bytes(root: Traversable, name: str) -> bytes:
     try:
-        raw = root.joinpath(name).read_bytes()
+        return root.joinpath(name).read_bytes()
     except FileNotFoundError as exc:
         raise KnowledgeError(f"knowledge/{name}: file missing") from exc
+
+
+def cached_records(root: Traversable, name: str, build: Callable[[dict[str, Any]], Any]) -> Any:
+    """The validated records of one knowledge file: from the cache, or parsed, built by `build` and cached."""
+    raw = _read_bytes(root, name)
     folder = cache_dir()
-    cached = folder / f"{name}.{hashlib.sha256(raw).hexdigest()[:20]}.json" if folder else None
+    stem = f"{name}.records."
+    cached = folder / f"{stem}{hashlib.sha256(_schema_key() + raw).hexdigest()[:24]}.json" if folder else None
     if cached is not None:
         try:
-            return json.loads(cached.read_bytes())
-        except (OSError, ValueError):
-            pass
+            return json.loads(cached.read_bytes(), object_hook=decode_object)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # absent, or written by another version: rebuild it
+    records = build(parse_toml(raw, name))
+    if cached is not None:
+        _write_cache(cached, records, stem)
+    return records
+
+
+def parse_toml(raw: bytes, name: str) -> dict[str, Any]:
+    """Parse a knowledge file (only on a cache miss: the parser's import is not free)."""
+    import tomllib
+
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise KnowledgeError(f"knowledge/{name}: not valid TOML: {exc}") from exc
-    if cached is not None:
-        _write_cache(cached, data)
-    return data
 
 
-def _write_cache(path: Path, data: dict[str, Any]) -> None:
+def _write_cache(path: Path, records: Any, stem: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, default=_json_default), encoding="utf-8")
+        tmp.write_text(json.dumps(encode(records)), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
-        pass  # a read-only home only costs speed
-
-
-def _json_default(value: Any) -> str:
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+        return  # a read-only home only costs speed
+    # Entries of an older file or schema are never read again; `name.<hash>.json` is the older raw-parse form.
+    legacy = re.compile(re.escape(stem.removesuffix("records.")) + r"[0-9a-f]{20}\.json")
+    for stale in path.parent.iterdir():
+        if stale != path and (stale.name.startswith(stem) and stale.suffix == ".json" or legacy.fullmatch(stale.name)):
+            try:
+                stale.unlink()
+            except OSError:
+                pass
 
 
 def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
@@ -93,11 +122,25 @@ def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
     return ".".join(parts)
 
 
-def _validate(adapter: TypeAdapter[T] | type[BaseModel], data: Any, name: str, table: str = "") -> Any:
+def validate(schema: Any, data: Any, name: str, table: str = "") -> Any:
+    """Validate data against a pydantic schema (a model class or a type such as list[Gpu]) and return it as
+    plain records; the first error becomes one KnowledgeError line naming the file, row and field."""
+    return to_plain(_validate(schema, data, name, table))
+
+
+def _read_toml(root: Traversable, name: str) -> dict[str, Any]:
+    """A knowledge file's parsed contents, through the same cache (for files with no record types)."""
+    return cached_records(root, name, lambda raw: raw)
+
+
+def _validate(schema: Any, data: Any, name: str, table: str = "") -> Any:
+    """Like validate(), but returns the pydantic instance itself (for schemas with no plain twin)."""
+    from pydantic import BaseModel, TypeAdapter, ValidationError
+
     try:
-        if isinstance(adapter, TypeAdapter):
-            return adapter.validate_python(data)
-        return adapter.model_validate(data)
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_validate(data)
+        return TypeAdapter(schema).validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = _where(tuple(first["loc"]), data, table)
@@ -105,7 +148,10 @@ def _validate(adapter: TypeAdapter[T] | type[BaseModel], data: Any, name: str, t
         raise KnowledgeError(f"knowledge/{name}: {where}: {first['msg']}{more}") from exc
 
 
-_SOURCES = TypeAdapter(dict[str, Source])
+def _sources(raw: dict[str, Any], name: str) -> dict[str, Source]:
+    from advisor.catalog import schemas
+
+    return validate(dict[str, schemas.Source], raw.get("sources", {}), name)
 
 
 def _rows(raw: dict[str, Any], key: str, name: str, allowed: set[str]) -> list[dict[str, Any]]:
@@ -177,72 +223,108 @@ def _check_refs(name: str, used: dict[str, set[str]], known: set[str]) -> None:
             raise KnowledgeError(f"knowledge/{name}: {row_id}: unknown source key(s) {', '.join(sorted(unknown))}")
 
 
-def load_knowledge_from(root: Traversable | Path) -> Knowledge:
-    """Load and cross-check every knowledge file below `root` (a package resource or a plain folder)."""
-    assumptions = _validate(Assumptions, _read_toml(root, "assumptions.toml"), "assumptions.toml")
-    _check_refs("assumptions.toml", {"figures": assumptions.cited_sources()}, set(assumptions.sources))
+def _assumptions(raw: dict[str, Any]) -> Assumptions:
+    from advisor.catalog import schemas
 
-    raw = _read_toml(root, "gpus.toml")
-    catalogue_version = str(raw.get("catalogue_version", "unversioned"))
-    gpu_rows = _rows(raw, "gpu", "gpus.toml", {"schema_version", "catalogue_version", "sources", "gpu"})
-    gpu_sources = _validate(_SOURCES, raw.get("sources", {}), "gpus.toml")
-    gpus = tuple(_validate(TypeAdapter(list[Gpu]), gpu_rows, "gpus.toml", "gpu"))
+    assumptions: Assumptions = validate(schemas.Assumptions, raw, "assumptions.toml")
+    _check_refs("assumptions.toml", {"figures": assumptions.cited_sources()}, set(assumptions.sources))
+    return assumptions
+
+
+def _gpus(raw: dict[str, Any]) -> dict[str, Any]:
+    from advisor.catalog import schemas
+
+    rows = _rows(raw, "gpu", "gpus.toml", {"schema_version", "catalogue_version", "sources", "gpu"})
+    sources = _sources(raw, "gpus.toml")
+    gpus = tuple(validate(list[schemas.Gpu], rows, "gpus.toml", "gpu"))
     _check_refs("gpus.toml", {
         g.id: set(g.field_sources.values()) | ({g.price.source} if g.price else set()) for g in gpus
-    }, set(gpu_sources))
-    for g in gpus:
-        if g.fabric not in assumptions.fabric:
-            raise KnowledgeError(f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
-                                 f"{', '.join(assumptions.fabric)} (assumptions.toml)")
+    }, set(sources))
+    return {"catalogue_version": str(raw.get("catalogue_version", "unversioned")), "sources": sources, "gpus": gpus}
 
-    raw = _read_toml(root, "models.toml")
-    model_rows = _rows(raw, "model", "models.toml", {"schema_version", "sources", "model"})
-    model_sources = _validate(_SOURCES, raw.get("sources", {}), "models.toml")
-    models = tuple(_validate(TypeAdapter(list[ModelSpec]), model_rows, "models.toml", "model"))
+
+def _models(raw: dict[str, Any]) -> dict[str, Any]:
+    from advisor.catalog import schemas
+
+    rows = _rows(raw, "model", "models.toml", {"schema_version", "sources", "model"})
+    sources = _sources(raw, "models.toml")
+    models = tuple(validate(list[schemas.ModelSpec], rows, "models.toml", "model"))
     _check_refs("models.toml", {
         m.id: ({m.source} | set(m.field_sources.values())) - {"derived"} for m in models
-    }, set(model_sources))
+    }, set(sources))
+    return {"sources": sources, "models": models}
 
-    raw = _read_toml(root, "prices.toml")
-    offer_rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
-    price_sources = _validate(_SOURCES, raw.get("sources", {}), "prices.toml")
-    offers = tuple(_validate(TypeAdapter(list[Offer]), offer_rows, "prices.toml", "offer"))
-    gpu_ids = {g.id for g in gpus}
-    for i, o in enumerate(offers):
-        if o.gpu not in gpu_ids:
-            raise KnowledgeError(f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}")
+
+def _offers(raw: dict[str, Any]) -> dict[str, Any]:
+    from advisor.catalog import schemas
+
+    rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
+    sources = _sources(raw, "prices.toml")
+    offers = tuple(validate(list[schemas.Offer], rows, "prices.toml", "offer"))
     _check_refs("prices.toml", {f"offer[{i}] ({o.provider} {o.instance})": {o.source} for i, o in enumerate(offers)},
-                set(price_sources))
+                set(sources))
+    return {"sources": sources, "offers": offers}
 
-    raw = _read_toml(root, "checklist.toml")
-    entry_rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
-    checklist_sources = _validate(_SOURCES, raw.get("sources", {}), "checklist.toml")
-    checklist = tuple(_validate(TypeAdapter(list[ChecklistEntry]), entry_rows, "checklist.toml", "entry"))
+
+def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
+    from advisor.catalog import schemas
+
+    rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
+    sources = _sources(raw, "checklist.toml")
+    entries = tuple(validate(list[schemas.ChecklistEntry], rows, "checklist.toml", "entry"))
     _check_refs("checklist.toml", {
-        e.id: set(e.sources) | {t.source for t in e.thresholds} for e in checklist
-    }, set(checklist_sources))
-    for e in checklist:
+        e.id: set(e.sources) | {t.source for t in e.thresholds} for e in entries
+    }, set(sources))
+    for e in entries:
         unknown = set(e.remedies) - set(MEMORY_COMPONENTS)
         if unknown:
             raise KnowledgeError(f"knowledge/checklist.toml: {e.id}: unknown memory component(s) in remedies: "
                                  f"{', '.join(sorted(unknown))}; known: {', '.join(MEMORY_COMPONENTS)}")
+    return {"sources": sources, "entries": entries}
 
-    rules = _validate(RuleBook, _read_toml(root, "rules.toml"), "rules.toml")
-    rule_sources = _validate(_SOURCES, rules.sources, "rules.toml")
-    _check_refs("rules.toml", {r.id: {r.source} for r in rules.rule}, set(rule_sources))
+
+def _rules(raw: dict[str, Any]) -> dict[str, Any]:
+    from advisor.catalog import schemas
+
+    rules: RuleBook = validate(schemas.RuleBook, raw, "rules.toml")
+    sources = validate(dict[str, schemas.Source], rules.sources, "rules.toml")
+    _check_refs("rules.toml", {r.id: {r.source} for r in rules.rule}, set(sources))
+    return {"rules": rules, "sources": sources}
+
+
+def load_knowledge_from(root: Traversable | Path) -> Knowledge:
+    """Load and cross-check every knowledge file below `root` (a package resource or a plain folder)."""
+    assumptions: Assumptions = cached_records(root, "assumptions.toml", _assumptions)
+    gpu_file = cached_records(root, "gpus.toml", _gpus)
+    gpus: tuple[Gpu, ...] = gpu_file["gpus"]
+    for g in gpus:
+        if g.fabric not in assumptions.fabric:
+            raise KnowledgeError(f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
+                                 f"{', '.join(assumptions.fabric)} (assumptions.toml)")
+    model_file = cached_records(root, "models.toml", _models)
+    offer_file = cached_records(root, "prices.toml", _offers)
+    offers: tuple[Offer, ...] = offer_file["offers"]
+    gpu_ids = {g.id for g in gpus}
+    for i, o in enumerate(offers):
+        if o.gpu not in gpu_ids:
+            raise KnowledgeError(f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}")
+    checklist_file = cached_records(root, "checklist.toml", _checklist)
+    rule_file = cached_records(root, "rules.toml", _rules)
 
     sources: dict[str, Source] = {}
-    for name, table in (("assumptions.toml", assumptions.sources), ("gpus.toml", gpu_sources),
-                        ("models.toml", model_sources), ("prices.toml", price_sources),
-                        ("checklist.toml", checklist_sources), ("rules.toml", rule_sources)):
+    for name, table in (("assumptions.toml", assumptions.sources), ("gpus.toml", gpu_file["sources"]),
+                        ("models.toml", model_file["sources"]), ("prices.toml", offer_file["sources"]),
+                        ("checklist.toml", checklist_file["sources"]), ("rules.toml", rule_file["sources"])):
         for key, src in table.items():
             if key in sources and sources[key].title != src.title:
                 raise KnowledgeError(f"knowledge/{name}: source key {key!r} names a different document than in "
                                      f"another file ({sources[key].title!r}); use a distinct key")
             sources.setdefault(key, src)
+    models: tuple[ModelSpec, ...] = model_file["models"]
+    checklist: tuple[ChecklistEntry, ...] = checklist_file["entries"]
     return Knowledge(
-        gpus=gpus, models=models, offers=offers, checklist=checklist, rules=rules, assumptions=assumptions,
-        sources=sources, catalogue_version=catalogue_version, root=root,
+        gpus=gpus, models=models, offers=offers, checklist=checklist, rules=rule_file["rules"],
+        assumptions=assumptions, sources=sources, catalogue_version=gpu_file["catalogue_version"], root=root,
         _gpu_index=_index(gpus, "GPU", "gpus.toml"), _model_index=_index(models, "model", "models.toml"),
     )
 

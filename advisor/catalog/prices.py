@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import PositiveFloat, PositiveInt, TypeAdapter, ValidationError
 
-from advisor.catalog.common import Strict
+from advisor.catalog.common import Record, record
 
 if TYPE_CHECKING:
     from advisor.catalog.loader import Knowledge
@@ -21,16 +20,17 @@ DAYS_PER_MONTH = 30.44
 USER_PRICES = "prices.json"
 
 
-class Offer(Strict):
+@record
+class Offer(Record):
     """One rentable instance type at one price."""
 
     provider: str
     region: str
     instance: str
     gpu: str
-    gpus: PositiveInt
+    gpus: int
     pricing: Pricing
-    usd_per_hour: PositiveFloat
+    usd_per_hour: float
     includes_host: bool = True
     date: dt.date
     source: str
@@ -42,7 +42,8 @@ class Offer(Strict):
         return self.usd_per_hour / self.gpus
 
 
-class UserPrices(Strict):
+@record
+class UserPrices(Record):
     """The file `prices update` writes: offers with their date and where they were read."""
 
     schema_version: Literal[1] = 1
@@ -81,8 +82,10 @@ def load_user_prices(path: Path | None = None) -> UserPrices | None:
         return None
     if key not in _CACHE:
         try:
-            _CACHE[key] = TypeAdapter(UserPrices).validate_python(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, ValidationError):
+            # Validated by the pydantic schema (imported only when a refreshed file exists); ValidationError is
+            # a ValueError.
+            _CACHE[key] = UserPrices.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
             _CACHE[key] = None
     return _CACHE[key]
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import field
 from typing import Literal
 
 from advisor.catalog.assumptions import Figure
-from advisor.catalog.common import Source, Strict
-from advisor.catalog.loader import Knowledge, _read_toml, _validate
+from advisor.catalog.common import Record, Source, record
+from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.errors import KnowledgeError
 
 
-class Hardware(Strict):
+@record
+class Hardware(Record):
     """Non-GPU hardware prices."""
 
     server_8gpu_sxm_usd: Figure
@@ -23,7 +25,8 @@ class Hardware(Strict):
     install_fraction: Figure | None = None
 
 
-class Power(Strict):
+@record
+class Power(Record):
     """Tariffs, PUE and non-GPU server power."""
 
     electricity_usd_kwh: Figure
@@ -32,20 +35,23 @@ class Power(Strict):
     off_peak_usd_kwh: Figure | None = None
 
 
-class Space(Strict):
+@record
+class Space(Record):
     """Data-centre space."""
 
     colocation_usd_per_kw_month: Figure
 
 
-class Staff(Strict):
+@record
+class Staff(Record):
     """Operations staff."""
 
     engineer_usd_year: Figure
     gpus_per_engineer: Figure | None = None
 
 
-class Operations(Strict):
+@record
+class Operations(Record):
     """The field guides' operations policy figures and measured failure rates."""
 
     maintenance_fraction_per_year: Figure
@@ -68,7 +74,8 @@ class Operations(Strict):
     rack_space_reserve_fraction: Figure
 
 
-class Lease(Strict):
+@record
+class Lease(Record):
     """Financing terms."""
 
     annual_rate: Figure
@@ -76,7 +83,8 @@ class Lease(Strict):
     lease_to_purchase_ratio: Figure
 
 
-class PowerCap(Strict):
+@record
+class PowerCap(Record):
     """A measured power-capping study and the guide's example policy."""
 
     cap_fraction: Figure
@@ -89,7 +97,8 @@ class PowerCap(Strict):
     guide_night_end_hour: Figure
 
 
-class Shares(Strict):
+@record
+class Shares(Record):
     """The guide's typical shares of TCO."""
 
     hardware: Figure
@@ -99,14 +108,16 @@ class Shares(Strict):
     network: Figure
 
 
-class Spot(Strict):
+@record
+class Spot(Record):
     """Preemption notices."""
 
     aws_notice_s: Figure
     gcp_notice_s: Figure
 
 
-class TcoFigures(Strict):
+@record
+class TcoFigures(Record):
     """All of tco.toml."""
 
     schema_version: Literal[1]
@@ -120,14 +131,14 @@ class TcoFigures(Strict):
     power_cap: PowerCap
     typical_shares: Shares
     spot: Spot
-    missing: dict[str, str] = {}
+    missing: dict[str, str] = field(default_factory=dict)
 
     def source_keys(self) -> set[str]:
         """Every source key a figure cites."""
         keys: set[str] = set()
         for section in (self.hardware, self.power, self.space, self.staff, self.operations, self.lease,
                         self.power_cap, self.typical_shares, self.spot):
-            for name in type(section).model_fields:
+            for name in section._FIELDS:
                 fig = getattr(section, name)
                 if fig is not None:
                     keys.add(fig.source)
@@ -136,7 +147,13 @@ class TcoFigures(Strict):
 
 @functools.lru_cache(maxsize=4)
 def _load(knowledge: Knowledge) -> TcoFigures:
-    figures = _validate(TcoFigures, _read_toml(knowledge.root, "tco.toml"), "tco.toml")
+    return cached_records(knowledge.root, "tco.toml", _validated)
+
+
+def _validated(raw: dict[str, object]) -> TcoFigures:
+    from advisor.catalog import schemas
+
+    figures: TcoFigures = validate(schemas.TcoFigures, raw, "tco.toml")
     unknown = figures.source_keys() - set(figures.sources)
     if unknown:
         raise KnowledgeError(f"knowledge/tco.toml: unknown source key(s) {', '.join(sorted(unknown))}")

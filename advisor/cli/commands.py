@@ -8,13 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import ValidationError
-
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
 from advisor.errors import InputError
-from advisor.inputs import Constraints, Workload
 from advisor.units import parse_count, parse_hours
 
 # Flag names as the user typed them, for one-line errors that name the flag.
@@ -28,6 +25,8 @@ CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
 
 
 def _validated(cls: type, data: dict[str, Any]) -> Any:
+    from pydantic import ValidationError  # imported by the commands that validate input, not by gpus or checklist
+
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -158,7 +157,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     from advisor.cost import offer_flags
 
     if getattr(args, "prices_command", None) == "update":
-        from advisor.prices_update import update_cli
+        from advisor.cli.prices_cli import update_cli
 
         return update_cli(args)
     knowledge = load_knowledge()
@@ -184,6 +183,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from advisor.inputs import Constraints, Workload
     from advisor.predict import predict
 
     knowledge = load_knowledge()
@@ -216,6 +216,7 @@ def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     from advisor.export import export_toml
+    from advisor.inputs import Constraints, Workload
     from advisor.recommend import recommend
 
     knowledge = load_knowledge()

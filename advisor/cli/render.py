@@ -214,7 +214,7 @@ def checklist_text(entries: Sequence[ChecklistEntry], k: Knowledge, *, full: boo
 
 
 def tco_text(result: object) -> str:
-    """TCO as text (defined with the TCO model)."""
-    from advisor.ops.render import tco_text as render_tco
+    """TCO as text (advisor.cli.tco_text, imported only by the tco command)."""
+    from advisor.cli.tco_text import tco_text as render_tco
 
     return render_tco(result)

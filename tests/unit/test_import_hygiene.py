@@ -35,3 +35,18 @@ recommend(k, Workload(model='resnet50', samples=1e6), Constraints(), model)
 """
     loaded = _loaded_after(code)
     assert "sklearn" not in loaded and "numpy" not in loaded and "scipy" not in loaded
+
+
+def test_catalogue_commands_import_no_pydantic_or_toml_parser_on_a_warm_cache(tmp_path) -> None:
+    # Knowledge is validated (pydantic) and parsed (tomllib) only on a cache miss: the first run fills the
+    # cache, the second must read plain records only.
+    import os
+
+    env = {**os.environ, "GPU_ADVISOR_CACHE_DIR": str(tmp_path)}
+    probe = ("import sys\nfrom advisor.cli.main import main\nmain({args!r})\n"
+             "print(' '.join(sorted(m for m in ('pydantic', 'tomllib') if m in sys.modules)), file=sys.stderr)")
+    for args in (["gpus"], ["checklist", "oom"], ["models"]):
+        for _ in range(2):
+            run = subprocess.run([sys.executable, "-c", probe.format(args=args)], capture_output=True, text=True,
+                                 env=env, check=True)
+        assert run.stderr.strip().splitlines()[-1:] in ([], [""]), (args, run.stderr)

@@ -1,9 +1,13 @@
-"""Provides the text rendering of a TCO answer."""
+"""Provides the text rendering of a TCO answer (the CLI layer: the core returns TcoOut, this prints it)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.cli.output import table
-from advisor.ops.tco import TcoOut
+
+if TYPE_CHECKING:
+    from advisor.ops.tco import TcoOut
 
 
 def tco_text(r: TcoOut) -> str:
