@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.catalog.gpus import Gpu
@@ -84,7 +84,7 @@ def _num(row: dict[str, str], key: str, default: int | None = None) -> int | Non
 def _gpu(knowledge: Knowledge, row: dict[str, str]) -> Gpu:
     gpu = knowledge.gpu(row["gpu"] or GENERIC_GPU)
     if row["gpu_memory_gb"]:
-        gpu = gpu.model_copy(update={"memory_gb": float(row["gpu_memory_gb"])})
+        gpu = replace(gpu, memory_gb=float(row["gpu_memory_gb"]))
     return gpu
 
 

@@ -37,13 +37,18 @@ class Record:
     __slots__ = ()
     _FIELDS: ClassVar[tuple[str, ...]] = ()
 
-    def model_dump(self, *, mode: str = "python", exclude_none: bool = False) -> dict[str, Any]:
+    def model_dump(self, *, mode: str = "python", exclude_none: bool = False,
+                   exclude_defaults: bool = False) -> dict[str, Any]:
         """The fields as a dict, as pydantic's model_dump gives them (mode="json": dates as ISO text, lists)."""
         out: dict[str, Any] = {}
+        defaults = _defaults(type(self)) if exclude_defaults else {}
         for name in self._FIELDS:
             value = getattr(self, name)
-            if not (exclude_none and value is None):
-                out[name] = _dump(value, mode, exclude_none)
+            if exclude_none and value is None:
+                continue
+            if name in defaults and value == defaults[name]:
+                continue
+            out[name] = _dump(value, mode, exclude_none)
         return out
 
     @classmethod
@@ -52,6 +57,17 @@ class Record:
         from advisor.catalog import schemas
 
         return to_plain(getattr(schemas, cls.__name__).model_validate(data))
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Each field's default value, where it has one."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
 
 
 def _dump(value: Any, mode: str, exclude_none: bool) -> Any:

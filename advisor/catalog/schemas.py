@@ -248,6 +248,8 @@ class MemoryFigures(Strict):
     nccl_buffers_gb: Figure
     weights_rel_error: Figure
     activations_rel_error: Figure
+    fsdp_gathered_layers: Figure
+    peft_adapter_input_bytes: Figure
 
 
 class ActivationFigures(Strict):
