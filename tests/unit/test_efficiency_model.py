@@ -143,7 +143,7 @@ def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # t
     assert lay.dp == run.count // (run.tp * run.pp * run.cp)
     assert lay.micro_batch * lay.grad_accum * lay.dp == run.global_batch
     assert any("nvfp4" in why for _, why in skipped)
-    with pytest.raises(InputError, match="does not split"):
+    with pytest.raises(InputError, match="do not split"):
         stated_layout(job, 24, 3, run.precision, 1)
 
 
