@@ -35,6 +35,7 @@ train: $(STAMP)
 
 evaluate: $(STAMP)
 	$(BIN)/gpu-advisor model evaluate
+	$(BIN)/python benchmarks/bench_accuracy.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -97,7 +97,8 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     _check_precision(ctx, gpu, precision, node_size)
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
     assumed = tuple(a for a in job.assumed if not a.startswith(("load ", "latency target")))
-    source = model.name if job.training else (
+    stack_note = getattr(model, "stack_note", None)  # the learned model says what the stack changes
+    source = (model.name + (stack_note(job.stack) if stack_note else "")) if job.training else (
         "learned from measured serving runs (knowledge/serving_model.json)" if load_model() and job.arch
         else "priors for serving (decode bandwidth, prefill compute)")
     common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,

@@ -323,18 +323,13 @@ def cmd_tco(args: argparse.Namespace) -> int:
 
 def cmd_model(args: argparse.Namespace) -> int:
     if args.model_command == "train":
-        from advisor.efficiency.train import train_cli
+        from advisor.cli.evaluate_out import model_train
 
-        return train_cli(args)
+        return model_train(args)
     if args.model_command == "evaluate":
-        from advisor.efficiency.evaluate import evaluate_cli
+        from advisor.cli.evaluate_out import model_evaluate
 
-        code = evaluate_cli(args)
-        if (args.format or "table") == "table":  # the memory model's validation, its own section
-            from advisor.memory_check import memory_validation_lines
-
-            print("\n" + "\n".join(memory_validation_lines()))
-        return code
+        return model_evaluate(args)
     raise InputError("model: give an action: train or evaluate")
 
 

@@ -193,8 +193,9 @@ def build_parser() -> Parser:
     mp = msub.add_parser("train", help="refit from knowledge/benchmarks.csv and write the artifact",
                          description="Refit the efficiency model (fixed seed) and write its parameters and metadata.")
     mp.add_argument("--out-dir", help="folder for the artifact (default: the package's knowledge/)")
-    mp = msub.add_parser("evaluate", help="leave-one-GPU-out and leave-one-workload-out errors",
-                         description="Cross-validate the efficiency model against the constant-efficiency baseline.")
+    mp = msub.add_parser("evaluate", help="held-out-source and held-out-GPU errors against two baselines",
+                         description="Cross-validate the efficiency model (LLM rows by source and GPU, the others "
+                                     "by GPU) against a constant MFU and the physical model; then serving.")
     _format_arg(mp, ("table", "json"), "table")
 
     p = sub.add_parser("calibrate", help="refit on your own measured runs",

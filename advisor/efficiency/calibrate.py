@@ -9,6 +9,7 @@ import json
 import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -21,10 +22,15 @@ from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
 from advisor.efficiency.gbdt import ExportedModel
 from advisor.efficiency.learned import ARTIFACT, calibration_dir
+from advisor.efficiency.runs import Run, run_of_row
 from advisor.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
 
 RUNS = "runs.csv"
 LOCK = "calibration"
+# Optional columns of a user's runs: the stated configuration (as `--tp` ... `--stack` take it).
+CONFIG_COLUMNS = ("stack", "tp", "pp", "cp", "ep", "zero", "recompute", "global_batch", "engine")
+STACKS_ACCEPTED = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth", "pytorch-fsdp", "ngc-pytorch",
+                   "pytorch")
 # The user's own runs outweigh the public benchmarks: they measure the user's software and cluster.
 USER_WEIGHT = 5.0
 MAX_CSV_BYTES = 8 << 20
@@ -75,6 +81,13 @@ def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow 
 
 def validate_rows(knowledge: Knowledge, text: str, name: str) -> tuple[list[BenchmarkRow], list[str]]:
     """Every valid row, and one message per bad row (line, field, value, what is accepted)."""
+    rows, _, errors = validate_runs(knowledge, text, name)
+    return rows, errors
+
+
+def validate_runs(knowledge: Knowledge, text: str, name: str
+                  ) -> tuple[list[BenchmarkRow], list[dict[str, object]], list[str]]:
+    """Every valid row with its optional configuration columns, and one message per bad row."""
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
     try:
         fields = [f.strip() for f in (reader.fieldnames or [])]
@@ -85,14 +98,56 @@ def validate_rows(knowledge: Knowledge, text: str, name: str) -> tuple[list[Benc
     if missing:
         raise InputError(f"{name}: missing column(s) {', '.join(missing)}; the schema is: {', '.join(COLUMNS)}")
     rows: list[BenchmarkRow] = []
+    configs: list[dict[str, object]] = []
     errors: list[str] = []
     try:
         for raw in reader:
             result = _row(knowledge, raw, name, reader.line_num)
-            (errors if isinstance(result, str) else rows).append(result)  # type: ignore[arg-type]
+            config, problem = _config_of(raw) if not isinstance(result, str) else ({}, "")
+            if isinstance(result, str) or problem:
+                errors.append(result if isinstance(result, str) else f"{name}:{reader.line_num}: {problem}")
+                continue
+            rows.append(result)
+            configs.append(config)
     except csv.Error as exc:
         errors.append(f"{name}:{reader.line_num}: not valid CSV ({exc})")
-    return rows, errors
+    return rows, configs, errors
+
+
+def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
+    """The optional configuration columns of one row, or what is wrong with one of them."""
+    out: dict[str, object] = {}
+    for col in CONFIG_COLUMNS:
+        value = (raw.get(col) or "").strip()
+        if not value:
+            continue
+        if col == "engine":
+            return {}, (f"engine={value!r}: serving runs are not calibrated yet; give training runs "
+                        "(the serving model learns from knowledge/serving_benchmarks.csv)")
+        if col == "stack":
+            if value not in STACKS_ACCEPTED:
+                return {}, f"stack={value!r}: accepted {', '.join(STACKS_ACCEPTED)}"
+            out[col] = value
+        elif col == "recompute":
+            if value not in ("none", "selective", "full"):
+                return {}, f"recompute={value!r}: accepted none, selective, full"
+            out[col] = value
+        else:
+            ok = value.isdigit() and (int(value) <= 3 if col == "zero" else int(value) >= 1)
+            if not ok:
+                return {}, f"{col}={value!r}: accepted " + ("0, 1, 2 or 3" if col == "zero" else "a whole number >= 1")
+            out[col] = int(value)
+    return out, ""
+
+
+def runs_of(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> list[Run]:
+    """The user's rows as runs, with their stated configuration (stack, layout, global batch) where given."""
+    out = []
+    for row, cfg in zip(rows, configs):
+        run = run_of_row(row, str(cfg.get("stack") or "") or None)
+        fields = {k: v for k, v in cfg.items() if k in ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch")}
+        out.append(replace(run, **fields) if fields else run)
+    return out
 
 
 def _errors(model: ExportedModel, samples: list[Sample]) -> list[float]:
@@ -100,32 +155,32 @@ def _errors(model: ExportedModel, samples: list[Sample]) -> list[float]:
             for s in samples]
 
 
-def stored_runs(knowledge: Knowledge, folder: Path) -> list[BenchmarkRow]:
+def stored_runs(knowledge: Knowledge, folder: Path) -> tuple[list[BenchmarkRow], list[dict[str, object]]]:
     """The runs stored so far. Rows that no longer validate are kept in a copy of the file, never dropped
     silently; a file that is not a runs table at all is moved aside. Call with the calibration lock held."""
     path = folder / RUNS
     text = read_stored_text(path)
     if text is None:
-        return []
+        return [], []
     try:
-        rows, errors = validate_rows(knowledge, text, RUNS)
+        rows, configs, errors = validate_runs(knowledge, text, RUNS)
     except InputError as exc:
         move_aside(path, str(exc))
-        return []
+        return [], []
     if errors:
         for e in errors:
             warn(f"stored run left out: {e}")
         if keep_copy(path, f"{len(errors)} stored run(s) no longer validate and are left out") is not None:
-            write_text_atomic(path, _runs_csv(rows))  # the copy holds them; later reads need not warn again
-    return rows
+            write_text_atomic(path, _runs_csv(rows, configs))  # the copy holds them; later reads need not warn
+    return rows, configs
 
 
-def _runs_csv(rows: list[BenchmarkRow]) -> str:
+def _runs_csv(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=(*COLUMNS, *CONFIG_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for r in rows:
-        writer.writerow({c: ("" if v is None else v) for c, v in r.model_dump().items()})
+    for r, cfg in zip(rows, configs):
+        writer.writerow({**{c: ("" if v is None else v) for c, v in r.model_dump().items()}, **cfg})
     return out.getvalue()
 
 
@@ -145,7 +200,7 @@ def _reset(folder: Path) -> int:
 
 def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
     with locked(LOCK):
-        rows = stored_runs(knowledge, folder)
+        rows, _ = stored_runs(knowledge, folder)
     if fmt == "json":
         print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
         return 0
@@ -161,16 +216,16 @@ def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
     return 0
 
 
-def _new_rows(knowledge: Knowledge, file: str) -> list[BenchmarkRow]:
+def _new_rows(knowledge: Knowledge, file: str) -> tuple[list[BenchmarkRow], list[dict[str, object]]]:
     text = read_input_text(file, "calibrate", MAX_CSV_BYTES)
-    new, errors = validate_rows(knowledge, text, Path(file).name)
+    new, configs, errors = validate_runs(knowledge, text, Path(file).name)
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
         raise InputError(f"{len(errors)} bad row(s) in {shown(file)}; nothing was stored. Fix them and run again")
     if not new:
         raise InputError(f"{shown(file)}: no rows")
-    return new
+    return new, configs
 
 
 def calibrate_cli(args: argparse.Namespace) -> int:
@@ -188,38 +243,45 @@ def calibrate_cli(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     if getattr(args, "list", False):
         return _list(knowledge, folder, getattr(args, "format", None) or "table")
-    new = _new_rows(knowledge, args.file)
-    data = build_dataset(knowledge, new)
-    for row, why in data.skipped:
-        print(f"skipped {row.workload} on {row.gpu} x{row.count}: {why}", file=sys.stderr)
+    new, configs = _new_rows(knowledge, args.file)
+    data = build_dataset(knowledge, runs_of(new, configs))
+    for label, why in data.skipped:
+        print(f"skipped {label}: {why}", file=sys.stderr)
     if not data.samples:
         raise AdvisorError("none of the rows can be modelled; nothing was stored")
     # One calibrate at a time: the stored runs are read, merged, refitted on and written under the lock, so
     # parallel runs queue instead of overwriting each other's runs.
     with locked(LOCK):
-        return _merge_and_refit(knowledge, folder, new, data.samples)
+        return _merge_and_refit(knowledge, folder, (new, configs), data.samples, Path(args.file).name)
 
 
-def _merge_and_refit(knowledge: Knowledge, folder: Path, new: list[BenchmarkRow], samples: list[Sample]) -> int:
+def _merge_and_refit(knowledge: Knowledge, folder: Path, given: tuple[list[BenchmarkRow], list[dict[str, object]]],
+                     samples: list[Sample], name: str) -> int:
     from advisor.efficiency.learned import load_learned
     from advisor.efficiency.prior import PriorEfficiency
     from advisor.efficiency.train import train
 
-    previous = stored_runs(knowledge, folder)
+    previous, prev_configs = stored_runs(knowledge, folder)
     keys = {r.model_dump_json() for r in previous}
-    merged = previous + [r for r in new if r.model_dump_json() not in keys]
+    fresh = [(r, c) for r, c in zip(*given) if r.model_dump_json() not in keys]
+    merged = previous + [r for r, _ in fresh]
+    merged_configs = prev_configs + [c for _, c in fresh]
     before = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
     print(f"refitting on {len(merged)} of your runs (weight {USER_WEIGHT:g}) and the shipped benchmarks ...",
           file=sys.stderr)
-    model, _, _ = train(knowledge, merged, USER_WEIGHT, with_cv=False)
-    write_text_atomic(folder / RUNS, _runs_csv(merged))
+    model, _, _ = train(knowledge, runs_of(merged, merged_configs), USER_WEIGHT, with_cv=False)
+    write_text_atomic(folder / RUNS, _runs_csv(merged, merged_configs))
     write_text_atomic(folder / ARTIFACT, model.to_json())
     err_before = _errors(before.model, samples) if before else []
     err_after = _errors(model, samples)
     print(f"stored {len(merged)} runs in {folder} ({len(merged) - len(previous)} new)")
-    if err_before:
-        print(f"error on your {len(samples)} new runs: median {statistics.median(err_before):.1%} before, "
-              f"{statistics.median(err_after):.1%} after (max {max(err_before):.1%} -> {max(err_after):.1%})")
+    if err_before and before is not None:
+        print(f"error on your {len(samples)} new runs (measured: {name}):")
+        print(f"  before: median {statistics.median(err_before):.1%}, max {max(err_before):.1%} - predicted by "
+              f"{before.name}")
+        print(f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by the "
+              f"refit on {model.rows:,} runs ({len(merged)} yours, weight {USER_WEIGHT:g}; the rest "
+              "knowledge/benchmarks.csv and knowledge/llm_benchmarks.csv)")
     print("predictions now say 'calibration on N of your runs'; see them with: gpu-advisor calibrate --list; "
           "undo with: gpu-advisor calibrate --reset")
     return 0

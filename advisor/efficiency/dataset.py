@@ -1,4 +1,4 @@
-"""Provides the training set of the efficiency model: benchmark rows rebuilt as the core models them."""
+"""Provides the training set of the efficiency model: measured runs rebuilt as the core models them."""
 
 from __future__ import annotations
 
@@ -6,37 +6,52 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
-from advisor.catalog.benchmarks import BenchmarkRow
 from advisor.catalog.loader import Knowledge
-from advisor.errors import AdvisorError
+from advisor.context import benchmarks_of
 from advisor.efficiency.features import Sample, sample_of
+from advisor.efficiency.runs import Run, read_llm_runs, run_of_row
+from advisor.errors import AdvisorError
 
 # Every file whose content changes the features or the targets.
-DATA_FILES = ("benchmarks.csv", "gpus.toml", "models.toml", "assumptions.toml")
+DATA_FILES = ("benchmarks.csv", "llm_benchmarks.csv", "gpus.toml", "models.toml", "assumptions.toml")
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """Samples and the rows that could not be modelled, with why."""
+    """Samples and the runs that could not be modelled, with why."""
 
     samples: list[Sample]
-    skipped: list[tuple[BenchmarkRow, str]]
+    skipped: list[tuple[str, str]]
+    """(which run, why)."""
 
 
-def build_dataset(knowledge: Knowledge, rows: Iterable[BenchmarkRow]) -> Dataset:
-    """Turn measured rows into samples (features, speed of light, efficiency)."""
-    samples, skipped = [], []
-    for row in rows:
+def shipped_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
+    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full configurations)."""
+    llm, skipped = read_llm_runs(knowledge)
+    return [run_of_row(r) for r in benchmarks_of(knowledge)] + llm, skipped
+
+
+def build_dataset(knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()) -> Dataset:
+    """Turn measured runs into samples (features, speed of light, efficiency)."""
+    samples, out = [], list(skipped)
+    for run in runs:
+        label = f"{run.origin} {run.row_ref or run.workload} ({run.gpu} x{run.count})"
         try:
-            sample = sample_of(knowledge, row)
-        except AdvisorError as exc:
-            skipped.append((row, str(exc)))
+            sample = sample_of(knowledge, run)
+        except (AdvisorError, ValueError) as exc:
+            out.append((label, str(exc).splitlines()[0]))
             continue
         if sample is None:
-            skipped.append((row, f"{row.gpu} has no {row.precision} peak in the catalogue"))
+            out.append((label, f"{run.gpu} has no {run.precision} peak in the catalogue"))
         else:
             samples.append(sample)
-    return Dataset(samples, skipped)
+    return Dataset(samples, out)
+
+
+def shipped_dataset(knowledge: Knowledge, extra: Iterable[Run] = ()) -> Dataset:
+    """The shipped runs (plus extra ones, e.g. a user's calibration) as samples."""
+    runs, skipped = shipped_runs(knowledge)
+    return build_dataset(knowledge, [*runs, *extra], skipped)
 
 
 def data_hash(knowledge: Knowledge, extra: bytes = b"") -> str:
@@ -49,5 +64,5 @@ def data_hash(knowledge: Knowledge, extra: bytes = b"") -> str:
 
 
 def family_of(sample_kind_code: float) -> str:
-    """Interval family of a sample: LLM runs (tight) or the rest (noisier)."""
+    """Interval family of a sample: LLM runs or the rest."""
     return "llm" if sample_kind_code == 6.0 else "other"

@@ -1,33 +1,54 @@
-"""Provides the efficiency model's evaluation: leave-one-GPU-out and leave-one-workload-out against a
-constant-efficiency baseline (what analytic tools do), with pairwise rank accuracy and interval coverage."""
+"""Provides the efficiency model's evaluation: held-out sources and GPUs, against two baselines on the same rows.
+
+Baselines, each fitted on the training folds only:
+- constant MFU: throughput = c(precision class) x peak x GPUs / training FLOPs per item, c the median measured
+  MFU of the training rows of the same family and precision class (fp8, 16-bit, 32-bit) - what analytic tools do;
+- physical: throughput = k x the core's speed of light (roofline, pipeline bubble, exposed communication of the
+  stated layout), k one global median efficiency of the training rows of the same family.
+Intervals are split-conformal: a held-out group's P10-P90 come from the held-out residuals of the other groups.
+"""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from advisor.efficiency.features import Sample
 
+FitPredict = Callable[[list[int], list[int]], list[float]]
+PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
+
 
 @dataclass(frozen=True)
 class Scores:
-    """Errors of one cross-validation scheme."""
+    """Errors of one held-out scheme on one family's rows (or one source's rows of it)."""
 
+    family: str
     scheme: str
+    subset: str
+    """'all' or the source whose rows these are."""
     folds: int
     rows: int
     median_ape: float
     p90_ape: float
-    baseline_median_ape: float
-    baseline_p90_ape: float
+    within_2x: float
     rank_accuracy: float
-    baseline_rank_accuracy: float
     coverage_p10_p90: float | None
-    above_speed_of_light: int
+    const_median_ape: float
+    const_p90_ape: float
+    const_within_2x: float
+    const_rank_accuracy: float
+    phys_median_ape: float
+    phys_p90_ape: float
+    phys_within_2x: float
+    phys_rank_accuracy: float
+
+    @property
+    def gain(self) -> float:
+        """How many times smaller the model's median error is than the constant-MFU baseline's."""
+        return self.const_median_ape / self.median_ape if self.median_ape else float("inf")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -40,96 +61,122 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def ape(samples: Sequence[Sample], log_eff: Sequence[float]) -> list[float]:
-    """Absolute percentage error of throughput, efficiency capped at 1."""
-    return [abs(min(math.exp(p), 1.0) * s.sol - s.row.throughput) / s.row.throughput
-            for s, p in zip(samples, log_eff)]
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of values with weights (step function, as split conformal uses)."""
+    pairs = sorted(zip(values, weights))
+    total = sum(weights)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total - 1e-12:
+            return v
+    return pairs[-1][0]
 
 
-def rank_accuracy(samples: Sequence[Sample], log_eff: Sequence[float]) -> float:
-    """Share of GPU pairs, within the same workload, precision, count and software, ordered as measured."""
-    groups: dict[tuple[str, str, int, str], list[tuple[str, float, float]]] = {}
-    for s, p in zip(samples, log_eff):
-        key = (s.row.workload, s.row.precision, s.row.count, s.row.software)
-        groups.setdefault(key, []).append((s.row.gpu, min(math.exp(p), 1.0) * s.sol, s.row.throughput))
+def target(s: Sample) -> float:
+    """Log efficiency, capped at the roofline (above 1 the model's FLOP count of the workload is too high)."""
+    return math.log(min(max(s.efficiency, 1e-4), 1.0))
+
+
+def apes(samples: Sequence[Sample], predicted: Sequence[float]) -> list[float]:
+    """Absolute percentage error of predicted throughputs."""
+    return [abs(p - s.row.throughput) / s.row.throughput for s, p in zip(samples, predicted)]
+
+
+def rank_accuracy(samples: Sequence[Sample], predicted: Sequence[float]) -> float:
+    """Share of row pairs of one source, workload and precision whose per-GPU throughputs are ordered as measured."""
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for s, p in zip(samples, predicted):
+        key = (s.row.origin, s.row.workload, s.row.precision)
+        groups.setdefault(key, []).append((p / s.row.count, s.row.throughput / s.row.count))
     right = total = 0
     for members in groups.values():
         for i in range(len(members)):
             for j in range(i + 1, len(members)):
-                gi, pi, mi = members[i]
-                gj, pj, mj = members[j]
-                if gi == gj or mi == mj:
+                (pi, mi), (pj, mj) = members[i], members[j]
+                if mi == mj:
                     continue
                 total += 1
                 right += (pi > pj) == (mi > mj)
     return right / total if total else float("nan")
 
 
-def cross_validate(samples: Sequence[Sample], group: Callable[[Sample], str],
-                   fit_predict: Callable[[list[int], list[int]], list[float]]) -> list[float]:
-    """Out-of-fold log-efficiency predictions: each group predicted by a model that never saw it."""
-    oof = [0.0] * len(samples)
-    keys = sorted({group(s) for s in samples})
-    for key in keys:
-        test = [i for i, s in enumerate(samples) if group(s) == key]
+def held_out(samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str],
+             fit_predict: FitPredict) -> dict[int, float]:
+    """Log-efficiency predictions of test_rows, each by a model fitted without its whole group (all families)."""
+    out: dict[int, float] = {}
+    for key in sorted({group(samples[i]) for i in test_rows}):
+        test = [i for i in test_rows if group(samples[i]) == key]
         train = [i for i, s in enumerate(samples) if group(s) != key]
-        for i, p in zip(test, fit_predict(train, test)):
-            oof[i] = p
-    return oof
+        out.update(zip(test, fit_predict(train, test)))
+    return out
 
 
-def score(scheme: str, samples: Sequence[Sample], group: Callable[[Sample], str],
-          fit_predict: Callable[[list[int], list[int]], list[float]],
-          interval: tuple[float, float] | None = None) -> tuple[Scores, list[float]]:
-    """Cross-validate the model and the constant baseline under one grouping."""
-    oof = cross_validate(samples, group, fit_predict)
-    logs = [math.log(min(max(s.efficiency, 1e-4), 1.0)) for s in samples]
-
-    def constant(train: list[int], test: list[int]) -> list[float]:
-        c = statistics.median(logs[i] for i in train)
-        return [c] * len(test)
-
-    base = cross_validate(samples, group, constant)
-    errors, base_errors = ape(samples, oof), ape(samples, base)
-    coverage = None
-    if interval is not None:
-        lo, hi = interval
-        coverage = sum(1 for s, p in zip(samples, oof)
-                       if p + lo <= math.log(max(s.efficiency, 1e-9)) <= p + hi) / len(samples)
-    return Scores(
-        scheme=scheme, folds=len({group(s) for s in samples}), rows=len(samples),
-        median_ape=statistics.median(errors), p90_ape=percentile(errors, 90),
-        baseline_median_ape=statistics.median(base_errors), baseline_p90_ape=percentile(base_errors, 90),
-        rank_accuracy=rank_accuracy(samples, oof), baseline_rank_accuracy=rank_accuracy(samples, base),
-        coverage_p10_p90=coverage, above_speed_of_light=sum(1 for p in oof if p > 0.0),
-    ), oof
+def baselines(samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str],
+               family: str) -> tuple[dict[int, float], dict[int, float]]:
+    """Throughputs of the constant-MFU and the physical baseline, fitted without each row's group."""
+    const, phys = {}, {}
+    for key in sorted({group(samples[i]) for i in test_rows}):
+        train = [s for s in samples if group(s) != key and s.family == family]
+        k = statistics.median(math.log(s.efficiency) for s in train)
+        by_class: dict[str, list[float]] = {}
+        for s in train:
+            by_class.setdefault(PRECISION_CLASS[s.row.precision], []).append(math.log(s.row.throughput / s.mfu_sol))
+        every = statistics.median(v for vs in by_class.values() for v in vs)
+        for i in (i for i in test_rows if group(samples[i]) == key):
+            s = samples[i]
+            values = by_class.get(PRECISION_CLASS[s.row.precision])
+            const[i] = math.exp(statistics.median(values) if values else every) * s.mfu_sol
+            phys[i] = math.exp(k) * s.sol
+    return const, phys
 
 
-def scores_table(scores: Sequence[Scores]) -> str:
-    """The evaluation as a text table."""
-    from advisor.cli.output import table
-
-    rows = []
-    for s in scores:
-        rows.append([s.scheme, s.folds, s.rows, f"{s.median_ape:.1%}", f"{s.p90_ape:.1%}",
-                     f"{s.baseline_median_ape:.1%}", f"{s.baseline_p90_ape:.1%}",
-                     f"{s.baseline_median_ape / s.median_ape:.1f}x", f"{s.rank_accuracy:.1%}",
-                     f"{s.baseline_rank_accuracy:.1%}",
-                     "-" if s.coverage_p10_p90 is None else f"{s.coverage_p10_p90:.0%}"])
-    return table(["held out", "folds", "rows", "median err", "P90 err", "const. median", "const. P90",
-                  "gain", "rank acc.", "const. rank", "P10-P90 cover"], rows, right=range(1, 11))
+def conformal_offsets(samples: Sequence[Sample], oof: dict[int, float], group: Callable[[Sample], str],
+                      exclude: str | None = None) -> tuple[float, float]:
+    """P10 and P90 of held-out log residuals, each group weighted equally (and one group left out)."""
+    counts: dict[str, int] = {}
+    for i in oof:
+        counts[group(samples[i])] = counts.get(group(samples[i]), 0) + 1
+    rows = [i for i in oof if group(samples[i]) != exclude]
+    resid = [target(samples[i]) - oof[i] for i in rows]
+    weights = [1.0 / counts[group(samples[i])] for i in rows]
+    return weighted_quantile(resid, weights, 0.10), weighted_quantile(resid, weights, 0.90)
 
 
-def evaluate_cli(args: argparse.Namespace) -> int:
-    """`gpu-advisor model evaluate`: refit per fold and print the figures."""
-    from advisor.catalog import load_knowledge
-    from advisor.efficiency.train import evaluation
+def _covered(s: Sample, p: float, offsets: tuple[float, float]) -> bool:
+    return p + offsets[0] - 1e-12 <= target(s) <= p + offsets[1] + 1e-12
 
-    knowledge = load_knowledge()
-    scores, notes = evaluation(knowledge)
-    if (args.format or "table") == "json":
-        print(json.dumps({"scores": [asdict(s) for s in scores], "notes": notes}, indent=2))
-    else:
-        print(scores_table(scores))
-        print("\n".join(notes))
-    return 0
+
+def _scores(family: str, scheme: str, subset: str, folds: int, samples: Sequence[Sample],
+            model: Sequence[float], const: Sequence[float], phys: Sequence[float],
+            covered: Sequence[bool]) -> Scores:
+    e, c, p = apes(samples, model), apes(samples, const), apes(samples, phys)
+    def share2x(pred: Sequence[float]) -> float:
+        return sum(1 for s, v in zip(samples, pred) if 0.5 <= v / s.row.throughput <= 2.0) / len(samples)
+
+    return Scores(family, scheme, subset, folds, len(samples), statistics.median(e), percentile(e, 90),
+                  share2x(model), rank_accuracy(samples, model), sum(covered) / len(covered) if covered else None,
+                  statistics.median(c), percentile(c, 90), share2x(const), rank_accuracy(samples, const),
+                  statistics.median(p), percentile(p, 90), share2x(phys), rank_accuracy(samples, phys))
+
+
+def evaluate_scheme(samples: Sequence[Sample], family: str, scheme: str, group: Callable[[Sample], str],
+                    fit_predict: FitPredict, per_source: bool) -> tuple[list[Scores], dict[int, float]]:
+    """One scheme on one family: pooled scores, then (if asked) one line per source; and the held-out logs."""
+    rows = [i for i, s in enumerate(samples) if s.family == family]
+    oof = held_out(samples, rows, group, fit_predict)
+    const, phys = baselines(samples, rows, group, family)
+    offsets = {key: conformal_offsets(samples, oof, group, exclude=key) for key in {group(samples[i]) for i in rows}}
+    covered = {i: _covered(samples[i], oof[i], offsets[group(samples[i])]) for i in rows}
+    model = {i: min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows}
+    folds = len(offsets)
+
+    def line(subset: str, idx: list[int]) -> Scores:
+        return _scores(family, scheme, subset, folds, [samples[i] for i in idx], [model[i] for i in idx],
+                       [const[i] for i in idx], [phys[i] for i in idx], [covered[i] for i in idx])
+
+    out = [line("all", rows)]
+    if per_source:
+        for source in sorted({samples[i].row.origin for i in rows}):
+            out.append(line(source, [i for i in rows if samples[i].row.origin == source]))
+    return out, oof

@@ -10,7 +10,7 @@ from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.loader import Knowledge
 from advisor.efficiency.base import Interval, Query
 from advisor.efficiency.dataset import family_of
-from advisor.efficiency.features import FEATURES, query_features
+from advisor.efficiency.features import FEATURES, LLM_STACKS, query_features, stack_traits
 from advisor.efficiency.gbdt import ExportedModel, check_exported, efficiency_interval
 from advisor.efficiency.prior import PriorEfficiency
 from advisor.userdata import data_dir, read_stored
@@ -23,7 +23,7 @@ EXTRAPOLATION_WIDEN = 1.5
 
 class LearnedEfficiency:
     """Efficiency from the gradient-boosted model for training regimes it was fitted on; LoRA and QLoRA scale
-    the fine-tuning prediction by their priors' ratio; inference keeps the priors (no measured serving data)."""
+    the fine-tuning prediction by their priors' ratio; inference is served by advisor/serving."""
 
     def __init__(self, model: ExportedModel, assumptions: Assumptions, fallback: PriorEfficiency,
                  calibration_rows: int = 0) -> None:
@@ -31,12 +31,21 @@ class LearnedEfficiency:
         self.assumptions = assumptions
         self.fallback = fallback
         self.calibration_rows = calibration_rows
-        cv = model.meta.get("logo_median_ape")
-        detail = f", held-out-GPU median error {cv:.0%}" if isinstance(cv, float) else ""
-        self.name = f"learned from {model.rows:,} measured runs (gradient-boosted trees{detail})"
+        cv = model.meta.get("loso_llm_median_ape")
+        detail = f"; held-out-source LLM median error {cv:.0%}" if isinstance(cv, float) else ""
+        self.name = (f"learned from {model.rows:,} measured runs (gradient-boosted trees; the stack's traits, layout "
+                     f"and batch are inputs{detail})")
         if calibration_rows:
             self.name += f" + calibration on {calibration_rows} of your runs"
         self.extrapolated: list[str] = []
+
+    def stack_note(self, stack: str) -> str:
+        """Why the stack changes the figure: the traits the model reads for it."""
+        fused, megatron = stack_traits(stack)
+        kernels = "fused kernels" if fused else "eager kernels (no fused/compiled kernels)"
+        runtime = "Megatron-style runtime (sequence-parallel TP, overlapped communication)" if megatron \
+            else "no Megatron-style runtime"
+        return f"; stack {stack}: {kernels}, {runtime}"
 
     def estimate(self, queries: Sequence[Query]) -> list[Interval]:
         """One interval per query."""
@@ -56,7 +65,8 @@ class LearnedEfficiency:
             widen = EXTRAPOLATION_WIDEN if beyond else 1.0
             if beyond:
                 self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
-            p10, p50, p90 = efficiency_interval(self.model, x, family_of(x[kind]), widen)
+            family = "llm" if family_of(x[kind]) == "llm" and q.job.stack in LLM_STACKS else "other"
+            p10, p50, p90 = efficiency_interval(self.model, x, family, widen)
             if regime in ("lora", "qlora"):
                 prior = self.fallback.prior(regime)
                 p10, p50, p90 = p10 * prior.p10 / ft.p10, p50 * prior.p50 / ft.p50, p90 * prior.p90 / ft.p90

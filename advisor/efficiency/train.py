@@ -3,24 +3,21 @@ as plain parameters with its metadata (data hash, versions, feature order, CV sc
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
 import platform
-import sys
-from importlib import resources
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
 import tomli_w
 
 from advisor import __version__
-from advisor.catalog.benchmarks import BenchmarkRow
 from advisor.catalog.loader import Knowledge
-from advisor.context import benchmarks_of
-from advisor.efficiency.dataset import build_dataset, data_hash, family_of
-from advisor.efficiency.evaluate import Scores, percentile, score
-from advisor.efficiency.features import FEATURES, Sample
+from advisor.efficiency.dataset import data_hash, shipped_dataset
+from advisor.efficiency.evaluate import Scores, conformal_offsets, evaluate_scheme, percentile, target
+from advisor.efficiency.features import FEATURES, STACK_TRAITS, Sample
+from advisor.efficiency.runs import Run
 from advisor.efficiency.gbdt import ExportedModel, Tree
 from advisor.export import drop_none
 from advisor.userdata import write_text_atomic
@@ -35,11 +32,11 @@ HYPERPARAMETERS: dict[str, Any] = {
 # Physics the trees may not contradict: more work per GPU step never lowers efficiency, more exposed
 # communication never raises it.
 MONOTONIC = {"log_items_per_gpu_step": 1, "comm_share": -1}
+LLM_WEIGHT = 4.0
 
 
 def _targets(samples: Sequence[Sample]) -> list[float]:
-    # Efficiency above 1 means the model's FLOP count of that workload is too high; cap it at the roofline.
-    return [math.log(min(max(s.efficiency, 1e-4), 1.0)) for s in samples]
+    return [target(s) for s in samples]
 
 
 def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed: int = SEED):  # type: ignore[no-untyped-def]
@@ -50,8 +47,13 @@ def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed:
     monotonic = [MONOTONIC.get(name, 0) for name in FEATURES]
     model = HistGradientBoostingRegressor(**HYPERPARAMETERS, monotonic_cst=monotonic, random_state=seed)
     model.fit(np.array([s.features for s in samples]), np.array(_targets(samples)),
-              sample_weight=None if weights is None else np.array(weights))
+              sample_weight=np.array(weights if weights is not None else default_weights(samples)))
     return model
+
+
+def default_weights(samples: Sequence[Sample]) -> list[float]:
+    """LLM runs weigh LLM_WEIGHT: they are few next to Lambda's thousands of small-model runs, and where users live."""
+    return [LLM_WEIGHT if s.family == "llm" else 1.0 for s in samples]
 
 
 def export_trees(model: Any) -> tuple[float, tuple[Tree, ...]]:
@@ -71,113 +73,125 @@ def export_trees(model: Any) -> tuple[float, tuple[Tree, ...]]:
     return baseline, tuple(trees)
 
 
-def _fit_predict(samples: Sequence[Sample], weights: Sequence[float] | None):  # type: ignore[no-untyped-def]
+def _fit_predict(samples: Sequence[Sample], weights: Sequence[float]):  # type: ignore[no-untyped-def]
     def run(train: list[int], test: list[int]) -> list[float]:
-        model = fit([samples[i] for i in train], None if weights is None else [weights[i] for i in train])
         import numpy as np
 
+        model = fit([samples[i] for i in train], [weights[i] for i in train])
         return [float(v) for v in model.predict(np.array([samples[i].features for i in test]))]
 
     return run
 
 
-def _intervals(samples: Sequence[Sample], oof: Sequence[float]) -> dict[str, tuple[float, float]]:
-    """P10/P90 of held-out-GPU log residuals, per family: split-conformal intervals."""
-    resid: dict[str, list[float]] = {"all": []}
-    for s, p in zip(samples, oof):
-        r = math.log(min(max(s.efficiency, 1e-4), 1.0)) - p
-        resid["all"].append(r)
-        resid.setdefault(family_of(s.features[FEATURES.index("kind_code")]), []).append(r)
-    return {k: (percentile(v, 10), percentile(v, 90)) for k, v in resid.items() if len(v) >= 20}
+def by_source(s: Sample) -> str:
+    """The held-out-source grouping: the repository of the row (every commit of it), or the user's file."""
+    return s.row.origin
 
 
-def cross_validated(samples: Sequence[Sample], weights: Sequence[float] | None
+def by_gpu(s: Sample) -> str:
+    """The held-out-GPU grouping."""
+    return s.row.gpu
+
+
+def cross_validated(samples: Sequence[Sample], weights: Sequence[float] | None = None
                     ) -> tuple[list[Scores], dict[str, tuple[float, float]]]:
-    """Leave-one-GPU-out and leave-one-workload-out scores, and intervals from the held-out-GPU residuals."""
-    run = _fit_predict(samples, weights)
-    _, oof = score("GPU", samples, lambda s: s.row.gpu, run)
-    interval = _intervals(samples, oof)
-    logo = score("GPU", samples, lambda s: s.row.gpu, lambda tr, te: [oof[i] for i in te], interval["all"])[0]
-    lowo = score("workload", samples, lambda s: s.row.workload, run, interval["all"])[0]
-    return [logo, lowo], interval
+    """Held-out-source and held-out-GPU scores on LLM rows, held-out-GPU on the others; and the intervals:
+    LLM from the held-out-source residuals (each source weighted equally), the others from held-out GPUs."""
+    run = _fit_predict(samples, weights if weights is not None else default_weights(samples))
+    scores: list[Scores] = []
+    loso, oof_source = evaluate_scheme(samples, "llm", "source", by_source, run, per_source=True)
+    logo_llm, _ = evaluate_scheme(samples, "llm", "GPU", by_gpu, run, per_source=False)
+    logo, oof_gpu = evaluate_scheme(samples, "other", "GPU", by_gpu, run, per_source=False)
+    scores = loso + logo_llm + logo
+    interval = {"llm": conformal_offsets(samples, oof_source, by_source),
+                "other": conformal_offsets(samples, oof_gpu, by_gpu)}
+    interval["all"] = interval["other"]
+    return scores, interval
 
 
-def evaluation(knowledge: Knowledge, extra: Sequence[BenchmarkRow] = ()) -> tuple[list[Scores], list[str]]:
-    """Leave-one-GPU-out and leave-one-workload-out scores of model and constant baseline."""
-    data = build_dataset(knowledge, [*benchmarks_of(knowledge), *extra])
-    samples = data.samples
-    (logo, lowo), _ = cross_validated(samples, None)
-    notes = [f"{len(samples)} measured runs; {len(data.skipped)} left out (no peak figure for their precision)",
-             "error = |predicted - measured| / measured throughput; const. = one efficiency fitted on the "
-             "training folds, as analytic tools do; rank acc. = GPU pairs of one workload, precision and "
-             "count ordered as measured",
-             f"held-out predictions above the speed of light before capping: GPU {logo.above_speed_of_light}, "
-             f"workload {lowo.above_speed_of_light} (every prediction is capped at 100%)"]
-    return [logo, lowo], notes
+def evaluation(knowledge: Knowledge, extra: Sequence[Run] = ()) -> tuple[list[Scores], list[str]]:
+    """Every held-out score of the model and both baselines, and notes that define them."""
+    data = shipped_dataset(knowledge, extra)
+    scores, _ = cross_validated(data.samples)
+    llm = sum(1 for s in data.samples if s.family == "llm")
+    notes = [f"{len(data.samples)} measured runs ({llm} LLM runs of LLM training stacks, "
+             f"{len(data.samples) - llm} others); {len(data.skipped)} left out (GPU or model not in the catalogue, "
+             "no training peak for the precision, LoRA, or a layout the core cannot build)"]
+    return scores, notes
 
 
-def train(knowledge: Knowledge, extra: Sequence[BenchmarkRow] = (), extra_weight: float = 1.0,
+def train(knowledge: Knowledge, extra: Sequence[Run] = (), extra_weight: float = 1.0,
           with_cv: bool = True) -> tuple[ExportedModel, dict[str, Any], list[Scores]]:
-    """Fit on the shipped benchmarks (plus extra rows, e.g. a user's calibration) and export."""
+    """Fit on the shipped runs (plus extra runs, e.g. a user's calibration) and export."""
     import numpy as np
     import sklearn
 
-    data = build_dataset(knowledge, [*benchmarks_of(knowledge), *extra])
+    data = shipped_dataset(knowledge, extra)
     samples = data.samples
-    extra_ids = {id(r) for r in extra}
-    weights = [extra_weight if id(s.row) in extra_ids else 1.0 for s in samples] if extra else None
+    extra_keys = {r.key for r in extra}
+    weights = [extra_weight if s.row.key in extra_keys else w for s, w in zip(samples, default_weights(samples))]
     model = fit(samples, weights)
     baseline, trees = export_trees(model)
     scores: list[Scores] = []
     if with_cv:
         scores, interval = cross_validated(samples, weights)
     else:
-        resid = [t - float(p) for t, p in zip(_targets(samples), model.predict(np.array([s.features for s in samples])))]
-        interval = {"all": (percentile(resid, 10), percentile(resid, 90))}
-    columns = list(zip(*(s.features for s in samples)))
-    extra_bytes = "".join(r.model_dump_json() for r in extra).encode()
+        interval = _in_sample_interval(samples, model)
+    extra_bytes = "".join(repr(r) for r in extra).encode()
     meta: dict[str, Any] = {
         "seed": SEED, "rows": len(samples), "skipped_rows": len(data.skipped),
         "data_sha256": data_hash(knowledge, extra_bytes), "hyperparameters": HYPERPARAMETERS,
-        "monotonic": MONOTONIC, "feature_order": list(FEATURES), "calibration_rows": len(extra),
+        "llm_weight": LLM_WEIGHT, "monotonic": MONOTONIC, "feature_order": list(FEATURES),
+        "stack_traits": {k: list(v) for k, v in STACK_TRAITS.items()}, "calibration_rows": len(extra),
         "versions": {"gpu-advisor": __version__, "python": platform.python_version(),
                      "scikit-learn": sklearn.__version__, "numpy": np.__version__},
     }
-    exported = ExportedModel(FEATURES, baseline, trees, interval, tuple(min(c) for c in columns),
-                             tuple(max(c) for c in columns), len(samples),
-                             {"seed": SEED, "data_sha256": meta["data_sha256"], "calibration_rows": len(extra),
-                              **({"logo_median_ape": round(scores[0].median_ape, 4)} if scores else {})})
+    exported = export(samples, baseline, trees, interval, meta, scores)
     return exported, meta, scores
 
 
+def export(samples: Sequence[Sample], baseline: float, trees: tuple[Tree, ...],
+           interval: dict[str, tuple[float, float]], meta: dict[str, Any], scores: Sequence[Scores]) -> ExportedModel:
+    """The artifact: trees, intervals, the training range and the headline held-out figure."""
+    columns = list(zip(*(s.features for s in samples)))
+    headline = next((s for s in scores if s.scheme == "source" and s.subset == "all"), None)
+    return ExportedModel(FEATURES, baseline, trees, interval, tuple(min(c) for c in columns),
+                         tuple(max(c) for c in columns), len(samples),
+                         {"seed": SEED, "data_sha256": meta["data_sha256"], "calibration_rows": meta["calibration_rows"],
+                          **({"loso_llm_median_ape": round(headline.median_ape, 4)} if headline else {})})
+
+
+def _in_sample_interval(samples: Sequence[Sample], model: Any) -> dict[str, tuple[float, float]]:
+    """In-sample residual P10/P90 per family (used where no cross-validation runs, e.g. calibration)."""
+    import numpy as np
+
+    pred = model.predict(np.array([s.features for s in samples]))
+    out: dict[str, tuple[float, float]] = {}
+    for family in ("llm", "other"):
+        resid = [target(s) - float(p) for s, p in zip(samples, pred) if s.family == family]
+        if resid:
+            out[family] = (percentile(resid, 10), percentile(resid, 90))
+    out["all"] = out.get("other") or out["llm"]
+    return out
+
+
+def cv_record(scores: Sequence[Scores]) -> dict[str, Any]:
+    """The held-out figures as metadata: '<family> by <scheme>' (and per source), rounded."""
+    out: dict[str, Any] = {}
+    for s in scores:
+        key = f"{s.family} by {s.scheme}" + ("" if s.subset == "all" else f" / {s.subset}")
+        out[key] = drop_none({k: (round(v, 4) if isinstance(v, float) and not math.isnan(v) else
+                                  (None if isinstance(v, float) else v))
+                              for k, v in asdict(s).items() if k not in ("family", "scheme", "subset")})
+    return out
+
+
 def write_artifact(model: ExportedModel, meta: dict[str, Any], scores: Sequence[Scores], folder: Path) -> Path:
-    """Write the JSON artifact and its metadata (with the artifact's hash) into folder."""
+    """Write the JSON artifact and its metadata (with the artifact's hash and the held-out scores) into folder."""
     text = model.to_json()
     write_text_atomic(folder / ARTIFACT, text)
     record = {**meta, "artifact": ARTIFACT, "artifact_sha256": hashlib.sha256(text.encode()).hexdigest(),
-              "cv": {s.scheme: {"folds": s.folds, "median_ape": round(s.median_ape, 4), "p90_ape": round(s.p90_ape, 4),
-                                "baseline_median_ape": round(s.baseline_median_ape, 4),
-                                "baseline_p90_ape": round(s.baseline_p90_ape, 4),
-                                "rank_accuracy": round(s.rank_accuracy, 4),
-                                "baseline_rank_accuracy": round(s.baseline_rank_accuracy, 4),
-                                "coverage_p10_p90": None if s.coverage_p10_p90 is None else round(s.coverage_p10_p90, 4)}
-                     for s in scores}}
+              "cv": cv_record(scores)}
     header = "# Written by `gpu-advisor model train`: the efficiency model's provenance. Do not edit.\n"
     write_text_atomic(folder / META, header + tomli_w.dumps(drop_none(record)))
     return folder / ARTIFACT
-
-
-def train_cli(args: argparse.Namespace) -> int:
-    """`gpu-advisor model train`."""
-    from advisor.catalog import load_knowledge
-    from advisor.efficiency.evaluate import scores_table
-
-    knowledge = load_knowledge()
-    folder = Path(args.out_dir) if args.out_dir else Path(str(resources.files("knowledge")))
-    print(f"training on {knowledge.root.joinpath('benchmarks.csv')} (seed {SEED}); cross-validating ...",
-          file=sys.stderr)
-    model, meta, scores = train(knowledge)
-    path = write_artifact(model, meta, scores, folder)
-    print(scores_table(scores))
-    print(f"wrote {path} and {folder / META} ({model.rows} rows, {len(model.trees)} trees)")
-    return 0

@@ -68,3 +68,29 @@ def test_calibration_refits_reports_and_resets(tmp_path: Path) -> None:
     reset = json.loads(run(*predict).stdout)
     assert "calibration" not in reset["efficiency_source"]
     assert reset["throughput"]["value"] == pytest.approx(before["throughput"]["value"])
+
+
+def test_configuration_columns_are_read_and_bad_ones_named(knowledge) -> None:  # type: ignore[no-untyped-def]
+    from advisor.efficiency.calibrate import CONFIG_COLUMNS, runs_of, validate_runs
+
+    def text(extra: dict[str, object]) -> str:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=COLUMNS + CONFIG_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        row = {"workload": "llama-3.1-8b", "gpu": "h100-sxm", "count": 8, "nodes": 1, "precision": "bf16",
+               "batch_per_gpu": 1, "seq_len": 8192, "throughput": 60000, "unit": "tokens/s", "source": "ours"}
+        writer.writerow({**row, **extra})
+        return out.getvalue()
+
+    rows, configs, errors = validate_runs(knowledge, text({"stack": "hf", "tp": 2, "zero": 3,
+                                                            "global_batch": 32}), "mine.csv")
+    assert not errors and configs == [{"stack": "hf", "tp": 2, "zero": 3, "global_batch": 32}]
+    (run,) = runs_of(rows, configs)
+    assert (run.stack, run.tp, run.zero, run.global_batch, run.origin) == ("hf", 2, 3, 32, "user:mine.csv")
+    _, _, errors = validate_runs(knowledge, text({"stack": "jax"}), "mine.csv")
+    assert errors == ["mine.csv:2: stack='jax': accepted megatron, torchtitan, deepspeed, hf, composer, unsloth, "
+                      "pytorch-fsdp, ngc-pytorch, pytorch"]
+    _, _, errors = validate_runs(knowledge, text({"zero": 5}), "mine.csv")
+    assert errors == ["mine.csv:2: zero='5': accepted 0, 1, 2 or 3"]
+    _, _, errors = validate_runs(knowledge, text({"engine": "vllm"}), "mine.csv")
+    assert "serving runs are not calibrated yet" in errors[0]

@@ -1,0 +1,122 @@
+"""Provides Run: one measured training run with its full configuration, read from either training table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from advisor.catalog.benchmarks import BenchmarkRow
+from advisor.catalog.loader import Knowledge
+
+LLM_TABLE = "llm_benchmarks.csv"
+# Training precisions of the published tables as the core names them: MXFP8 runs at the FP8 peak of Blackwell
+# (block scaling changes the recipe, not the tensor-core rate); NVFP4 training has no training precision in
+# the core yet, so those rows are left out with that reason.
+PRECISION = {"fp8": "fp8", "mxfp8": "fp8", "bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp32": "fp32"}
+SHARDING_ZERO = {"": None, "ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp-full": 3, "fsdp-grad-op": 2,
+                 "hsdp": 3}
+TASK_KIND = {"pretrain": "pretrain", "sft": "finetune", "finetune": "finetune"}
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A measured run as the efficiency model reads it; None = not stated by the source."""
+
+    workload: str
+    gpu: str
+    count: int
+    nodes: int
+    precision: str
+    throughput: float
+    """Whole-system throughput in the workload's unit (tokens/s for LLMs)."""
+    unit: str
+    stack: str
+    source: str
+    """owner/repo@commit:path, or user:<file>."""
+    kind: str = "pretrain"
+    seq_len: int = 0
+    micro_batch: int | None = None
+    global_batch: int | None = None
+    grad_accum: int | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    virtual: int = 1
+    zero: int | None = None
+    shard_group: int | None = None
+    recompute: str | None = None
+    software: str = ""
+    row_ref: str = ""
+
+    @property
+    def origin(self) -> str:
+        """The source a held-out-source fold removes: the repository (every commit of it), or the user file."""
+        return self.source.split("@")[0] if "@" in self.source else self.source.split(" ")[0]
+
+    @property
+    def key(self) -> str:
+        """A stable identity (for weights and de-duplication)."""
+        return f"{self.source}|{self.row_ref}|{self.workload}|{self.gpu}|{self.count}|{self.precision}"
+
+
+def stack_of_row(row: BenchmarkRow) -> str:
+    """The harness of a benchmarks.csv row: Composer for MosaicML's runs, NVIDIA's NGC PyTorch examples for
+    Lambda's (its harness runs DeepLearningExamples in NGC containers); a user's row may name its own."""
+    if row.source.startswith("mosaicml/"):
+        return "composer"
+    if row.source.startswith("lambdal/"):
+        return "ngc-pytorch"
+    return "pytorch"
+
+
+def run_of_row(row: BenchmarkRow, stack: str | None = None) -> Run:
+    """A benchmarks.csv row as a run (data parallel only: the table has no model-parallel columns)."""
+    return Run(workload=row.workload, gpu=row.gpu, count=row.count, nodes=row.nodes, precision=row.precision,
+               throughput=row.throughput, unit=row.unit, stack=stack or stack_of_row(row), source=row.source,
+               seq_len=row.seq_len, micro_batch=int(row.batch_per_gpu) if row.batch_per_gpu else None,
+               grad_accum=row.grad_accum, zero=row.zero_stage if row.count > 1 else None,
+               recompute=row.recompute, software=row.software, row_ref=row.row_ref)
+
+
+def _int(value: str) -> int | None:
+    return int(float(value)) if value.strip() else None
+
+
+def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
+    """A llm_benchmarks.csv record as a run, or None and why it cannot train."""
+    precision = PRECISION.get(r["precision"])
+    if precision is None:
+        return None, f"precision {r['precision']} has no training peak in the core"
+    kind = TASK_KIND.get(r["task"])
+    if kind is None:
+        return None, f"task {r['task']}: the learned model covers full training (LoRA scales by its prior)"
+    count = int(r["count"])
+    total = float(r["tokens_per_s"]) if r["tokens_per_s"] else float(r["tokens_per_s_per_gpu"]) * count
+    hsdp = r["sharding"] == "hsdp"
+    return Run(workload=r["model"], gpu=r["gpu"], count=count, nodes=int(r["nodes"]), precision=precision,
+               throughput=total, unit="tokens/s", stack=r["stack"], source=r["source"], kind=kind,
+               seq_len=int(r["seq_len"]), micro_batch=_int(r["micro_batch"]), global_batch=_int(r["global_batch"]),
+               grad_accum=_int(r["grad_accum"]), tp=_int(r["tp"]) or 1, pp=_int(r["pp"]) or 1,
+               cp=_int(r["cp"]) or 1, ep=_int(r["ep"]) or 1, virtual=_int(r["vp"]) or 1,
+               zero=SHARDING_ZERO.get(r["sharding"]),
+               shard_group=(count // int(r["nodes"]) if hsdp else None),  # HSDP shards within a node
+               recompute=r["recompute"] or None, software=r["software"], row_ref=r["row_ref"]), ""
+
+
+def read_llm_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
+    """The usable runs of knowledge/llm_benchmarks.csv, and (row ref, why) for the others."""
+    path = knowledge.root.joinpath(LLM_TABLE)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], []
+    runs, skipped = [], []
+    for r in csv.DictReader(io.StringIO(text)):
+        run, why = run_of_llm_record(r)
+        if run is None:
+            skipped.append((f"{r['source'].split('@')[0]} {r['row_ref']}", why))
+        else:
+            runs.append(run)
+    return runs, skipped
