@@ -177,6 +177,16 @@ class TrainingSearch:
                 shape.dp * max(self.job.items_per_sequence, 1))
         return bound
 
+    def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
+        """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
+        g = self.job.global_batch_seqs
+        m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+        count = shape.dp * shape.tp * shape.pp * shape.cp
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+        return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
+            shape.dp * max(self.job.items_per_sequence, 1))
+
     def _flops_per_item(self, recompute: str) -> float:
         flops = self.flops_per_item.get(recompute)
         if flops is None:
@@ -279,6 +289,8 @@ class TrainingSearch:
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
+                    if self.prune and shape.pp > 1 and self._trial_bound(shape, recompute, mb) > self._threshold(res):
+                        continue
                     self._try(base, recompute, mb, variant, count, res)
 
     def _policies(self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int],
