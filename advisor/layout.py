@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}  # module-level: the memory model asks per term, per trial
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
 
@@ -37,7 +38,7 @@ class Layout:
     @property
     def zero(self) -> int:
         """The ZeRO stage (0 for DDP or a single GPU)."""
-        return {"zero1": 1, "zero2": 2, "zero3": 3}.get(self.sharding, 0)
+        return ZERO_STAGE.get(self.sharding, 0)
 
     @property
     def model_parallel(self) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from typing import Any, Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.context import Context
@@ -18,6 +19,7 @@ from advisor.speed import StepTime, network_for, peak_flops, training_flops_per_
 
 LLM_TOKENS_PER_MICRO_BATCH = 16384  # MosaicML's tuned runs hold about 8-16k tokens per GPU per micro-batch
 RUNNERS_UP = 3
+BOUND_MARGIN = 1e-9  # a bound is exact in real numbers; this covers its rounding against the step's own
 SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 
 
@@ -39,6 +41,7 @@ class _Found:
     order: int
     layout: Layout = field(compare=False)
     step: StepTime = field(compare=False)
+    variant: tuple[Any, ...] = field(compare=False, default=())
 
 
 @dataclass
@@ -63,8 +66,13 @@ def _powers(limit: int) -> list[int]:
 class TrainingSearch:
     """The search of one job on one GPU type at one precision (constants precomputed once)."""
 
-    def __init__(self, ctx: Context, gpu: Gpu, precision: str, node_size: int, *, prune: bool = True) -> None:
-        self.ctx, self.gpu, self.precision, self.node_size, self.prune = ctx, gpu, precision, node_size, prune
+    def __init__(self, ctx: Context, gpu: Gpu, precision: str, node_size: int, *, prune: bool = True,
+                 dominance: bool = True) -> None:
+        """`prune` skips shapes by their lower bound; `dominance` drops layouts another one always matches or
+        beats (DDP where ZeRO-1 runs, a costlier recomputation or ZeRO-2 that fits no larger micro-batch):
+        both on in use; the exhaustive reference turns the bound off, the naive one both."""
+        self.ctx, self.gpu, self.precision, self.node_size = ctx, gpu, precision, node_size
+        self.prune, self.dominance = prune, dominance
         self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
         self.usable = gpu.memory_gb * (1 - ctx.headroom)
         self.room_total = self.usable * GB
@@ -78,8 +86,11 @@ class TrainingSearch:
         self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
         self.peak = peak_flops(gpu, precision)
         self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
+        self.peak_or_zero = self.peak or 0.0
         self.bounds: dict[tuple[Shape, str], float] = {}
         self.flops_per_item: dict[str, float] = {}
+        self.floors: dict[tuple[int, int, int, int, str], float] = {}
+        self.getters = _fact_getters(self.tested, gpu)
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -143,40 +154,71 @@ class TrainingSearch:
         return options
 
     # --- bounds ------------------------------------------------------------------------------------------
-    def lower_bound(self, shape: Shape, recompute: str) -> float:
-        """No layout of this shape and recomputation runs faster: compute at peak, the smallest bubble, and
-        the bandwidth part of the model-parallel traffic (independent of the micro-batch)."""
+    # Each bound is seconds per item that no layout of the shape (and recomputation) can beat: the step's
+    # compute at peak, the smallest pipeline bubble, and the bandwidth part of the tensor- and expert-parallel
+    # traffic. Every term of the real step is at least its bound's term (the real step's roofline is at least
+    # its compute, a larger micro-batch only lengthens the bubble, latencies only add), so pruning on it is
+    # exact; the search compares it with the k-th best time kept, with a margin for rounding.
+    def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
+        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        g = self.job.global_batch_seqs
+        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
+        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+
+    def bound_per_item(self, shape: Shape, recompute: str) -> float:
+        """The lower bound as seconds per item: compute_bound plus the model-parallel bandwidth floor."""
         key = (shape, recompute)
-        if key not in self.bounds:
-            self.bounds[key] = self._lower_bound(shape, recompute)
-        return self.bounds[key]
+        bound = self.bounds.get(key)
+        if bound is None:
+            count = shape.dp * shape.tp * shape.pp * shape.cp
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+            bound = self.bounds[key] = self.compute_bound(shape, recompute, count) + floor / (
+                shape.dp * max(self.job.items_per_sequence, 1))
+        return bound
 
-    def _lower_bound(self, shape: Shape, recompute: str) -> float:
-        job = self.job
-        probe = Layout(count=shape.dp * shape.tp * shape.pp * shape.cp, nodes=1, node_size=self.node_size,
-                       precision=self.precision, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
-                       recompute=recompute, virtual=shape.virtual)
-        assert self.peak is not None
-        seqs = job.global_batch_seqs or shape.dp
-        flops_s = training_flops_per_item(job, probe, self.a) * seqs * job.items_per_sequence / probe.count / self.peak
-        m_max = max(1, math.ceil(seqs / shape.dp)) if job.global_batch_seqs else 1
-        bubble = flops_s * (shape.pp - 1) / (m_max * shape.virtual)
-        return flops_s + bubble + self._bandwidth_floor(shape, probe, seqs)
+    def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
+        """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
+        g = self.job.global_batch_seqs
+        m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+        count = shape.dp * shape.tp * shape.pp * shape.cp
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+        return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
+            shape.dp * max(self.job.items_per_sequence, 1))
 
-    def _bandwidth_floor(self, shape: Shape, probe: Layout, seqs: int) -> float:
-        if self.job.arch is None or shape.tp * shape.ep == 1:
+    def _flops_per_item(self, recompute: str) -> float:
+        flops = self.flops_per_item.get(recompute)
+        if flops is None:
+            probe = Layout(count=1, nodes=1, node_size=1, precision=self.precision, recompute=recompute)
+            flops = self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
+        return flops
+
+    def _comm_floor(self, tp: int, pp: int, cp: int, ep: int, recompute: str) -> float:
+        """Latency-free tensor- and expert-parallel seconds of one sequence per data-parallel rank: the real
+        traffic is linear in the micro-batch plus latencies, and a rank runs at least g/dp sequences a step
+        (memoised across counts: it does not depend on the data-parallel size)."""
+        if self.job.arch is None or tp * ep == 1:
             return 0.0
-        from advisor.speed import _model_comm
+        key = (tp, pp, cp, ep, recompute)
+        floor = self.floors.get(key)
+        if floor is None:
+            from advisor.speed import _model_comm
 
-        net = network_for(self.gpu, probe, self.fabric, self.a, max(shape.tp * shape.cp, 1))
-        net = type(net)(net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0, 0.0)
-        m = max(1, seqs // shape.dp)
-        tp_comm, _, _, ep_comm = _model_comm(self.job, probe.with_(micro_batch=1, grad_accum=m), net, 0.0)
-        return tp_comm + ep_comm
+            probe = Layout(count=tp * pp * cp * ep, nodes=1, node_size=self.node_size, precision=self.precision,
+                           tp=tp, pp=pp, cp=cp, ep=ep, dp=ep, recompute=recompute)
+            net = network_for(self.gpu, probe, self.fabric, self.a, max(tp * cp, 1))
+            net = type(net)(net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0,
+                            0.0)
+            tp_comm, _, _, ep_comm = _model_comm(self.job, probe, net, 0.0)
+            floor = self.floors[key] = tp_comm + ep_comm
+        return floor
 
     # --- one count ----------------------------------------------------------------------------------------
     def search_count(self, count: int) -> _CountResult:
-        """The fastest fitting layouts at one count, pruned by the lower bound against the fastest so far."""
+        """The fastest fitting layouts at one count (the best and its runner-ups), exactly as the exhaustive
+        search finds them: shapes go in order of their compute bound, and a shape or recomputation policy is
+        skipped only when its bound exceeds the k-th best time kept."""
         res = _CountResult()
         if self.peak is None:
             return res  # no peak for this precision: callers refuse it before searching
@@ -184,20 +226,27 @@ class TrainingSearch:
         cheapest = self.recomputes()[0]
         ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
                         key=lambda x: (x[0], x[1]))
+        floor_scale = min(self._flops_per_item(r) for r in self.recomputes()) / self._flops_per_item(cheapest)
         for quick, _, shape in ranked:
-            if self.prune and res.found and quick >= self._best_kept(res):
-                break  # sorted: no later shape can beat the fastest either
-            if self.prune and res.found and self.bound_per_item(shape, cheapest) >= self._best_kept(res):
+            if self.prune and quick * floor_scale > self._threshold(res):
+                break  # sorted: no later shape can beat the k-th best either
+            if self.prune and self._shape_bound(shape) > self._threshold(res):
                 continue
             if not self._batch_ok(shape, count, res):
                 continue
             self._search_shape(shape, count, nodes, res)
         return res
 
+    def _shape_bound(self, shape: Shape) -> float:
+        return min(self.bound_per_item(shape, r) for r in self.recomputes())
+
     @staticmethod
-    def _best_kept(res: _CountResult) -> float:
-        # Pruning against the fastest layout so far is safe for it; runner-ups are the others met on the way.
-        return min(f.time for f in res.found)
+    def _threshold(res: _CountResult) -> float:
+        """What a bound must exceed to prune: the k-th best time kept (the slowest runner-up), with a margin
+        for rounding; nothing is pruned until k layouts are kept."""
+        if len(res.found) < RUNNERS_UP:
+            return math.inf
+        return max(f.time for f in res.found) * (1.0 + BOUND_MARGIN)
 
     def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
         job, g = self.job, self.job.global_batch_seqs
@@ -225,7 +274,7 @@ class TrainingSearch:
 
     def _search_shape(self, shape: Shape, count: int, nodes: int, res: _CountResult) -> None:
         zeros = self.zeros(shape)
-        if self.prune and 0 in zeros and 1 in zeros:
+        if self.dominance and 0 in zeros and 1 in zeros:
             zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
         zero1_mb: dict[str, int] = {}
         for zero in zeros:
@@ -233,72 +282,83 @@ class TrainingSearch:
                           pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, virtual=shape.virtual,
                           sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
                           shard_group=self.cfg.shard_group or 0)
-            room = self.room_total - self.model.fixed_high(base)
-            seen_mb = -1
-            for recompute in self.recomputes():
-                per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
-                mb_max = int(room // per) if per > 0 else 1 << 20
-                need = self.room_total - room + per * (self.job.batch_size or 1)
-                if res.leanest is None or need < res.leanest[0]:
-                    res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
-                if mb_max < 1 or (self.prune and mb_max == seen_mb):
-                    continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
-                seen_mb = mb_max
-                if zero == 1:
-                    zero1_mb[recompute] = mb_max
-                elif self.prune and zero == 2 and zero1_mb.get(recompute) == mb_max:
-                    continue  # ZeRO-2 only adds traffic to ZeRO-1 unless it buys a larger micro-batch
-                if self.prune and res.found and self.bound_per_item(shape, recompute) >= self._best_kept(res):
+            for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
+                # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
+                # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
+                if self.prune and self.bound_per_item(shape, recompute) > self._threshold(res):
                     continue
+                variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
-                    self._try(base.with_(recompute=recompute, micro_batch=mb), count, res)
+                    if self.prune and shape.pp > 1 and self._trial_bound(shape, recompute, mb) > self._threshold(res):
+                        continue
+                    self._try(base, recompute, mb, variant, count, res)
 
-    def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
-        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
-        if recompute not in self.flops_per_item:
-            probe = Layout(count=1, nodes=1, node_size=1, precision=self.precision, recompute=recompute)
-            self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
-        assert self.peak is not None
-        per_item = self.flops_per_item[recompute] / (count * self.peak)
+    def _policies(self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int],
+                  res: _CountResult) -> list[tuple[str, int]]:
+        """The recomputation policies worth trying at this sharding, each with the largest micro-batch that fits
+        (and the leanest layout met, for the refusal when nothing fits)."""
+        room = self.room_total - self.model.fixed_high(base)
+        out: list[tuple[str, int]] = []
+        seen_mb = -1
+        for recompute in self.recomputes():
+            per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
+            mb_max = int(room // per) if per > 0 else 1 << 20
+            need = self.room_total - room + per * (self.job.batch_size or 1)
+            if res.leanest is None or need < res.leanest[0]:
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
+            if mb_max < 1 or (self.dominance and mb_max == seen_mb):
+                continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
+            seen_mb = mb_max
+            if zero == 1:
+                zero1_mb[recompute] = mb_max
+            elif self.dominance and zero == 2 and zero1_mb.get(recompute) == mb_max:
+                continue  # ZeRO-2 only adds traffic to ZeRO-1 unless it buys a larger micro-batch
+            out.append((recompute, mb_max))
+        return out
+
+    def _try(self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int,
+             res: _CountResult) -> None:
         g = self.job.global_batch_seqs
-        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
-        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
-
-    def bound_per_item(self, shape: Shape, recompute: str) -> float:
-        """The lower bound as seconds per item (every term grows with the items a step processes)."""
-        seqs = self.job.global_batch_seqs or shape.dp
-        return self.lower_bound(shape, recompute) / (seqs * max(self.job.items_per_sequence, 1))
-
-    def _try(self, layout: Layout, count: int, res: _CountResult) -> None:
-        job = self.job
-        g = job.global_batch_seqs
-        accum = max(1, math.ceil(g / (layout.micro_batch * layout.dp))) if g else 1
-        layout = layout.with_(grad_accum=accum)
-        facts = layout_facts(self.gpu_facts, layout, self.gpu)
-        key = tuple(facts[f] for f in self.tested)
-        if key not in self.verdicts:
-            self.verdicts[key] = first_constraint(self.constraints, facts)
-        hard = self.verdicts[key]
+        accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
+        layout = Layout(base.count, base.nodes, base.node_size, base.precision, base.tp, base.pp, base.dp,
+                        base.sharding, recompute, mb, accum, base.cp, base.ep, base.shard_group, base.virtual)
+        hard = self._verdict(layout)
         if hard is not None:
             res.constraint_miss = res.constraint_miss or Miss(self.gpu.id, count, "constraint",
                                                               f"{hard.message} (rule {hard.rule_id})", 2.0)
             return
-        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
-        step = training_step(job, self.gpu, layout, self.fabric, self.a, per)
+        per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
+        step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
         if step is None:
             return
         res.evaluated += 1
         # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
-        found = _Found(step.total_s / step.items, res.evaluated, layout, step)
+        time = step.total_s / step.items
         # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not batch.
-        same = [f for f in res.found if _variant(f.layout) == _variant(layout)]
-        if same:
-            if same[0].time <= found.time:
-                return
-            res.found.remove(same[0])
-        res.found.append(found)
+        for kept in res.found:
+            if kept.variant == variant:
+                if kept.time <= time:
+                    return
+                res.found.remove(kept)
+                break
+        else:
+            if len(res.found) >= RUNNERS_UP and time > max(f.time for f in res.found):
+                return  # would be dropped at once (ties are kept: the order decides them)
+        res.found.append(_Found(time, res.evaluated, layout, step, variant))
         if len(res.found) > RUNNERS_UP:
             res.found.remove(max(res.found))
+
+    def _verdict(self, layout: Layout) -> Any:
+        """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
+        key = tuple(getter(layout) for getter in self.getters) if self.getters is not None else None
+        if key is None or key not in self.verdicts:
+            facts = layout_facts(self.gpu_facts, layout, self.gpu)
+            if key is None:
+                key = tuple(facts[f] for f in self.tested)
+                if key in self.verdicts:
+                    return self.verdicts[key]
+            self.verdicts[key] = first_constraint(self.constraints, facts)
+        return self.verdicts[key]
 
     # --- results ------------------------------------------------------------------------------------------
     def candidate(self, found: _Found) -> Candidate:
@@ -324,8 +384,20 @@ class TrainingSearch:
         return res.leanest[1], self.model.components(res.leanest[1], self.usable)
 
 
-def _variant(layout: Layout) -> tuple[Any, ...]:
-    return (layout.tp, layout.pp, layout.cp, layout.ep, layout.sharding, layout.recompute)
+def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] | None:
+    """How to read each fact the hard rules test straight off a layout (the same values layout_facts gives),
+    or None when a rule tests a fact not listed here (then the facts are built in full)."""
+    nvlink = gpu.nvlink_domain
+    known: dict[str, Callable[[Layout], Any]] = {
+        "plan.precision": attrgetter("precision"), "plan.count": attrgetter("count"),
+        "plan.nodes": attrgetter("nodes"), "plan.tp": attrgetter("tp"), "plan.cp": attrgetter("cp"),
+        "plan.ep": attrgetter("ep"), "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
+        "plan.pp": attrgetter("pp"), "plan.dp": attrgetter("dp"), "plan.sharding": attrgetter("sharding"),
+        "plan.recompute": attrgetter("recompute"), "plan.micro_batch": attrgetter("micro_batch"),
+    }
+    if any(f not in known for f in tested):
+        return None
+    return [known[f] for f in tested]
 
 
 def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
@@ -349,10 +421,15 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     return candidates, misses
 
 
+def exhaustive_found(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int, *,
+                     dominance: bool = True) -> list[_Found]:
+    """Every fitting layout of one count tried, no bound (and without the dominance rules when asked): the
+    best and runner-ups, fastest first, that the pruned search must reproduce exactly."""
+    search = TrainingSearch(ctx, gpu, precision, node_size, prune=False, dominance=dominance)
+    return sorted(search.search_count(count).found)
+
+
 def brute_force_best(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int) -> _Found | None:
-    """The fastest fitting layout by exhaustive search (no pruning): the reference the tests hold the search to."""
-    search = TrainingSearch(ctx, gpu, precision, node_size, prune=False)
-    res = search.search_count(count)
-    return min(res.found) if res.found else None
-
-
+    """The fastest fitting layout over every option (no bound, no dominance rule): the naive reference."""
+    found = exhaustive_found(ctx, gpu, precision, node_size, count, dominance=False)
+    return found[0] if found else None

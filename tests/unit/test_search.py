@@ -13,7 +13,7 @@ from advisor.inputs import Constraints, RunConfig, Workload
 from advisor.job import resolve_job
 from advisor.layout import Layout
 from advisor.memory import GB, TrainingMemoryModel
-from advisor.plans_training import TrainingSearch, brute_force_best
+from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found
 from advisor.speed import training_step
 
 
@@ -38,6 +38,55 @@ def test_pruned_search_finds_the_brute_force_best(knowledge, model: str, kind: s
     assert (exact is None) == (not res.found)
     if exact is not None:
         assert min(res.found).time == pytest.approx(exact.time, rel=1e-12)
+
+
+# Dense 7B/70B/405B, MoE (Mixtral, DeepSeek-V3, Qwen3 MoE), LoRA/QLoRA, CNN, BERT, long sequences (context
+# parallel), stated values; SXM, PCIe and consumer GPUs; counts from 1 to 4,096.
+EXACT_CASES = [
+    ({"model": "llama-2-7b", "kind": "finetune"}, "a100-80gb-sxm", (1, 8, 24, 64, 512)),
+    ({"model": "llama-2-7b", "kind": "pretrain"}, "l40s", (1, 4, 16, 96, 1024)),
+    ({"model": "llama-2-70b", "kind": "finetune"}, "h100-sxm", (8, 16, 48, 256, 4096)),
+    ({"model": "llama-2-70b", "kind": "finetune"}, "a10g", (8, 64, 512)),
+    ({"model": "llama-3.1-405b", "kind": "pretrain"}, "h100-sxm", (64, 512, 1536, 4096)),
+    ({"model": "llama-3.1-405b", "kind": "pretrain"}, "mi300x", (16, 256, 2048)),
+    ({"model": "mixtral-8x7b", "kind": "pretrain"}, "h100-sxm", (8, 16, 128, 1024)),
+    ({"model": "mixtral-8x7b", "kind": "qlora"}, "l40s", (1, 2, 8, 64)),
+    ({"model": "mixtral-8x7b", "kind": "qlora"}, "rtx-4090", (1, 4, 16)),
+    ({"model": "deepseek-v3", "kind": "pretrain"}, "h100-sxm", (256, 2048, 4096)),
+    ({"model": "qwen3-30b-a3b", "kind": "finetune"}, "a100-80gb-pcie", (4, 32, 256)),
+    ({"model": "llama-2-13b", "kind": "lora"}, "a10g", (1, 4, 32)),
+    ({"model": "llama-3.1-8b", "kind": "pretrain", "seq_len": 32768}, "h100-sxm", (8, 64, 512)),
+    ({"model": "resnet50"}, "v100-32gb", (1, 8, 64, 1024)),
+    ({"model": "resnet50"}, "t4", (1, 4, 32)),
+    ({"model": "bert-large", "kind": "pretrain"}, "h100-pcie", (1, 16, 256)),
+    ({"model": "mpt-125m", "kind": "pretrain"}, "h100-sxm", (1, 8, 4096)),
+    ({"model": "llama-2-70b", "kind": "finetune", "config": {"global_batch": 64, "pp_schedule": "interleaved:2"}},
+     "h100-sxm", (16, 64)),
+    ({"model": "llama-3.1-70b", "kind": "pretrain", "config": {"zero": 3}}, "b200", (8, 64, 1024)),
+]
+
+
+@pytest.mark.parametrize("workload,gpu,counts", EXACT_CASES, ids=lambda v: str(v)[:40])
+def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str, counts: tuple) -> None:  # type: ignore[no-untyped-def,type-arg]
+    # The pruned search keeps exactly what the exhaustive one keeps: the best layout, the runner-ups (top k,
+    # one per shape, sharding and recomputation, ties in the same order) and, when nothing runs, the same reason.
+    w = dict(workload)
+    if "config" in w:
+        w["config"] = RunConfig(**w["config"])
+    g = knowledge.gpu(gpu)
+    precision = "bf16" if g.tflops.bf16 else "fp16"
+    ctx = _ctx(knowledge, precision=precision, **w)
+    node = g.gpus_per_node
+    pruned = TrainingSearch(ctx, g, precision, node)
+    for count in counts:
+        res = pruned.search_count(count)
+        exact = exhaustive_found(ctx, g, precision, node, count)
+        assert [(f.time, f.layout, f.step) for f in sorted(res.found)] == [(f.time, f.layout, f.step) for f in exact]
+        if not exact:
+            reference = TrainingSearch(ctx, g, precision, node, prune=False)
+            ref_res = reference.search_count(count)
+            assert pruned.miss(count, res) == reference.miss(count, ref_res)
+            assert pruned.leanest_memory(res) == reference.leanest_memory(ref_res)
 
 
 def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-untyped-def]
