@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, ContentSwitcher, Footer, Input, SelectionList, Static
 
-from tui.form import DEFAULTS, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
+from tui.form import DEFAULTS, FORM, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
 from tui.presets import preset
 from tui.widgets.budget_step import BudgetStep
 from tui.widgets.choice_list import ChoiceList
@@ -65,7 +65,7 @@ class WizardScreen(Screen[None]):
         with ContentSwitcher(initial="step-0", id="steps"):
             yield WorkloadStep(id="step-0")
         with Horizontal(id="wizard-nav"):
-            yield Static(id="wizard-status")
+            yield Static(id="wizard-status", markup=False)
             yield Button("Back", id="back")
             yield Button("Next", id="next", variant="primary")
         yield Footer()
@@ -156,6 +156,8 @@ class WizardScreen(Screen[None]):
             parts = [f"{len(bad) - len(empty)} field(s) to fix"] if len(bad) > len(empty) else []
             parts += [f"{len(empty)} to fill in"] if empty else []
             status = ", ".join(parts)
+            if self.step > 0 and FORM in self._checked.errors and not bad:
+                status = self._checked.errors[FORM]
         state = (valid, self.step, status)
         if state == self._nav_state:
             return  # nothing the buttons, the status or the footer show has changed
@@ -206,8 +208,16 @@ class WizardScreen(Screen[None]):
         if first is not None:
             first.focus()
 
+    def _read_fields(self) -> None:
+        """Take every shown field's value as it is now: a key typed just before Ctrl+N has not yet reached
+        the form through its Changed message, and the answer must use what is on screen."""
+        for name, row in self.rows().items():
+            self._values[name] = row.value
+        self.revalidate()
+
     def action_next(self) -> None:
-        """Next step, or finish on the last."""
+        """Next step, or finish on the last (on the values as they are on screen now)."""
+        self._read_fields()
         checked = self._checked
         if checked is None or not checked.step_valid(self.step):
             return
