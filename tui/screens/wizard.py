@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, ContentSwitcher, Footer, Input, SelectionList, Static
 
-from tui.form import DEFAULTS, FORM, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
+from tui.form import DEFAULTS, FORM, INFERENCE_ONLY, TRAINING_ONLY, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
 from tui.presets import preset
 from tui.widgets.budget_step import BudgetStep
 from tui.widgets.choice_list import ChoiceList
@@ -96,7 +96,10 @@ class WizardScreen(Screen[None]):
             self._values = dict(DEFAULTS)
         self._values.update(values)
         for name, row in self.rows().items():
-            row.set_value(self._values[name])
+            # Only the fields being set: writing the others back from the form's copy could undo a key the
+            # user typed a moment ago whose Changed message has not arrived yet.
+            if reset or name in values:
+                row.set_value(self._values[name])
         self.revalidate()
 
     def restart(self) -> None:
@@ -121,11 +124,22 @@ class WizardScreen(Screen[None]):
         row = event.control.parent if event.control is not None else None
         if not isinstance(row, FieldRow):
             return
+        previous = self._values.get(row.field)
         self._values[row.field] = row.value
+        if row.field == "kind":
+            self._kind_changed(previous, row.value)
         # A preset changes a dozen fields at once: check the form once, after they have all changed.
         if not self._revalidate_pending:
             self._revalidate_pending = True
             self.call_after_refresh(self.revalidate)
+
+    def _kind_changed(self, old: object, new: object) -> None:
+        """Between training and serving, the other kind's values (a preset's epochs, deadline or monthly
+        budget) would silently shape the new job: they go back to their defaults."""
+        if not old or not new or (old == "inference") == (new == "inference"):
+            return
+        stale = (TRAINING_ONLY if new == "inference" else INFERENCE_ONLY) | {"budget_period"}
+        self.apply_values({name: DEFAULTS[name] for name in stale})
 
     def revalidate(self) -> None:
         """Check every field, show each message beside its field, enable or disable Next."""
