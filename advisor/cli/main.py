@@ -156,6 +156,10 @@ def build_parser() -> Parser:
                        description="Add your measured runs (benchmarks.csv schema) and refit; --reset undoes it.")
     p.add_argument("file", nargs="?", help="CSV of measured runs")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
+
+    from advisor.cli.serve import add_serve_parser  # the UI in a browser (ui11)
+
+    add_serve_parser(sub)
     return parser
 
 
@@ -173,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from advisor.errors import AdvisorError, InputError, KnowledgeError
 
     try:
+        if args.command == "serve":  # the UI in a browser (ui11): not a core command, so not in COMMANDS
+            from advisor.cli.serve import run_serve
+
+            return run_serve(args)
         return commands.dispatch(args)
     except InputError as exc:
         print(f"gpu-advisor {args.command}: error: {exc}", file=sys.stderr)

@@ -147,3 +147,14 @@ async def test_changing_the_kind_drops_the_other_kinds_values(make_app) -> None:
         await settle(pilot)
         values = wizard.values()
         assert values["epochs"] == "" and values["deadline_hours"] == "" and values["samples"] == ""
+
+
+async def test_tiny_and_huge_terminals_render(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        for size in ((40, 12), (20, 6), (250, 80)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            app.screen._compositor.render_update(full=True)  # a full paint, as a terminal gets
+        assert app.is_running
