@@ -37,7 +37,8 @@ async def run(actions: int, seed: int, workdir: Path) -> None:
     elapsed = time.perf_counter() - start
     print(f"monkey: seed {seed}, {actions} actions in {elapsed:.1f} s ({elapsed / actions * 1000:.0f} ms each)")
     print(f"  sent: {result.keys} keys, {result.actions['paste']} pastes, {result.actions['click']} clicks, "
-          f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys")
+          f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys; "
+          f"{result.actions['quit asked']} quits asked for (counted, not obeyed)")
     print(f"  full renders checked: {result.renders}; app still up at the end: {alive}")
     print(f"  screens visited ({len(result.screens)}), by actions spent on each:")
     for name, count in result.screens.most_common():

@@ -52,6 +52,7 @@ def screen_name(pilot: Pilot) -> str:
 async def check_renders(pilot: Pilot, run: MonkeyRun) -> None:
     """The app is up and its screen paints every line (a widget that fails to render raises here)."""
     app = pilot.app
+    assert app._exception is None, app._exception  # noqa: SLF001
     assert app.is_running, "the app stopped"
     app.screen._compositor.render_update(full=True)  # noqa: SLF001  # the same full paint a terminal gets
     run.renders += 1
@@ -79,6 +80,17 @@ async def monkey(pilot: Pilot, actions: int, seed: int = 11, check_every: int = 
     rng = random.Random(seed)
     run = MonkeyRun()
     app = pilot.app
+    leave = app.exit
+
+    def stay(*args: object, **kwargs: object) -> None:
+        # A quit the user asked for (the palette's Quit, say) is counted, not obeyed: the run goes on.
+        # A crash still ends the app, and check_renders reports it.
+        if app._exception is not None:  # noqa: SLF001
+            leave(*args, **kwargs)  # type: ignore[arg-type]
+        else:
+            run.actions["quit asked"] += 1
+
+    app.exit = stay  # type: ignore[method-assign]
     for i in range(actions):
         roll = 1.0 if i == 0 else rng.random()  # the first action is a journey: the results are reached early
         if roll < 0.80:
