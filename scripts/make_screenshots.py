@@ -17,6 +17,7 @@ from textual.widgets import Input
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "screenshots"
 SIZE = (120, 36)
+SIZES = {"results-80x24": (80, 24)}  # the smallest terminal the UI is laid out for
 
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 sys.path.insert(0, str(ROOT / "tests"))  # the Pilot steps the UI tests use
@@ -70,6 +71,14 @@ async def results_operations(pilot: Pilot) -> None:
     await settle(pilot)
 
 
+async def results_operations_second(pilot: Pilot) -> None:
+    """The operations tab follows the highlighted row: plan #2 here."""
+    await results_operations(pilot)
+    pilot.app.screen.query_one("#plans").focus()
+    await pilot.press("down")
+    await settle(pilot)
+
+
 async def checklist(pilot: Pilot) -> None:
     await results(pilot, "lora-70b")
     await pilot.press("c")
@@ -88,7 +97,8 @@ SHOTS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
     "wizard-budget": wizard_budget,
     "results": results_memory,
     "results-chart": results_chart,
-    "results-operations": results_operations,
+    "results-operations": results_operations_second,
+    "results-80x24": results_memory,
     "checklist": checklist,
     "export": export,
 }
@@ -97,7 +107,7 @@ SHOTS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
 async def shoot(name: str, drive: Callable[[Pilot], Awaitable[None]], data_dir: Path) -> Path:
     """Run a fresh app, drive it, save its screen as screenshots/<name>.svg."""
     app = GpuAdvisorApp(efficiency="prior", user_data_dir=data_dir)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES.get(name, SIZE)) as pilot:
         await drive(pilot)
         app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
     return OUT / f"{name}.svg"

@@ -46,6 +46,8 @@ class GpuAdvisorApp(App[int]):
         ),
         Binding("f3", "toggle_dark", "Light/dark", show=False, id="app-theme"),
         Binding("ctrl+r", "restart_wizard", "Restart", show=False, id="app-restart"),
+        # q quits wherever it is not text being typed (an input keeps its q); Ctrl+Q works everywhere.
+        Binding("q", "quit", "Quit", show=False, tooltip="Leave gpu-advisor", id="app-quit"),
     ]
 
     knowledge: var[Knowledge | None] = var(None)

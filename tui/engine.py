@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -11,10 +12,23 @@ if TYPE_CHECKING:
     from advisor.catalog import Knowledge
     from advisor.efficiency.base import EfficiencyModel
     from advisor.inputs import Constraints, Workload
+    from advisor.ops.launch import LaunchArtefacts
+    from advisor.ops.plan import OpsPlan
+    from advisor.ops.tco import TcoOut
     from advisor.report import PlanOut, Report
     from advisor.userdata import ChecklistTicks
 
 EfficiencyChoice = Literal["learned", "prior"]
+
+
+@dataclass(frozen=True)
+class PlanOps:
+    """One plan's operations plan, launch artefacts and (on-prem) ownership cost."""
+
+    plan: PlanOut
+    operations: OpsPlan | None
+    launch: LaunchArtefacts | None
+    tco: TcoOut | None
 
 
 class Engine:
@@ -99,6 +113,29 @@ class Engine:
         """Untick one entry's steps, or all, and save."""
         with self._ticks_lock:
             ticks.clear(entry_id)
+
+    def plan_operations(self, report: Report, plan: PlanOut) -> PlanOps:
+        """How to run one plan of the report: the report's own for plan #1, else worked out for this one."""
+        if report.plans and plan.rank == report.plans[0].rank:
+            return PlanOps(plan, report.operations, report.launch, report.tco)
+        from advisor.job import resolve_job
+        from advisor.ops.launch import launch_artefacts
+        from advisor.ops.plan import operations_plan
+
+        knowledge = self.knowledge()
+        job = resolve_job(knowledge, report.workload)
+        constraints = report.constraints
+        tco_out = None
+        if constraints.deployment == "on-prem":
+            from advisor.ops.tco import TcoInputs, tco
+
+            tco_out = tco(knowledge, TcoInputs(gpu=plan.gpu, count=plan.count), constraints)
+        return PlanOps(
+            plan,
+            operations_plan(knowledge, job, constraints, plan),
+            launch_artefacts(knowledge, job, constraints, plan),
+            tco_out,
+        )
 
     def entries_for_plan(self, report: Report, plan: PlanOut) -> list[str]:
         """Ids of the checklist entries worth reading before running this plan, most likely first."""

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from advisor.errors import InputError
-from advisor.inputs import Constraints, Workload
+from advisor.inputs import TRAINING_PRECISIONS, Constraints, Workload
 from advisor.units import parse_count, parse_hours
+from tui.presets import KINDS
 
 if TYPE_CHECKING:
     from advisor.catalog import Knowledge
@@ -66,15 +67,17 @@ TRAINING_ONLY = frozenset({"tokens", "samples", "epochs", "deadline_hours"})
 INFERENCE_ONLY = frozenset({"requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms"})
 
 
-def _whole(text: str, what: str) -> int:
-    number = parse_count(text, what)
-    if number != int(number):
-        raise InputError(f"{what}: {text!r} must be a whole number")
-    return int(number)
+def _count(text: str, name: str) -> float:
+    # The core's parser with the field's own bounds (whole numbers, upper limits) from advisor.units.
+    return parse_count(text, name, field=name)
 
 
-def _count(text: str, what: str) -> float:
-    return parse_count(text, what)
+def _whole(text: str, name: str) -> int:
+    return int(_count(text, name))
+
+
+def _hours(text: str, name: str) -> float:
+    return parse_hours(text, name, field=name)
 
 
 # How each free-text field is read: the core's own parsers, so '20k', '1.5T' and '3d' mean what they mean
@@ -91,12 +94,41 @@ PARSERS: dict[str, Callable[[str, str], Any]] = {
     "tpot_ms": _count,
     "ttft_ms": _count,
     "budget_usd": _count,
-    "deadline_hours": parse_hours,
+    "deadline_hours": _hours,
 }
 
-# Form-level pydantic errors (model validators) carry no field; the first of these words in the message
-# names the field the message belongs beside.
-_FORM_ERROR_FIELDS = (("precision", "precision"), ("tokens", "tokens"), ("model", "model"))
+LABELS: dict[str, str] = {
+    "kind": "Workload",
+    "model": "Model",
+    "params": "Custom size",
+    "precision": "Precision",
+    "seq_len": "Sequence length",
+    "tokens": "Training tokens",
+    "samples": "Samples",
+    "epochs": "Epochs",
+    "requests_per_s": "Requests/s",
+    "prompt_tokens": "Prompt tokens",
+    "output_tokens": "Output tokens",
+    "tpot_ms": "Per-token target",
+    "ttft_ms": "First-token target",
+    "budget_usd": "Budget (USD)",
+    "budget_period": "Budget per",
+    "deadline_hours": "Deadline",
+    "deployment": "Deployment",
+    "pricing": "Pricing plan",
+    "providers": "Providers",
+    "gpus": "GPUs",
+    "objective": "Optimise for",
+}
+"""Each field's label: the UI names inputs by these, never by the command line's flags."""
+
+FORM = "form"
+"""The key of a message about the whole form that belongs to no one field (shown in the wizard's status)."""
+
+
+def label(field_name: str) -> str:
+    """The UI's name for an input (the field id itself for one the wizard does not show)."""
+    return LABELS.get(field_name, field_name.replace("_", " "))
 
 
 @dataclass(frozen=True)
@@ -150,9 +182,14 @@ def applicable_fields(values: Values, spec: ModelSpec | None) -> frozenset[str]:
     return frozenset(names)
 
 
-def _message(exc: InputError, what: str) -> str:
-    """The core's one-line message without the field name it starts with (the label is beside it)."""
-    return str(exc).removeprefix(f"{what}: ")
+def _place(exc: InputError, errors: dict[str, str], fallback: str = FORM) -> None:
+    """Put a core message beside the field it names; one with no field goes to the form as a whole."""
+    if exc.structured and exc.field in LABELS:
+        errors.setdefault(exc.field, exc.detail())
+    elif exc.structured:
+        errors.setdefault(fallback, exc.phrase(label))
+    else:
+        errors.setdefault(fallback, str(exc))
 
 
 def _parse(values: Values, names: frozenset[str], errors: dict[str, str]) -> dict[str, Any]:
@@ -168,24 +205,51 @@ def _parse(values: Values, names: frozenset[str], errors: dict[str, str]) -> dic
         try:
             data[name] = parser(str(raw), name)
         except InputError as exc:
-            errors[name] = _message(exc, name)
+            _place(exc, errors, name)
     return data
 
 
-def _validate(model: type[BaseModel], data: dict[str, Any], errors: dict[str, str], fallback: str) -> Any:
+def _validate(model: type[BaseModel], data: dict[str, Any], errors: dict[str, str]) -> Any:
     """The validated model, or None with pydantic's messages put beside their fields."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, InputError):
+                _place(cause, errors)  # a model-level check that says which input it is about
+                continue
             msg = str(err["msg"]).removeprefix("Value error, ")
-            loc = str(err["loc"][0]) if err["loc"] else ""
-            if not loc:
-                words = msg.split(" ", 2)[:2]
-                loc = next((f for word, f in _FORM_ERROR_FIELDS if word in words), "")
-                loc = loc or next((f for word, f in _FORM_ERROR_FIELDS if word in msg), fallback)
+            loc = str(err["loc"][0]) if err["loc"] else FORM
             errors.setdefault(loc, msg)
         return None
+
+
+def _own_checks(
+    values: Values, data: dict[str, Any], spec: ModelSpec | None, applicable: frozenset[str], errors: dict[str, str]
+) -> None:
+    """What the wizard can tell from its own fields, in its own words, before asking the core."""
+    kind = values.get("kind")
+    model, params = str(values.get("model") or "").strip(), str(values.get("params") or "").strip()
+    if model and params:
+        errors.setdefault("params", "give a catalogue model or a custom size, not both")
+    elif not model and not params and kind:
+        errors.setdefault("model", "pick a model from the list, or give a custom size below")
+    precision = values.get("precision")
+    if kind and kind != "inference" and precision in ("int8", "int4"):
+        errors.setdefault("precision", f"{precision} is for inference; training takes {', '.join(TRAINING_PRECISIONS)}"
+                          " (QLoRA's 4-bit base comes with the QLoRA workload)")
+    if spec is not None and not spec.is_transformer and kind in ("lora", "qlora", "inference"):
+        title = next((t for k, t, _ in KINDS if k == kind), kind)
+        errors.setdefault("kind", f"{title} needs a transformer; {spec.name} is a {spec.kind} "
+                          "(choose Pre-training or Full fine-tuning)")
+    if "samples" in applicable and spec is not None and not str(values.get("samples") or "").strip():
+        errors.setdefault("samples", f"how many {spec.item or 'sample'}s per epoch, e.g. 200k")
+    context = spec.max_seq_len if spec is not None else None
+    prompt, output = data.get("prompt_tokens"), data.get("output_tokens")
+    if kind == "inference" and context and prompt and output and prompt + output > context:
+        errors.setdefault("output_tokens", f"prompt + output = {prompt + output} tokens, past {spec.name}'s "
+                          f"context of {context}")
 
 
 def check(values: Values, knowledge: Knowledge | None) -> Checked:
@@ -199,37 +263,37 @@ def check(values: Values, knowledge: Knowledge | None) -> Checked:
     if name and knowledge is None:
         errors["model"] = "loading the catalogue..."
     elif name and spec is None:
-        assert knowledge is not None
-        try:
-            knowledge.model(name)
-        except InputError as exc:
-            errors["model"] = str(exc).split(";")[0] + "; pick one from the list"
+        errors["model"] = f"unknown model {name!r}; pick one from the list"
     data = _parse(values, applicable, errors)
-    if "samples" in applicable and spec is not None and "samples" not in data and "samples" not in errors:
-        errors["samples"] = f"how many {spec.item or 'sample'}s per epoch, e.g. 200k"
+    _own_checks(values, data, spec, applicable, errors)
     if spec is not None:
         data["model"] = spec.id
-    workload_data = {k: v for k, v in data.items() if k in WORKLOAD_FIELDS}
-    blocked = any(k in WORKLOAD_FIELDS for k in errors)
-    workload = None if blocked else _validate(Workload, workload_data, errors, "model")
-    if workload is not None and knowledge is not None:
-        # The core's own resolution catches what the fields alone cannot (LoRA on a CNN, a missing data size).
-        from advisor.job import resolve_job
-
-        try:
-            resolve_job(knowledge, workload)
-        except InputError as exc:
-            message = str(exc).replace("--workload ", "").replace("--samples N [--epochs E]", "samples x epochs")
-            errors["samples" if "data size" in message else "kind"] = message
-            workload = None
+    workload = _workload(data, errors, knowledge)
     constraint_data = {
         k: tuple(v) if isinstance(v, (list, tuple)) else v
         for k, v in data.items()
         if k not in WORKLOAD_FIELDS
     }
     blocked = any(k in STEP_FIELDS[2] for k in errors)
-    constraints = None if blocked else _validate(Constraints, constraint_data, errors, "budget_usd")
+    constraints = None if blocked else _validate(Constraints, constraint_data, errors)
     return Checked(workload, constraints, errors, applicable)
+
+
+def _workload(data: dict[str, Any], errors: dict[str, str], knowledge: Knowledge | None) -> Workload | None:
+    """The Workload, checked by the core's own resolution too (what the fields alone cannot tell)."""
+    if any(k in WORKLOAD_FIELDS or k == FORM for k in errors):
+        return None
+    workload = _validate(Workload, {k: v for k, v in data.items() if k in WORKLOAD_FIELDS}, errors)
+    if workload is None or knowledge is None:
+        return workload
+    from advisor.job import resolve_job
+
+    try:
+        resolve_job(knowledge, workload)
+    except InputError as exc:
+        _place(exc, errors)
+        return None
+    return workload
 
 
 def adjust_constraints(
@@ -245,5 +309,5 @@ def adjust_constraints(
     if errors:
         return None, errors
     update = {"budget_usd": data.get("budget_usd"), "deadline_hours": data.get("deadline_hours")}
-    result = _validate(Constraints, {**constraints.model_dump(), **update}, errors, "budget_usd")
+    result = _validate(Constraints, {**constraints.model_dump(), **update}, errors)
     return result, errors

@@ -14,6 +14,7 @@ __all__ = [
     "human",
     "money",
     "money_range",
+    "gpus",
     "hours_range",
     "plan_timing",
     "plan_cost",
@@ -27,10 +28,14 @@ def money(usd: float) -> str:
 
 
 def money_range(low: float, high: float) -> str:
-    """'$111-350', or one figure when the range is flat (inference months)."""
-    if round(low) == round(high):
-        return money(high)
-    return f"{money(low)}-{high:,.0f}" if high >= 10 else f"{money(low)}-{high:,.2f}"
+    """'$111-350', '$0.86-1.47'; one figure only when both ends print the same (inference months)."""
+    a, b = money(low), money(high)
+    return a if a == b else f"{a}-{b.removeprefix('$')}"
+
+
+def gpus(n: int) -> str:
+    """'GPU' or 'GPUs' for a count."""
+    return "GPU" if n == 1 else "GPUs"
 
 
 def hours_range(low: float, high: float) -> str:

@@ -11,6 +11,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from advisor.catalog import Knowledge
     from advisor.report import Report
+    from tui.engine import PlanOps
 
 
 @dataclass
@@ -47,6 +48,14 @@ class RecommendFailed(Message):
     """The core refused the question, or failed while answering it."""
 
     error: str
+    generation: int
+
+
+@dataclass
+class OperationsReady(Message):
+    """The operations plan of the highlighted plan was worked out."""
+
+    ops: PlanOps
     generation: int
 
 

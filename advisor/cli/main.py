@@ -204,6 +204,10 @@ def build_parser() -> Parser:
     p.add_argument("--list", action="store_true", help="show the runs stored so far")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     _format_arg(p, ("table", "json"), "table")
+
+    from advisor.cli.serve import add_serve_parser  # the UI in a browser
+
+    add_serve_parser(sub)
     return parser
 
 
@@ -267,6 +271,10 @@ def _main(argv: Sequence[str] | None) -> int:
     from advisor.cli.guards import check_args
 
     check_args(args)
+    if args.command == "serve":  # the UI in a browser: not a core command, so not in COMMANDS
+        from advisor.cli.serve import run_serve
+
+        return run_serve(args)
     return commands.dispatch(args)
 
 
@@ -298,11 +306,16 @@ def _run_safely(run: Callable[[], int]) -> int:
 
 
 def _report(exc: BaseException) -> int:
-    from advisor.errors import AdvisorError, KnowledgeError
+    from advisor.errors import AdvisorError, InputError, KnowledgeError
 
     if isinstance(exc, KnowledgeError):
         _say(f"knowledge error: {exc}", "")
         return 3
+    if isinstance(exc, InputError) and exc.structured:  # the core said which input: name it as a flag
+        from advisor.cli.commands import FLAG
+
+        _say(exc.phrase(lambda field: FLAG.get(field) or "--" + field.replace("_", "-")))
+        return 2
     if isinstance(exc, AdvisorError):
         _say(str(exc))
         return 2
@@ -357,7 +370,8 @@ def _silence_stdout() -> None:
 def _launch_ui() -> int:
     if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
         print("gpu-advisor: error: the guided UI needs a terminal (stdin and stdout are not one); "
-              "run a subcommand instead, e.g. gpu-advisor recommend --help", file=sys.stderr)
+              "run a subcommand instead (e.g. gpu-advisor recommend --help), or gpu-advisor serve for the UI in a "
+              "browser", file=sys.stderr)
         return 2
     try:
         from tui.app import run_app

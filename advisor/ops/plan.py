@@ -83,6 +83,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         why_low = "one replica stays up to keep the service answering"
     budget_rule = (f"scale in when the month's spend runs above ${constraints.budget_usd:,.0f}"
                    if constraints.budget_usd and constraints.budget_period == "month"
+                   # A training job keeps its size to the end: the guide's per-instance cost rule is for pools.
+                   else "release every GPU when the job ends" if job.training
                    else f"scale in an instance whose cost passes ${op.scale_in_instance_cost_usd.value:,.0f} "
                         "(the guide's rule; set your own)")
     scaling = (
@@ -117,6 +119,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
                 reason="run batch work at night under a lighter cap when tariffs are lower",
                 source=pc.guide_night_cap_fraction.source),
     )
+    # Each job gets the cap for its own kind only.
+    power = tuple(i for i in power if i.name != ("inference cap" if job.training else "training cap"))
     effect = None
     if job.training and tdp:
         overhead = t.power.server_overhead_w_per_gpu.value
@@ -158,7 +162,7 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
                 source=op.restart_limit.source),
         OpsItem(name="checkpoint interval", setting=ckpt,
                 reason=f"Young's optimum for a {knowledge.assumptions.defaults.checkpoint_write_s.value:.0f} s write "
-                       f"and one interruption every {mtbi:,.0f} h ({plan.count} GPUs at the measured failure rate"
+                       f"and one interruption every {mtbi:,.0f} h ({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
                        + (", plus spot preemptions" if constraints.pricing == "spot" else "") + ")",
                 source="young-1974"),
     )

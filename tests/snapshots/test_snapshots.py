@@ -62,3 +62,24 @@ def test_help(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-de
         await settle(pilot)
 
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=help_screen)
+
+
+def test_results_memory_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    """The cost column, the footer and the memory legend all on screen at 80x24."""
+
+    async def memory(pilot: Pilot) -> None:
+        await results(pilot, "lora-70b")
+
+    assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=memory)
+
+
+def test_results_operations_of_the_second_plan(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    """The operations tab follows the highlighted row (plan #2 here)."""
+
+    async def operations(pilot: Pilot) -> None:
+        screen = await results(pilot, "lora-70b", tab="tab-ops")
+        screen.query_one("#plans").focus()
+        await pilot.press("down")
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=operations)

@@ -79,6 +79,9 @@ async def test_export_parses_back_to_the_same_plan(make_app, tmp_path: Path) -> 
         await pilot.press("escape")
         await pilot.pause()
         await export_to(pilot, target)
+        assert isinstance(app.screen, ConfirmDialog)  # the folder "out" is missing: asked before it is made
+        await pilot.press("y")
+        await settle(pilot)
         assert isinstance(app.screen, ResultsScreen)
         data = tomllib.loads(target.read_text(encoding="utf-8"))
         assert data["chosen"]["gpu"] == report.plans[0].gpu

@@ -18,16 +18,17 @@ class ConfirmDialog(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm-no"),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, yes: str = "Yes, replace") -> None:
         super().__init__()
         self.question = question
+        self.yes = yes
 
     def compose(self) -> ComposeResult:
         """The question and two buttons; No is focused so Enter is the safe answer."""
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Yes, replace", id="yes", variant="warning")
+                yield Button(self.yes, id="yes", variant="warning")
                 yield Button("No", id="no", variant="primary")
         yield Footer()
 

@@ -12,6 +12,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 
+HINT = "The plans, what was assumed and the launch files, as TOML (the same as the command line's export)."
+
+
 class ExportDialog(ModalScreen[Path | None]):
     """A path field (pre-filled with a sensible name), Save and Cancel; an earlier error is shown under it."""
 
@@ -29,7 +32,7 @@ class ExportDialog(ModalScreen[Path | None]):
             yield Label("File (relative to the current directory, or absolute):")
             yield Input(self.default, id="export-path", select_on_focus=False)
             yield Static(
-                self.error or "The same TOML as `gpu-advisor recommend --format toml`.",
+                self.error or HINT,
                 id="export-message",
                 classes="-error" if self.error else "",
                 markup=False,
@@ -50,8 +53,11 @@ class ExportDialog(ModalScreen[Path | None]):
         problem = self._problem(event.value)
         self.query_one("#save", Button).disabled = problem is not None
         message = self.query_one("#export-message", Static)
-        if problem is not None:
-            message.update(problem)
+        if problem is None and self.error and event.value == self.default:
+            return  # the earlier error (a folder, a failed write) is about this very text: keep it
+        # Once the text is edited, an earlier error no longer holds.
+        self.error = ""
+        message.update(problem if problem is not None else HINT)
         message.set_class(problem is not None, "-error")
 
     def _problem(self, text: str) -> str | None:

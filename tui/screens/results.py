@@ -20,7 +20,7 @@ from advisor.errors import AdvisorError
 from tui.engine import Engine
 from tui.form import adjust_constraints
 from tui.formatting import job_line
-from tui.messages import ExportFailed, ExportWritten, RecommendFailed, ReportReady
+from tui.messages import ExportFailed, ExportWritten, OperationsReady, RecommendFailed, ReportReady
 from tui.screens.checklist import ChecklistScreen
 from tui.screens.confirm import ConfirmDialog
 from tui.screens.export import ExportDialog
@@ -32,7 +32,7 @@ from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPane
 
 if TYPE_CHECKING:
     from advisor.inputs import Constraints, Workload
-    from advisor.report import Report
+    from advisor.report import PlanOut, Report
 
 RECOMPUTE_DELAY_S = 0.6
 
@@ -75,6 +75,7 @@ class ResultsScreen(Screen[None]):
         self.constraints = constraints
         self.report: Report | None = None
         self._generation = 0
+        self._ops_generation = 0
         self._timer = None
 
     def compose(self) -> ComposeResult:
@@ -178,8 +179,30 @@ class ResultsScreen(Screen[None]):
             return
         plan = self.query_one(PlanTable).selected
         for panel in self.query(PlanPanel):
-            panel.show(self.report, plan)
+            if not isinstance(panel, OperationsPanel):
+                panel.show(self.report, plan)
         self.query_one(FrontChart).show(self.report, plan)
+        ops_panel = self.query_one(OperationsPanel)
+        ops_panel.show_ops(self.report, None)
+        if plan is not None:
+            self._ops_generation += 1
+            self._operations(self.report, plan, self._ops_generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="operations", description="operations plan")
+    def _operations(self, report: Report, plan: PlanOut, generation: int) -> None:
+        try:
+            ops = self.engine.plan_operations(report, plan)
+        except Exception as exc:  # the tab says so; the rest of the screen is unaffected
+            self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}",
+                                      title="Could not work out the operations plan", severity="error")
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(OperationsReady(ops, generation))
+
+    @on(OperationsReady)
+    def _operations_ready(self, message: OperationsReady) -> None:
+        if message.generation == self._ops_generation and self.report is not None:
+            self.query_one(OperationsPanel).show_ops(self.report, message.ops)
 
     # Budget and deadline ----------------------------------------------------------------------------
 
@@ -258,6 +281,17 @@ class ResultsScreen(Screen[None]):
             return
         if path.is_dir():
             self.action_export(str(path), f"{path} is a folder: add a file name.")
+        elif not path.parent.exists():
+
+            def create(yes: bool | None) -> None:
+                if yes:
+                    self._create_folder_and_write(path)
+                else:
+                    self.action_export(str(path))
+
+            self.app.push_screen(
+                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"), create
+            )
         elif path.exists():
 
             def confirmed(replace: bool | None) -> None:
@@ -269,6 +303,14 @@ class ResultsScreen(Screen[None]):
             self.app.push_screen(ConfirmDialog(f"{path} exists. Replace it?"), confirmed)
         else:
             self._write(path)
+
+    def _create_folder_and_write(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.action_export(str(path), f"Could not create {path.parent}: {exc.strerror or exc}")
+            return
+        self._export_path_chosen(path)
 
     def _write(self, path: Path) -> None:
         assert self.report is not None

@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, ContentSwitcher, Footer, Input, SelectionList, Static
 
-from tui.form import DEFAULTS, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
+from tui.form import DEFAULTS, FORM, INFERENCE_ONLY, TRAINING_ONLY, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
 from tui.presets import preset
 from tui.widgets.budget_step import BudgetStep
 from tui.widgets.choice_list import ChoiceList
@@ -65,7 +65,7 @@ class WizardScreen(Screen[None]):
         with ContentSwitcher(initial="step-0", id="steps"):
             yield WorkloadStep(id="step-0")
         with Horizontal(id="wizard-nav"):
-            yield Static(id="wizard-status")
+            yield Static(id="wizard-status", markup=False)
             yield Button("Back", id="back")
             yield Button("Next", id="next", variant="primary")
         yield Footer()
@@ -96,7 +96,10 @@ class WizardScreen(Screen[None]):
             self._values = dict(DEFAULTS)
         self._values.update(values)
         for name, row in self.rows().items():
-            row.set_value(self._values[name])
+            # Only the fields being set: writing the others back from the form's copy could undo a key the
+            # user typed a moment ago whose Changed message has not arrived yet.
+            if reset or name in values:
+                row.set_value(self._values[name])
         self.revalidate()
 
     def restart(self) -> None:
@@ -121,11 +124,22 @@ class WizardScreen(Screen[None]):
         row = event.control.parent if event.control is not None else None
         if not isinstance(row, FieldRow):
             return
+        previous = self._values.get(row.field)
         self._values[row.field] = row.value
+        if row.field == "kind":
+            self._kind_changed(previous, row.value)
         # A preset changes a dozen fields at once: check the form once, after they have all changed.
         if not self._revalidate_pending:
             self._revalidate_pending = True
             self.call_after_refresh(self.revalidate)
+
+    def _kind_changed(self, old: object, new: object) -> None:
+        """Between training and serving, the other kind's values (a preset's epochs, deadline or monthly
+        budget) would silently shape the new job: they go back to their defaults."""
+        if not old or not new or (old == "inference") == (new == "inference"):
+            return
+        stale = (TRAINING_ONLY if new == "inference" else INFERENCE_ONLY) | {"budget_period"}
+        self.apply_values({name: DEFAULTS[name] for name in stale})
 
     def revalidate(self) -> None:
         """Check every field, show each message beside its field, enable or disable Next."""
@@ -156,6 +170,8 @@ class WizardScreen(Screen[None]):
             parts = [f"{len(bad) - len(empty)} field(s) to fix"] if len(bad) > len(empty) else []
             parts += [f"{len(empty)} to fill in"] if empty else []
             status = ", ".join(parts)
+            if self.step > 0 and FORM in self._checked.errors and not bad:
+                status = self._checked.errors[FORM]
         state = (valid, self.step, status)
         if state == self._nav_state:
             return  # nothing the buttons, the status or the footer show has changed
@@ -206,8 +222,16 @@ class WizardScreen(Screen[None]):
         if first is not None:
             first.focus()
 
+    def _read_fields(self) -> None:
+        """Take every shown field's value as it is now: a key typed just before Ctrl+N has not yet reached
+        the form through its Changed message, and the answer must use what is on screen."""
+        for name, row in self.rows().items():
+            self._values[name] = row.value
+        self.revalidate()
+
     def action_next(self) -> None:
-        """Next step, or finish on the last."""
+        """Next step, or finish on the last (on the values as they are on screen now)."""
+        self._read_fields()
         checked = self._checked
         if checked is None or not checked.step_valid(self.step):
             return

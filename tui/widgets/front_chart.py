@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from textual.app import RenderResult
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
@@ -95,6 +96,10 @@ class FrontChart(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
+        # clear_figure keeps a log scale set for an earlier report: an empty plot on a log axis takes the
+        # log of its default [0, 1] limits and fails, so every plot starts linear.
+        plt.xscale("linear")
+        plt.yscale("linear")
         report = self._report
         if report is None or not report.front:
             plt.title("No plan fits: nothing to plot")
@@ -121,6 +126,13 @@ class FrontChart(PlotextPlot):
         plt.xlabel("request latency P50" if inference else "time P50")
         plt.ylabel("$ per month" if inference else "cost (mid)")
         self.refresh()
+
+    def render(self) -> RenderResult:
+        """The plot; should plotext still fail on some size or data, a line saying so instead of a crash."""
+        try:
+            return super().render()
+        except (ValueError, ZeroDivisionError, IndexError) as exc:
+            return f"The chart cannot be drawn at this size ({type(exc).__name__}); the Cost tab has the figures."
 
     def _selected_point(self, front: list[FrontPoint], chosen: FrontPoint | None) -> FrontPoint | None:
         """The highlighted plan's point, when it is on the front and is not the chosen one."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -42,7 +42,8 @@ class ModelStep(VerticalScroll):
     """Step 2: which model, at what precision, on how much data or under what load."""
 
     HELP = (
-        "Type to search the catalogue and pick a model with Enter or a click, or give a custom size "
+        "Type to search the catalogue; Enter takes the first suggestion, Down walks the list (Enter or a click "
+        "picks one). Or give a custom size "
         "(e.g. 13B). Sizes accept k, M, B, T suffixes: 200k, 100M, 2T."
     )
 
@@ -135,9 +136,34 @@ class ModelStep(VerticalScroll):
         )
         option_list.display = bool(found) and not exact and bool(self._models)
 
+    def on_key(self, event: events.Key) -> None:
+        """Down from the model field goes into its suggestions; Up from the first suggestion comes back."""
+        matches_list = self.query_one("#model-matches", OptionList)
+        focused = self.screen.focused
+        if event.key == "down" and focused is self.query_one("#model", Input) and matches_list.display:
+            event.stop()
+            matches_list.focus()
+            matches_list.highlighted = 0
+        elif event.key == "up" and focused is matches_list and matches_list.highlighted in (None, 0):
+            event.stop()
+            self.query_one("#model", Input).focus()
+
+    @on(Input.Submitted, "#model")
+    def _model_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the model field takes the first suggestion when the text is not a model yet."""
+        matches_list = self.query_one("#model-matches", OptionList)
+        if matches_list.display and matches_list.option_count:
+            event.stop()
+            self._choose(matches_list.get_option_at_index(matches_list.highlighted or 0).id or "")
+
     @on(OptionList.OptionSelected, "#model-matches")
     def _match_chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
+        self._choose(event.option.id or "")
+
+    def _choose(self, model_id: str) -> None:
+        """Fill the model field with a suggestion; the cursor moves on to the next field."""
         model_input = self.query_one("#model", Input)
-        model_input.value = event.option.id or ""
+        model_input.value = model_id
         model_input.focus()
+        self.call_after_refresh(self.screen.focus_next)

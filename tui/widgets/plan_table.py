@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class PlanTable(DataTable[str | Text]):
-    """Rank, GPU, count, nodes, parallelism, memory per GPU, time P10-P90 (or latency) and cost range."""
+    """Rank, GPU, count, cost range, time P10-P90 (or latency), memory per GPU, nodes and parallelism."""
 
     HELP = "Up/Down selects a plan; the tabs below show its memory, cost, rules and the cost-vs-time front."
 
@@ -27,14 +27,15 @@ class PlanTable(DataTable[str | Text]):
         inference = report.job.kind == "inference"
         keep = self.cursor_row
         self.clear(columns=True)
+        # Cost and time come right after the GPU so they stay on screen in an 80-column terminal.
         self.add_column("#", key="rank")
         self.add_column("GPU", key="gpu")
         self.add_column("n", key="count")
+        self.add_column("cost / month" if inference else "cost", key="cost")
+        self.add_column("TTFT / token" if inference else "time P10-P90", key="time")
+        self.add_column("GB/GPU", key="memory")
         self.add_column("nodes", key="nodes")
         self.add_column("parallelism", key="parallelism")
-        self.add_column("GB/GPU", key="memory")
-        self.add_column("TTFT / token" if inference else "time P10-P90", key="time")
-        self.add_column("cost / month" if inference else "cost", key="cost")
         self._plans = report.plans
         for plan in report.plans:
             rank = Text(f"{plan.rank}{'*' if plan.on_front else ''}")
@@ -42,15 +43,17 @@ class PlanTable(DataTable[str | Text]):
                 rank,
                 plan.gpu,
                 Text(str(plan.count), justify="right"),
+                plan_cost(plan, inference),
+                plan_timing(plan),
+                Text(f"{plan.memory_per_gpu_gb:.0f}/{plan.memory.capacity_gb:g}", justify="right"),
                 Text(str(plan.nodes), justify="right"),
                 plan.parallelism,
-                Text(f"{plan.memory_per_gpu_gb:.0f}/{plan.memory.capacity_gb:g}", justify="right"),
-                plan_timing(plan),
-                plan_cost(plan, inference),
                 key=str(plan.rank),
             )
         if report.plans:
             self.move_cursor(row=min(keep, len(report.plans) - 1))
+        # New rows may want other column widths than the last ranking's: lay the table out again now.
+        self.refresh(layout=True)
 
     @property
     def selected(self) -> PlanOut | None:

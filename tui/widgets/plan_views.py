@@ -8,7 +8,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widget import Widget
 
-from tui.formatting import fmt_hours, money
+from tui.formatting import fmt_hours, gpus, money
 
 if TYPE_CHECKING:
     from advisor.report import PlanOut, Report
@@ -81,7 +81,6 @@ class MemoryPanel(PlanPanel):
                 gpu=plan.gpu_name,
                 dominant=m.dominant,
             ),
-            Content(""),
         ]
         for name, gb in sorted(m.breakdown.items(), key=lambda kv: -kv[1]):
             if gb <= 0:
@@ -105,8 +104,7 @@ class MemoryPanel(PlanPanel):
         )
         out.append(
             Content.from_markup(
-                f"[$text-muted]{'':<{LABEL_WIDTH}}░ = usable memory left; bar length = "
-                f"share of the {m.capacity_gb:g} GB capacity[/]"
+                f"[$text-muted]{'':<{LABEL_WIDTH}}░ usable memory left; bars: share of {m.capacity_gb:g} GB[/]"
             )
         )
         return out
@@ -139,11 +137,12 @@ class CostPanel(PlanPanel):
             )
             out.append(
                 Content.from_markup(
-                    "[b]Rate[/b]       $n x $per = [b]$rate/h[/b] for $billed GPUs at $gpu_rate/GPU-h",
+                    "[b]Rate[/b]       $n x $per = [b]$rate/h[/b] for $billed $gpus at $gpu_rate/GPU-h",
                     n=str(p.instances),
                     per=f"{money(p.usd_per_hour / max(p.instances, 1))}/h",
                     rate=money(p.usd_per_hour),
                     billed=str(p.billed_gpus),
+                    gpus=gpus(p.billed_gpus),
                     gpu_rate=money(p.usd_per_gpu_hour),
                 )
             )

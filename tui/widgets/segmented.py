@@ -27,7 +27,12 @@ class Segmented(Widget, can_focus=True):
     Segmented {
         width: auto;
         height: auto;
-        padding: 1 1;
+        padding: 0 1;
+        border: tall transparent;
+    }
+    Segmented:focus {
+        border: tall $accent;
+        background: $boost;
     }
     Segmented > .segmented--option {
         background: $boost;

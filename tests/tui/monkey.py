@@ -1,0 +1,122 @@
+"""Provides the monkey: random keys, pastes, clicks and resizes (fixed seed) through every screen of the UI."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from textual import events
+from textual.pilot import Pilot
+
+# Keys a user might press anywhere. q, Ctrl+Q and Ctrl+C are left out: they quit, which ends the run early.
+KEYS = (
+    *"abcdefghijklmnoprstuvwxyz0123456789.$-/ ",
+    "tab", "shift+tab", "enter", "escape", "up", "down", "left", "right", "home", "end", "pageup", "pagedown",
+    "backspace", "delete", "space", "ctrl+n", "ctrl+r", "ctrl+p", "f1", "f2", "f3", "e", "c", "b", "x", "a",
+    "y", "n", "slash",
+)
+# What people paste: numbers with suffixes, ambiguous or absurd values, markup, paths, long text.
+PASTES = (
+    "20k", "1e30", "0.5", "30m", "3d", "-5", "nan", "inf", "$1,000", "llama", "resnet50", "70b", "[b]bold[/b]",
+    "../../etc/", "plan.toml", "x" * 300, "12345678901234567890", "\t\n", "😀", "100M", "2T",
+)
+SIZES = ((40, 12), (250, 80), (80, 24), (120, 36), (60, 20), (100, 32))
+JOURNEYS = ("inspection", "lora-70b", "chat-8b", "pretrain-175b")
+
+
+@dataclass
+class MonkeyRun:
+    """What a run did: actions by kind, screens (and result tabs) visited, renders checked."""
+
+    actions: Counter[str] = field(default_factory=Counter)
+    screens: Counter[str] = field(default_factory=Counter)
+    renders: int = 0
+
+    @property
+    def keys(self) -> int:
+        """Keys sent (including those of the journeys)."""
+        return self.actions["key"]
+
+
+def screen_name(pilot: Pilot) -> str:
+    """The current screen's class, and the results' active tab."""
+    screen = pilot.app.screen
+    name = type(screen).__name__
+    tabs = screen.query("#plan-tabs")
+    if name == "ResultsScreen" and tabs:
+        name += f":{tabs.first().active}"  # type: ignore[attr-defined]
+    return name
+
+
+async def check_renders(pilot: Pilot, run: MonkeyRun) -> None:
+    """The app is up and its screen paints every line (a widget that fails to render raises here)."""
+    app = pilot.app
+    assert app._exception is None, app._exception  # noqa: SLF001
+    assert app.is_running, "the app stopped"
+    app.screen._compositor.render_update(full=True)  # noqa: SLF001  # the same full paint a terminal gets
+    run.renders += 1
+
+
+async def journey(pilot: Pilot, rng: random.Random, run: MonkeyRun) -> None:
+    """Back to the wizard's start, a random preset, Next, Find plans: the results get visited too."""
+    await pilot.press("ctrl+r")
+    await pilot.pause()
+    wizard = pilot.app.screen
+    presets = wizard.query("#presets")
+    if not presets:
+        return
+    option_list = presets.first()
+    option_list.focus()
+    option_list.highlighted = rng.randrange(len(JOURNEYS))
+    for key in ("enter", "ctrl+n", "ctrl+n"):
+        await pilot.press(key)
+        run.actions["key"] += 1
+        await pilot.pause()
+
+
+async def monkey(pilot: Pilot, actions: int, seed: int = 11, check_every: int = 25) -> MonkeyRun:
+    """Drive the app with `actions` random actions; assert it stays up and renders throughout."""
+    rng = random.Random(seed)
+    run = MonkeyRun()
+    app = pilot.app
+    leave = app.exit
+
+    def stay(*args: object, **kwargs: object) -> None:
+        # A quit the user asked for (the palette's Quit, say) is counted, not obeyed: the run goes on.
+        # A crash still ends the app, and check_renders reports it.
+        if app._exception is not None:  # noqa: SLF001
+            leave(*args, **kwargs)  # type: ignore[arg-type]
+        else:
+            run.actions["quit asked"] += 1
+
+    app.exit = stay  # type: ignore[method-assign]
+    for i in range(actions):
+        roll = 1.0 if i == 0 else rng.random()  # the first action is a journey: the results are reached early
+        if roll < 0.80:
+            await pilot.press(rng.choice(KEYS))
+            run.actions["key"] += 1
+        elif roll < 0.88:
+            target = app.focused or app.screen
+            target.post_message(events.Paste(rng.choice(PASTES)))
+            run.actions["paste"] += 1
+        elif roll < 0.93:
+            size = app.screen.size
+            await pilot.click(offset=(rng.randrange(max(size.width, 1)), rng.randrange(max(size.height, 1))))
+            run.actions["click"] += 1
+        elif roll < 0.97:
+            await pilot.resize_terminal(*rng.choice(SIZES))
+            run.actions["resize"] += 1
+        else:
+            await journey(pilot, rng, run)
+            run.actions["journey"] += 1
+        if rng.random() < 0.3:
+            await app.workers.wait_for_complete()  # let rankings finish sometimes, so results are seen
+        await pilot.pause()
+        run.screens[screen_name(pilot)] += 1
+        if i % check_every == 0:
+            await check_renders(pilot, run)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await check_renders(pilot, run)
+    return run
