@@ -28,7 +28,7 @@ COLUMNS = [
     "reported_mfu", "memory_gib", "source", "table", "row_ref", "note",
 ]
 PRECISIONS = {"bf16", "fp16", "fp8", "fp8-block", "mxfp8", "nvfp4", ""}
-STACKS = {"megatron", "torchtitan", "pytorch-fsdp", "composer"}
+STACKS = {"megatron", "torchtitan", "pytorch-fsdp", "composer", "hf"}
 
 MODELS = {
     "GPT3-5B": "gpt3-5b", "GPT3-20B": "gpt3-20b", "GPT3-175B": "gpt3-175b",
@@ -214,12 +214,34 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
     return out
 
 
+def h200_rows(src: SourceTable) -> list[dict[str, str]]:
+    """This repository's own single-H200 measurements (HF-style training loop, eager modules with SDPA)."""
+    out = []
+    modes = {"mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with bf16=True)",
+             "pure-bf16": "bf16 weights and AdamW states (no master copy)",
+             "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)"}
+    for i, r in enumerate(src.rows, start=1):
+        mb, seq = int(r["micro_batch"]), int(r["seq_len"])
+        row = base_row(src, model=r["model"], source_model=r["model"], gpu="h200", source_gpu="NVIDIA H200",
+                       count=1, precision="bf16", tp=1, pp=1, cp=1, ep=1, vp=1, sharding="",
+                       recompute="full" if r["grad_ckpt"] == "true" else "none", micro_batch=mb, global_batch=mb,
+                       grad_accum=1, seq_len=seq, task="lora" if r["mode"] == "lora" else "finetune", stack="hf",
+                       software="torch 2.11.0+cu130, transformers 5.17.0 (sdpa)",
+                       memory_gib=fmt(float(r["peak_reserved_gb"]) * 1e9 / 2**30),
+                       row_ref=f"row {i} ({r['model']} {r['mode']}, seq {seq}, mb {mb}"
+                               f"{', checkpointing' if r['grad_ckpt'] == 'true' else ''})",
+                       note=f"{modes[r['mode']]}; random tokens, step includes the optimizer")
+        out.append(finish(row, float(r["tokens_per_s"]), None, 8))
+    return out
+
+
 READERS = {
     "train_nemo_24.07.csv": nemo_rows,
     "train_megatron_bridge.csv": megatron_bridge_rows,
     "train_torchtitan_a100.csv": torchtitan_a100_rows,
     "train_torchtitan_h100.csv": torchtitan_h100_rows,
     "train_fms_fsdp.csv": fms_rows,
+    "train_gpu_advisor_h200.csv": h200_rows,
 }
 
 

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from advisor.efficiency.linear import LinearLogModel
+
 FORMAT = "gpu-advisor-gbdt-v1"
 
 
@@ -47,6 +49,8 @@ class ExportedModel:
     feature_max: tuple[float, ...]
     rows: int
     meta: dict[str, Any]
+    linear: LinearLogModel | None = None
+    """The LLM model (advisor/efficiency/linear.py) when training chose it for LLM runs of LLM stacks."""
 
     def __post_init__(self) -> None:
         # Nested (feature, threshold, left, right) tuples walk about 1.5x faster than the node arrays.
@@ -78,6 +82,7 @@ class ExportedModel:
             "feature_max": list(self.feature_max),
             "rows": self.rows,
             "meta": self.meta,
+            **({"llm_linear": self.linear.to_dict()} if self.linear is not None else {}),
             "trees": [{"feature": list(t.feature), "threshold": list(t.threshold), "left": list(t.left),
                        "right": list(t.right), "value": list(t.value), "leaf": [int(v) for v in t.leaf]}
                       for t in self.trees],
@@ -94,8 +99,10 @@ class ExportedModel:
                            tuple(t["right"]), tuple(float(v) for v in t["value"]), tuple(bool(v) for v in t["leaf"]))
                       for t in data["trees"])
         interval = {k: (float(v[0]), float(v[1])) for k, v in data["interval"].items()}
+        linear = LinearLogModel.from_dict(data["llm_linear"]) if "llm_linear" in data else None
         return cls(tuple(data["features"]), float(data["baseline"]), trees, interval,
-                   tuple(data["feature_min"]), tuple(data["feature_max"]), int(data["rows"]), data.get("meta", {}))
+                   tuple(data["feature_min"]), tuple(data["feature_max"]), int(data["rows"]), data.get("meta", {}),
+                   linear)
 
 
 def check_exported(model: ExportedModel, features: Sequence[str]) -> ExportedModel:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -12,7 +13,9 @@ from advisor.efficiency.base import Interval, Query
 from advisor.efficiency.dataset import family_of
 from advisor.efficiency.features import FEATURES, LLM_STACKS, query_features, stack_traits
 from advisor.efficiency.gbdt import ExportedModel, check_exported, efficiency_interval
+from advisor.efficiency.linear import llm_inputs
 from advisor.efficiency.prior import PriorEfficiency
+from advisor.speed import peak_flops
 from advisor.userdata import data_dir, read_stored
 
 ARTIFACT = "efficiency_model.json"
@@ -33,7 +36,9 @@ class LearnedEfficiency:
         self.calibration_rows = calibration_rows
         cv = model.meta.get("loso_llm_median_ape")
         detail = f"; held-out-source LLM median error {cv:.0%}" if isinstance(cv, float) else ""
-        self.name = (f"learned from {model.rows:,} measured runs (gradient-boosted trees; the stack's traits, layout "
+        how = ("LLM runs: Huber ridge on physical inputs, other runs: gradient-boosted trees" if model.linear
+               else "gradient-boosted trees")
+        self.name = (f"learned from {model.rows:,} measured runs ({how}; the stack's traits, layout "
                      f"and batch are inputs{detail})")
         if calibration_rows:
             self.name += f" + calibration on {calibration_rows} of your runs"
@@ -66,12 +71,31 @@ class LearnedEfficiency:
             if beyond:
                 self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
             family = "llm" if family_of(x[kind]) == "llm" and q.job.stack in LLM_STACKS else "other"
-            p10, p50, p90 = efficiency_interval(self.model, x, family, widen)
+            if family == "llm" and self.model.linear is not None:
+                p10, p50, p90 = self._linear(q, x)
+            else:
+                p10, p50, p90 = efficiency_interval(self.model, x, family, widen)
             if regime in ("lora", "qlora"):
                 prior = self.fallback.prior(regime)
                 p10, p50, p90 = p10 * prior.p10 / ft.p10, p50 * prior.p50 / ft.p50, p90 * prior.p90 / ft.p90
             out.append(Interval(p10, p50, min(p90, 1.0)))
         return out
+
+    def _linear(self, q: Query, x: list[float]) -> tuple[float, float, float]:
+        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured range."""
+        linear = self.model.linear
+        assert linear is not None and q.step is not None
+        sol = q.step.items / q.step.total_s
+        mfu_sol = (peak_flops(q.gpu, q.layout.precision) or 1.0) * q.layout.count / q.job.train_flops_per_item
+        inputs = llm_inputs(x, math.log(sol / mfu_sol))
+        beyond = linear.outside(inputs)
+        if beyond:
+            self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
+        widen = EXTRAPOLATION_WIDEN if beyond else 1.0
+        log50 = linear.predict_log(inputs)
+        q10, q90 = linear.interval
+        return (min(math.exp(log50 + q10 * widen), 1.0), min(math.exp(log50), 1.0),
+                min(math.exp(log50 + q90 * widen), 1.0))
 
 
 def calibration_dir() -> Path:

@@ -1,5 +1,6 @@
-"""Provides the training of the efficiency model: scikit-learn gradient boosting on log efficiency, exported
-as plain parameters with its metadata (data hash, versions, feature order, CV scores, artifact hash)."""
+"""Provides the training of the efficiency model: scikit-learn gradient boosting on log efficiency (every run)
+and, for LLM runs of LLM stacks, a Huber ridge on physical inputs chosen by held-out source; exported as plain
+parameters with their metadata (data hash, versions, feature order, CV scores, artifact hash)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from advisor.efficiency.evaluate import Scores, conformal_offsets, evaluate_sche
 from advisor.efficiency.features import FEATURES, STACK_TRAITS, Sample
 from advisor.efficiency.runs import Run
 from advisor.efficiency.gbdt import ExportedModel, Tree
+from advisor.efficiency.linear import LinearLogModel
+from advisor.efficiency.linear_fit import choose_lambda, fit_shipped, linear_fit_predict
 from advisor.export import drop_none
 from advisor.userdata import write_text_atomic
 
@@ -98,11 +101,13 @@ def cross_validated(samples: Sequence[Sample], weights: Sequence[float] | None =
     """Held-out-source and held-out-GPU scores on LLM rows, held-out-GPU on the others; and the intervals:
     LLM from the held-out-source residuals (each source weighted equally), the others from held-out GPUs."""
     run = _fit_predict(samples, weights if weights is not None else default_weights(samples))
-    scores: list[Scores] = []
-    loso, oof_source = evaluate_scheme(samples, "llm", "source", by_source, run, per_source=True)
-    logo_llm, _ = evaluate_scheme(samples, "llm", "GPU", by_gpu, run, per_source=False)
+    lam, _ = choose_lambda(samples, by_source)
+    linear = linear_fit_predict(samples, lam)
+    loso, oof_source = evaluate_scheme(samples, "llm", "source", by_source, linear, per_source=True)
+    trees, _ = evaluate_scheme(samples, "llm", "source (trees)", by_source, run, per_source=True)
+    logo_llm, _ = evaluate_scheme(samples, "llm", "GPU", by_gpu, linear, per_source=False)
     logo, oof_gpu = evaluate_scheme(samples, "other", "GPU", by_gpu, run, per_source=False)
-    scores = loso + logo_llm + logo
+    scores = loso + trees + logo_llm + logo
     interval = {"llm": conformal_offsets(samples, oof_source, by_source),
                 "other": conformal_offsets(samples, oof_gpu, by_gpu)}
     interval["all"] = interval["other"]
@@ -132,6 +137,7 @@ def train(knowledge: Knowledge, extra: Sequence[Run] = (), extra_weight: float =
     weights = [extra_weight if s.row.key in extra_keys else w for s, w in zip(samples, default_weights(samples))]
     model = fit(samples, weights)
     baseline, trees = export_trees(model)
+    linear, lambda_figures = fit_shipped(samples, by_source)
     scores: list[Scores] = []
     if with_cv:
         scores, interval = cross_validated(samples, weights)
@@ -143,22 +149,27 @@ def train(knowledge: Knowledge, extra: Sequence[Run] = (), extra_weight: float =
         "data_sha256": data_hash(knowledge, extra_bytes), "hyperparameters": HYPERPARAMETERS,
         "llm_weight": LLM_WEIGHT, "monotonic": MONOTONIC, "feature_order": list(FEATURES),
         "stack_traits": {k: list(v) for k, v in STACK_TRAITS.items()}, "calibration_rows": len(extra),
+        "llm_model": {"kind": "Huber ridge on log efficiency, every source weighted equally",
+                      "inputs": list(linear.inputs), "lambda": linear.meta["lambda"], "huber": linear.meta["huber"],
+                      "coef": [round(c, 5) for c in linear.coef], "intercept": round(linear.intercept, 5),
+                      "held_out_source_median_by_lambda": lambda_figures},
         "versions": {"gpu-advisor": __version__, "python": platform.python_version(),
                      "scikit-learn": sklearn.__version__, "numpy": np.__version__},
     }
-    exported = export(samples, baseline, trees, interval, meta, scores)
+    exported = export(samples, baseline, trees, interval, meta, scores, linear)
     return exported, meta, scores
 
 
 def export(samples: Sequence[Sample], baseline: float, trees: tuple[Tree, ...],
-           interval: dict[str, tuple[float, float]], meta: dict[str, Any], scores: Sequence[Scores]) -> ExportedModel:
+           interval: dict[str, tuple[float, float]], meta: dict[str, Any], scores: Sequence[Scores],
+           linear: LinearLogModel | None = None) -> ExportedModel:
     """The artifact: trees, intervals, the training range and the headline held-out figure."""
     columns = list(zip(*(s.features for s in samples)))
     headline = next((s for s in scores if s.scheme == "source" and s.subset == "all"), None)
     return ExportedModel(FEATURES, baseline, trees, interval, tuple(min(c) for c in columns),
                          tuple(max(c) for c in columns), len(samples),
                          {"seed": SEED, "data_sha256": meta["data_sha256"], "calibration_rows": meta["calibration_rows"],
-                          **({"loso_llm_median_ape": round(headline.median_ape, 4)} if headline else {})})
+                          **({"loso_llm_median_ape": round(headline.median_ape, 4)} if headline else {})}, linear)
 
 
 def _in_sample_interval(samples: Sequence[Sample], model: Any) -> dict[str, tuple[float, float]]:

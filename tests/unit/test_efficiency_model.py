@@ -153,3 +153,41 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
     llm = [s for s in samples if s.family == "llm"]
     assert statistics.median(s.efficiency for s in llm) > 0.2
     assert conformal_offsets(llm, {i: 0.0 for i in range(len(llm))}, by_source)[0] < 0
+
+
+def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:  # type: ignore[no-untyped-def]
+    from advisor.efficiency.linear_fit import fit_linear, linear_fit_predict, sample_inputs
+
+    linear = exported.linear
+    assert linear is not None, "the shipped artifact has no LLM linear model: run `gpu-advisor model train`"
+    llm = [s for s in samples if s.family == "llm"]
+    # Refitted here on every LLM run at the shipped penalty: the same numbers as the artifact.
+    again = fit_linear(llm, linear.meta["lambda"])
+    assert max(abs(a - b) for a, b in zip(again.coef, linear.coef)) < 1e-9
+    assert abs(again.intercept - linear.intercept) < 1e-9
+    # Held out: the torchtitan fold, predicted by a fit without it, beats the best constant MFU of the rest.
+    fold = [i for i, s in enumerate(llm) if s.row.origin == HELD_OUT]
+    logs = held_out(llm, fold, by_source, linear_fit_predict(llm, linear.meta["lambda"]))
+    const, _ = baselines(llm, fold, by_source, "llm")
+    model = apes([llm[i] for i in fold], [min(math.exp(logs[i]), 1.0) * llm[i].sol for i in fold])
+    constant = apes([llm[i] for i in fold], [const[i] for i in fold])
+    assert statistics.median(model) < statistics.median(constant)
+    # Pure-Python prediction equals the fitted model's, and inputs beyond the training range are clipped.
+    x = sample_inputs(llm[0])
+    assert linear.predict_log(x) == pytest.approx(again.predict_log(x))
+    far = list(x)
+    far[linear.inputs.index("log_count")] = 50.0
+    assert linear.outside(far) == ["log_count"]
+    assert math.isfinite(linear.predict_log(far))
+    lo, hi = linear.interval
+    assert lo < 0 < hi
+
+
+def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    code = ("import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
+            "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
+            "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
