@@ -151,6 +151,17 @@ def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
     return opt
 
 
+def _qlora_base_bytes(job: Job, a: Assumptions, w: float) -> float:
+    """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while the
+    token embedding and the output layer (not quantised by PEFT/bitsandbytes) stay 16-bit."""
+    nf4 = a.precision.nf4_bits.value / 8
+    arch = job.arch
+    if arch is None or job.params <= 0:
+        return nf4
+    embed = min(arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2), job.params)
+    return (nf4 * (job.params - embed) + w * embed) / job.params
+
+
 class TrainingMemoryModel:
     """Training memory of one job on one GPU at one precision, with every per-layout constant precomputed.
 
@@ -167,7 +178,7 @@ class TrainingMemoryModel:
         self.werr, self.aerr = a.memory.weights_rel_error.value, a.memory.activations_rel_error.value
         self.frag = a.memory.allocator_fragmentation
         self.peft = job.kind in ("lora", "qlora")
-        self.base_bytes = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+        self.base_bytes = _qlora_base_bytes(job, a, w) if job.kind == "qlora" else w
         self.grad_bytes = 0.0 if self.peft else w
         self.master_bytes = 0.0 if self.peft else master
         self.opt_bytes = 0.0 if self.peft else opt
