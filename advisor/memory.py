@@ -195,13 +195,18 @@ class TrainingMemoryModel:
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
         self._per_seq: dict[tuple[object, ...], tuple[float, float, float]] = {}
-        self.loss_per_seq, self.loss_tp = (0.0, 0.0, 0.0), False
+        self.loss_range, self.loss_tp = (0.0, 0.0, 0.0), False
         if arch is not None:
             s = job.seq_len or 1
             per_token, self.loss_tp = _loss_bytes_per_token(job, a)
-            self.loss_per_seq = (per_token[0] * s, per_token[1] * s, per_token[2] * s)
+            self.loss_range = (per_token[0] * s, per_token[1] * s, per_token[2] * s)
             for recompute in ("none", "selective", "full"):
                 self.per_layer[recompute] = self._layer_bytes(recompute, s)
+
+    @property
+    def loss_per_seq(self) -> float:
+        """Nominal bytes per sequence of the output layer and loss at their peak."""
+        return self.loss_range[1]
 
     def _full_layer(self, s: int) -> tuple[float, float]:
         """(one layer's saved activations, its checkpointed input), bytes per sequence at tp = cp = 1."""
@@ -317,7 +322,7 @@ class TrainingMemoryModel:
         first = self.layers * kept * self.act_scale / split
         working = working * self.act_scale / split
         out = []
-        for loss_seq in self.loss_per_seq:
+        for loss_seq in self.loss_range:
             loss = loss_seq / (tp if self.loss_tp else 1) / cp
             # Backward frees the logits and loss before it recomputes the last block, so with recomputation the
             # working set and the loss are never held together.
