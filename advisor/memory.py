@@ -58,14 +58,18 @@ def weight_bytes_per_param(precision: str, a: Assumptions, *, training: bool) ->
     return {"fp8": 1.0, "int8": a.precision.int8_bits.value / 8, "int4": a.precision.int4_bits.value / 8}[precision]
 
 
-def overhead_range(groups: int, a: Assumptions) -> tuple[float, float]:
-    """Runtime overhead in bytes, (low, high): CUDA context, allocator and workspaces, NCCL buffers per group."""
+def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tuple[float, float]:
+    """Runtime overhead in bytes, (low, high): CUDA context, allocator and workspaces, NCCL buffers per group.
+
+    Serving engines' 'other' memory (AIConfigurator: CUDA graphs, workspaces, allocator caching) bounds the high
+    end for inference. Training counts its allocator's fragmentation where it arises, in proportion to the
+    activations (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
+    """
     m = a.memory
     nccl_lo, nccl_hi = m.nccl_buffers_gb.range
-    # The 'other' upper bound (AIConfigurator) covers the context, allocator caching and workspaces together.
     low = m.cuda_context_gb.range[0] + groups * nccl_lo
-    high = max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1]) + groups * nccl_hi
-    return low * GB, high * GB
+    other = m.cuda_context_gb.range[1] if training else max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1])
+    return low * GB, (other + groups * nccl_hi) * GB
 
 
 def comm_groups(layout: Layout) -> int:
@@ -74,25 +78,54 @@ def comm_groups(layout: Layout) -> int:
     return sum(1 for d in dims if d > 1)
 
 
+def _ffn_width(arch: Arch) -> float:
+    """FFN units a token visits in one layer: the dense FFN, or each routed and shared expert it is sent to."""
+    return arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
+
+
 def _mlp_bytes_per_token(arch: Arch) -> float:
-    """FFN activations per token per layer, 16-bit: input and mask (3h) plus 4 bytes per FFN unit (8 gated),
-    for each routed and shared expert a token visits; Korthikanti's 19h for a 4h GeLU FFN."""
-    per_unit = 8.0 if arch.gated else 4.0
-    if arch.is_moe:
-        width = arch.expert_ffn * (arch.experts_per_token + arch.shared_experts)
-    else:
-        width = arch.ffn_hidden
-    return 3.0 * arch.hidden + per_unit * width
+    """FFN activations per token per layer, 16-bit: input and mask (3h) plus 4 bytes per FFN unit (8 gated);
+    Korthikanti's 19h for a 4h GeLU FFN."""
+    return 3.0 * arch.hidden + (8.0 if arch.gated else 4.0) * _ffn_width(arch)
 
 
-def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[float, bool]:
-    """Peak bytes per token of the output layer and loss, and whether tensor parallelism splits it."""
+def _hf_layer_bytes(arch: Arch, mode: str, adapter_width: float, adapter_bytes: float) -> tuple[float, float]:
+    """(bytes a Hugging Face decoder layer saves for backward, bytes of its checkpointed input), per token.
+
+    Derived from the tensors autograd saves in transformers' LlamaDecoderLayer (RMSNorm, SDPA, gated MLP):
+    - attention core, every mode: q and k after RoPE, v (SDPA saves them) and the SDPA output (o_proj's input):
+      2q + 4kv + 2q bytes;
+    - 'mixed' (fp32 weights under bf16 autocast): the residual stream is fp32; each RMSNorm keeps its fp32
+      input and fp32 normalised value (8h); autocast casts the norm's fp32 output to bf16 separately for each
+      linear (q, k, v: 6h; gate, up: 4h); the MLP keeps gate, silu(gate), up and their product (8f);
+    - 'pure' (bf16 weights): each RMSNorm keeps an fp32 copy (4h), the bf16 normalised value (2h) and its
+      output, the linears' input (2h); the MLP 8f;
+    - 'peft' (frozen 16-bit base): a frozen linear keeps no input and a frozen norm weight no normalised value,
+      so each norm keeps only its fp32 copy (4h); the MLP keeps gate, silu(gate) and up (6f); every adapted
+      layer's input is cast to the fp32 adapter dtype and kept by lora_A (adapter_bytes per input feature).
+    Checked on the H200 rows: Llama-3.2-1B mixed 3.62 MB per token derived vs 3.63 measured (slope of peak
+    allocated over 2k-16k tokens); Llama-3.1-8B LoRA 10.98 vs 10.99.
+    """
+    h, f = arch.hidden, _ffn_width(arch)
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    core = 4.0 * q + 4.0 * kv
+    if mode == "peft":
+        return 8.0 * h + core + (6.0 if arch.gated else 2.0) * f + adapter_bytes * adapter_width, 2.0 * h
+    mlp = (8.0 if arch.gated else 4.0) * f
+    if mode == "mixed":
+        casts = 6.0 * h + (4.0 if arch.gated else 2.0) * h
+        return 16.0 * h + casts + core + mlp, 4.0 * h
+    return 16.0 * h + core + mlp, 2.0 * h
+
+
+def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[tuple[float, float, float], bool]:
+    """Peak bytes per token of the output layer and loss as (low, nominal, high), and whether TP splits it."""
     arch = job.arch
     assert arch is not None
     figure = a.loss.get(job.stack) or a.loss["pytorch"]
-    if "hidden" in figure.unit:  # chunked loss: one chunk of logits about the size of the hidden states
-        return figure.value * arch.hidden, False
-    return figure.value * arch.vocab, "tensor-parallel" in figure.unit
+    lo, hi = figure.range
+    width = arch.hidden if "hidden" in figure.unit else arch.vocab  # chunked: one chunk of about hidden values
+    return (lo * width, figure.value * width, hi * width), "tensor-parallel" in figure.unit
 
 
 # Stacks whose LoRA is Hugging Face PEFT (fp32 adapters fed an fp32 copy of each adapted layer's input).
@@ -107,8 +140,7 @@ def _adapter_input_width(arch: Arch, targets: str) -> float:
     attention = 3.0 * arch.hidden + q_width
     if targets == "attention":
         return attention
-    ffn = arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
-    return attention + 2.0 * arch.hidden + ffn
+    return attention + 2.0 * arch.hidden + _ffn_width(arch)
 
 
 def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
@@ -117,6 +149,17 @@ def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
     if mixed and not job.master_weights and job.optimizer in PARAM_DTYPE_STATES:
         return opt * w / 4.0
     return opt
+
+
+def _qlora_base_bytes(job: Job, a: Assumptions, w: float) -> float:
+    """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while the
+    token embedding and the output layer (not quantised by PEFT/bitsandbytes) stay 16-bit."""
+    nf4 = a.precision.nf4_bits.value / 8
+    arch = job.arch
+    if arch is None or job.params <= 0:
+        return nf4
+    embed = min(arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2), job.params)
+    return (nf4 * (job.params - embed) + w * embed) / job.params
 
 
 class TrainingMemoryModel:
@@ -133,8 +176,9 @@ class TrainingMemoryModel:
         opt = _optimizer_bytes(job, a, mixed, w)
         master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
         self.werr, self.aerr = a.memory.weights_rel_error.value, a.memory.activations_rel_error.value
+        self.frag = a.memory.allocator_fragmentation
         self.peft = job.kind in ("lora", "qlora")
-        self.base_bytes = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+        self.base_bytes = _qlora_base_bytes(job, a, w) if job.kind == "qlora" else w
         self.grad_bytes = 0.0 if self.peft else w
         self.master_bytes = 0.0 if self.peft else master
         self.opt_bytes = 0.0 if self.peft else opt
@@ -146,28 +190,42 @@ class TrainingMemoryModel:
         self.dense = job.params - self.expert
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
+        # Hugging Face model code under autocast keeps an fp32 residual stream; 'pure' trains 16-bit weights.
+        self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
-        self._per_seq: dict[tuple[object, ...], float] = {}
-        self.loss_per_seq, self.loss_tp = 0.0, False
+        self._per_seq: dict[tuple[object, ...], tuple[float, float, float]] = {}
+        self.loss_range, self.loss_tp = (0.0, 0.0, 0.0), False
         if arch is not None:
             s = job.seq_len or 1
             per_token, self.loss_tp = _loss_bytes_per_token(job, a)
-            self.loss_per_seq = per_token * s
+            self.loss_range = (per_token[0] * s, per_token[1] * s, per_token[2] * s)
             for recompute in ("none", "selective", "full"):
                 self.per_layer[recompute] = self._layer_bytes(recompute, s)
+
+    @property
+    def loss_per_seq(self) -> float:
+        """Nominal bytes per sequence of the output layer and loss at their peak."""
+        return self.loss_range[1]
+
+    def _full_layer(self, s: int) -> tuple[float, float]:
+        """(one layer's saved activations, its checkpointed input), bytes per sequence at tp = cp = 1."""
+        arch, c, job = self.job.arch, self.a.activations, self.job
+        assert arch is not None
+        h = arch.hidden
+        if job.stack in PEFT_STACKS:  # Hugging Face model code: derived from its autograd graph
+            width = _adapter_input_width(arch, job.lora_targets) if self.peft else 0.0
+            layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, self.a.memory.peft_adapter_input_bytes.value)
+            return layer * s, inputs * s
+        # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
+        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
+        return full_layer, c.full_recompute_coeff.value * s * h
 
     def _layer_bytes(self, recompute: str, s: int) -> tuple[float, float]:
         """(kept per layer, working set of the layer being recomputed), bytes per sequence at tp = cp = 1."""
         arch, c = self.job.arch, self.a.activations
         assert arch is not None
-        h = arch.hidden
-        # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
-        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
-        if self.peft and self.job.stack in PEFT_STACKS:
-            full_layer += self.a.memory.peft_adapter_input_bytes.value * _adapter_input_width(
-                arch, self.job.lora_targets) * s
-        inputs = c.full_recompute_coeff.value * s * h
+        full_layer, inputs = self._full_layer(s)
         if recompute == "full":
             return inputs, full_layer
         attention = 0.0 if (recompute == "selective" or self.gpu.features.flash_attention) else (
@@ -237,44 +295,66 @@ class TrainingMemoryModel:
     def _fixed_high(self, layout: Layout) -> float:
         st = self.states(layout)
         total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
-        return total + overhead_range(comm_groups(layout), self.a)[1]
+        return total + overhead_range(comm_groups(layout), self.a, training=True)[1]
 
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage."""
+        """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what
+        autograd holds at the peak, before the allocator's fragmentation."""
+        return self._activation_range(recompute, tp, cp, pp)[1]
+
+    def _activation_range(self, recompute: str, tp: int, cp: int, pp: int) -> tuple[float, float, float]:
         key = (recompute, tp, cp, pp)
         cached = self._per_seq.get(key)
         if cached is None:
             cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp)
         return cached
 
-    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> float:
+    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> tuple[float, float, float]:
+        """(low, nominal, high) activation bytes per sequence; high adds the model error and fragmentation."""
         job = self.job
         if job.arch is None:
-            return job.activation_bytes_per_item * job.items_per_sequence
+            per = job.activation_bytes_per_item * job.items_per_sequence
+            return per * (1 - self.aerr), per, per * (1 + self.aerr) * (1 + self.frag.range[1])
         kept, working = self.per_layer[recompute]
         if recompute == "full" and job.stack == "unsloth":
             kept = 0.0  # Unsloth's checkpointing moves every kept layer input to host memory
         split = tp * cp  # sequence parallelism with TP, and context parallelism, split every token's activations
-        # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds the loss.
         first = self.layers * kept * self.act_scale / split
-        loss = self.loss_per_seq / (tp if self.loss_tp else 1) / cp
-        held = max(first, first / pp + loss) if pp > 1 else first + loss
-        return held + working * self.act_scale / split
+        working = working * self.act_scale / split
+        out = []
+        for loss_seq in self.loss_range:
+            loss = loss_seq / (tp if self.loss_tp else 1) / cp
+            # Backward frees the logits and loss before it recomputes the last block, so with recomputation the
+            # working set and the loss are never held together.
+            tail = loss + working if recompute == "none" else max(loss, working)
+            # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds the loss.
+            out.append(max(first + working, first / pp + tail) if pp > 1 else first + tail)
+        lo, nominal, hi = out
+        return lo * (1 - self.aerr), nominal, hi * (1 + self.aerr) * (1 + self.frag.range[1])
 
     def per_sequence_high(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Upper activation bytes per sequence (or item) of micro-batch."""
-        return self.per_sequence(recompute, tp, cp, pp) * (1 + self.aerr)
+        """Upper activation bytes per sequence (or item) of micro-batch, the allocator's fragmentation included."""
+        return self._activation_range(recompute, tp, cp, pp)[2]
+
+    def nominal_bytes(self, layout: Layout) -> float:
+        """The point estimate of the peak on the GPU: nominal states, context and NCCL, nominal activations with
+        the middle of the fragmentation range (what the longest trainable sequence is read from)."""
+        st = self.states(layout)
+        fixed = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
+        lo_o, hi_o = overhead_range(comm_groups(layout), self.a, training=True)
+        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        return fixed + (lo_o + hi_o) / 2 + act * (1 + self.frag.value)
 
     def components(self, layout: Layout, usable_gb: float) -> Memory:
         """The full breakdown of a layout, each component as (low, high), and what sits in host memory."""
         st = self.states(layout)
-        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
-        lo_o, hi_o = overhead_range(comm_groups(layout), self.a)
+        act_lo, _, act_hi = self._activation_range(layout.recompute, layout.tp, layout.cp, layout.pp)
+        lo_o, hi_o = overhead_range(comm_groups(layout), self.a, training=True)
         weights, gathered = st["weights"][0], self._gathered(layout)
         comps = [("weights", weights * (1 - self.werr) + gathered, weights * (1 + self.werr) + gathered)]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
         comps += [(n, st[n][0], st[n][0]) for n in names if st[n][0] or n != "master_weights"]
-        comps += [("activations", act * (1 - self.aerr), act * (1 + self.aerr)), ("overhead", lo_o, hi_o)]
+        comps += [("activations", act_lo * layout.micro_batch, act_hi * layout.micro_batch), ("overhead", lo_o, hi_o)]
         host = sum(h for _, h in st.values())
         return _to_gb(comps, self.gpu, usable_gb, host)
 

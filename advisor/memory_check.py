@@ -7,6 +7,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
@@ -45,6 +46,29 @@ class Check:
     predicted_seq: int | None = None
     fits_no_headroom: bool = False
     """The verdict with no headroom: tells the memory model's misses from the headroom's."""
+    nominal_gb: float | None = None
+    surely_oom: bool = False
+    """Even the lower estimate exceeds the whole memory: 'does not fit' in the three-way verdict."""
+    seq_strict: int | None = None
+    seq_loose: int | None = None
+    """The longest sequence by the upper estimate within the headroom, and by the lower one within the memory."""
+
+    @property
+    def verdict3(self) -> str:
+        """Three-way verdict: fits (upper estimate within the headroom), does not fit (lower estimate over the
+        whole memory), may not fit (between)."""
+        return "fits" if self.predicted_fits else ("does not fit" if self.surely_oom else "may not fit")
+
+    @property
+    def agrees3(self) -> bool:
+        """Whether the published outcome is consistent with the three-way verdict."""
+        return self.verdict3 != ("does not fit" if self.outcome == "fits" else "fits")
+
+    @property
+    def seq_in_range(self) -> bool:
+        """Whether the measured longest sequence lies between the strict and the loose prediction."""
+        return bool(self.measured_seq and self.seq_strict is not None and self.seq_loose is not None
+                    and self.seq_strict <= self.measured_seq <= max(self.seq_loose, self.seq_strict))
 
     @property
     def agrees(self) -> bool:
@@ -65,7 +89,7 @@ class Check:
 
     @property
     def seq_error(self) -> float | None:
-        """Predicted / measured longest sequence - 1."""
+        """Predicted (nominal) / measured longest sequence - 1."""
         if not self.measured_seq or self.predicted_seq is None:
             return None
         return self.predicted_seq / self.measured_seq - 1
@@ -135,40 +159,36 @@ def _variants(row: dict[str, str]) -> list[tuple[str, str]]:
     return [(r, o) for r in recomputes for o in optimizers]
 
 
-def row_memory(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = None) -> tuple[float, float, Memory]:
-    """Predicted per-GPU (low, high) GB of a row's configuration over its unstated settings, and one breakdown."""
-    gpu = _gpu(knowledge, row)
-    usable = gpu.memory_gb * (1 - knowledge.assumptions.memory.headroom.value)
-    lows, highs, last = [], [], None
-    for recompute, optimizer in _variants(row):
-        job = resolve_job(knowledge, _workload(row, seq_len or int(row["seq_len"]), recompute, optimizer),
-                          need_data=False)
-        precision = row["precision"]
-        mem = TrainingMemoryModel(job, gpu, precision, knowledge.assumptions).components(
-            _layout(row, precision, recompute), usable)
-        lows.append(mem.low_gb)
-        highs.append(mem.high_gb)
-        last = mem if last is None or mem.high_gb > last.high_gb else last
-    assert last is not None
-    return min(lows), max(highs), last
+def _usable(knowledge: Knowledge, gpu: Gpu) -> float:
+    return gpu.memory_gb * (1 - knowledge.assumptions.memory.headroom.value)
 
 
-def _leanest_high(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> float:
+def _estimates(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> list[tuple[Memory, float]]:
+    """(breakdown, nominal GB) for each setting the row allows."""
     gpu = _gpu(knowledge, row)
-    usable = gpu.memory_gb * (1 - knowledge.assumptions.memory.headroom.value)
-    best = float("inf")
+    out = []
     for recompute, optimizer in _variants(row):
         job = resolve_job(knowledge, _workload(row, seq_len, recompute, optimizer), need_data=False)
-        mem = TrainingMemoryModel(job, gpu, row["precision"], knowledge.assumptions).components(
-            _layout(row, row["precision"], recompute), usable)
-        best = min(best, mem.high_gb)
-    return best
+        model = TrainingMemoryModel(job, gpu, row["precision"], knowledge.assumptions)
+        layout = _layout(row, row["precision"], recompute)
+        out.append((model.components(layout, _usable(knowledge, gpu)), model.nominal_bytes(layout) / 1e9))
+    return out
 
 
-def longest_seq(knowledge: Knowledge, row: dict[str, str]) -> int:
-    """The longest sequence (to 1%) the model says fits the row's budget at the default headroom; 0 if none."""
-    usable = _gpu(knowledge, row).memory_gb * (1 - knowledge.assumptions.memory.headroom.value)
-    fits = lambda s: _leanest_high(knowledge, row, s) <= usable  # noqa: E731
+def row_memory(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = None) -> tuple[float, float, Memory]:
+    """Predicted per-GPU (low, high) GB of a row's configuration over its unstated settings, and one breakdown."""
+    est = _estimates(knowledge, row, seq_len or int(row["seq_len"]))
+    widest = max(est, key=lambda e: e[0].high_gb)[0]
+    return min(e[0].low_gb for e in est), max(e[0].high_gb for e in est), widest
+
+
+def _leanest(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> tuple[float, float, float]:
+    """(low, nominal, high) GB of the leanest setting the row allows (by its upper estimate)."""
+    mem, nominal = min(_estimates(knowledge, row, seq_len), key=lambda e: e[0].high_gb)
+    return mem.low_gb, nominal, mem.high_gb
+
+
+def _bisect(fits: Callable[[int], bool]) -> int:
     lo, hi = SEQ_FLOOR, SEQ_CEIL
     if not fits(lo):
         return 0
@@ -180,16 +200,30 @@ def longest_seq(knowledge: Knowledge, row: dict[str, str]) -> int:
     return lo
 
 
+def longest_seq(knowledge: Knowledge, row: dict[str, str]) -> tuple[int, int, int]:
+    """The longest sequence (to 1%) that fits the row's budget: (strict: the upper estimate within the default
+    headroom, nominal: the point estimate within the whole memory, loose: the lower estimate within it)."""
+    gpu = _gpu(knowledge, row)
+    usable, capacity = _usable(knowledge, gpu), gpu.memory_gb
+    strict = _bisect(lambda s: _leanest(knowledge, row, s)[2] <= usable)
+    nominal = _bisect(lambda s: _leanest(knowledge, row, s)[1] <= capacity)
+    loose = _bisect(lambda s: _leanest(knowledge, row, s)[0] <= capacity)
+    return strict, nominal, loose
+
+
 def check_row(knowledge: Knowledge, row: dict[str, str]) -> Check:
     """One row against the model."""
     low, high, mem = row_memory(knowledge, row)
     label = (f"{row['model']} {row['workload']} {row['gpu'] or row['gpu_memory_gb'] + 'GB'} x{row['gpu_count']} "
              f"tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero_stage']} {row['recompute'] or '?'} "
              f"mb{_micro_batch(row)} s{row['seq_len']} {row['stack']}")
-    leanest = _leanest_high(knowledge, row, int(row["seq_len"]))
-    seq = (int(row["seq_len"]), longest_seq(knowledge, row)) if row["kind"] == "max_seq_len" else (None, None)
+    lean_low, nominal, lean_high = _leanest(knowledge, row, int(row["seq_len"]))
+    seq: tuple[int | None, ...] = (None,) * 4
+    if row["kind"] == "max_seq_len":
+        seq = (int(row["seq_len"]), *longest_seq(knowledge, row))
     return Check(row["source"], label, row["kind"], row["outcome"], low, high, mem.usable_gb, _measured_gb(row),
-                 leanest <= mem.usable_gb, *seq, fits_no_headroom=leanest <= mem.capacity_gb)
+                 lean_high <= mem.usable_gb, seq[0], seq[2], fits_no_headroom=lean_high <= mem.capacity_gb,
+                 nominal_gb=nominal, surely_oom=lean_low > mem.capacity_gb, seq_strict=seq[1], seq_loose=seq[3])
 
 
 def check_all(knowledge: Knowledge, path: Path = CSV_PATH) -> list[Check]:
@@ -204,15 +238,18 @@ def _pct(values: list[float], q: float) -> float:
 
 def _source_line(source: str, checks: list[Check]) -> str:
     runs = [c for c in checks if c.kind == "run"]
-    agree = sum(c.agrees for c in runs)
+    verdict = f"{sum(c.agrees for c in runs)}/{len(runs)}" if runs else "-"
+    three = f"{sum(c.agrees3 for c in runs)}/{len(runs)} ({sum(c.verdict3 == 'may not fit' for c in runs)}?)" \
+        if runs else "-"
     errs = [c.gb_error for c in runs if c.gb_error is not None]
     inside = sum(e == 0 for e in errs)
-    seqs = [abs(c.seq_error) for c in checks if c.seq_error is not None]
-    verdict = f"{agree}/{len(runs)}" if runs else "-"
     gb = f"{statistics.median(errs):5.1f} {_pct(errs, 0.9):5.1f} {inside:>2}/{len(errs):<2}" if errs else \
         f"{'-':>5} {'-':>5} {'-':>5}"
-    seq = f"{statistics.median(seqs):6.0%} {sum(s <= 0.15 for s in seqs):>2}/{len(seqs)}" if seqs else "     -"
-    return f"  {source:<17} {verdict:>7}  {gb}  {seq}"
+    longest = [c for c in checks if c.seq_error is not None]
+    seqs = [abs(c.seq_error) for c in longest if c.seq_error is not None]
+    seq = (f"{statistics.median(seqs):5.0%} {sum(x <= 0.15 for x in seqs):>2}/{len(seqs):<2} "
+           f"{sum(c.seq_in_range for c in longest):>2}/{len(longest)}") if seqs else "    -"
+    return f"  {source:<17} {verdict:>7} {three:>11}  {gb}  {seq}"
 
 
 def summary_lines(checks: list[Check]) -> list[str]:
@@ -220,27 +257,32 @@ def summary_lines(checks: list[Check]) -> list[str]:
     by_source: dict[str, list[Check]] = defaultdict(list)
     for c in checks:
         by_source[c.source].append(c)
-    lines = [f"  {'source':<17} {'verdict':>7}  {'GB err: median P90 in-range':<27}  longest seq: |err| <=15%"]
+    lines = [f"  {'source':<17} {'strict':>7} {'three-way':>11}  {'GB err: median P90 in-range':<27}  "
+             "longest seq: |err| <=15% in-range"]
     lines += [_source_line(s, group) for s, group in sorted(by_source.items())]
     lines.append(_source_line("all", checks))
     runs = [c for c in checks if c.kind == "run"]
     agree = sum(c.agrees for c in runs) / max(len(runs), 1)
+    agree3 = sum(c.agrees3 for c in runs) / max(len(runs), 1)
     seqs = [abs(c.seq_error) for c in checks if c.seq_error is not None]
     within = sum(s <= 0.15 for s in seqs) / max(len(seqs), 1)
     bare = sum(c.fits_no_headroom == (c.outcome == "fits") for c in runs) / max(len(runs), 1)
-    lines.append(f"  goals: fit verdicts {agree:.0%} right (goal >= 90%); longest sequence within 15% on "
-                 f"{within:.0%} of rows (goal: all); without the headroom {bare:.0%} of verdicts right")
+    lines.append(f"  goals: fit verdicts {agree:.0%} right strict, {agree3:.0%} consistent three-way (goal >= 90%); "
+                 f"longest sequence (nominal) within 15% on {within:.0%} of rows (goal: all); without the headroom "
+                 f"{bare:.0%} of strict verdicts right")
     return lines
 
 
 def detail_lines(checks: list[Check]) -> list[str]:
-    """One line per row: the range, the measurement and the verdict."""
+    """One line per row: the range, the nominal estimate, the measurement and the verdicts."""
     out = []
     for c in checks:
         measured = f"{c.measured_gb:6.1f}" if c.measured_gb is not None else "     -"
-        seq = f" seq {c.predicted_seq}/{c.measured_seq} ({c.seq_error:+.0%})" if c.seq_error is not None else ""
-        mark = "ok " if c.agrees or c.kind != "run" else "XX "
-        out.append(f"  {mark}{c.label:<72} {c.low_gb:6.1f}-{c.high_gb:6.1f} / {c.usable_gb:5.1f} "
+        seq = (f" seq {c.predicted_seq}/{c.measured_seq} ({c.seq_error:+.0%}; range {c.seq_strict}-{c.seq_loose})"
+               if c.seq_error is not None else "")
+        mark = "ok " if c.agrees or c.kind != "run" else ("~  " if c.agrees3 else "XX ")
+        nominal = f"{c.nominal_gb:6.1f}" if c.nominal_gb is not None else "     -"
+        out.append(f"  {mark}{c.label:<72} {c.low_gb:6.1f}-{c.high_gb:6.1f} (nom {nominal}) / {c.usable_gb:5.1f} "
                    f"measured {measured} {c.outcome}{seq}")
     return out
 

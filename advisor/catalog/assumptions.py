@@ -37,6 +37,7 @@ class MemoryFigures(Record):
     activations_rel_error: Figure
     fsdp_gathered_layers: Figure
     peft_adapter_input_bytes: Figure
+    allocator_fragmentation: Figure
 
 
 @record

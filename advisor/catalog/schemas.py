@@ -250,6 +250,7 @@ class MemoryFigures(Strict):
     activations_rel_error: Figure
     fsdp_gathered_layers: Figure
     peft_adapter_input_bytes: Figure
+    allocator_fragmentation: Figure
 
 
 class ActivationFigures(Strict):

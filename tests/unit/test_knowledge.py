@@ -93,7 +93,7 @@ def knowledge_copy(tmp_path: Path) -> Path:
     ("prices.toml", 'pricing = "spot"', 'pricing = "cheap"', r"prices.toml: offer\[\d+\]\.pricing"),
     ("rules.toml", 'field = "plan.precision"', 'field = "plan.colour"', r"rules.toml: .*unknown field 'plan.colour'"),
     ("rules.toml", 'op = "eq"', 'op = "roughly"', r"rules.toml: rule\[\d+\]"),
-    ("assumptions.toml", 'headroom = { value = 0.10', 'headroom = { valu = 0.10', r"assumptions.toml: memory.headroom"),
+    ("assumptions.toml", 'headroom = { value = 0.05', 'headroom = { valu = 0.05', r"assumptions.toml: memory.headroom"),
     ("checklist.toml", 'category = "memory"', 'category = "vibes"', r"checklist.toml: entry\[\d+\] \(id 'oom'\)\.category"),
 ])
 def test_bad_knowledge_is_rejected_naming_file_and_field(knowledge_copy: Path, file: str, old: str, new: str,

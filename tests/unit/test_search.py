@@ -148,5 +148,5 @@ def test_hf_loss_is_larger_than_megatron(knowledge) -> None:  # type: ignore[no-
         job = resolve_job(knowledge, Workload(model="llama-3.1-8b", kind="finetune", seq_len=8192,
                                               config=RunConfig(stack=stack)), need_data=False)
         per[stack] = TrainingMemoryModel(job, gpu, "bf16", a).loss_per_seq / GB
-    assert per["hf"] == pytest.approx(16 * 8192 * 128256 / GB)
+    assert per["hf"] == pytest.approx(12 * 8192 * 128256 / GB)
     assert per["unsloth"] < per["megatron"] < per["hf"]
