@@ -77,7 +77,9 @@ class Layout:
 
     def serving_label(self) -> str:
         """'2 replicas x TP4' for inference plans."""
-        shape = f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else "1 GPU"
+        shape = (
+            f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else "1 GPU"
+        )
         return f"{self.dp} replica{'s' if self.dp != 1 else ''} x {shape}"
 
     def with_(self, **changes: object) -> Layout:

@@ -61,8 +61,9 @@ class Network:
         t = ring_allreduce_s(nbytes, p.per_node, self.intra_gbs, self.lat_intra)
         shard = nbytes / p.per_node
         t += ring_allreduce_s(shard, p.nodes_per_pod, self.inter_gbs, self.lat_inter)
-        t += ring_allreduce_s(shard / p.nodes_per_pod, p.pods, self.inter_gbs / self.oversubscription,
-                              self.lat_inter)
+        t += ring_allreduce_s(
+            shard / p.nodes_per_pod, p.pods, self.inter_gbs / self.oversubscription, self.lat_inter
+        )
         return t
 
     def allgather_s(self, nbytes: float, group: int, stride: int = 1) -> float:

@@ -53,7 +53,9 @@ def storage_price(knowledge: Knowledge, provider: str, kind: StorageKind) -> Sto
             return s
     have = sorted({s.provider for s in data.storage if s.kind == kind})
     why = data.missing.get(provider.lower(), "not in knowledge/storage.toml")
-    raise InputError(f"--provider {provider}: no sourced {kind} storage price ({why}); accepted: {', '.join(have)}")
+    raise InputError(
+        f"--provider {provider}: no sourced {kind} storage price ({why}); accepted: {', '.join(have)}"
+    )
 
 
 def storage_cost(price: StoragePrice, gb: float, hours: float, hours_per_month: float = 730.0) -> float:

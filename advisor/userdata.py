@@ -84,8 +84,10 @@ def ensure_dir(folder: Path) -> Path:
     for part in (folder, *folder.parents):
         if os.path.lexists(part):
             if not part.is_dir():
-                raise InputError(f"data directory {folder}: {part} is not a directory; move it, or set "
-                                 "GPU_ADVISOR_DATA_DIR to a folder")
+                raise InputError(
+                    f"data directory {folder}: {part} is not a directory; move it, or set "
+                    "GPU_ADVISOR_DATA_DIR to a folder"
+                )
             break
     folder.mkdir(parents=True, exist_ok=True)
     return folder

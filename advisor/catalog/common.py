@@ -37,8 +37,9 @@ class Record:
     __slots__ = ()
     _FIELDS: ClassVar[tuple[str, ...]] = ()
 
-    def model_dump(self, *, mode: str = "python", exclude_none: bool = False,
-                   exclude_defaults: bool = False) -> dict[str, Any]:
+    def model_dump(
+        self, *, mode: str = "python", exclude_none: bool = False, exclude_defaults: bool = False
+    ) -> dict[str, Any]:
         """The fields as a dict, as pydantic's model_dump gives them (mode="json": dates as ISO text, lists)."""
         out: dict[str, Any] = {}
         defaults = _defaults(type(self)) if exclude_defaults else {}

@@ -36,12 +36,44 @@ def scores_table(scores: Sequence[Scores]) -> str:
 
     rows = []
     for s in scores:
-        rows.append([s.family, s.scheme, "all rows" if s.subset == "all" else f"  {s.subset}", s.rows,
-                     _pct(s.median_ape), _pct(s.p90_ape), _pct(s.within_2x, 0), _pct(s.rank_accuracy, 0),
-                     _pct(s.coverage_p10_p90, 0), _pct(s.const_median_ape), _pct(s.const_p90_ape),
-                     _pct(s.phys_median_ape), _pct(s.phys_p90_ape), f"{s.gain:.2f}x"])
-    return table(["rows", "held out", "subset", "n", "median err", "P90 err", "in 2x", "rank", "P10-P90 cover",
-                  "const-MFU med", "const P90", "physical med", "phys P90", "gain"], rows, right=range(3, 14))
+        rows.append(
+            [
+                s.family,
+                s.scheme,
+                "all rows" if s.subset == "all" else f"  {s.subset}",
+                s.rows,
+                _pct(s.median_ape),
+                _pct(s.p90_ape),
+                _pct(s.within_2x, 0),
+                _pct(s.rank_accuracy, 0),
+                _pct(s.coverage_p10_p90, 0),
+                _pct(s.const_median_ape),
+                _pct(s.const_p90_ape),
+                _pct(s.phys_median_ape),
+                _pct(s.phys_p90_ape),
+                f"{s.gain:.2f}x",
+            ]
+        )
+    return table(
+        [
+            "rows",
+            "held out",
+            "subset",
+            "n",
+            "median err",
+            "P90 err",
+            "in 2x",
+            "rank",
+            "P10-P90 cover",
+            "const-MFU med",
+            "const P90",
+            "physical med",
+            "phys P90",
+            "gain",
+        ],
+        rows,
+        right=range(3, 14),
+    )
 
 
 def goals(scores: Sequence[Scores]) -> list[str]:
@@ -54,21 +86,30 @@ def goals(scores: Sequence[Scores]) -> list[str]:
     def mark(ok: bool) -> str:
         return "met" if ok else "NOT met"
 
-    lines = [f"goal: held-out-source LLM median error <= {GOAL_MEDIAN:.0%}: {_pct(pooled.median_ape)} "
-             f"({mark(pooled.median_ape <= GOAL_MEDIAN)})",
-             f"goal: >= {GOAL_GAIN:g}x better than the best constant MFU ({_pct(pooled.const_median_ape)}): "
-             f"{pooled.gain:.2f}x ({mark(pooled.gain >= GOAL_GAIN)})"]
+    lines = [
+        f"goal: held-out-source LLM median error <= {GOAL_MEDIAN:.0%}: {_pct(pooled.median_ape)} "
+        f"({mark(pooled.median_ape <= GOAL_MEDIAN)})",
+        f"goal: >= {GOAL_GAIN:g}x better than the best constant MFU ({_pct(pooled.const_median_ape)}): "
+        f"{pooled.gain:.2f}x ({mark(pooled.gain >= GOAL_GAIN)})",
+    ]
     per_source = loso[1:]
     if per_source:
         balanced = sum(s.median_ape for s in per_source) / len(per_source)
         const = sum(s.const_median_ape for s in per_source) / len(per_source)
-        lines.append(f"source-balanced (mean of the per-source medians; the goals above use all rows pooled): "
-                     f"{_pct(balanced)} against the constant MFU's {_pct(const)} ({const / balanced:.2f}x)")
+        lines.append(
+            f"source-balanced (mean of the per-source medians; the goals above use all rows pooled): "
+            f"{_pct(balanced)} against the constant MFU's {_pct(const)} ({const / balanced:.2f}x)"
+        )
     lo, hi = GOAL_COVERAGE
-    bad = [f"{s.subset} {_pct(s.coverage_p10_p90, 0)}" for s in loso[1:]
-           if s.coverage_p10_p90 is None or not lo <= s.coverage_p10_p90 <= hi]
-    lines.append(f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled {_pct(pooled.coverage_p10_p90, 0)}; "
-                 + (f"NOT met on {', '.join(bad)}" if bad else "met"))
+    bad = [
+        f"{s.subset} {_pct(s.coverage_p10_p90, 0)}"
+        for s in loso[1:]
+        if s.coverage_p10_p90 is None or not lo <= s.coverage_p10_p90 <= hi
+    ]
+    lines.append(
+        f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled {_pct(pooled.coverage_p10_p90, 0)}; "
+        + (f"NOT met on {', '.join(bad)}" if bad else "met")
+    )
     return lines
 
 
@@ -125,8 +166,10 @@ def model_train(args: argparse.Namespace) -> int:
 
     knowledge = load_knowledge()
     folder = Path(args.out_dir) if args.out_dir else Path(str(resources.files("knowledge")))
-    print(f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating ...",
-          file=sys.stderr)
+    print(
+        f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating ...",
+        file=sys.stderr,
+    )
     model, meta, scores = train(knowledge)
     path = write_artifact(model, meta, scores, folder)
     print(scores_table(scores))

@@ -31,7 +31,9 @@ def shipped_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]
     return [run_of_row(r) for r in benchmarks_of(knowledge)] + llm, skipped
 
 
-def build_dataset(knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()) -> Dataset:
+def build_dataset(
+    knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()
+) -> Dataset:
     """Turn measured runs into samples (features, speed of light, efficiency)."""
     samples, out = [], list(skipped)
     for run in runs:

@@ -101,8 +101,12 @@ def rank_accuracy(samples: Sequence[Sample], predicted: Sequence[float]) -> floa
     return right / total if total else float("nan")
 
 
-def held_out(samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str],
-             fit_predict: FitPredict) -> dict[int, float]:
+def held_out(
+    samples: Sequence[Sample],
+    test_rows: Sequence[int],
+    group: Callable[[Sample], str],
+    fit_predict: FitPredict,
+) -> dict[int, float]:
     """Log-efficiency predictions of test_rows, each by a model fitted without its whole group (all families)."""
     out: dict[int, float] = {}
     for key in sorted({group(samples[i]) for i in test_rows}):
@@ -112,8 +116,9 @@ def held_out(samples: Sequence[Sample], test_rows: Sequence[int], group: Callabl
     return out
 
 
-def baselines(samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str],
-               family: str) -> tuple[dict[int, float], dict[int, float]]:
+def baselines(
+    samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str], family: str
+) -> tuple[dict[int, float], dict[int, float]]:
     """Throughputs of the constant-MFU and the physical baseline, fitted without each row's group."""
     const, phys = {}, {}
     for key in sorted({group(samples[i]) for i in test_rows}):
@@ -121,7 +126,9 @@ def baselines(samples: Sequence[Sample], test_rows: Sequence[int], group: Callab
         k = statistics.median(math.log(s.efficiency) for s in train)
         by_class: dict[str, list[float]] = {}
         for s in train:
-            by_class.setdefault(PRECISION_CLASS[s.row.precision], []).append(math.log(s.row.throughput / s.mfu_sol))
+            by_class.setdefault(PRECISION_CLASS[s.row.precision], []).append(
+                math.log(s.row.throughput / s.mfu_sol)
+            )
         every = statistics.median(v for vs in by_class.values() for v in vs)
         for i in (i for i in test_rows if group(samples[i]) == key):
             s = samples[i]
@@ -131,8 +138,12 @@ def baselines(samples: Sequence[Sample], test_rows: Sequence[int], group: Callab
     return const, phys
 
 
-def conformal_offsets(samples: Sequence[Sample], oof: dict[int, float], group: Callable[[Sample], str],
-                      exclude: str | None = None) -> tuple[float, float]:
+def conformal_offsets(
+    samples: Sequence[Sample],
+    oof: dict[int, float],
+    group: Callable[[Sample], str],
+    exclude: str | None = None,
+) -> tuple[float, float]:
     """P10 and P90 of held-out log residuals, each group weighted equally (and one group left out)."""
     counts: dict[str, int] = {}
     for i in oof:
@@ -147,33 +158,75 @@ def _covered(s: Sample, p: float, offsets: tuple[float, float]) -> bool:
     return p + offsets[0] - 1e-12 <= target(s) <= p + offsets[1] + 1e-12
 
 
-def _scores(family: str, scheme: str, subset: str, folds: int, samples: Sequence[Sample],
-            model: Sequence[float], const: Sequence[float], phys: Sequence[float],
-            covered: Sequence[bool]) -> Scores:
+def _scores(
+    family: str,
+    scheme: str,
+    subset: str,
+    folds: int,
+    samples: Sequence[Sample],
+    model: Sequence[float],
+    const: Sequence[float],
+    phys: Sequence[float],
+    covered: Sequence[bool],
+) -> Scores:
     e, c, p = apes(samples, model), apes(samples, const), apes(samples, phys)
+
     def share2x(pred: Sequence[float]) -> float:
         return sum(1 for s, v in zip(samples, pred) if 0.5 <= v / s.row.throughput <= 2.0) / len(samples)
 
-    return Scores(family, scheme, subset, folds, len(samples), statistics.median(e), percentile(e, 90),
-                  share2x(model), rank_accuracy(samples, model), sum(covered) / len(covered) if covered else None,
-                  statistics.median(c), percentile(c, 90), share2x(const), rank_accuracy(samples, const),
-                  statistics.median(p), percentile(p, 90), share2x(phys), rank_accuracy(samples, phys))
+    return Scores(
+        family,
+        scheme,
+        subset,
+        folds,
+        len(samples),
+        statistics.median(e),
+        percentile(e, 90),
+        share2x(model),
+        rank_accuracy(samples, model),
+        sum(covered) / len(covered) if covered else None,
+        statistics.median(c),
+        percentile(c, 90),
+        share2x(const),
+        rank_accuracy(samples, const),
+        statistics.median(p),
+        percentile(p, 90),
+        share2x(phys),
+        rank_accuracy(samples, phys),
+    )
 
 
-def evaluate_scheme(samples: Sequence[Sample], family: str, scheme: str, group: Callable[[Sample], str],
-                    fit_predict: FitPredict, per_source: bool) -> tuple[list[Scores], dict[int, float]]:
+def evaluate_scheme(
+    samples: Sequence[Sample],
+    family: str,
+    scheme: str,
+    group: Callable[[Sample], str],
+    fit_predict: FitPredict,
+    per_source: bool,
+) -> tuple[list[Scores], dict[int, float]]:
     """One scheme on one family: pooled scores, then (if asked) one line per source; and the held-out logs."""
     rows = [i for i, s in enumerate(samples) if s.family == family]
     oof = held_out(samples, rows, group, fit_predict)
     const, phys = baselines(samples, rows, group, family)
-    offsets = {key: conformal_offsets(samples, oof, group, exclude=key) for key in {group(samples[i]) for i in rows}}
+    offsets = {
+        key: conformal_offsets(samples, oof, group, exclude=key) for key in {group(samples[i]) for i in rows}
+    }
     covered = {i: _covered(samples[i], oof[i], offsets[group(samples[i])]) for i in rows}
     model = {i: min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows}
     folds = len(offsets)
 
     def line(subset: str, idx: list[int]) -> Scores:
-        return _scores(family, scheme, subset, folds, [samples[i] for i in idx], [model[i] for i in idx],
-                       [const[i] for i in idx], [phys[i] for i in idx], [covered[i] for i in idx])
+        return _scores(
+            family,
+            scheme,
+            subset,
+            folds,
+            [samples[i] for i in idx],
+            [model[i] for i in idx],
+            [const[i] for i in idx],
+            [phys[i] for i in idx],
+            [covered[i] for i in idx],
+        )
 
     out = [line("all", rows)]
     if per_source:

@@ -17,9 +17,22 @@ from advisor.efficiency.features import FEATURES
 # The inputs, each a column of the feature vector except the last: log(speed of light / throughput at 100% MFU),
 # how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication).
 INPUTS: tuple[str, ...] = (
-    "fp8", "log_items_per_gpu_step", "comm_share", "recompute_full", "recompute_selective", "stack_fused",
-    "stack_megatron", "log_params", "bytes_share", "log_peak_tflops", "compute_capability", "log_count",
-    "log_tp", "log_pp", "moe", "log_sol_over_mfu",
+    "fp8",
+    "log_items_per_gpu_step",
+    "comm_share",
+    "recompute_full",
+    "recompute_selective",
+    "stack_fused",
+    "stack_megatron",
+    "log_params",
+    "bytes_share",
+    "log_peak_tflops",
+    "compute_capability",
+    "log_count",
+    "log_tp",
+    "log_pp",
+    "moe",
+    "log_sol_over_mfu",
 )
 _COLUMN = {name: FEATURES.index(name) for name in INPUTS if name in FEATURES}
 _BITS = FEATURES.index("precision_bits")
@@ -67,20 +80,42 @@ class LinearLogModel:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""
-        return {"inputs": list(self.inputs), "intercept": self.intercept, "coef": list(self.coef),
-                "mean": list(self.mean), "scale": list(self.scale), "lo": list(self.lo), "hi": list(self.hi),
-                "interval": list(self.interval), "meta": self.meta}
+        return {
+            "inputs": list(self.inputs),
+            "intercept": self.intercept,
+            "coef": list(self.coef),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "lo": list(self.lo),
+            "hi": list(self.hi),
+            "interval": list(self.interval),
+            "meta": self.meta,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LinearLogModel:
         """Parse and check; ValueError when the parameters are not whole and finite."""
-        model = cls(tuple(d["inputs"]), float(d["intercept"]), *(tuple(float(v) for v in d[k])
-                    for k in ("coef", "mean", "scale", "lo", "hi")),
-                    (float(d["interval"][0]), float(d["interval"][1])), dict(d.get("meta", {})))
+        model = cls(
+            tuple(d["inputs"]),
+            float(d["intercept"]),
+            *(tuple(float(v) for v in d[k]) for k in ("coef", "mean", "scale", "lo", "hi")),
+            (float(d["interval"][0]), float(d["interval"][1])),
+            dict(d.get("meta", {})),
+        )
         n = len(INPUTS)
-        if model.inputs != INPUTS or any(len(a) != n for a in (model.coef, model.mean, model.scale, model.lo, model.hi)):
+        if model.inputs != INPUTS or any(
+            len(a) != n for a in (model.coef, model.mean, model.scale, model.lo, model.hi)
+        ):
             raise ValueError(f"linear LLM model: expected the {n} inputs of this version")
-        numbers = [model.intercept, *model.coef, *model.mean, *model.scale, *model.lo, *model.hi, *model.interval]
+        numbers = [
+            model.intercept,
+            *model.coef,
+            *model.mean,
+            *model.scale,
+            *model.lo,
+            *model.hi,
+            *model.interval,
+        ]
         if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale):
             raise ValueError("linear LLM model: a parameter that is not a finite number (or a scale <= 0)")
         return model

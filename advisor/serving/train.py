@@ -2,6 +2,7 @@
 
 Run:  python -m advisor.serving.train   (needs scipy, installed with scikit-learn; deterministic)
 """
+
 from __future__ import annotations
 
 import math
@@ -34,13 +35,28 @@ def train() -> ServingModel:
     model = fit(cases)
     rows = usable(cases)
     res = log_residuals(model, rows)
-    cv = {f"{split} / {name}": {"rows": s.rows, "median": round(s.median, 4), "p90": round(s.p90, 4),
-                                "within_2x": round(s.within_2x, 4), "coverage": round(s.coverage or 0, 4)}
-          for split, name, s in evaluation_rows(cases)}
-    meta = {"data": "knowledge/serving_benchmarks.csv", "data_sha256": data_hash(), "rows_used": len(rows),
-            "rows_left_out": dict(sorted(dropped.items())), "engines": sorted({c.engine for c in rows}),
-            "seed": SEED, "scipy": version("scipy"), "fit": "least squares on log(pred/measured), soft-L1",
-            "train_median_abs_log_error": round(sorted(abs(r) for r in res)[len(res) // 2], 4), "cv": cv}
+    cv = {
+        f"{split} / {name}": {
+            "rows": s.rows,
+            "median": round(s.median, 4),
+            "p90": round(s.p90, 4),
+            "within_2x": round(s.within_2x, 4),
+            "coverage": round(s.coverage or 0, 4),
+        }
+        for split, name, s in evaluation_rows(cases)
+    }
+    meta = {
+        "data": "knowledge/serving_benchmarks.csv",
+        "data_sha256": data_hash(),
+        "rows_used": len(rows),
+        "rows_left_out": dict(sorted(dropped.items())),
+        "engines": sorted({c.engine for c in rows}),
+        "seed": SEED,
+        "scipy": version("scipy"),
+        "fit": "least squares on log(pred/measured), soft-L1",
+        "train_median_abs_log_error": round(sorted(abs(r) for r in res)[len(res) // 2], 4),
+        "cv": cv,
+    }
     return ServingModel(model.prefill, model.decode, model.engines, cv_interval(cases, lambda c: c.gpu), meta)
 
 

@@ -39,8 +39,17 @@ def test_plan_cost_is_a_range_with_prorated_storage(knowledge) -> None:  # type:
 
 
 def _offer(gpus: int, usd: float, instance: str) -> Offer:
-    return Offer(provider="p", region="r", instance=instance, gpu="h100-sxm", gpus=gpus, pricing="on-demand",
-                 usd_per_hour=usd, date=dt.date(2026, 1, 1), source="s")
+    return Offer(
+        provider="p",
+        region="r",
+        instance=instance,
+        gpu="h100-sxm",
+        gpus=gpus,
+        pricing="on-demand",
+        usd_per_hour=usd,
+        date=dt.date(2026, 1, 1),
+        source="s",
+    )
 
 
 def test_best_offer_bills_whole_instances_and_keeps_servers_whole() -> None:

@@ -84,8 +84,16 @@ def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -
     first, second = fit(sub), fit(sub)
     base1, trees1 = export_trees(first)
     assert (base1, trees1) == export_trees(second)  # same rows + seed = same trees
-    mine = ExportedModel(exported.features, base1, trees1, exported.interval, exported.feature_min,
-                         exported.feature_max, len(sub), {})
+    mine = ExportedModel(
+        exported.features,
+        base1,
+        trees1,
+        exported.interval,
+        exported.feature_min,
+        exported.feature_max,
+        len(sub),
+        {},
+    )
     X = np.array([s.features for s in sub])
     assert max(abs(a - b) for a, b in zip([mine.predict_log(x) for x in X.tolist()], first.predict(X))) < 1e-9
 
@@ -93,7 +101,9 @@ def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -
 @pytest.mark.slow
 def test_the_shipped_trees_are_what_training_produces(samples, exported) -> None:  # type: ignore[no-untyped-def]
     _, trees = export_trees(fit(samples))
-    assert trees == exported.trees, "the artifact is not what `gpu-advisor model train` fits: run `make train`"
+    assert trees == exported.trees, (
+        "the artifact is not what `gpu-advisor model train` fits: run `make train`"
+    )
 
 
 def test_conformal_offsets_weigh_every_group_equally() -> None:
@@ -117,8 +127,9 @@ def _predict(knowledge, stack: str):  # type: ignore[no-untyped-def]
     from advisor.predict import predict
 
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
-    workload = Workload(model="llama-3.1-70b", kind="pretrain", precision="bf16",
-                        config=RunConfig(stack=stack))  # type: ignore[arg-type]
+    workload = Workload(
+        model="llama-3.1-70b", kind="pretrain", precision="bf16", config=RunConfig(stack=stack)
+    )  # type: ignore[arg-type]
     return predict(knowledge, workload, "h100-sxm", 64, efficiency=learned)
 
 
@@ -136,7 +147,11 @@ def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # t
     from advisor.errors import InputError
 
     runs, skipped = read_llm_runs(knowledge)
-    run = next(r for r in runs if r.pp > 1 and r.virtual > 1 and r.workload == "llama-3.1-70b" and r.gpu == "h100-sxm")
+    run = next(
+        r
+        for r in runs
+        if r.pp > 1 and r.virtual > 1 and r.workload == "llama-3.1-70b" and r.gpu == "h100-sxm"
+    )
     job = job_of_run(knowledge, run)
     lay = stated_layout(job, run.count, run.nodes, run.precision, run.micro_batch or 1, run.grad_accum)
     assert (lay.tp, lay.pp, lay.cp, lay.virtual) == (run.tp, run.pp, run.cp, run.virtual)
@@ -187,7 +202,9 @@ def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:  # type: i
     import subprocess
     import sys
 
-    code = ("import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
-            "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
-            "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
+        "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
+        "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -49,9 +49,19 @@ def test_predict_rtx3090_bf16(capsys) -> None:  # type: ignore[no-untyped-def]
 def test_checklist_has_the_missing_errors(knowledge) -> None:  # type: ignore[no-untyped-def]
     ids = {e.id for e in knowledge.checklist}
     assert len(ids) >= 20
-    for new in ("cuda-illegal-access", "host-oom", "gpu-not-visible", "cloud-capacity", "fabric-manager",
-                "pcie-link-p2p", "straggler-ranks", "checkpoint-write-failure", "throughput-regression",
-                "gsp-xid-119-120", "nccl-ib-errors"):
+    for new in (
+        "cuda-illegal-access",
+        "host-oom",
+        "gpu-not-visible",
+        "cloud-capacity",
+        "fabric-manager",
+        "pcie-link-p2p",
+        "straggler-ranks",
+        "checkpoint-write-failure",
+        "throughput-regression",
+        "gsp-xid-119-120",
+        "nccl-ib-errors",
+    ):
         assert new in ids
         entry = next(e for e in knowledge.checklist if e.id == new)
         assert entry.symptoms and entry.sources and any(s.command for s in entry.steps), new
@@ -62,7 +72,11 @@ def test_checklist_has_the_missing_errors(knowledge) -> None:  # type: ignore[no
 
 def test_storage_prices_are_sourced(knowledge) -> None:  # type: ignore[no-untyped-def]
     data = load_storage(knowledge)
-    assert {(s.provider, s.kind) for s in data.storage} >= {("aws", "object"), ("aws", "block"), ("gcp", "object")}
+    assert {(s.provider, s.kind) for s in data.storage} >= {
+        ("aws", "object"),
+        ("aws", "block"),
+        ("gcp", "object"),
+    }
     s3 = storage_price(knowledge, "aws", "object")
     assert s3.usd_per_gb_month == 0.023
     assert storage_cost(s3, 1000, 730) == pytest.approx(23.0)  # $0.023 is per GB-month: 1 TB-month is $23
@@ -86,8 +100,28 @@ def test_cost_table_shows_its_error_and_the_market(knowledge) -> None:  # type: 
 
 
 def test_cost_on_users_numbers(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["cost", "--gpu-usd-hour", "0.98", "--gpus", "4", "--hours", "72", "--volatility", "1.35",
-                 "--storage-gb", "1000", "--storage-months", "1", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                "--gpu-usd-hour",
+                "0.98",
+                "--gpus",
+                "4",
+                "--hours",
+                "72",
+                "--volatility",
+                "1.35",
+                "--storage-gb",
+                "1000",
+                "--storage-months",
+                "1",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     r = json.loads(capsys.readouterr().out)
     assert r["total"][1] == pytest.approx(404.024)
     assert main(["cost", "--gpus", "4"]) == 2

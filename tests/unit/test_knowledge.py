@@ -11,16 +11,21 @@ import pytest
 from advisor.catalog.loader import load_knowledge_from
 from advisor.errors import InputError, KnowledgeError
 
-REQUIRED_GPUS = ("t4 a10 a10g l4 l40s a40 v100-16gb v100-32gb a100-40gb-pcie a100-40gb-sxm a100-80gb-pcie "
-                 "a100-80gb-sxm h100-pcie h100-sxm h100-nvl h200 gh200 b200 rtx-3090 rtx-4090 rtx-a6000 "
-                 "rtx-6000-ada mi250x mi300x").split()
-REQUIRED_MODELS = ("resnet50 ssd300 bert-base bert-large gnmt transformer-xl-base transformer-xl-large tacotron2 "
-                   "waveglow ncf llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b "
-                   "gpt3-175b mpt-7b mpt-30b mistral-7b mixtral-8x7b qwen2.5-72b vit-b16 vit-l16 mixtral-8x22b "
-                   "qwen3-30b-a3b qwen3-235b-a22b deepseek-v3 qwen2.5-7b qwen2.5-32b llama-3.2-1b llama-3.2-3b "
-                   "gemma-2-9b gemma-2-27b").split()
-REQUIRED_CHECKS = ("oom distributed-mismatch nccl-hang network compatibility underperformance cost-overrun "
-                   "preemption").split()
+REQUIRED_GPUS = (
+    "t4 a10 a10g l4 l40s a40 v100-16gb v100-32gb a100-40gb-pcie a100-40gb-sxm a100-80gb-pcie "
+    "a100-80gb-sxm h100-pcie h100-sxm h100-nvl h200 gh200 b200 rtx-3090 rtx-4090 rtx-a6000 "
+    "rtx-6000-ada mi250x mi300x"
+).split()
+REQUIRED_MODELS = (
+    "resnet50 ssd300 bert-base bert-large gnmt transformer-xl-base transformer-xl-large tacotron2 "
+    "waveglow ncf llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b "
+    "gpt3-175b mpt-7b mpt-30b mistral-7b mixtral-8x7b qwen2.5-72b vit-b16 vit-l16 mixtral-8x22b "
+    "qwen3-30b-a3b qwen3-235b-a22b deepseek-v3 qwen2.5-7b qwen2.5-32b llama-3.2-1b llama-3.2-3b "
+    "gemma-2-9b gemma-2-27b"
+).split()
+REQUIRED_CHECKS = (
+    "oom distributed-mismatch nccl-hang network compatibility underperformance cost-overrun preemption"
+).split()
 
 
 def test_required_gpus_models_and_checks(knowledge) -> None:  # type: ignore[no-untyped-def]
@@ -29,10 +34,18 @@ def test_required_gpus_models_and_checks(knowledge) -> None:  # type: ignore[no-
     assert set(REQUIRED_CHECKS) <= {e.id for e in knowledge.checklist}
 
 
-@pytest.mark.parametrize("alias,gpu_id", [
-    ("A100 80GB SXM4", "a100-80gb-sxm"), ("H100 SXM5", "h100-sxm"), ("h100", "h100-sxm"),
-    ("H100_SXM", "h100-sxm"), ("RTX A6000", "rtx-a6000"), ("MI300X", "mi300x"), ("L40S", "l40s"),
-])
+@pytest.mark.parametrize(
+    "alias,gpu_id",
+    [
+        ("A100 80GB SXM4", "a100-80gb-sxm"),
+        ("H100 SXM5", "h100-sxm"),
+        ("h100", "h100-sxm"),
+        ("H100_SXM", "h100-sxm"),
+        ("RTX A6000", "rtx-a6000"),
+        ("MI300X", "mi300x"),
+        ("L40S", "l40s"),
+    ],
+)
 def test_gpu_aliases_resolve(knowledge, alias: str, gpu_id: str) -> None:  # type: ignore[no-untyped-def]
     assert knowledge.gpu(alias).id == gpu_id
 
@@ -86,18 +99,52 @@ def knowledge_copy(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("file,old,new,message", [
-    ("gpus.toml", 'memory_gb = 80.0', 'memory_gb = -80.0', r"knowledge/gpus.toml: gpu\[\d+\] \(id '[a-z0-9-]+'\)\.memory_gb"),
-    ("gpus.toml", 'memory_gb = 80.0', 'memory_gb = 80.0\ncolour = "green"', r"gpus.toml: .*colour: Extra inputs"),
-    ("models.toml", 'layers = 80', 'layers = "eighty"', r"models.toml: model\[\d+\] \(id '[a-z0-9.-]+'\)\.layers"),
-    ("prices.toml", 'pricing = "spot"', 'pricing = "cheap"', r"prices.toml: offer\[\d+\]\.pricing"),
-    ("rules.toml", 'field = "plan.precision"', 'field = "plan.colour"', r"rules.toml: .*unknown field 'plan.colour'"),
-    ("rules.toml", 'op = "eq"', 'op = "roughly"', r"rules.toml: rule\[\d+\]"),
-    ("assumptions.toml", 'headroom = { value = 0.05', 'headroom = { valu = 0.05', r"assumptions.toml: memory.headroom"),
-    ("checklist.toml", 'category = "memory"', 'category = "vibes"', r"checklist.toml: entry\[\d+\] \(id 'oom'\)\.category"),
-])
-def test_bad_knowledge_is_rejected_naming_file_and_field(knowledge_copy: Path, file: str, old: str, new: str,
-                                                         message: str) -> None:
+@pytest.mark.parametrize(
+    "file,old,new,message",
+    [
+        (
+            "gpus.toml",
+            "memory_gb = 80.0",
+            "memory_gb = -80.0",
+            r"knowledge/gpus.toml: gpu\[\d+\] \(id '[a-z0-9-]+'\)\.memory_gb",
+        ),
+        (
+            "gpus.toml",
+            "memory_gb = 80.0",
+            'memory_gb = 80.0\ncolour = "green"',
+            r"gpus.toml: .*colour: Extra inputs",
+        ),
+        (
+            "models.toml",
+            "layers = 80",
+            'layers = "eighty"',
+            r"models.toml: model\[\d+\] \(id '[a-z0-9.-]+'\)\.layers",
+        ),
+        ("prices.toml", 'pricing = "spot"', 'pricing = "cheap"', r"prices.toml: offer\[\d+\]\.pricing"),
+        (
+            "rules.toml",
+            'field = "plan.precision"',
+            'field = "plan.colour"',
+            r"rules.toml: .*unknown field 'plan.colour'",
+        ),
+        ("rules.toml", 'op = "eq"', 'op = "roughly"', r"rules.toml: rule\[\d+\]"),
+        (
+            "assumptions.toml",
+            "headroom = { value = 0.05",
+            "headroom = { valu = 0.05",
+            r"assumptions.toml: memory.headroom",
+        ),
+        (
+            "checklist.toml",
+            'category = "memory"',
+            'category = "vibes"',
+            r"checklist.toml: entry\[\d+\] \(id 'oom'\)\.category",
+        ),
+    ],
+)
+def test_bad_knowledge_is_rejected_naming_file_and_field(
+    knowledge_copy: Path, file: str, old: str, new: str, message: str
+) -> None:
     path = knowledge_copy / file
     text = path.read_text()
     assert old in text, f"fixture edit needs {old!r} in {file}"

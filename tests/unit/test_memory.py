@@ -39,8 +39,9 @@ def test_optimizer_choice(knowledge) -> None:  # type: ignore[no-untyped-def]
 
 def test_llama2_70b_kv_cache_at_4k(knowledge) -> None:  # type: ignore[no-untyped-def]
     # 2 (K, V) x 80 layers x 8 KV heads x 128 head dim x 2 bytes = 327,680 bytes per token.
-    job = resolve_job(knowledge, Workload(model="llama-2-70b", kind="inference", prompt_tokens=3072,
-                                          output_tokens=1024))
+    job = resolve_job(
+        knowledge, Workload(model="llama-2-70b", kind="inference", prompt_tokens=3072, output_tokens=1024)
+    )
     assert job.arch is not None
     assert job.arch.kv_bytes_per_token(2.0) == 327_680
     layout = Layout(count=1, nodes=1, node_size=8, precision="bf16")
@@ -64,8 +65,17 @@ def test_korthikanti_activations(knowledge) -> None:  # type: ignore[no-untyped-
 
 def _hf_per_token(knowledge, model_id: str, kind: str, master: bool, recompute: str) -> float:  # type: ignore[no-untyped-def]
     config = RunConfig(stack="hf", master_weights=master, recompute=recompute)
-    job = resolve_job(knowledge, Workload(model=model_id, kind=kind, tokens=1e8, seq_len=4096, lora_rank=16
-                                          if kind == "lora" else None, config=config))
+    job = resolve_job(
+        knowledge,
+        Workload(
+            model=model_id,
+            kind=kind,
+            tokens=1e8,
+            seq_len=4096,
+            lora_rank=16 if kind == "lora" else None,
+            config=config,
+        ),
+    )
     model = TrainingMemoryModel(job, knowledge.gpu("h200"), "bf16", knowledge.assumptions)
     return model.per_sequence(recompute, 1) / 4096
 
@@ -76,7 +86,9 @@ def test_hf_activations_match_the_measured_h200_slopes(knowledge) -> None:  # ty
     # and 10.99 MB per token for Llama-3.1-8B PEFT LoRA (39.152 GB at 2048, 106.706 at 8192).
     mixed = (76.782 - 24.797) / (16384 - 2048) * 1e9
     lora = (106.706 - 39.152) / (8192 - 2048) * 1e9
-    assert _hf_per_token(knowledge, "llama-3.2-1b", "finetune", True, "none") == pytest.approx(mixed, rel=0.03)
+    assert _hf_per_token(knowledge, "llama-3.2-1b", "finetune", True, "none") == pytest.approx(
+        mixed, rel=0.03
+    )
     assert _hf_per_token(knowledge, "llama-3.1-8b", "lora", False, "none") == pytest.approx(lora, rel=0.03)
     # Gradient checkpointing: 1.691 MB per token measured (43.125 GB at 16384 tokens, 70.84 at 32768).
     ckpt = (70.84 - 43.125) / (32768 - 16384) * 1e9
@@ -88,7 +100,9 @@ def test_high_estimate_carries_fragmentation(knowledge) -> None:  # type: ignore
     model = TrainingMemoryModel(job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
     m = knowledge.assumptions.memory
     ratio = model.per_sequence_high("full", 1) / model.per_sequence("full", 1)
-    assert ratio == pytest.approx((1 + m.activations_rel_error.value) * (1 + m.allocator_fragmentation.range[1]))
+    assert ratio == pytest.approx(
+        (1 + m.activations_rel_error.value) * (1 + m.allocator_fragmentation.range[1])
+    )
 
 
 def test_flash_attention_drops_the_attention_matrix(knowledge) -> None:  # type: ignore[no-untyped-def]

@@ -51,16 +51,21 @@ def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledg
     assert gib_row.measured_peak_gb == pytest.approx(gib_row.measured_peak * 1.073741824)
 
 
-@pytest.mark.parametrize("change,expected", [
-    ({"gpu": "h1000"}, "unknown gpu 'h1000'"),
-    ({"model": "", "layers": None}, "the shape layers"),
-    ({"dp": 3}, "!= gpu_count"),
-    ({"outcome": "maybe"}, "outcome 'maybe'"),
-    ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
-    ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
-    ({"source_ref": "a blog"}, "must cite"),
-])
-def test_bad_rows_are_caught(mv: ModuleType, ids: tuple[set[str], set[str]], change: dict, expected: str) -> None:
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ({"gpu": "h1000"}, "unknown gpu 'h1000'"),
+        ({"model": "", "layers": None}, "the shape layers"),
+        ({"dp": 3}, "!= gpu_count"),
+        ({"outcome": "maybe"}, "outcome 'maybe'"),
+        ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
+        ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
+        ({"source_ref": "a blog"}, "must cite"),
+    ],
+)
+def test_bad_rows_are_caught(
+    mv: ModuleType, ids: tuple[set[str], set[str]], change: dict, expected: str
+) -> None:
     row = dataclasses.replace(mv.load_rows()[0], **change)
     assert any(expected in p for p in mv.row_problems(row, *ids))
 

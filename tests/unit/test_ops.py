@@ -87,12 +87,21 @@ def test_tco_refuses_gpus_without_a_price(knowledge) -> None:  # type: ignore[no
 
 @pytest.fixture(scope="module")
 def onprem(knowledge):  # type: ignore[no-untyped-def]
-    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=2e8),
-                     Constraints(deployment="on-prem", top=3), onprem={"utilization": 0.6, "years": 3.0})
+    return recommend(
+        knowledge,
+        Workload(model="llama-2-70b", kind="finetune", tokens=2e8),
+        Constraints(deployment="on-prem", top=3),
+        onprem={"utilization": 0.6, "years": 3.0},
+    )
 
 
 def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
-    assert onprem.plans and onprem.tco is not None and onprem.operations is not None and onprem.launch is not None
+    assert (
+        onprem.plans
+        and onprem.tco is not None
+        and onprem.operations is not None
+        and onprem.launch is not None
+    )
     plan = onprem.plans[0]
     assert plan.price is None and onprem.tco.inputs.count == plan.count
     assert onprem.tco.inputs.utilization == 0.6
@@ -104,9 +113,26 @@ def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) 
 def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-untyped-def]
     ops = onprem.operations
     items = dict((i.name, i) for _, i in ops.items())
-    for name in ("min GPUs", "max GPUs", "scale out", "scale in", "reclaim window", "training cap", "off-peak",
-                 "urgent", "regular", "batch inference", "development", "utilisation", "queue wait",
-                 "hardware failures", "idle", "restart policy", "checkpoint interval", "core + inference split"):
+    for name in (
+        "min GPUs",
+        "max GPUs",
+        "scale out",
+        "scale in",
+        "reclaim window",
+        "training cap",
+        "off-peak",
+        "urgent",
+        "regular",
+        "batch inference",
+        "development",
+        "utilisation",
+        "queue wait",
+        "hardware failures",
+        "idle",
+        "restart policy",
+        "checkpoint interval",
+        "core + inference split",
+    ):
         assert items[name].reason and items[name].source, name
     assert "85%" in items["scale out"].setting and "22:00-06:00" in items["reclaim window"].setting
     assert "3 failures" in items["restart policy"].setting
@@ -170,8 +196,11 @@ def _check_training_artefacts(report, knowledge) -> None:  # type: ignore[no-unt
 
 
 def test_artefacts_match_a_sharded_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
-                       Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"))
+    report = recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
+        Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"),
+    )
     _check_training_artefacts(report, knowledge)
 
 
@@ -180,8 +209,11 @@ def test_artefacts_match_a_model_parallel_plan(knowledge, onprem) -> None:  # ty
 
 
 def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
-                       Constraints(gpus=("h100-sxm",), objective="fastest"))
+    report = recommend(
+        knowledge,
+        Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
+        Constraints(gpus=("h100-sxm",), objective="fastest"),
+    )
     assert report.plans[0].nodes > 1
     _check_training_artefacts(report, knowledge)
 
@@ -199,8 +231,9 @@ def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:  # type: i
 
 
 def test_serving_artefacts(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=5),
-                       Constraints(top=1))
+    report = recommend(
+        knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=5), Constraints(top=1)
+    )
     plan, launch = report.plans[0], report.launch
     assert launch.serve and f"--tensor-parallel-size {plan.layout.tp}" in launch.serve
     sky = yaml.safe_load(launch.skypilot_task)

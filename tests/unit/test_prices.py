@@ -34,17 +34,23 @@ def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None
     spot = next(o for o in p5 if o.pricing == "spot")
     assert spot.usd_per_hour == pytest.approx(21.1543)  # median of the three us-east-1 zones
     lam = {o.instance: o.gpu for o in update.parsed["lambda"].offers}
-    assert lam == {"gpu_1x_h100_pcie": "h100-pcie", "gpu_8x_h100_sxm5": "h100-sxm", "gpu_1x_a100": "a100-40gb-pcie"}
+    assert lam == {
+        "gpu_1x_h100_pcie": "h100-pcie",
+        "gpu_8x_h100_sxm5": "h100-sxm",
+        "gpu_1x_a100": "a100-40gb-pcie",
+    }
     folded = next(o for o in update.parsed["lambda"].offers if o.instance == "gpu_8x_h100_sxm5")
     assert "2 regions" in folded.note  # same price in us-east-1 and us-west-1: one offer
     assert all(not o.includes_host for o in update.parsed["gcp"].offers)  # GCP prices the host VM apart
 
 
 def test_invalid_rows_are_skipped_and_named(knowledge) -> None:  # type: ignore[no-untyped-def]
-    text = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Region,Price,SpotPrice\n"
-            "p5.48xlarge,H100,8,192,2048,us-east-1,abc,\n"
-            "p5.48xlarge,H100,0.5,192,2048,us-east-1,55.04,\n"
-            "p5.48xlarge,H100,8,192,2048,us-east-1,55.04,\n")
+    text = (
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Region,Price,SpotPrice\n"
+        "p5.48xlarge,H100,8,192,2048,us-east-1,abc,\n"
+        "p5.48xlarge,H100,0.5,192,2048,us-east-1,55.04,\n"
+        "p5.48xlarge,H100,8,192,2048,us-east-1,55.04,\n"
+    )
     parsed = parse_catalogue("aws", text, "vms.csv", knowledge, "test")
     assert len(parsed.invalid) == 2 and parsed.invalid[0].startswith("vms.csv:2:")
     assert len(parsed.offers) == 1
@@ -52,7 +58,10 @@ def test_invalid_rows_are_skipped_and_named(knowledge) -> None:  # type: ignore[
 
 def test_name_mapping_uses_form_factor_hints(knowledge) -> None:  # type: ignore[no-untyped-def]
     known = {g.id for g in knowledge.gpus}
-    assert gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known) == "a100-80gb-pcie"
+    assert (
+        gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known)
+        == "a100-80gb-pcie"
+    )
     assert gpu_id("aws", "A100", "p4d.24xlarge", "", known) == "a100-40gb-sxm"
     assert gpu_id("aws", "Gaudi3", "x", "", known) is None
 
@@ -72,8 +81,11 @@ def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> Non
     assert {r["provider"] for r in fresh} == {"aws", "gcp", "lambda"}
     superseded = [r for r in rows if "superseded" in r["flags"]]
     assert any(r["instance"] == "p5.48xlarge" for r in superseded)  # the snapshot's p5 prices give way
-    central = next(r for r in fresh if r["region"] == "us-central1" and r["instance"] == "H100x1"
-                   and r["pricing"] == "on-demand")
+    central = next(
+        r
+        for r in fresh
+        if r["region"] == "us-central1" and r["instance"] == "H100x1" and r["pricing"] == "on-demand"
+    )
     assert any(f.startswith("region outlier") for f in central["flags"])  # $4.20 against a $10.42 median
 
 
@@ -100,8 +112,17 @@ def test_missing_folder_is_a_one_line_error(capsys) -> None:  # type: ignore[no-
 
 
 def _offer(region: str, usd: float, date: dt.date = dt.date(2026, 6, 1)) -> Offer:
-    return Offer(provider="p", region=region, instance="x1", gpu="h100-sxm", gpus=1, pricing="on-demand",
-                 usd_per_hour=usd, date=date, source="s")
+    return Offer(
+        provider="p",
+        region=region,
+        instance="x1",
+        gpu="h100-sxm",
+        gpus=1,
+        pricing="on-demand",
+        usd_per_hour=usd,
+        date=date,
+        source="s",
+    )
 
 
 def test_outliers_are_regions_far_from_the_instance_median() -> None:
@@ -122,8 +143,24 @@ def test_stale_offers_are_excluded_and_counted(knowledge) -> None:  # type: igno
 
 
 def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["recommend", "--model", "resnet50", "--samples", "200k", "--epochs", "30", "--objective",
-                 "cheapest", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                "--model",
+                "resnet50",
+                "--samples",
+                "200k",
+                "--epochs",
+                "30",
+                "--objective",
+                "cheapest",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     top = report["plans"][0]["price"]
     assert (dt.date(2026, 11, 30) - dt.date.fromisoformat(top["date"])).days <= 365

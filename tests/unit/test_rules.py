@@ -9,8 +9,14 @@ from advisor.rules import FIELDS, Rule, RuleBook, evaluate, holds
 
 
 def rule(**over: object) -> Rule:
-    base = {"id": "r", "kind": "constraint", "explanation": "e", "source": "s", "message": "{gpu.id} no",
-            "when": {"field": "gpu.bf16", "op": "eq", "value": False}}
+    base = {
+        "id": "r",
+        "kind": "constraint",
+        "explanation": "e",
+        "source": "s",
+        "message": "{gpu.id} no",
+        "when": {"field": "gpu.bf16", "op": "eq", "value": False},
+    }
     return Rule.model_validate({**base, **over})
 
 
@@ -44,9 +50,19 @@ def test_preference_needs_score_and_only_it_has_one() -> None:
 
 
 def test_all_any_trees_and_missing_facts() -> None:
-    tree = rule(when={"all": [{"field": "plan.tp", "op": "gt", "value": 1},
-                              {"any": [{"field": "gpu.nvlink_domain", "op": "eq", "value": 1},
-                                       {"field": "gpu.interconnect", "op": "in", "value": ["pcie"]}]}]})
+    tree = rule(
+        when={
+            "all": [
+                {"field": "plan.tp", "op": "gt", "value": 1},
+                {
+                    "any": [
+                        {"field": "gpu.nvlink_domain", "op": "eq", "value": 1},
+                        {"field": "gpu.interconnect", "op": "in", "value": ["pcie"]},
+                    ]
+                },
+            ]
+        }
+    )
     assert holds(tree.when, {"plan.tp": 2, "gpu.nvlink_domain": 1, "gpu.interconnect": "nvswitch"})
     assert holds(tree.when, {"plan.tp": 2, "gpu.nvlink_domain": 8, "gpu.interconnect": "pcie"})
     assert not holds(tree.when, {"plan.tp": 1, "gpu.nvlink_domain": 1, "gpu.interconnect": "pcie"})
@@ -84,6 +100,8 @@ def test_shipped_rules_use_the_vocabulary(knowledge) -> None:  # type: ignore[no
 
 
 def test_shipped_bf16_rule_excludes_volta(knowledge) -> None:  # type: ignore[no-untyped-def]
-    fired = evaluate(knowledge.rules.rule, {"plan.precision": "bf16", "gpu.bf16": False, "gpu.id": "v100-16gb",
-                                            "gpu.compute_capability": 7.0})
+    fired = evaluate(
+        knowledge.rules.rule,
+        {"plan.precision": "bf16", "gpu.bf16": False, "gpu.id": "v100-16gb", "gpu.compute_capability": 7.0},
+    )
     assert [f.rule_id for f in fired if f.kind == "constraint"] == ["bf16-needs-hardware"]
