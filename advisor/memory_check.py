@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge

@@ -239,7 +239,7 @@ def summary(update: Update, knowledge: Knowledge) -> list[str]:
         lines.append(
             f"{cloud}: {len(p.offers)} offers, {len(p.invalid)} invalid row(s) skipped"
             + (
-                f"; unknown accelerator names (not mapped, not guessed): "
+                "; unknown accelerator names (not mapped, not guessed): "
                 + ", ".join(f"{n} ({c} rows)" for n, c in sorted(p.unknown.items()))
                 if p.unknown
                 else ""

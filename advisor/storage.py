@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import PositiveFloat
 
+from advisor.catalog.loader import Knowledge, _read_toml, _validate
 from advisor.catalog.schemas import Source
 from advisor.catalog.strict import Strict
-from advisor.catalog.loader import Knowledge, _read_toml, _validate
 from advisor.errors import InputError, KnowledgeError
 
 StorageKind = Literal["block", "object"]

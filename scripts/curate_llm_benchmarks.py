@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv  # noqa: E402
+from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "knowledge" / "sources"
@@ -97,7 +97,7 @@ def catalogue_ids(name: str, key: str) -> set[str]:
 
 
 def base_row(src: SourceTable, **kw: object) -> dict[str, str]:
-    row = {c: "" for c in COLUMNS}
+    row = dict.fromkeys(COLUMNS, "")
     row.update(source=src.ref, table=src.table)
     for k, v in kw.items():
         row[k] = v if isinstance(v, str) else fmt(v)  # type: ignore[arg-type]

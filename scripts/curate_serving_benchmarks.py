@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from source_tables import SourceTable, fmt, number, read_source, write_csv  # noqa: E402
+from source_tables import SourceTable, fmt, number, read_source, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "knowledge" / "sources"
@@ -80,7 +80,7 @@ KINDS = {"offline", "online", "static", "ttft-bs1"}
 
 
 def base(src: SourceTable, **kw: object) -> dict[str, str]:
-    row = {c: "" for c in COLUMNS}
+    row = dict.fromkeys(COLUMNS, "")
     row.update(source=src.ref, table=src.table, engine="trtllm", pp="1", ep="1")
     for k, v in kw.items():
         row[k] = v if isinstance(v, str) else fmt(v)  # type: ignore[arg-type]

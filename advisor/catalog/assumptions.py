@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-
 from advisor.catalog.common import Record, Source, record
 
 

@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import field
 from typing import Literal
 
-
 from advisor.catalog.common import Record, record
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]

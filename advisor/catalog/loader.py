@@ -12,11 +12,12 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
@@ -98,7 +99,7 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
     legacy = re.compile(re.escape(stem.removesuffix("records.")) + r"[0-9a-f]{20}\.json")
     for stale in path.parent.iterdir():
         if stale != path and (
-            stale.name.startswith(stem) and stale.suffix == ".json" or legacy.fullmatch(stale.name)
+            (stale.name.startswith(stem) and stale.suffix == ".json") or legacy.fullmatch(stale.name)
         ):
             try:
                 stale.unlink()

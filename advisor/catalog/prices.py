@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-
 from advisor.catalog.common import Record, record
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ advisor.rules, which carry the same field names in the same order (tests/unit/te
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Discriminator,
@@ -451,7 +451,7 @@ def _node_kind(value: Any) -> str:
 
 
 Node = Annotated[
-    Union[Annotated[Condition, Tag("condition")], Annotated[AllOf, Tag("all")], Annotated[AnyOf, Tag("any")]],
+    Annotated[Condition, Tag("condition")] | Annotated[AllOf, Tag("all")] | Annotated[AnyOf, Tag("any")],
     Discriminator(_node_kind),
 ]
 AllOf.model_rebuild()

@@ -6,7 +6,8 @@ import argparse
 import errno
 import os
 import sys
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from advisor import __version__
 

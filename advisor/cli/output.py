@@ -6,9 +6,9 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from advisor.checks import shown
 from advisor.errors import InputError

@@ -17,12 +17,12 @@ from pydantic import ValidationError
 from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow
 from advisor.catalog.loader import Knowledge
 from advisor.checks import Bound, has_controls, in_bound, read_input_text, shown
-from advisor.errors import AdvisorError, InputError
 from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
 from advisor.efficiency.gbdt import ExportedModel
 from advisor.efficiency.learned import ARTIFACT, calibration_dir
 from advisor.efficiency.runs import Run, run_of_row
+from advisor.errors import AdvisorError, InputError
 from advisor.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
 
 RUNS = "runs.csv"

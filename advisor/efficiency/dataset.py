@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from advisor.catalog.loader import Knowledge
 from advisor.context import benchmarks_of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.loader import Knowledge

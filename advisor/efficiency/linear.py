@@ -9,8 +9,9 @@ Huber loss generalises to an unseen source (see the leave-one-source-out table o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from advisor.efficiency.features import FEATURES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from advisor.efficiency.evaluate import apes, conformal_offsets, held_out, target
 from advisor.efficiency.features import Sample

@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import math
 import platform
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import tomli_w
 
@@ -18,10 +19,10 @@ from advisor.catalog.loader import Knowledge
 from advisor.efficiency.dataset import data_hash, shipped_dataset
 from advisor.efficiency.evaluate import Scores, conformal_offsets, evaluate_scheme, percentile, target
 from advisor.efficiency.features import FEATURES, STACK_TRAITS, Sample
-from advisor.efficiency.runs import Run
 from advisor.efficiency.gbdt import ExportedModel, Tree
 from advisor.efficiency.linear import LinearLogModel
 from advisor.efficiency.linear_fit import choose_lambda, fit_shipped, linear_fit_predict
+from advisor.efficiency.runs import Run
 from advisor.export import drop_none
 from advisor.userdata import write_text_atomic
 

@@ -90,7 +90,7 @@ class LaunchArtefacts(Strict):
     serve: str | None = None
 
 
-def _gpus_per_node(plan: "PlanOut") -> int:
+def _gpus_per_node(plan: PlanOut) -> int:
     return max(1, plan.count // max(plan.nodes, 1))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import Field
 
@@ -100,7 +100,7 @@ class TcoOut(Strict):
 def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     """Non-GPU server cost per node, and which figure it is."""
     name = gpu.name.lower()
-    if "geforce" in name or "titan" in name or gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie":
+    if "geforce" in name or "titan" in name or (gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie"):
         return t.hardware.workstation_usd.value, "workstation host"
     if gpu.form_factor == "pcie" or gpu.form_factor == "nvl":
         return t.hardware.server_pcie_usd.value, "PCIe GPU server"

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from advisor.efficiency.base import Interval
-from advisor.serving.model import DEFAULT_ENGINE, Config, ServingModel, load_model
+from advisor.serving.model import DEFAULT_ENGINE, Config, load_model
 from advisor.serving.physics import GB, Hardware, Shape
 from advisor.serving.queueing import APPROXIMATION, at_rate, capacity, largest_rate
 

@@ -11,9 +11,9 @@ import json
 import os
 import random
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 ROOT = Path(__file__).parents[2]
 COLUMNS = (

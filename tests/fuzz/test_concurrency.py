@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fuzz_cases import COLUMNS, GOOD_ROW, ROOT, run_process
 
 PARALLEL = 20

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from fuzz_cases import BASES, FLAGS, HOSTILE, flag_cases, problems, run_in_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_cases import BASES, FLAGS, HOSTILE, flag_cases, problems, run_in_process
 
 SETTINGS = settings(
     max_examples=120,

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fuzz_cases import (
     CSV_ACCEPTED,
     CSV_FILES,

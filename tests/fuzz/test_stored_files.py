@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from fuzz_cases import (
     CSV_FILES,
     MODEL_CORRUPTIONS,

@@ -111,8 +111,8 @@ def test_generic_params_take_llama3_proportions(knowledge) -> None:  # type: ign
 
 
 def test_memory_check_reports_every_source() -> None:
-    from advisor.memory_check import check_all, memory_validation_lines
     from advisor.catalog.loader import load_knowledge
+    from advisor.memory_check import check_all, memory_validation_lines
 
     checks = check_all(load_knowledge())
     assert len(checks) == 80

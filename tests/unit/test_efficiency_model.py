@@ -167,7 +167,7 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
     assert lo < 0 < hi
     llm = [s for s in samples if s.family == "llm"]
     assert statistics.median(s.efficiency for s in llm) > 0.2
-    assert conformal_offsets(llm, {i: 0.0 for i in range(len(llm))}, by_source)[0] < 0
+    assert conformal_offsets(llm, dict.fromkeys(range(len(llm)), 0.0), by_source)[0] < 0
 
 
 def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:  # type: ignore[no-untyped-def]

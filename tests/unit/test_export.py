@@ -13,7 +13,7 @@ from advisor.inputs import Constraints, Workload
 from advisor.recommend import recommend
 
 GOLDEN = Path(__file__).parent / "golden" / "recommend_llama2_7b_finetune.toml"
-WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def _report(knowledge):  # type: ignore[no-untyped-def]

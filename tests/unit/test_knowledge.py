@@ -11,21 +11,78 @@ import pytest
 from advisor.catalog.loader import load_knowledge_from
 from advisor.errors import InputError, KnowledgeError
 
-REQUIRED_GPUS = (
-    "t4 a10 a10g l4 l40s a40 v100-16gb v100-32gb a100-40gb-pcie a100-40gb-sxm a100-80gb-pcie "
-    "a100-80gb-sxm h100-pcie h100-sxm h100-nvl h200 gh200 b200 rtx-3090 rtx-4090 rtx-a6000 "
-    "rtx-6000-ada mi250x mi300x"
-).split()
-REQUIRED_MODELS = (
-    "resnet50 ssd300 bert-base bert-large gnmt transformer-xl-base transformer-xl-large tacotron2 "
-    "waveglow ncf llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b "
-    "gpt3-175b mpt-7b mpt-30b mistral-7b mixtral-8x7b qwen2.5-72b vit-b16 vit-l16 mixtral-8x22b "
-    "qwen3-30b-a3b qwen3-235b-a22b deepseek-v3 qwen2.5-7b qwen2.5-32b llama-3.2-1b llama-3.2-3b "
-    "gemma-2-9b gemma-2-27b"
-).split()
-REQUIRED_CHECKS = (
-    "oom distributed-mismatch nccl-hang network compatibility underperformance cost-overrun preemption"
-).split()
+REQUIRED_GPUS = [
+    "t4",
+    "a10",
+    "a10g",
+    "l4",
+    "l40s",
+    "a40",
+    "v100-16gb",
+    "v100-32gb",
+    "a100-40gb-pcie",
+    "a100-40gb-sxm",
+    "a100-80gb-pcie",
+    "a100-80gb-sxm",
+    "h100-pcie",
+    "h100-sxm",
+    "h100-nvl",
+    "h200",
+    "gh200",
+    "b200",
+    "rtx-3090",
+    "rtx-4090",
+    "rtx-a6000",
+    "rtx-6000-ada",
+    "mi250x",
+    "mi300x",
+]
+REQUIRED_MODELS = [
+    "resnet50",
+    "ssd300",
+    "bert-base",
+    "bert-large",
+    "gnmt",
+    "transformer-xl-base",
+    "transformer-xl-large",
+    "tacotron2",
+    "waveglow",
+    "ncf",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "gpt3-175b",
+    "mpt-7b",
+    "mpt-30b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-72b",
+    "vit-b16",
+    "vit-l16",
+    "mixtral-8x22b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "deepseek-v3",
+    "qwen2.5-7b",
+    "qwen2.5-32b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "gemma-2-9b",
+    "gemma-2-27b",
+]
+REQUIRED_CHECKS = [
+    "oom",
+    "distributed-mismatch",
+    "nccl-hang",
+    "network",
+    "compatibility",
+    "underperformance",
+    "cost-overrun",
+    "preemption",
+]
 
 
 def test_required_gpus_models_and_checks(knowledge) -> None:  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
-from fuzz_cases import problems, run_in_process  # noqa: E402
+from fuzz_cases import problems, run_in_process
 
 BASE = ["recommend", "--model", "llama-2-7b", "--workload", "finetune", "--tokens", "1B"]
 
