@@ -152,14 +152,14 @@ def _workload(row: dict[str, str], seq_len: int, recompute: str, optimizer: str)
         stack=STACK_OF.get(row["stack"], row["stack"]),
         offload=row["offload"] or "none",
         master_weights=master,
-    )  # type: ignore[arg-type]  # CSV strings, checked by the loader
+    )  # CSV strings, checked by the loader
     return Workload(
         model=row["model"],
         kind=row["workload"],
-        precision=row["precision"],  # type: ignore[arg-type]
+        precision=row["precision"],
         seq_len=seq_len,
         batch_size=_micro_batch(row),
-        optimizer=optimizer,  # type: ignore[arg-type]
+        optimizer=optimizer,
         lora_rank=_num(row, "lora_rank"),
         config=config,
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.prices import Offer, UserPrices, load_user_prices, today
+from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
 from advisor.errors import AdvisorError, InputError
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
@@ -104,7 +104,7 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
     folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
     known = {g.id for g in knowledge.gpus}
     out = Parsed()
-    groups: dict[tuple[str, str, int, str], dict[str, list[float]]] = {}
+    groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]] = {}
     for line, row in enumerate(_rows(text, where), start=2):
         name = (row.get("AcceleratorName") or "").strip()
         if not name:
@@ -135,11 +135,11 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
 
 
 def _fold(
-    cloud: str, groups: dict[tuple[str, str, int, str], dict[str, list[float]]], source: str
+    cloud: str, groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]], source: str
 ) -> list[Offer]:
     """One offer per instance, plan and price: regions at the same price are folded into the first."""
     date = today()
-    by_price: dict[tuple[str, str, int, str, float], list[str]] = {}
+    by_price: dict[tuple[str, str, int, Pricing, float], list[str]] = {}
     for (instance, gid, count, region), prices in groups.items():
         for plan, values in prices.items():
             if values:

@@ -195,7 +195,7 @@ def case_study(knowledge: Knowledge, efficiency: Any = None) -> CaseStudy:
         f"is ${c['cost_after_usd'] * c['share_training'] / (c['gpus'] * c['hours_after']):.2f}/GPU-h",
         f"today: {c['gpus']} x {gpu.id} cost ${after:,.0f} for {c['hours_after']} h on the cheapest fresh offer "
         f"({choice.billed_gpus} GPUs billed), about {c['cost_after_usd'] / after:.0f}x less than the guide"
-        if after
+        if choice is not None and after
         else f"today: no fresh on-demand offer of {gpu.id}",
         f"the {c['cache_tb']} TB SSD cache on {cache.name} (${cache.usd_per_gb_month:g}/GB-month) costs "
         f"${run_cache:,.0f} for the {c['hours_after']} h run but ${cache_gb * cache.usd_per_gb_month:,.0f} a month "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 _SEPARATORS = re.compile(r"[\s_/]+")
 R = TypeVar("R", bound="Record")
@@ -20,13 +20,17 @@ def normalise_id(text: str) -> str:
     return _SEPARATORS.sub("-", text.strip().lower()).strip("-")
 
 
+# dataclass_transform tells type checkers what `record` makes, so constructor calls are checked field by field.
+@dataclass_transform(frozen_default=True, kw_only_default=True)
 def record(cls: type[R]) -> type[R]:
     """Make a Record subclass a frozen, slotted, keyword-only dataclass and register it by name.
 
     Knowledge is validated by the pydantic twin of the same name in advisor.catalog.schemas (on a cache miss
     only); commands then read these plain objects, which cost nothing to import or build."""
     made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
-    made._FIELDS = tuple(f.name for f in dataclasses.fields(made))
+    made._FIELDS = tuple(
+        f.name for f in dataclasses.fields(cast(Any, made))
+    )  # a dataclass from the line above
     RECORDS[made.__name__] = made
     return made
 

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.shape_params import Latent, Moe, Shape, count_params
@@ -15,6 +15,18 @@ from advisor.errors import InputError
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 16
 _MISSING = object()
+
+
+class _Dims(TypedDict):
+    """The Shape fields every Llama-like decoder names the same way (typed so `Shape(**dims)` is checked)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
 
 
 class _Config:
@@ -51,7 +63,7 @@ class _Config:
             raise self._fail(f"key {key!r} is {value!r}; accepted: true or false")
         return value
 
-    def dims(self) -> dict[str, int]:
+    def dims(self) -> _Dims:
         """The keys every Llama-like decoder names the same way."""
         heads = self.num("num_attention_heads")
         hidden = self.num("hidden_size")

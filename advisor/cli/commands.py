@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
 from advisor.errors import InputError
 from advisor.units import parse_count, parse_hours
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # Flag names as the user typed them, for one-line errors that name the flag.
 FLAG = {
@@ -43,10 +46,9 @@ FLAG = {
 CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
 
 
-def _validated(cls: type, data: dict[str, Any]) -> Any:
-    from pydantic import (
-        ValidationError,
-    )  # imported by the commands that validate input, not by gpus or checklist
+def _validated(cls: type[BaseModel], data: dict[str, Any]) -> Any:
+    # Imported by the commands that validate input, not by gpus or checklist.
+    from pydantic import ValidationError
 
     try:
         return cls.model_validate(data)
@@ -75,7 +77,7 @@ def _float(value: str | None, what: str, *, positive: bool = True) -> float | No
 
 def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The workload flags the user gave (absent ones are left out so defaults or --from apply)."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     fields = {
         "kind": g("workload"),
         "model": g("model"),
@@ -105,7 +107,7 @@ SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
     """The model read from --config or built from --layers ... (None when neither is given), as Workload.spec."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     shape = [k for k in (*SHAPE_FLAGS, "experts", "experts_per_token") if g(k) is not None]
     ways = [
         way
@@ -142,7 +144,7 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def config_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The configuration flags the user gave."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     fields: dict[str, Any] = {k: _int(g(k), "--" + k.replace("_", "-")) for k in CONFIG_INTS}
     fields |= {
         "zero": int(g("zero")) if g("zero") is not None else None,
@@ -160,7 +162,7 @@ def config_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The constraint flags the user gave."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     split = lambda text: tuple(p.strip() for p in text.split(",") if p.strip()) if text else None  # noqa: E731
     fields = {
         "budget_usd": _float(g("budget"), "--budget"),
@@ -181,7 +183,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _efficiency(knowledge: Knowledge, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
     from advisor.efficiency.select import efficiency_model
 
     return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
@@ -314,7 +316,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 1 if report.nothing_fits else 0
 
 
-def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:  # type: ignore[no-untyped-def]
+def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or none."""
     from advisor.cli.output import Target, write_all
 
@@ -340,7 +342,7 @@ def _write_recommendation(args: argparse.Namespace, report, text: str) -> None: 
         print(f"wrote {', '.join(names)} to {args.artefacts}", file=sys.stderr)
 
 
-def artefact_targets(report, folder: Path) -> list:  # type: ignore[no-untyped-def]
+def artefact_targets(report, folder: Path) -> list:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
     from advisor.cli.output import Target
 
@@ -359,7 +361,7 @@ def artefact_targets(report, folder: Path) -> list:  # type: ignore[no-untyped-d
     ]
 
 
-def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
+def write_artefacts(report, folder: Path, force: bool) -> None:
     """The chosen plan's launch artefacts as files (atomic, all or none; existing files need --force)."""
     from advisor.cli.output import write_all
 

@@ -37,8 +37,10 @@ def user_cost(args: argparse.Namespace, knowledge: Knowledge) -> dict:
         _num(args, "gpus", "--gpus"),
         _num(args, "hours", "--hours"),
     )
-    missing = [f for f, v in (("--gpu-usd-hour", price), ("--gpus", gpus), ("--hours", hours)) if v is None]
-    if missing:
+    if price is None or gpus is None or hours is None:
+        missing = [
+            f for f, v in (("--gpu-usd-hour", price), ("--gpus", gpus), ("--hours", hours)) if v is None
+        ]
         raise InputError(f"cost: give {', '.join(missing)} (or --guide-example, or --scenario NAME)")
     gb = _num(args, "storage_gb", "--storage-gb", positive=False) or 0.0
     months = _num(args, "storage_months", "--storage-months", positive=False)

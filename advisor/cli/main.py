@@ -293,7 +293,7 @@ def build_parser() -> Parser:
     return parser
 
 
-def _cost_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _cost_parser(sub: argparse._SubParsersAction) -> None:
     """`gpu-advisor cost`: the field guide's cost formula, its worked example and its case study."""
     p = sub.add_parser(
         "cost",

@@ -13,7 +13,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-def add_serve_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """The `serve` subcommand and its flags."""
     p = sub.add_parser(
         "serve",

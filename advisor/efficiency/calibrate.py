@@ -11,6 +11,7 @@ import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -63,8 +64,8 @@ def _check_numbers(record: dict[str, str]) -> None:
 
 def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow | str:
     """One CSV record as a validated row, or the one-line message saying why it is not one."""
-    if raw.get(None):  # type: ignore[call-overload]
-        return f"{name}:{line}: {len(raw[None])} more field(s) than the {len(COLUMNS)} columns"  # type: ignore[index]
+    if raw.get(None):
+        return f"{name}:{line}: {len(raw[None])} more field(s) than the {len(COLUMNS)} columns"
     record = {c: (raw.get(c) or "") for c in COLUMNS}
     bad = next((c for c in COLUMNS if has_controls(record[c])), None)
     if bad:
@@ -166,7 +167,8 @@ def runs_of(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> list[
     out = []
     for row, cfg in zip(rows, configs):
         run = run_of_row(row, str(cfg.get("stack") or "") or None)
-        fields = {
+        # Values were checked by the config parser (whole numbers, a stack name), so Any is what they are here.
+        fields: dict[str, Any] = {
             k: v for k, v in cfg.items() if k in ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch")
         }
         out.append(replace(run, **fields) if fields else run)

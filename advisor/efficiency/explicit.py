@@ -25,7 +25,7 @@ def run_config(run: Run) -> RunConfig:
         global_batch=run.global_batch,
         pp_schedule=f"interleaved:{run.virtual}" if run.virtual > 1 and run.pp > 1 else None,
         stack=run.stack if run.stack in STACKS else None,
-    )  # type: ignore[arg-type]
+    )
 
 
 def job_of_run(knowledge: Knowledge, run: Run) -> Job:
@@ -33,7 +33,7 @@ def job_of_run(knowledge: Knowledge, run: Run) -> Job:
     workload = Workload(
         model=run.workload,
         kind=run.kind,
-        precision=run.precision,  # type: ignore[arg-type]
+        precision=run.precision,
         seq_len=run.seq_len or None,
         batch_size=run.micro_batch,
         config=run_config(run),

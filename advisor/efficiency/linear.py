@@ -96,10 +96,17 @@ class LinearLogModel:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LinearLogModel:
         """Parse and check; ValueError when the parameters are not whole and finite."""
+        coef, mean, scale, lo, hi = (
+            tuple(float(v) for v in d[k]) for k in ("coef", "mean", "scale", "lo", "hi")
+        )
         model = cls(
             tuple(d["inputs"]),
             float(d["intercept"]),
-            *(tuple(float(v) for v in d[k]) for k in ("coef", "mean", "scale", "lo", "hi")),
+            coef,
+            mean,
+            scale,
+            lo,
+            hi,
             (float(d["interval"][0]), float(d["interval"][1])),
             dict(d.get("meta", {})),
         )

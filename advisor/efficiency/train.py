@@ -48,7 +48,7 @@ def _targets(samples: Sequence[Sample]) -> list[float]:
     return [target(s) for s in samples]
 
 
-def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed: int = SEED):  # type: ignore[no-untyped-def]
+def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed: int = SEED):
     """A fitted HistGradientBoostingRegressor on log efficiency."""
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingRegressor
@@ -87,7 +87,7 @@ def export_trees(model: Any) -> tuple[float, tuple[Tree, ...]]:
     return baseline, tuple(trees)
 
 
-def _fit_predict(samples: Sequence[Sample], weights: Sequence[float]):  # type: ignore[no-untyped-def]
+def _fit_predict(samples: Sequence[Sample], weights: Sequence[float]):
     def run(train: list[int], test: list[int]) -> list[float]:
         import numpy as np
 

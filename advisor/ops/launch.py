@@ -244,7 +244,7 @@ def launch_artefacts(
             f"{plan.layout.pp} --max-num-seqs {plan.layout.micro_batch} --max-model-len "
             f"{job.prompt_tokens + job.output_tokens} --dtype {dtype}{quant}"
         )
-        task = {
+        task: dict[str, object] = {
             "name": f"serve-{job.model_id}",
             "resources": {**resources, "ports": 8000},
             "service": {"readiness_probe": "/v1/models", "replicas": plan.serving.replicas},

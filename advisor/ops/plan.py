@@ -133,7 +133,7 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     tdp = gpu.tdp_w or 0
     cap_w = round(tdp * pc.cap_fraction.value)
     guide_train = pc.guide_training_cap_w.value
-    power = (
+    power: tuple[OpsItem, ...] = (
         OpsItem(
             name="training cap",
             setting=f"none (performance), or {cap_w} W ({pc.cap_fraction.value:.0%} of "

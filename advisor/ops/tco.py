@@ -362,13 +362,14 @@ def _staged(
     """The guide's staged purchase: its first share in whole servers (the nearest count, said so), then
     quarterly reviews; each step's cost is GPUs, their servers and their share of the fabric."""
     assert gpu.price is not None
+    unit_usd = gpu.price.usd  # the closure below cannot see the narrowing above
     node = gpu.gpus_per_node
     share = t.operations.staged_first_purchase_fraction.value
     servers = max(1, min(math.ceil(n / node), round(n * share / node)))
     first = min(n, servers * node)
 
     def cost(gpus: int) -> float:
-        return round(gpus * (gpu.price.usd + network_per_gpu) + math.ceil(gpus / node) * server_usd, 2)
+        return round(gpus * (unit_usd + network_per_gpu) + math.ceil(gpus / node) * server_usd, 2)
 
     exact = (
         ""

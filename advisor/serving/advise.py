@@ -17,7 +17,7 @@ def engine_of(workload: object) -> tuple[str, bool]:
     return (str(given), True) if given else (DEFAULT_ENGINE, False)
 
 
-def _config(job, precision: str, tp: int, engine: str) -> Config | None:  # type: ignore[no-untyped-def]
+def _config(job, precision: str, tp: int, engine: str) -> Config | None:
     if job.arch is None:
         return None
     return Config(
@@ -39,7 +39,7 @@ class Learned:
     note: str
 
 
-def learned_efficiency(job, precision: str, tp: int, engine: str) -> Learned | None:  # type: ignore[no-untyped-def]
+def learned_efficiency(job, precision: str, tp: int, engine: str) -> Learned | None:
     """Efficiency intervals from the measured-run model, or None (no model, or no transformer shape)."""
     model, cfg = load_model(), _config(job, precision, tp, engine)
     if model is None or cfg is None:
@@ -70,7 +70,7 @@ def load_figures(
     precision: str,
     tp: int,
     replicas: int,
-    engine: str,  # type: ignore[no-untyped-def]
+    engine: str,
     rate: float | None,
     targets: bool = True,
 ) -> dict[str, float] | None:
@@ -126,7 +126,7 @@ def describe_load(fig: dict[str, float], rate: float | None) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def serving_source(job, workload: object) -> tuple[str, tuple[str, ...]]:  # type: ignore[no-untyped-def]
+def serving_source(job, workload: object) -> tuple[str, tuple[str, ...]]:
     """The efficiency source's name for serving answers, and the notes saying what is learned and what is not."""
     model = load_model()
     if model is None or job.arch is None:

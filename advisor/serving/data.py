@@ -45,7 +45,7 @@ def data_hash() -> str:
     return hashlib.sha256(csv_text().encode("utf-8")).hexdigest()
 
 
-def shape_of(spec) -> Shape | None:  # type: ignore[no-untyped-def]
+def shape_of(spec) -> Shape | None:
     if spec.kind != "llm" or not (spec.layers and spec.hidden and spec.heads):
         return None
     return Shape(
@@ -58,7 +58,7 @@ def shape_of(spec) -> Shape | None:  # type: ignore[no-untyped-def]
     )
 
 
-def hardware_of(gpu, precision: str, gpus: int) -> Hardware | None:  # type: ignore[no-untyped-def]
+def hardware_of(gpu, precision: str, gpus: int) -> Hardware | None:
     from advisor.speed import peak_flops
 
     if not hasattr(gpu.tflops, precision):  # e.g. nvfp4: the catalogue holds no FP4 peaks yet
@@ -75,7 +75,7 @@ def _num(text: str) -> float | None:
     return float(text) if text not in ("", "inf") else None
 
 
-def load_cases(knowledge=None) -> tuple[list[Case], Counter[str]]:  # type: ignore[no-untyped-def]
+def load_cases(knowledge=None) -> tuple[list[Case], Counter[str]]:
     """Usable rows, and the count of rows left out by reason (GPU or model not in the catalogue, no peak)."""
     if knowledge is None:
         from advisor.catalog.loader import load_knowledge

@@ -76,7 +76,7 @@ def fit(cases: Sequence[Case], constant: bool = False) -> ServingModel:
     engines = sorted({c.engine for c in rows} | {DEFAULT_ENGINE})
     n = len(PREFILL_FEATURES) + len(DECODE_FEATURES) + 2 * (len(engines) - 1)
 
-    def residuals(x):  # type: ignore[no-untyped-def]
+    def residuals(x):
         m = _unpack(x, engines, constant)
         out = []
         for c in rows:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
+from typing import Any
 
 from advisor.serving.physics import Hardware, Shape, batch_capacity, offline_output_tok_s, prefill_s
 
@@ -57,7 +58,7 @@ class ServingModel:
     decode: dict[str, float]
     engines: dict[str, dict[str, float]]  # engine -> {"prefill": offset, "decode": offset}
     interval: dict[str, tuple[float, float]]  # quantity -> (q10, q90) of log(measured / predicted)
-    meta: dict[str, object]
+    meta: dict[str, Any]  # JSON metadata: rows used, engines, CV figures
 
     def knows(self, engine: str) -> bool:
         return engine in self.engines

@@ -18,7 +18,7 @@ from advisor.serving.model import MODEL_NAME, ServingModel
 OUT = Path(__file__).resolve().parents[2] / "knowledge" / MODEL_NAME
 
 
-def cv_interval(cases: list, key) -> dict[str, tuple[float, float]]:  # type: ignore[no-untyped-def]
+def cv_interval(cases: list, key) -> dict[str, tuple[float, float]]:
     """P10/P90 of log(measured/predicted) on leave-one-GPU-out predictions, per quantity."""
     res: dict[str, list[float]] = {"throughput": [], "ttft": []}
     rows = usable(cases)
@@ -66,7 +66,7 @@ def main() -> int:
     tmp.write_text(model.to_json(), encoding="utf-8")
     tmp.replace(OUT)
     print(f"wrote {OUT.name}: {model.meta['rows_used']} rows; CV:")
-    for k, v in model.meta["cv"].items():  # type: ignore[union-attr]
+    for k, v in model.meta["cv"].items():
         print(f"  {k}: {v}")
     return 0
 
