@@ -228,5 +228,7 @@ def plan_cost(
     vol = volatility(constraints, a)
     rate = a.cost.storage_usd_per_gb_month.value
     month = a.cost.hours_per_month.value
-    low, mid, high = (usd_per_hour * h * v + rate * dataset_gb * h / month for h, v in zip(hours, vol))
+    low, mid, high = (
+        usd_per_hour * h * v + rate * dataset_gb * h / month for h, v in zip(hours, vol, strict=True)
+    )
     return CostRange(low, mid, high)

@@ -22,7 +22,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Seque
 
     def fmt(row: list[str]) -> str:
         return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=False))
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)

@@ -165,7 +165,7 @@ def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
 def runs_of(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> list[Run]:
     """The user's rows as runs, with their stated configuration (stack, layout, global batch) where given."""
     out = []
-    for row, cfg in zip(rows, configs):
+    for row, cfg in zip(rows, configs, strict=True):
         run = run_of_row(row, str(cfg.get("stack") or "") or None)
         # Values were checked by the config parser (whole numbers, a stack name), so Any is what they are here.
         fields: dict[str, Any] = {
@@ -208,7 +208,7 @@ def _runs_csv(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> str
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=(*COLUMNS, *CONFIG_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for r, cfg in zip(rows, configs):
+    for r, cfg in zip(rows, configs, strict=True):
         writer.writerow({**{c: ("" if v is None else v) for c, v in r.model_dump().items()}, **cfg})
     return out.getvalue()
 
@@ -321,7 +321,7 @@ def _merge_and_refit(
 
     previous, prev_configs = stored_runs(knowledge, folder)
     keys = {r.model_dump_json() for r in previous}
-    fresh = [(r, c) for r, c in zip(*given) if r.model_dump_json() not in keys]
+    fresh = [(r, c) for r, c in zip(*given, strict=True) if r.model_dump_json() not in keys]
     merged = previous + [r for r, _ in fresh]
     merged_configs = prev_configs + [c for _, c in fresh]
     before = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))

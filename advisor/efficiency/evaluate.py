@@ -63,7 +63,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) of values with weights (step function, as split conformal uses)."""
-    pairs = sorted(zip(values, weights))
+    pairs = sorted(zip(values, weights, strict=True))
     total = sum(weights)
     acc = 0.0
     for v, w in pairs:
@@ -80,13 +80,13 @@ def target(s: Sample) -> float:
 
 def apes(samples: Sequence[Sample], predicted: Sequence[float]) -> list[float]:
     """Absolute percentage error of predicted throughputs."""
-    return [abs(p - s.row.throughput) / s.row.throughput for s, p in zip(samples, predicted)]
+    return [abs(p - s.row.throughput) / s.row.throughput for s, p in zip(samples, predicted, strict=True)]
 
 
 def rank_accuracy(samples: Sequence[Sample], predicted: Sequence[float]) -> float:
     """Share of row pairs of one source, workload and precision whose per-GPU throughputs are ordered as measured."""
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-    for s, p in zip(samples, predicted):
+    for s, p in zip(samples, predicted, strict=True):
         key = (s.row.origin, s.row.workload, s.row.precision)
         groups.setdefault(key, []).append((p / s.row.count, s.row.throughput / s.row.count))
     right = total = 0
@@ -112,7 +112,7 @@ def held_out(
     for key in sorted({group(samples[i]) for i in test_rows}):
         test = [i for i in test_rows if group(samples[i]) == key]
         train = [i for i, s in enumerate(samples) if group(s) != key]
-        out.update(zip(test, fit_predict(train, test)))
+        out.update(zip(test, fit_predict(train, test), strict=True))
     return out
 
 
@@ -172,7 +172,9 @@ def _scores(
     e, c, p = apes(samples, model), apes(samples, const), apes(samples, phys)
 
     def share2x(pred: Sequence[float]) -> float:
-        return sum(1 for s, v in zip(samples, pred) if 0.5 <= v / s.row.throughput <= 2.0) / len(samples)
+        return sum(1 for s, v in zip(samples, pred, strict=True) if 0.5 <= v / s.row.throughput <= 2.0) / len(
+            samples
+        )
 
     return Scores(
         family,

@@ -70,7 +70,7 @@ class ExportedModel:
         """Features of x beyond the range the model was trained on (predictions there are extrapolations)."""
         return [
             name
-            for name, v, lo, hi in zip(self.features, x, self.feature_min, self.feature_max)
+            for name, v, lo, hi in zip(self.features, x, self.feature_min, self.feature_max, strict=True)
             if v < lo - 1e-9 or v > hi + 1e-9
         ]
 

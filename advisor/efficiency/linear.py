@@ -71,13 +71,17 @@ class LinearLogModel:
     def predict_log(self, x: Sequence[float]) -> float:
         """Predicted log efficiency."""
         total = self.intercept
-        for v, c, m, s, lo, hi in zip(x, self.coef, self.mean, self.scale, self.lo, self.hi):
+        for v, c, m, s, lo, hi in zip(x, self.coef, self.mean, self.scale, self.lo, self.hi, strict=True):
             total += c * (min(max(v, lo), hi) - m) / s
         return total
 
     def outside(self, x: Sequence[float]) -> list[str]:
         """Inputs beyond the training range (clipped there)."""
-        return [n for n, v, lo, hi in zip(self.inputs, x, self.lo, self.hi) if v < lo - 1e-9 or v > hi + 1e-9]
+        return [
+            n
+            for n, v, lo, hi in zip(self.inputs, x, self.lo, self.hi, strict=True)
+            if v < lo - 1e-9 or v > hi + 1e-9
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""

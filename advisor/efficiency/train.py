@@ -152,7 +152,8 @@ def train(
     samples = data.samples
     extra_keys = {r.key for r in extra}
     weights = [
-        extra_weight if s.row.key in extra_keys else w for s, w in zip(samples, default_weights(samples))
+        extra_weight if s.row.key in extra_keys else w
+        for s, w in zip(samples, default_weights(samples), strict=True)
     ]
     model = fit(samples, weights)
     baseline, trees = export_trees(model)
@@ -204,7 +205,7 @@ def export(
     linear: LinearLogModel | None = None,
 ) -> ExportedModel:
     """The artifact: trees, intervals, the training range and the headline held-out figure."""
-    columns = list(zip(*(s.features for s in samples)))
+    columns = list(zip(*(s.features for s in samples), strict=True))
     headline = next((s for s in scores if s.scheme == "source" and s.subset == "all"), None)
     return ExportedModel(
         FEATURES,
@@ -231,7 +232,7 @@ def _in_sample_interval(samples: Sequence[Sample], model: Any) -> dict[str, tupl
     pred = model.predict(np.array([s.features for s in samples]))
     out: dict[str, tuple[float, float]] = {}
     for family in ("llm", "other"):
-        resid = [target(s) - float(p) for s, p in zip(samples, pred) if s.family == family]
+        resid = [target(s) - float(p) for s, p in zip(samples, pred, strict=True) if s.family == family]
         if resid:
             out[family] = (percentile(resid, 10), percentile(resid, 90))
     out["all"] = out.get("other") or out["llm"]

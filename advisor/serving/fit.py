@@ -56,8 +56,14 @@ def usable(cases: Sequence[Case]) -> list[Case]:
 
 
 def _unpack(x: Sequence[float], engines: list[str], constant: bool) -> ServingModel:
-    p = dict(zip(PREFILL_FEATURES, x[: len(PREFILL_FEATURES)]))
-    d = dict(zip(DECODE_FEATURES, x[len(PREFILL_FEATURES) : len(PREFILL_FEATURES) + len(DECODE_FEATURES)]))
+    p = dict(zip(PREFILL_FEATURES, x[: len(PREFILL_FEATURES)], strict=True))
+    d = dict(
+        zip(
+            DECODE_FEATURES,
+            x[len(PREFILL_FEATURES) : len(PREFILL_FEATURES) + len(DECODE_FEATURES)],
+            strict=True,
+        )
+    )
     if constant:  # the baseline: one efficiency per regime, every feature but the intercept held at zero
         p = {k: (v if k == "intercept" else 0.0) for k, v in p.items()}
         d = {k: (v if k == "intercept" else 0.0) for k, v in d.items()}

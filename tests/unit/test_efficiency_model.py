@@ -95,7 +95,13 @@ def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -
         {},
     )
     X = np.array([s.features for s in sub])
-    assert max(abs(a - b) for a, b in zip([mine.predict_log(x) for x in X.tolist()], first.predict(X))) < 1e-9
+    assert (
+        max(
+            abs(a - b)
+            for a, b in zip([mine.predict_log(x) for x in X.tolist()], first.predict(X), strict=True)
+        )
+        < 1e-9
+    )
 
 
 @pytest.mark.slow
@@ -178,7 +184,7 @@ def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, export
     llm = [s for s in samples if s.family == "llm"]
     # Refitted here on every LLM run at the shipped penalty: the same numbers as the artifact.
     again = fit_linear(llm, linear.meta["lambda"])
-    assert max(abs(a - b) for a, b in zip(again.coef, linear.coef)) < 1e-9
+    assert max(abs(a - b) for a, b in zip(again.coef, linear.coef, strict=True)) < 1e-9
     assert abs(again.intercept - linear.intercept) < 1e-9
     # Held out: the torchtitan fold, predicted by a fit without it, beats the best constant MFU of the rest.
     fold = [i for i, s in enumerate(llm) if s.row.origin == HELD_OUT]
