@@ -284,7 +284,7 @@ def check_all(knowledge: Knowledge, path: Path = CSV_PATH) -> list[Check]:
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _source_line(source: str, checks: list[Check]) -> str:

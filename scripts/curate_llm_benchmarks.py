@@ -417,10 +417,9 @@ def validate(rows: list[dict[str, str]]) -> None:
             raise SystemExit(f"{where}: {count} GPUs not divisible by tp*pp*cp = {par}")
         if float(r["tokens_per_s_per_gpu"]) <= 0:
             raise SystemExit(f"{where}: throughput must be positive")
-        if r["model_flops_per_token"]:
-            # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
-            if float(r["model_flops_per_token"]) < 6e9:
-                raise SystemExit(f"{where}: implausible FLOPs per token {r['model_flops_per_token']}")
+        # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
+        if r["model_flops_per_token"] and float(r["model_flops_per_token"]) < 6e9:
+            raise SystemExit(f"{where}: implausible FLOPs per token {r['model_flops_per_token']}")
 
 
 def mosaic_count() -> int:

@@ -220,7 +220,7 @@ def v061(src: SourceTable) -> list[dict[str, str]]:
         )
         if r["kind"] == "ttft":
             row = base(
-                src, kind="ttft-bs1", ttft_ms=v, note="; ".join(note + ["batch 1, output length 1"]), **kw
+                src, kind="ttft-bs1", ttft_ms=v, note="; ".join([*note, "batch 1, output length 1"]), **kw
             )
         else:
             total = v * tp if r["per_gpu"] == "1" else v

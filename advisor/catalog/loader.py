@@ -7,6 +7,7 @@ cache imports neither pydantic nor tomllib."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -46,10 +47,9 @@ def _schema_key() -> bytes:
     here = Path(__file__).parent
     digest = hashlib.sha256(CACHE_FORMAT)
     for name in ("schemas.py", "common.py", "../rules.py"):
-        try:
+        # An installation without sources: the file hash and CACHE_FORMAT still key it.
+        with contextlib.suppress(OSError):
             digest.update((here / name).read_bytes())
-        except OSError:
-            pass  # an installation without sources: the file hash and CACHE_FORMAT still key it
     return digest.digest()
 
 
@@ -101,10 +101,8 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
         if stale != path and (
             (stale.name.startswith(stem) and stale.suffix == ".json") or legacy.fullmatch(stale.name)
         ):
-            try:
+            with contextlib.suppress(OSError):
                 stale.unlink()
-            except OSError:
-                pass
 
 
 def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:

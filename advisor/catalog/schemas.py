@@ -105,11 +105,12 @@ class Gpu(Strict):
     @model_validator(mode="after")
     def _supported_dtypes_have_figures(self) -> Gpu:
         for flag in ("bf16", "fp8"):
-            if getattr(self.features, flag) and getattr(self.tflops, flag) is None:
-                if f"tflops.{flag}" not in self.missing:
-                    raise ValueError(
-                        f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'"
-                    )
+            if (
+                getattr(self.features, flag)
+                and getattr(self.tflops, flag) is None
+                and f"tflops.{flag}" not in self.missing
+            ):
+                raise ValueError(f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'")
         if self.tflops.fp16 is None and self.tflops.bf16 is None and "tflops.fp16" not in self.missing:
             raise ValueError("needs tflops.fp16 or tflops.bf16 (or a 'missing' note)")
         return self

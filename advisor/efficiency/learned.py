@@ -72,7 +72,7 @@ class LearnedEfficiency:
         kind = FEATURES.index("kind_code")
         for q in queries:
             regime = q.regime
-            if regime not in LEARNED_REGIMES + ("lora", "qlora"):
+            if regime not in (*LEARNED_REGIMES, "lora", "qlora"):
                 out.append(self.fallback.prior(regime))
                 continue
             x = query_features(q, self.assumptions)

@@ -130,7 +130,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     network_usd, network_basis = 0.0, "one server: no cluster fabric"
     fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
     if nodes > 1:
-        if fabric.startswith("ib") or fabric.startswith("roce"):
+        if fabric.startswith(("ib", "roce")):
             network_usd = n * t.hardware.network_ib_per_gpu_usd.value
             network_basis = f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} per GPU (switches, optics)"
         else:

@@ -27,7 +27,7 @@ class Scores:
 def quantile(xs: Sequence[float], q: float) -> float:
     s = sorted(xs)
     pos = q * (len(s) - 1)
-    lo = int(math.floor(pos))
+    lo = math.floor(pos)
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 

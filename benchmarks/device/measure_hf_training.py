@@ -230,7 +230,7 @@ def main() -> int:
                 continue
             try:
                 row = run_one(*exp)
-            except Exception as exc:  # one broken experiment must not lose the others
+            except Exception as exc:  # noqa: BLE001 - one broken experiment must not lose the others
                 row = dict(experiment=list(exp), error=f"{type(exc).__name__}: {exc}"[:300])
             row["elapsed_s"] = round(time.perf_counter() - start, 1)
             print(json.dumps(row), flush=True)

@@ -127,7 +127,7 @@ def flag_cases() -> list[list[str]]:
     for base, flags in FLAGS.items():
         for flag in flags:
             for value in HOSTILE:
-                argv = [a for a in BASES[base]]
+                argv = list(BASES[base])
                 if flag in argv:  # replace the base's own value
                     argv[argv.index(flag) + 1] = value
                 else:

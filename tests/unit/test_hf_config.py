@@ -171,7 +171,7 @@ def test_bad_files_are_one_line(tmp_path: Path, content: str | bytes, message: s
 def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
     huge = tmp_path / "config.json"
     huge.write_text('{"pad": "' + "x" * (1 << 20) + '"}')
-    with pytest.raises(InputError, match="accepted: a config.json up to 1 MiB") as exc:
+    with pytest.raises(InputError, match=r"accepted: a config\.json up to 1 MiB") as exc:
         read_hf_config(huge)
     _one_line(exc)
     with pytest.raises(InputError, match="is not a regular file") as exc:

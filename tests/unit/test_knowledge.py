@@ -214,7 +214,7 @@ def test_unknown_source_key_is_rejected(knowledge_copy: Path) -> None:
     path = knowledge_copy / "prices.toml"
     text = path.read_text()
     path.write_text(text.replace('source = "skypilot-aws"', 'source = "my-uncle"', 1))
-    with pytest.raises(KnowledgeError, match="unknown source key.*my-uncle"):
+    with pytest.raises(KnowledgeError, match=r"unknown source key.*my-uncle"):
         load_knowledge_from(knowledge_copy)
 
 

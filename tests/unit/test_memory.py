@@ -117,11 +117,11 @@ def test_qlora_weights_are_4_bit_with_constants(knowledge) -> None:  # type: ign
     job = resolve_job(knowledge, Workload(model="llama-2-70b", kind="qlora", tokens=1e8))
     model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
     mem = model.components(Layout(count=1, nodes=1, node_size=8, precision="bf16", micro_batch=1), 72.0)
-    weights = dict((n, hi) for n, _, hi in mem.components)["weights"]
+    weights = {n: hi for n, _, hi in mem.components}["weights"]
     # NF4 blocks; the token embedding and output layer (2 x 32000 x 8192) stay 16-bit.
     embed = 2 * 32000 * 8192
     assert weights == pytest.approx(((68.98e9 - embed) * 4.127 / 8 + embed * 2) / GB, rel=0.03)
-    assert "optimizer" not in dict((n, hi) for n, _, hi in mem.components)
+    assert "optimizer" not in {n: hi for n, _, hi in mem.components}
     assert job.trainable_params < 0.01 * job.params  # adapters only
 
 

@@ -112,7 +112,7 @@ def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) 
 
 def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-untyped-def]
     ops = onprem.operations
-    items = dict((i.name, i) for _, i in ops.items())
+    items = {i.name: i for _, i in ops.items()}
     for name in (
         "min GPUs",
         "max GPUs",

@@ -21,7 +21,7 @@ def rule(**over: object) -> Rule:
 
 
 def test_unknown_field_fails_at_load() -> None:
-    with pytest.raises(ValidationError, match="unknown field 'gpu.colour'"):
+    with pytest.raises(ValidationError, match=r"unknown field 'gpu\.colour'"):
         rule(when={"field": "gpu.colour", "op": "eq", "value": "red"})
 
 

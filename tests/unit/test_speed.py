@@ -74,7 +74,7 @@ def _layout(**kw: object) -> Layout:
     return Layout(**{**base, **kw})  # type: ignore[arg-type]  # test values of the right types
 
 
-@pytest.mark.parametrize(("pp", "m", "v"), [(4, 8, 1), (8, 16, 1), (4, 8, 2), (8, 32, 4)])
+@pytest.mark.parametrize("pp,m,v", [(4, 8, 1), (8, 16, 1), (4, 8, 2), (8, 32, 4)])
 def test_pipeline_bubble_is_the_schedules_closed_form(knowledge, pp: int, m: int, v: int) -> None:  # type: ignore[no-untyped-def]
     # Narayanan et al. 2021, sec. 2.2: the 1F1B bubble is (p-1)/m of the ideal time; interleaving v chunks per
     # stage divides it by v.
