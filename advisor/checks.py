@@ -1,4 +1,5 @@
-"""Provides the shared numeric input checks: finite, in range, whole where it must be, and safe-to-show text."""
+"""Provides the shared numeric input checks: finite, in range, whole where it must be, and safe-to-show
+text."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def checked(field: str, value: object, what: str | None = None, given: object = 
 
 
 def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -> dict[str, object]:
-    """data with every numeric field that has a bound checked (others pass through for the schema to judge)."""
+    """data with every numeric field that has a bound checked (others pass through for the schema to
+    judge)."""
     names = names or {}
     out = dict(data)
     for key, value in data.items():

@@ -1,4 +1,5 @@
-"""Provides the output side of a configuration: each value marked given or chosen, layouts and memory as output."""
+"""Provides the output side of a configuration: each value marked given or chosen, layouts and memory as
+output."""
 
 from __future__ import annotations
 

@@ -84,7 +84,8 @@ def screen_offers(
     knowledge: Knowledge, gpu: Gpu, constraints: Constraints, now: dt.date | None = None
 ) -> Screened:
     """The offers of a GPU under the pricing plan and provider filter: newest snapshot per instance, then those
-    older than the age limit set aside, then region outliers set aside (they are never ranked first silently)."""
+    older than the age limit set aside, then region outliers set aside (they are never ranked first
+    silently)."""
     kinds = PRICING_ROWS[constraints.pricing]
     providers = {p.lower() for p in constraints.providers}
     rows = [
@@ -129,7 +130,8 @@ def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> l
 
 
 def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints) -> list[str]:
-    """What the price screen left out for these GPUs: stale offers, providers with no fresh price, outliers."""
+    """What the price screen left out for these GPUs: stale offers, providers with no fresh price,
+    outliers."""
     stale: list[Offer] = []
     outliers: list[tuple[Offer, float]] = []
     fresh_providers: set[str] = set()
@@ -156,7 +158,8 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
         more = f" and {len(outliers) - 3} more" if len(outliers) > 3 else ""
         notes.append(
             f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
-            f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): {shown}{more}"
+            f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): "
+            f"{shown}{more}"
         )
     return notes
 
@@ -176,13 +179,15 @@ class PriceChoice:
 
 
 def node_size_for(gpu: Gpu, offers: list[Offer]) -> int:
-    """GPUs per server: the largest instance on offer (capped at the GPU's usual server), else the usual server."""
+    """GPUs per server: the largest instance on offer (capped at the GPU's usual server), else the usual
+    server."""
     sizes = [o.gpus for o in offers if o.gpus <= gpu.gpus_per_node]
     return max(sizes) if sizes else gpu.gpus_per_node
 
 
 def best_offer(offers: list[Offer], count: int, node_size: int) -> PriceChoice | None:
-    """The cheapest way to rent `count` GPUs as servers of `node_size` (an instance must hold a whole server)."""
+    """The cheapest way to rent `count` GPUs as servers of `node_size` (an instance must hold a whole
+    server)."""
     need = min(count, node_size)
     best: PriceChoice | None = None
     for o in offers:
@@ -224,7 +229,8 @@ def plan_cost(
     a: Assumptions,
     dataset_gb: float,
 ) -> CostRange:
-    """Cost of a job of (p10, p50, p90) hours at `usd_per_hour`, with volatility and storage for its duration."""
+    """Cost of a job of (p10, p50, p90) hours at `usd_per_hour`, with volatility and storage for its
+    duration."""
     vol = volatility(constraints, a)
     rate = a.cost.storage_usd_per_gb_month.value
     month = a.cost.hours_per_month.value

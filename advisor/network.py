@@ -43,7 +43,8 @@ class Network:
     lat_inter: float
 
     def place(self, group: int, stride: int) -> Placement:
-        """A group of `group` ranks, `stride` ranks apart (Megatron's order: tp innermost, then cp, dp, pp)."""
+        """A group of `group` ranks, `stride` ranks apart (Megatron's order: tp innermost, then cp, dp,
+        pp)."""
         per_node = max(1, min(group, self.node_size // stride)) if stride < self.node_size else 1
         per_pod = max(per_node, min(group, self.pod_gpus // max(stride, 1)))
         nodes_per_pod = max(1, per_pod // per_node)

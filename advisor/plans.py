@@ -1,4 +1,5 @@
-"""Provides plan candidates and misses, the facts rules test, and the serving search (training: plans_training)."""
+"""Provides plan candidates and misses, the facts rules test, and the serving search (training:
+plans_training)."""
 
 from __future__ import annotations
 

@@ -149,7 +149,8 @@ def _fold(
     for (instance, gid, count, plan, usd), regions in sorted(by_price.items()):
         regions.sort()
         note = (
-            f"same price in {len(regions)} regions: {', '.join(regions[:6])}{'...' if len(regions) > 6 else ''}"
+            f"same price in {len(regions)} regions: "
+            f"{', '.join(regions[:6])}{'...' if len(regions) > 6 else ''}"
             if len(regions) > 1
             else ""
         )
@@ -217,7 +218,8 @@ class Update:
 
 
 def build_update(knowledge: Knowledge, texts: dict[str, tuple[str, str]], source: str) -> Update:
-    """Parse every catalogue and merge with the earlier refresh (clouds not read this time keep their offers)."""
+    """Parse every catalogue and merge with the earlier refresh (clouds not read this time keep their
+    offers)."""
     parsed = {
         cloud: parse_catalogue(cloud, text, where, knowledge, source)
         for cloud, (text, where) in texts.items()

@@ -237,7 +237,8 @@ def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
 
 
 def evaluate(rules: tuple[Rule, ...] | list[Rule], facts: dict[str, Any]) -> list[Firing]:
-    """Return the rules that fire for these facts, in file order. Pure: the result depends on the facts alone."""
+    """Return the rules that fire for these facts, in file order. Pure: the result depends on the facts
+    alone."""
     return [
         Firing(r.id, r.kind, render(r.message, facts), r.explanation, r.source, r.score)
         for r in rules

@@ -1,5 +1,6 @@
 """Provides the field guide's own figures checked: its worked cost example, its cost table and its
-quality-inspection case study, each beside the corrected arithmetic, today's prices and the model's estimate."""
+quality-inspection case study, each beside the corrected arithmetic, today's prices and the model's
+estimate."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ class GuideExample(Strict):
 
 
 def guide_example(knowledge: Knowledge) -> GuideExample:
-    """($0.98/h x 4 x 72 h) x 1.35 + 1 TB for a month at $0.023/GB-month, as the guide should have computed it."""
+    """($0.98/h x 4 x 72 h) x 1.35 + 1 TB for a month at $0.023/GB-month, as the guide should have computed
+    it."""
     w = guide_figures(knowledge)["worked_example"]
     gpu_part = guide_cost(w["usd_per_gpu_hour"], w["gpus"], w["hours"], 1.0, 0, 0, 0)
     storage = guide_cost(0, 0, 0, 1.0, w["storage_gb"], w["storage_usd_per_gb_month"], w["storage_months"])
@@ -61,8 +63,10 @@ def guide_example(knowledge: Knowledge) -> GuideExample:
     )
     own = w["stated_gpu_part"] * w["volatility"] + w["storage_usd_per_gb_month"]
     errors = (
-        f"{w['usd_per_gpu_hour']:g} x {w['gpus']} x {w['hours']:g} = {gpu_part:.2f}, not {w['stated_gpu_part']:.2f}",
-        f"even from its own {w['stated_gpu_part']:.2f}: x {w['volatility']:g} + {w['storage_usd_per_gb_month']:g} "
+        f"{w['usd_per_gpu_hour']:g} x {w['gpus']} x {w['hours']:g} = {gpu_part:.2f}, not "
+        f"{w['stated_gpu_part']:.2f}",
+        f"even from its own {w['stated_gpu_part']:.2f}: x {w['volatility']:g} + "
+        f"{w['storage_usd_per_gb_month']:g} "
         f"= {own:.2f}, not {w['stated_total']:.2f}",
         f"storage: ${w['storage_usd_per_gb_month']:g} is per GB-month (S3 Standard), not per TB-month "
         f"({w['stated_storage_unit']}): {w['storage_gb'] / 1000:g} TB for {w['storage_months']:g} month is "
@@ -108,7 +112,8 @@ class TableRow(Strict):
 
 
 def cost_table(knowledge: Knowledge) -> list[TableRow]:
-    """The guide's monthly base prices as $/GPU-hour, its ranges recomputed, and today's cheapest fresh offer."""
+    """The guide's monthly base prices as $/GPU-hour, its ranges recomputed, and today's cheapest fresh
+    offer."""
     rows = []
     for r in guide_figures(knowledge)["cost_table"]:
         low, high = r["base_usd_month"] * r["volatility_low"], r["base_usd_month"] * r["volatility_high"]
@@ -176,7 +181,8 @@ def _model(knowledge: Knowledge, gpu: str, efficiency: Any) -> tuple[float | Non
 
 
 def case_study(knowledge: Knowledge, efficiency: Any = None) -> CaseStudy:
-    """The quality-inspection case: the guide's figures, today's cheapest fresh offer and the model's speed."""
+    """The quality-inspection case: the guide's figures, today's cheapest fresh offer and the model's
+    speed."""
     c = guide_figures(knowledge)["case_study"]
     gpu = knowledge.gpu(c["gpu"])
     offers = usable_offers(knowledge, gpu, Constraints())
@@ -191,15 +197,19 @@ def case_study(knowledge: Knowledge, efficiency: Any = None) -> CaseStudy:
     run_cache = storage_cost(cache, cache_gb, c["hours_after"])
     differences = [
         f"the guide's ${c['cost_after_usd']:,} for {c['gpus']} GPUs x {c['hours_after']} h is "
-        f"${implied_after:.2f}/GPU-h (${implied_before:.2f} before); its {c['share_training']:.0%} training share "
+        f"${implied_after:.2f}/GPU-h (${implied_before:.2f} before); its {c['share_training']:.0%} training "
+        f"share "
         f"is ${c['cost_after_usd'] * c['share_training'] / (c['gpus'] * c['hours_after']):.2f}/GPU-h",
-        f"today: {c['gpus']} x {gpu.id} cost ${after:,.0f} for {c['hours_after']} h on the cheapest fresh offer "
+        f"today: {c['gpus']} x {gpu.id} cost ${after:,.0f} for {c['hours_after']} h on the cheapest fresh "
+        f"offer "
         f"({choice.billed_gpus} GPUs billed), about {c['cost_after_usd'] / after:.0f}x less than the guide"
         if choice is not None and after
         else f"today: no fresh on-demand offer of {gpu.id}",
         f"the {c['cache_tb']} TB SSD cache on {cache.name} (${cache.usd_per_gb_month:g}/GB-month) costs "
-        f"${run_cache:,.0f} for the {c['hours_after']} h run but ${cache_gb * cache.usd_per_gb_month:,.0f} a month "
-        f"kept; the guide's {c['share_cache']:.0%} share (${c['cost_after_usd'] * c['share_cache']:,.0f}) fits neither",
+        f"${run_cache:,.0f} for the {c['hours_after']} h run but ${cache_gb * cache.usd_per_gb_month:,.0f} a "
+        f"month "
+        f"kept; the guide's {c['share_cache']:.0%} share (${c['cost_after_usd'] * c['share_cache']:,.0f}) "
+        f"fits neither",
         "the guide's 72 h -> 18 h (4x) is the 1 -> 4 GPU step if anything: the model gives "
         f"{speedup:.2f}x for ResNet-50 from 1 to 4 x {gpu.id}"
         if speedup

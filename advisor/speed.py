@@ -27,7 +27,8 @@ GBS = 1e9
 
 
 def compute_dtype(precision: str, gpu: Gpu) -> str:
-    """The dtype whose peak bounds the math: int8 uses int8 tensor cores where present, int4 runs in 16-bit."""
+    """The dtype whose peak bounds the math: int8 uses int8 tensor cores where present, int4 runs in
+    16-bit."""
     if precision == "int8":
         return "int8" if gpu.tflops.int8 else ("bf16" if gpu.tflops.bf16 else "fp16")
     if precision == "int4":
@@ -213,7 +214,8 @@ def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[fl
         msg = tokens * arch.hidden * act_value / tp
         pp_comm = 2.0 * m * layout.virtual * net.p2p_s(msg, layout.nodes > 1)
     if cp > 1:
-        # Ring attention passes each rank's K and V around the cp ranks: once forward, twice backward (K, V and
+        # Ring attention passes each rank's K and V around the cp ranks: once forward, twice backward (K, V
+        # and
         # their gradients), overlapped with the attention math of the same layer.
         kv = arch.kv_values_per_token_layer(tp) * tokens * act_value
         ring = 3.0 * (cp - 1) * net.p2p_s(kv, cp * tp > layout.node_size) * layers * m

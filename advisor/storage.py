@@ -1,4 +1,5 @@
-"""Provides storage prices per provider ($/GB-month, block and object, each sourced) from knowledge/storage.toml."""
+"""Provides storage prices per provider ($/GB-month, block and object, each sourced) from
+knowledge/storage.toml."""
 
 from __future__ import annotations
 

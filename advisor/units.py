@@ -82,7 +82,8 @@ def parse_count(
 
 
 def parse_hours(text: str | float | int, what: str, *, field: str | None = None) -> float:
-    """Parse a duration in hours: '72', '72h', '30min', '3d', '2w', '1mo'; a bare 'm' is refused as ambiguous."""
+    """Parse a duration in hours: '72', '72h', '30min', '3d', '2w', '1mo'; a bare 'm' is refused as
+    ambiguous."""
     if isinstance(text, (int, float)):
         hours = float(text)
     else:

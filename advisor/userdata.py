@@ -1,4 +1,5 @@
-"""Provides the user's data directory as a small database: locked updates, atomic files, bad files moved aside."""
+"""Provides the user's data directory as a small database: locked updates, atomic files, bad files moved
+aside."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ FILE_MODE = 0o666
 EXEC_MODE = 0o777
 # Stored JSON larger than this is not ours: it is moved aside rather than read into memory.
 MAX_STORED_BYTES = 16 << 20
-# What parsing a file of the wrong shape raises (pydantic's ValidationError and json's errors are ValueErrors).
+# What parsing a file of the wrong shape raises (pydantic's ValidationError and json's errors are
+# ValueErrors).
 BAD_SHAPE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 

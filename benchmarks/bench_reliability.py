@@ -175,7 +175,8 @@ def main() -> None:
     print(f"tracebacks (or internal errors): {t.problems.get('traceback', 0)}")
     other = {k: v for k, v in t.problems.items() if k != "traceback"}
     print(
-        f"other problems (multi-line errors, raw control characters, odd exit codes): {sum(other.values())} {other}"
+        f"other problems (multi-line errors, raw control characters, odd exit codes): {sum(other.values())} "
+        f"{other}"
     )
     for problem, example in t.examples.items():
         print(f"  e.g. {problem}: {example}")

@@ -1,7 +1,8 @@
 """Loads and checks benchmarks/memory_validation.csv (published measured peak memory) and prints a per-source summary.
 
 Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
-row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict agreement,
+row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict
+agreement,
 GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
 """
 
@@ -31,7 +32,8 @@ GIB = 1024**3 / 1e9
 
 @dataclass(frozen=True)
 class MemoryRow:
-    """One published measurement: a configuration, its outcome and (where measured) its peak memory per GPU."""
+    """One published measurement: a configuration, its outcome and (where measured) its peak memory per
+    GPU."""
 
     source: str
     source_ref: str

@@ -173,7 +173,8 @@ def mb_precision(system: str, cell: str, which: str) -> tuple[str, str]:
     if which == "main":
         return (
             "fp8",
-            "25.09 table has no precision column: fp8 current scaling assumed (same figures as the 25.11 FP8-CS rows)",
+            "25.09 table has no precision column: fp8 current scaling assumed (same figures as the 25.11 "
+            "FP8-CS rows)",
         )
     if system == "DGX-H100":
         return (

@@ -267,7 +267,8 @@ def report(rows: list[dict[str, str]]) -> None:
     for (src, kind), n in sorted(Counter((r["source"].split(":")[0], r["kind"]) for r in rows).items()):
         print(f"  {n:4d}  {kind:9s} {src}")
     print(
-        f"{sum(r['gpu'] in gpus and r['model'] in models for r in rows)} rows have GPU and model in the catalogue"
+        f"{sum(r['gpu'] in gpus and r['model'] in models for r in rows)} rows have GPU and model in the "
+        f"catalogue"
     )
     print(
         "not in the catalogue:",

@@ -1,4 +1,5 @@
-"""Provides a model spec read from a Hugging Face config.json, or built from a quick shape, with its parameter count."""
+"""Provides a model spec read from a Hugging Face config.json, or built from a quick shape, with its
+parameter count."""
 
 from __future__ import annotations
 
@@ -308,7 +309,8 @@ def _model_id(data: Mapping[str, Any], family: str, fallback: str) -> str:
 
 
 def spec_from_hf_config(data: Mapping[str, Any], *, source: str, model_id: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from a parsed config.json; unknown families and missing keys are one-line InputErrors."""
+    """Build a ModelSpec from a parsed config.json; unknown families and missing keys are one-line
+    InputErrors."""
     if not isinstance(data, Mapping):
         raise InputError(f"{source}: a config.json holds one JSON object, not {type(data).__name__}")
     data = _text_part(data)
@@ -391,7 +393,8 @@ def spec_from_shape(
     max_seq_len: int | None = None,
     model_id: str = "custom-shape",
 ) -> ModelSpec:
-    """A Llama-style decoder (RMSNorm, no biases) of the given shape: the quick --layers/--hidden/... model."""
+    """A Llama-style decoder (RMSNorm, no biases) of the given shape: the quick --layers/--hidden/...
+    model."""
     values = {
         "layers": layers,
         "hidden": hidden,
@@ -470,7 +473,8 @@ def _load_json(path: Path) -> Any:
 
 
 def read_hf_config(path: Path) -> ModelSpec:
-    """Read a Hugging Face config.json (or the folder holding one) into a ModelSpec; bad files are one line."""
+    """Read a Hugging Face config.json (or the folder holding one) into a ModelSpec; bad files are one
+    line."""
     path = Path(path)
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"

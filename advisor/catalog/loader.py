@@ -106,7 +106,8 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
 
 
 def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
-    """Render a pydantic error location as table[index] (id 'x').field, naming the row's id where it has one."""
+    """Render a pydantic error location as table[index] (id 'x').field, naming the row's id where it has
+    one."""
     parts: list[str] = []
     node = data
     for item in loc:

@@ -106,7 +106,8 @@ SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
 def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The model read from --config or built from --layers ... (None when neither is given), as Workload.spec."""
+    """The model read from --config or built from --layers ... (None when neither is given), as
+    Workload.spec."""
     g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     shape = [k for k in (*SHAPE_FLAGS, "experts", "experts_per_token") if g(k) is not None]
     ways = [
@@ -317,7 +318,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
-    """Print the answer, or write -o and --artefacts together: every file checked first, all written or none."""
+    """Print the answer, or write -o and --artefacts together: every file checked first, all written or
+    none."""
     from advisor.cli.output import Target, write_all
 
     targets = (

@@ -1,4 +1,5 @@
-"""Provides `gpu-advisor model train|evaluate` printing: one table of held-out figures, baselines and goals."""
+"""Provides `gpu-advisor model train|evaluate` printing: one table of held-out figures, baselines and
+goals."""
 
 from __future__ import annotations
 
@@ -108,24 +109,31 @@ def goals(scores: Sequence[Scores]) -> list[str]:
         if s.coverage_p10_p90 is None or not lo <= s.coverage_p10_p90 <= hi
     ]
     lines.append(
-        f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled {_pct(pooled.coverage_p10_p90, 0)}; "
-        + (f"NOT met on {', '.join(bad)}" if bad else "met")
+        f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled "
+        f"{_pct(pooled.coverage_p10_p90, 0)}; " + (f"NOT met on {', '.join(bad)}" if bad else "met")
     )
     return lines
 
 
 NOTES = [
-    "LLM rows of LLM stacks: 'source' is the shipped estimator (Huber ridge on physical inputs, every source weighted "
-    "equally, its penalty chosen by held-out source); 'source (trees)' the gradient-boosted trees on the same folds, "
+    "LLM rows of LLM stacks: 'source' is the shipped estimator (Huber ridge on physical inputs, every source "
+    "weighted "
+    "equally, its penalty chosen by held-out source); 'source (trees)' the gradient-boosted trees on the "
+    "same folds, "
     "shown for comparison; other rows: the trees",
-    "held out by source: every row of one repository (all its commits) predicted by a model fitted without it; "
+    "held out by source: every row of one repository (all its commits) predicted by a model fitted without "
+    "it; "
     "by GPU: every row of one GPU type",
-    "const-MFU: throughput = c x peak x GPUs / training FLOPs per item, c the median MFU of the training folds' "
-    "rows of the same family and precision class (fp8, 16-bit, 32-bit); physical: the core's speed of light of the "
+    "const-MFU: throughput = c x peak x GPUs / training FLOPs per item, c the median MFU of the training "
+    "folds' "
+    "rows of the same family and precision class (fp8, 16-bit, 32-bit); physical: the core's speed of light "
+    "of the "
     "stated layout (roofline, bubble, exposed communication) x one median efficiency of the training folds",
-    "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; rank = "
+    "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; "
+    "rank = "
     "pairs of rows of one source, model and precision whose per-GPU throughputs are ordered as measured",
-    "P10-P90 cover: split conformal; a held-out group's interval comes from the other groups' held-out residuals, "
+    "P10-P90 cover: split conformal; a held-out group's interval comes from the other groups' held-out "
+    "residuals, "
     "each group weighted equally (the shipped LLM interval: every source's held-out residuals)",
 ]
 
@@ -168,7 +176,8 @@ def model_train(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     folder = Path(args.out_dir) if args.out_dir else Path(str(resources.files("knowledge")))
     print(
-        f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating ...",
+        f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating "
+        f"...",
         file=sys.stderr,
     )
     model, meta, scores = train(knowledge)

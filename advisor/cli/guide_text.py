@@ -74,8 +74,10 @@ def user_text(r: dict) -> str:
     v = r["volatility"]
     return "\n".join(
         [
-            "cost = GPU $/h x GPUs x hours x demand multiplier + storage $/GB-month x GB x months (the guide's formula)",
-            f"  GPUs:    ${r['gpu_usd_per_hour']:g}/h x {r['gpus']:g} x {r['hours']:g} h = ${r['gpu_part']:,.2f}",
+            "cost = GPU $/h x GPUs x hours x demand multiplier + storage $/GB-month x GB x months (the "
+            "guide's formula)",
+            f"  GPUs:    ${r['gpu_usd_per_hour']:g}/h x {r['gpus']:g} x {r['hours']:g} h = "
+            f"${r['gpu_part']:,.2f}",
             f"  demand:  x{v[1]:g} ({v[0]:g}-{v[2]:g}, {r['volatility_basis']})",
             f"  storage: ${r['storage_usd_per_gb_month']:g}/GB-month x {r['storage_gb']:,.0f} GB x "
             f"{r['storage_months']:.3g} months = ${r['storage']:,.2f} ({r['storage_basis']})",
@@ -95,7 +97,8 @@ def example_text(knowledge: Knowledge) -> str:
         [
             f"The field guide's worked example [{src.ref}, section 5]:",
             f"  as printed: (${i['usd_per_gpu_hour']:g}/h x {i['gpus']:g} GPUs x {i['hours']:g} h) x "
-            f"{i['volatility']:g} + (1 TB x $0.023/TB-month) = ${g.stated_gpu_part:.2f} x {i['volatility']:g} + "
+            f"{i['volatility']:g} + (1 TB x $0.023/TB-month) = ${g.stated_gpu_part:.2f} x "
+            f"{i['volatility']:g} + "
             f"$0.023 = ${g.stated_total:.2f}",
             "  errors:",
         ]
@@ -135,7 +138,8 @@ def scenario_text(knowledge: Knowledge, name: str, efficiency: object) -> str:
         f"{s['title']} (field guide, section 4)",
         f"  as stated: {s['gpus']} x A100 ({s['provider'].upper()} EC2), {s['hours_before']} h -> "
         f"{s['hours_after']} h, ${s['cost_before_usd']:,} -> ${s['cost_after_usd']:,} per run, "
-        f"{s['cache_tb']} TB SSD cache; shares training {s['share_training']:.0%}, cache {s['share_cache']:.0%}, "
+        f"{s['cache_tb']} TB SSD cache; shares training {s['share_training']:.0%}, cache "
+        f"{s['share_cache']:.0%}, "
         f"monitoring {s['share_monitoring']:.0%}",
         f"  implied: ${c.implied_usd_per_gpu_hour_after:.2f}/GPU-h after, "
         f"${c.implied_usd_per_gpu_hour_before:.2f}/GPU-h before",

@@ -465,7 +465,8 @@ def _launch_ui() -> int:
     if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
         print(
             "gpu-advisor: error: the guided UI needs a terminal (stdin and stdout are not one); "
-            "run a subcommand instead (e.g. gpu-advisor recommend --help), or gpu-advisor serve for the UI in a "
+            "run a subcommand instead (e.g. gpu-advisor recommend --help), or gpu-advisor serve for the UI "
+            "in a "
             "browser",
             file=sys.stderr,
         )

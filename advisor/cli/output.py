@@ -1,4 +1,5 @@
-"""Provides the CLI's output plumbing: plain-text tables and atomic, all-or-nothing, no-clobber file writes."""
+"""Provides the CLI's output plumbing: plain-text tables and atomic, all-or-nothing, no-clobber file
+writes."""
 
 from __future__ import annotations
 

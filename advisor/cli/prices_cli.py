@@ -1,4 +1,5 @@
-"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs advisor.prices_update, prints, saves."""
+"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs advisor.prices_update, prints,
+saves."""
 
 from __future__ import annotations
 

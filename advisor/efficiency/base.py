@@ -42,7 +42,8 @@ class Query:
 
 
 class EfficiencyModel(Protocol):
-    """Predicts achieved / speed-of-light for plans; implementations: prior by regime, learned from benchmarks."""
+    """Predicts achieved / speed-of-light for plans; implementations: prior by regime, learned from
+    benchmarks."""
 
     name: str
     """Shown in every output that uses it, e.g. 'prior by regime (assumptions.toml)'."""

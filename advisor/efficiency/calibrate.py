@@ -167,7 +167,8 @@ def runs_of(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> list[
     out = []
     for row, cfg in zip(rows, configs, strict=True):
         run = run_of_row(row, str(cfg.get("stack") or "") or None)
-        # Values were checked by the config parser (whole numbers, a stack name), so Any is what they are here.
+        # Values were checked by the config parser (whole numbers, a stack name), so Any is what they are
+        # here.
         fields: dict[str, Any] = {
             k: v for k, v in cfg.items() if k in ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch")
         }
@@ -280,7 +281,8 @@ def _new_rows(knowledge: Knowledge, file: str) -> tuple[list[BenchmarkRow], list
 
 
 def calibrate_cli(args: argparse.Namespace) -> int:
-    """Add the runs in FILE to the user's calibration set and refit; --list shows them; --reset removes them."""
+    """Add the runs in FILE to the user's calibration set and refit; --list shows them; --reset removes
+    them."""
     folder = calibration_dir()
     if args.reset or getattr(args, "list", False):
         if args.file or (args.reset and getattr(args, "list", False)):
@@ -342,7 +344,8 @@ def _merge_and_refit(
             f"{before.name}"
         )
         print(
-            f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by the "
+            f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by "
+            f"the "
             f"refit on {model.rows:,} runs ({len(merged)} yours, weight {USER_WEIGHT:g}; the rest "
             "knowledge/benchmarks.csv and knowledge/llm_benchmarks.csv)"
         )

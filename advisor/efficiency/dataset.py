@@ -26,7 +26,8 @@ class Dataset:
 
 
 def shipped_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
-    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full configurations)."""
+    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full
+    configurations)."""
     llm, skipped = read_llm_runs(knowledge)
     return [run_of_row(r) for r in benchmarks_of(knowledge)] + llm, skipped
 

@@ -2,10 +2,13 @@
 
 Baselines, each fitted on the training folds only:
 - constant MFU: throughput = c(precision class) x peak x GPUs / training FLOPs per item, c the median measured
-  MFU of the training rows of the same family and precision class (fp8, 16-bit, 32-bit) - what analytic tools do;
-- physical: throughput = k x the core's speed of light (roofline, pipeline bubble, exposed communication of the
+  MFU of the training rows of the same family and precision class (fp8, 16-bit, 32-bit) - what analytic tools
+  do;
+- physical: throughput = k x the core's speed of light (roofline, pipeline bubble, exposed communication of
+the
   stated layout), k one global median efficiency of the training rows of the same family.
-Intervals are split-conformal: a held-out group's P10-P90 come from the held-out residuals of the other groups.
+Intervals are split-conformal: a held-out group's P10-P90 come from the held-out residuals of the other
+groups.
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ def apes(samples: Sequence[Sample], predicted: Sequence[float]) -> list[float]:
 
 
 def rank_accuracy(samples: Sequence[Sample], predicted: Sequence[float]) -> float:
-    """Share of row pairs of one source, workload and precision whose per-GPU throughputs are ordered as measured."""
+    """Share of row pairs of one source, workload and precision whose per-GPU throughputs are ordered as
+    measured."""
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for s, p in zip(samples, predicted, strict=True):
         key = (s.row.origin, s.row.workload, s.row.precision)
@@ -107,7 +111,8 @@ def held_out(
     group: Callable[[Sample], str],
     fit_predict: FitPredict,
 ) -> dict[int, float]:
-    """Log-efficiency predictions of test_rows, each by a model fitted without its whole group (all families)."""
+    """Log-efficiency predictions of test_rows, each by a model fitted without its whole group (all
+    families)."""
     out: dict[int, float] = {}
     for key in sorted({group(samples[i]) for i in test_rows}):
         test = [i for i in test_rows if group(samples[i]) == key]

@@ -95,7 +95,8 @@ class LearnedEfficiency:
         return out
 
     def _linear(self, q: Query, x: list[float]) -> tuple[float, float, float]:
-        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured range."""
+        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured
+        range."""
         linear = self.model.linear
         assert linear is not None and q.step is not None
         sol = q.step.items / q.step.total_s

@@ -1,9 +1,11 @@
 """Provides the LLM efficiency model: a strongly regularised linear model of log efficiency on a handful of
-physical inputs, read as plain numbers (pure Python at predict time; fitted by advisor/efficiency/linear_fit.py).
+physical inputs, read as plain numbers (pure Python at predict time; fitted by
+advisor/efficiency/linear_fit.py).
 
 Why not the trees for LLM rows: held out by source, the gradient-boosted trees lose to a constant MFU (they
 learn one harness's quirks from the 216 MosaicML rows); a linear model with source-balanced weights and a
-Huber loss generalises to an unseen source (see the leave-one-source-out table of `gpu-advisor model evaluate`).
+Huber loss generalises to an unseen source (see the leave-one-source-out table of `gpu-advisor model
+evaluate`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 
 from advisor.efficiency.features import FEATURES
 
-# The inputs, each a column of the feature vector except the last: log(speed of light / throughput at 100% MFU),
+# The inputs, each a column of the feature vector except the last: log(speed of light / throughput at 100%
+# MFU),
 # how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication).
 INPUTS: tuple[str, ...] = (
     "fp8",
@@ -40,7 +43,8 @@ _BITS = FEATURES.index("precision_bits")
 
 
 def llm_inputs(features: Sequence[float], log_sol_over_mfu: float) -> list[float]:
-    """The linear model's inputs, in INPUTS order, from one feature vector and the speed-of-light / MFU ratio."""
+    """The linear model's inputs, in INPUTS order, from one feature vector and the speed-of-light / MFU
+    ratio."""
     out = []
     for name in INPUTS:
         if name == "fp8":

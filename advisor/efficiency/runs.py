@@ -60,7 +60,8 @@ class Run:
 
     @property
     def origin(self) -> str:
-        """The source a held-out-source fold removes: the repository (every commit of it), or the user file."""
+        """The source a held-out-source fold removes: the repository (every commit of it), or the user
+        file."""
         return self.source.split("@")[0] if "@" in self.source else self.source.split(" ")[0]
 
     @property

@@ -64,7 +64,8 @@ def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed:
 
 
 def default_weights(samples: Sequence[Sample]) -> list[float]:
-    """LLM runs weigh LLM_WEIGHT: they are few next to Lambda's thousands of small-model runs, and where users live."""
+    """LLM runs weigh LLM_WEIGHT: they are few next to Lambda's thousands of small-model runs, and where
+    users live."""
     return [LLM_WEIGHT if s.family == "llm" else 1.0 for s in samples]
 
 
@@ -135,7 +136,8 @@ def evaluation(knowledge: Knowledge, extra: Sequence[Run] = ()) -> tuple[list[Sc
     llm = sum(1 for s in data.samples if s.family == "llm")
     notes = [
         f"{len(data.samples)} measured runs ({llm} LLM runs of LLM training stacks, "
-        f"{len(data.samples) - llm} others); {len(data.skipped)} left out (GPU or model not in the catalogue, "
+        f"{len(data.samples) - llm} others); {len(data.skipped)} left out (GPU or model not in the "
+        f"catalogue, "
         "no training peak for the precision, LoRA, or a layout the core cannot build)"
     ]
     return scores, notes
@@ -261,7 +263,8 @@ def cv_record(scores: Sequence[Scores]) -> dict[str, Any]:
 def write_artifact(
     model: ExportedModel, meta: dict[str, Any], scores: Sequence[Scores], folder: Path
 ) -> Path:
-    """Write the JSON artifact and its metadata (with the artifact's hash and the held-out scores) into folder."""
+    """Write the JSON artifact and its metadata (with the artifact's hash and the held-out scores) into
+    folder."""
     text = model.to_json()
     write_text_atomic(folder / ARTIFACT, text)
     record = {

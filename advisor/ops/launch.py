@@ -187,7 +187,8 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
                         "for": "0m",
                         "labels": {"severity": "warning"},
                         "annotations": {
-                            "summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job itself: "
+                            "summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job "
+                            f"itself: "
                             "check its logs (compute-sanitizer) before draining the node"
                         },
                     },
@@ -200,7 +201,8 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
                     },
                     {
                         "alert": "QueueWaitAboveTarget",
-                        "expr": f"histogram_quantile(0.9, sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
+                        "expr": f"histogram_quantile(0.9, "
+                        f"sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
                         f"{op.max_queue_wait_min.value * 60:.0f}",
                         "for": "30m",
                         "labels": {"severity": "warning"},

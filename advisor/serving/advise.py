@@ -12,7 +12,8 @@ from advisor.serving.queueing import APPROXIMATION, at_rate, capacity, largest_r
 
 
 def engine_of(workload: object) -> tuple[str, bool]:
-    """The serving engine and whether the user gave it (Workload.config.engine arrives with the config work)."""
+    """The serving engine and whether the user gave it (Workload.config.engine arrives with the config
+    work)."""
     given = getattr(getattr(workload, "config", None), "engine", None) or getattr(workload, "engine", None)
     return (str(given), True) if given else (DEFAULT_ENGINE, False)
 
@@ -74,7 +75,8 @@ def load_figures(
     rate: float | None,
     targets: bool = True,
 ) -> dict[str, float] | None:
-    """Max output tokens/s per GPU, TTFT/TPOT at `rate` (whole deployment) and the largest rate meeting targets."""
+    """Max output tokens/s per GPU, TTFT/TPOT at `rate` (whole deployment) and the largest rate meeting
+    targets."""
     model, cfg = load_model(), _config(job, precision, tp, engine)
     from advisor.speed import peak_flops
 
@@ -127,7 +129,8 @@ def describe_load(fig: dict[str, float], rate: float | None) -> tuple[str, ...]:
 
 
 def serving_source(job, workload: object) -> tuple[str, tuple[str, ...]]:
-    """The efficiency source's name for serving answers, and the notes saying what is learned and what is not."""
+    """The efficiency source's name for serving answers, and the notes saying what is learned and what is
+    not."""
     model = load_model()
     if model is None or job.arch is None:
         return (

@@ -1,4 +1,5 @@
-"""Leave-one-GPU-out and leave-one-model-out scores of the serving model against a constant-efficiency baseline."""
+"""Leave-one-GPU-out and leave-one-model-out scores of the serving model against a constant-efficiency
+baseline."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def scores(pairs: list[tuple[float, float, float, float]]) -> Scores:
 
 
 def held_out(cases: Sequence[Case], key: Callable[[Case], str], constant: bool) -> Scores:
-    """Fit without each group in turn; predict the group; interval = P10-P90 of the fold's training residuals."""
+    """Fit without each group in turn; predict the group; interval = P10-P90 of the fold's training
+    residuals."""
     rows = usable(cases)
     pairs = []
     for group in sorted({key(c) for c in rows}):
@@ -101,7 +103,8 @@ def evaluation_report(cases: Sequence[Case] | None = None, model: ServingModel |
     model = model or load_model()
     lines = [
         "Serving (TensorRT-LLM measured rows; throughput and batch-1 TTFT)",
-        f"{'split':22s} {'model':20s} {'rows':>5s} {'median':>7s} {'P90':>7s} {'<=2x':>6s} {'P10-P90 cov':>11s}",
+        f"{'split':22s} {'model':20s} {'rows':>5s} {'median':>7s} {'P90':>7s} {'<=2x':>6s} "
+        f"{'P10-P90 cov':>11s}",
     ]
     for split, name, s in evaluation_rows(cases):
         lines.append(

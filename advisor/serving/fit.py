@@ -1,4 +1,5 @@
-"""Fit the serving model's parameters to measured rows (training time only: needs scipy, shipped with scikit-learn)."""
+"""Fit the serving model's parameters to measured rows (training time only: needs scipy, shipped with
+scikit-learn)."""
 
 from __future__ import annotations
 

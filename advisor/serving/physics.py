@@ -3,7 +3,8 @@
 Decode reads every local weight once per step plus each sequence's KV cache at its average length, and does
 2 x active-params FLOPs per token; it runs at the slower of its bandwidth and compute bounds. Prefill does
 2 x active-params x prompt + 2 x layers x hidden x prompt^2 FLOPs (attention scores), compute bound.
-These mirror advisor/speed.py serving_times without its TP all-reduce term, which the learned efficiency absorbs.
+These mirror advisor/speed.py serving_times without its TP all-reduce term, which the learned efficiency
+absorbs.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def offline_output_tok_s(
     eta_prefill: float,
     eta_decode: float,
 ) -> float:
-    """Output tokens/s of a replica kept full at `batch`: each request costs its prefill plus its share of steps."""
+    """Output tokens/s of a replica kept full at `batch`: each request costs its prefill plus its share of
+    steps."""
     step = decode_step_s(shape, hw, precision, batch, isl + osl / 2.0) / eta_decode
     per_request = prefill_s(shape, hw, isl) / eta_prefill + osl * step / batch
     return osl / per_request if per_request > 0 and not math.isinf(per_request) else 0.0

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-# Published shapes (config.json of the Hugging Face repos meta-llama/Llama-3.2-1B and meta-llama/Llama-3.1-8B).
+# Published shapes (config.json of the Hugging Face repos meta-llama/Llama-3.2-1B and
+# meta-llama/Llama-3.1-8B).
 SHAPES = {
     "llama-3.2-1b": dict(
         num_hidden_layers=16,

@@ -18,10 +18,12 @@ LONGEST = "results/h200-hf-longest-seq-2026-11-30.jsonl"
 TOTAL_GB = 150.11  # torch.cuda.mem_get_info total on the measured H200 (143,771 MiB)
 WORKLOAD = {"mixed": "finetune", "pure-bf16": "finetune", "lora": "lora"}
 MODE_NOTE = {
-    "mixed": "fp32 weights (master copy) with bf16 autocast and torch AdamW (fused): the Hugging Face Trainer's "
+    "mixed": "fp32 weights (master copy) with bf16 autocast and torch AdamW (fused): the Hugging Face "
+    "Trainer's "
     "default with bf16=True",
     "pure-bf16": "weights, gradients and AdamW states in bf16 (no fp32 master copy), torch AdamW (fused)",
-    "lora": "PEFT LoRA rank 16 (alpha 32) on q,k,v,o,gate,up,down over a frozen bf16 base; AdamW on the adapters",
+    "lora": "PEFT LoRA rank 16 (alpha 32) on q,k,v,o,gate,up,down over a frozen bf16 base; AdamW on the "
+    "adapters",
 }
 
 
@@ -90,11 +92,13 @@ def longest_rows() -> list[dict]:
                 "seq_len": row["longest_fitting_seq_len"],
                 "measured_peak": "",
                 "unit": "",
-                "memory_kind": "none: the GPU's memory is the limit, seq_len the longest multiple of 1024 that trained",
+                "memory_kind": "none: the GPU's memory is the limit, seq_len the longest multiple of 1024 "
+                "that trained",
                 "outcome": "fits",
                 "kind": "max_seq_len",
                 "note": MODE_NOTE[row["mode"]] + f"; bisection: {row['longest_fitting_seq_len']} fits, "
-                f"{row['first_failing_seq_len']} does not{'' if row['converged'] else ' (not converged to 1024)'}; "
+                f"{row['first_failing_seq_len']} does "
+                f"not{'' if row['converged'] else ' (not converged to 1024)'}; "
                 f"{'gradient checkpointing' if row['grad_ckpt'] else 'no checkpointing'}",
             }
         )

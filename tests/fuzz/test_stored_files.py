@@ -1,4 +1,5 @@
-"""Stored files that go bad: moved (or copied) aside with one warning line, never lost, and the command answers."""
+"""Stored files that go bad: moved (or copied) aside with one warning line, never lost, and the command
+answers."""
 
 from __future__ import annotations
 

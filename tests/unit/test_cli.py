@@ -41,7 +41,8 @@ def test_top_level_help_lists_commands() -> None:
 def test_help_imports_neither_sklearn_nor_textual() -> None:
     code = (
         "import sys\nfrom advisor.cli.main import main\ntry:\n    main(['recommend', '--help'])\n"
-        "except SystemExit:\n    pass\nheavy = [m for m in ('sklearn', 'textual', 'numpy', 'plotext', 'pydantic') "
+        "except SystemExit:\n    pass\nheavy = [m for m in ('sklearn', 'textual', 'numpy', 'plotext', "
+        "'pydantic') "
         "if m in sys.modules]\nprint('HEAVY:' + ','.join(heavy))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

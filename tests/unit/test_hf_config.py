@@ -1,4 +1,5 @@
-"""Unit tests of reading Hugging Face config.json files and quick shapes into model specs with parameter counts."""
+"""Unit tests of reading Hugging Face config.json files and quick shapes into model specs with parameter
+counts."""
 
 from __future__ import annotations
 

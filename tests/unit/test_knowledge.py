@@ -118,7 +118,8 @@ def test_dense_peaks_are_not_sparse(knowledge) -> None:  # type: ignore[no-untyp
     h100 = knowledge.gpu("h100-sxm")
     assert h100.tflops.bf16 == pytest.approx(989, rel=0.01)  # 1979 is the 2:4 sparse figure
     assert knowledge.gpu("a100-80gb-sxm").tflops.bf16 == pytest.approx(312, rel=0.01)
-    # GeForce: fp16 with fp32 accumulate (what mixed-precision training runs) is half the fp16-accumulate peak.
+    # GeForce: fp16 with fp32 accumulate (what mixed-precision training runs) is half the fp16-accumulate
+    # peak.
     assert knowledge.gpu("rtx-4090").tflops.fp16 == pytest.approx(165.2, rel=0.01)
 
 

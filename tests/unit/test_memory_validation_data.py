@@ -1,4 +1,5 @@
-"""Unit tests of benchmarks/memory_validation.csv: published measured peak memory rows, each valid and sourced."""
+"""Unit tests of benchmarks/memory_validation.csv: published measured peak memory rows, each valid and
+sourced."""
 
 from __future__ import annotations
 

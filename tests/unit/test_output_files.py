@@ -1,4 +1,5 @@
-"""-o and --artefacts: checked before writing, all or nothing, normal modes, regular files only, faults one line."""
+"""-o and --artefacts: checked before writing, all or nothing, normal modes, regular files only, faults one
+line."""
 
 from __future__ import annotations
 

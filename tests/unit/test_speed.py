@@ -112,7 +112,8 @@ def _mosaic_rows(knowledge) -> list[dict[str, str]]:  # type: ignore[no-untyped-
 
 
 def test_flops_per_token_reproduce_mosaicmls_reported_mfu(knowledge) -> None:  # type: ignore[no-untyped-def]
-    # MosaicML's table gives measured tokens/s and the MFU it implies (model FLOPs, recomputation not counted).
+    # MosaicML's table gives measured tokens/s and the MFU it implies (model FLOPs, recomputation not
+    # counted).
     # Our FLOPs per token and the A100's dense bf16 peak must turn the one into the other.
     rows = _mosaic_rows(knowledge)
     assert len(rows) >= 20
