@@ -84,7 +84,7 @@ class Layout:
 
     def with_(self, **changes: object) -> Layout:
         """A copy with some fields changed (the search makes many: faster than dataclasses.replace)."""
-        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]
+        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]  # field values by name
 
 
 _FIELDS = tuple(f.name for f in fields(Layout))

@@ -416,7 +416,7 @@ def _report(exc: BaseException) -> int:
         _say(str(exc))
         return 2
     if _is_validation_error(exc):
-        err = exc.errors()[0]  # type: ignore[attr-defined]
+        err = exc.errors()[0]  # type: ignore[attr-defined]  # a pydantic ValidationError, checked by name above
         field = ".".join(str(p) for p in err["loc"])
         _say(f"--{field.replace('_', '-')}: {err['msg']} (got {err['input']!r})" if field else err["msg"])
         return 2
@@ -481,7 +481,7 @@ def _launch_ui() -> int:
 
 def _isatty(stream: object) -> bool:
     try:
-        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]  # any stream-like object
     except (ValueError, OSError):
         return False
 

@@ -60,7 +60,7 @@ class ExportedModel:
     def predict_log(self, x: Sequence[float]) -> float:
         """Predicted log efficiency."""
         total = self.baseline
-        for node in self._nested:  # type: ignore[attr-defined]
+        for node in self._nested:  # type: ignore[attr-defined]  # set in __post_init__ of this frozen class
             while node.__class__ is tuple:
                 node = node[2] if x[node[0]] <= node[1] else node[3]
             total += node

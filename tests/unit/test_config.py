@@ -12,14 +12,14 @@ from advisor.predict import predict
 GPT3 = dict(model="gpt3-175b", precision="bf16", seq_len=2048)
 
 
-def _predict(knowledge, count: int, **config):  # type: ignore[no-untyped-def]
+def _predict(knowledge, count: int, **config):
     mb = config.pop("micro_batch", None)
     w = Workload(**GPT3, batch_size=mb, config=RunConfig(**config))
     return predict(knowledge, w, "h100-sxm", count, Constraints(), PriorEfficiency(knowledge.assumptions))
 
 
 @pytest.mark.parametrize("count,dp", [(1024, 16), (8192, 128)])
-def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:  # type: ignore[no-untyped-def]
+def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:
     p = _predict(knowledge, count, tp=8, pp=8, recompute="full", global_batch=1536)
     assert p.throughput is not None
     assert (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.recompute) == (8, 8, dp, "full")
@@ -30,7 +30,7 @@ def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:  # type:
     assert c["micro_batch"].source == "chosen"
 
 
-def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
     p = _predict(knowledge, 64, tp=8, pp=1, zero=0, recompute="none", micro_batch=4, global_batch=1536)
     assert p.throughput is None and p.refusal == "memory"
     assert (p.layout.tp, p.layout.pp, p.layout.sharding, p.layout.recompute, p.layout.micro_batch) == (
@@ -58,12 +58,12 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:  # 
         (dict(tp=8, shard_group=3), 64, "--shard-group 3 does not divide"),
     ],
 )
-def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:  # type: ignore[no-untyped-def]
+def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:
     with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")):
         _predict(knowledge, count, **config)
 
 
-def test_moe_expert_parallel_must_divide_experts(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_moe_expert_parallel_must_divide_experts(knowledge) -> None:
     w = Workload(model="mixtral-8x7b", kind="pretrain", config=RunConfig(ep=3))
     with pytest.raises(InputError, match="--ep 3 does not divide mixtral-8x7b's 8 experts"):
         predict(knowledge, w, "h100-sxm", 48, Constraints(), PriorEfficiency(knowledge.assumptions))
@@ -78,7 +78,7 @@ def test_old_optimizer_name_is_read() -> None:
     assert Workload(model="llama-2-7b", optimizer="adam8bit").optimizer == "adamw-8bit"
 
 
-def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:
     p = predict(
         knowledge,
         Workload(model="waveglow"),
@@ -91,7 +91,7 @@ def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:  # type: 
     assert "global batch" in p.notes[0] and "does not fit" not in p.notes[0]
 
 
-def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:
     p = predict(
         knowledge,
         Workload(model="mpt-125m", kind="pretrain", precision="bf16"),

@@ -34,7 +34,7 @@ def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, 
     return json.loads(capsys.readouterr().out)
 
 
-def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:
     out = _predict_json(capsys, "--config", str(CONFIGS / "llama-3.1-8b.json"))
     assert any("8.03B parameters counted from the shape" in a for a in out["assumed"])
     from advisor.catalog.hf_config import read_hf_config
@@ -44,7 +44,7 @@ def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None: 
     assert spec.source.endswith("llama-3.1-8b.json")
 
 
-def test_quick_shape_matches_the_config(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_quick_shape_matches_the_config(capsys) -> None:
     out = _predict_json(capsys, *SHAPE)
     assert any("model shape from shape" in a for a in out["assumed"])
 
@@ -58,13 +58,13 @@ def test_quick_shape_matches_the_config(capsys) -> None:  # type: ignore[no-unty
         [*SHAPE[:-2], "--vocab", "many"],
     ],
 )
-def test_bad_model_flags_are_one_line_exit_2(flags, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_bad_model_flags_are_one_line_exit_2(flags, capsys) -> None:
     assert main(["predict", *flags, "--gpu", "h100-sxm"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "error" in err
 
 
-def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> None:
     spec_file = tmp_path / "run.toml"
     config = tmp_path / "config.json"
     config.write_text((CONFIGS / "llama-3.2-1b.json").read_text())
@@ -92,7 +92,7 @@ def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> No
     assert "config.json" in json.dumps(report["job"]) or report["job"]["model_id"]
 
 
-def test_generic_params_take_llama3_proportions(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_generic_params_take_llama3_proportions(knowledge) -> None:
     arch = dense_arch_for(8e9)
     spec = knowledge.model("llama-3.1-8b")
     assert (arch.layers, arch.hidden, arch.kv_heads, arch.ffn_hidden, arch.vocab) == (

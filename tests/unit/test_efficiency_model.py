@@ -23,26 +23,26 @@ HELD_OUT = "pytorch/torchtitan"  # the fixed fold: 26 runs of a stack whose trai
 
 
 @pytest.fixture(scope="module")
-def meta(knowledge):  # type: ignore[no-untyped-def]
+def meta(knowledge):
     return tomllib.loads(knowledge.root.joinpath(META).read_text())
 
 
 @pytest.fixture(scope="module")
-def exported(knowledge) -> ExportedModel:  # type: ignore[no-untyped-def]
+def exported(knowledge) -> ExportedModel:
     return ExportedModel.from_json(knowledge.root.joinpath(ARTIFACT).read_text())
 
 
 @pytest.fixture(scope="module")
-def samples(knowledge) -> list[Sample]:  # type: ignore[no-untyped-def]
+def samples(knowledge) -> list[Sample]:
     return shipped_dataset(knowledge).samples
 
 
-def test_artifact_hash_matches_metadata(knowledge, meta) -> None:  # type: ignore[no-untyped-def]
+def test_artifact_hash_matches_metadata(knowledge, meta) -> None:
     text = knowledge.root.joinpath(ARTIFACT).read_bytes()
     assert hashlib.sha256(text).hexdigest() == meta["artifact_sha256"]
 
 
-def test_model_was_trained_on_the_current_knowledge(knowledge, meta, exported) -> None:  # type: ignore[no-untyped-def]
+def test_model_was_trained_on_the_current_knowledge(knowledge, meta, exported) -> None:
     assert data_hash(knowledge) == meta["data_sha256"], "knowledge changed since training: run `make train`"
     assert meta["feature_order"] == list(exported.features) == list(FEATURES)
     assert "llm by source" in meta["cv"] and f"llm by source / {HELD_OUT}" in meta["cv"]
@@ -56,7 +56,7 @@ def _subsample(samples: list[Sample]) -> list[Sample]:
     return [s for s in samples if s.family == "llm"] + others[::6]
 
 
-def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> None:
     import numpy as np
 
     sub = _subsample(samples)
@@ -77,7 +77,7 @@ def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> 
     assert sum(e < 1.0 for e in model) / len(model) >= 0.6
 
 
-def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -> None:
     import numpy as np
 
     sub = _subsample(samples)[::3]
@@ -105,7 +105,7 @@ def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -
 
 
 @pytest.mark.slow
-def test_the_shipped_trees_are_what_training_produces(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_the_shipped_trees_are_what_training_produces(samples, exported) -> None:
     _, trees = export_trees(fit(samples))
     assert trees == exported.trees, (
         "the artifact is not what `gpu-advisor model train` fits: run `make train`"
@@ -117,7 +117,7 @@ def test_conformal_offsets_weigh_every_group_equally() -> None:
     assert weighted_quantile([1, 2, 3, 4], [0, 0, 0, 1], 0.1) == 4
 
 
-def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, exported) -> None:
     model = LearnedEfficiency(exported, knowledge.assumptions, PriorEfficiency(knowledge.assumptions))
     assert "learned from" in model.name and "stack" in model.name
     batch = FEATURES.index("log_items_per_gpu_step")
@@ -129,7 +129,7 @@ def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, expo
         assert exported.predict_log(bigger) >= log - 1e-12
 
 
-def _predict(knowledge, stack: str):  # type: ignore[no-untyped-def]
+def _predict(knowledge, stack: str):
     from advisor.predict import predict
 
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
@@ -139,7 +139,7 @@ def _predict(knowledge, stack: str):  # type: ignore[no-untyped-def]
     return predict(knowledge, workload, "h100-sxm", 64, efficiency=learned)
 
 
-def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:
     megatron, hf = _predict(knowledge, "megatron"), _predict(knowledge, "hf")
     assert megatron.efficiency is not None and hf.efficiency is not None
     assert megatron.efficiency.p50 != pytest.approx(hf.efficiency.p50)
@@ -147,7 +147,7 @@ def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:  # ty
     assert "stack hf: eager kernels" in hf.efficiency_source
 
 
-def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:
     from advisor.efficiency.explicit import job_of_run, stated_layout
     from advisor.efficiency.runs import read_llm_runs
     from advisor.errors import InputError
@@ -168,7 +168,7 @@ def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # t
         stated_layout(job, 24, 3, run.precision, 1)
 
 
-def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None:  # type: ignore[no-untyped-def]
+def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None:
     lo, hi = exported.interval["llm"]
     assert lo < 0 < hi
     llm = [s for s in samples if s.family == "llm"]
@@ -176,7 +176,7 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
     assert conformal_offsets(llm, dict.fromkeys(range(len(llm)), 0.0), by_source)[0] < 0
 
 
-def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:
     from advisor.efficiency.linear_fit import fit_linear, linear_fit_predict, sample_inputs
 
     linear = exported.linear
@@ -204,7 +204,7 @@ def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, export
     assert lo < 0 < hi
 
 
-def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:
     import subprocess
     import sys
 

@@ -16,7 +16,7 @@ GOLDEN = Path(__file__).parent / "golden" / "recommend_llama2_7b_finetune.toml"
 WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
 
-def _report(knowledge):  # type: ignore[no-untyped-def]
+def _report(knowledge):
     return recommend(
         knowledge,
         Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
@@ -25,7 +25,7 @@ def _report(knowledge):  # type: ignore[no-untyped-def]
     )
 
 
-def test_golden_toml(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_golden_toml(knowledge) -> None:
     text = export_toml(_report(knowledge), knowledge, WHEN)
     if (
         os.environ.get("GPU_ADVISOR_UPDATE_GOLDEN") == "1"
@@ -39,7 +39,7 @@ def test_golden_toml(knowledge) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def test_record_is_self_describing(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_record_is_self_describing(knowledge) -> None:
     data = tomllib.loads(export_toml(_report(knowledge), knowledge, WHEN))
     assert data["schema_version"] == 1 and data["tool"]["name"] == "gpu-advisor"
     assert data["generated_at"] == WHEN
@@ -64,7 +64,7 @@ def test_record_is_self_describing(knowledge) -> None:  # type: ignore[no-untype
     assert data["rules_fired"] and isinstance(data["advice"], list)
 
 
-def test_round_trip_reproduces_the_plans(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_round_trip_reproduces_the_plans(knowledge) -> None:
     report = _report(knowledge)
     data = tomllib.loads(export_toml(report, knowledge, WHEN))
     again = recommend(

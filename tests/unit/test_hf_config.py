@@ -14,11 +14,11 @@ from advisor.errors import InputError
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 
-def _read(name: str):  # type: ignore[no-untyped-def]
+def _read(name: str):
     return read_hf_config(FIXTURES / f"{name}.json")
 
 
-def test_llama_31_8b_matches_the_catalogue(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_llama_31_8b_matches_the_catalogue(knowledge) -> None:
     spec = _read("llama-3.1-8b")
     catalogue = knowledge.model("llama-3.1-8b")
     assert spec.params == pytest.approx(catalogue.params, rel=0.01)
@@ -96,7 +96,7 @@ def test_a_folder_holding_config_json_is_read(tmp_path: Path) -> None:
     assert read_hf_config(folder).id == "mixtral-8x7b-v0.1"
 
 
-def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:
     spec = spec_from_shape(32, 4096, 32, 8, 14336, 128256)
     assert spec.params == pytest.approx(knowledge.model("llama-3.1-8b").params, rel=1e-3)
     moe = spec_from_shape(32, 4096, 32, 8, 14336, 32000, experts=8, experts_per_token=2)
@@ -195,7 +195,7 @@ def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
         ("llama-3.2-1b", "llama-3.2-1b"),
     ],
 )
-def test_catalogue_entries_agree_with_their_config(knowledge, fixture: str, model_id: str) -> None:  # type: ignore[no-untyped-def]
+def test_catalogue_entries_agree_with_their_config(knowledge, fixture: str, model_id: str) -> None:
     spec, entry = _read(fixture), knowledge.model(model_id)
     assert spec.params == pytest.approx(entry.params, rel=1e-3)
     assert spec.active == pytest.approx(entry.active, rel=1e-3)

@@ -85,7 +85,7 @@ REQUIRED_CHECKS = [
 ]
 
 
-def test_required_gpus_models_and_checks(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_required_gpus_models_and_checks(knowledge) -> None:
     assert set(REQUIRED_GPUS) <= {g.id for g in knowledge.gpus}
     assert set(REQUIRED_MODELS) <= {m.id for m in knowledge.models}
     assert set(REQUIRED_CHECKS) <= {e.id for e in knowledge.checklist}
@@ -103,18 +103,18 @@ def test_required_gpus_models_and_checks(knowledge) -> None:  # type: ignore[no-
         ("L40S", "l40s"),
     ],
 )
-def test_gpu_aliases_resolve(knowledge, alias: str, gpu_id: str) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_aliases_resolve(knowledge, alias: str, gpu_id: str) -> None:
     assert knowledge.gpu(alias).id == gpu_id
 
 
-def test_unknown_names_raise_one_line_input_errors(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_names_raise_one_line_input_errors(knowledge) -> None:
     with pytest.raises(InputError, match="unknown GPU 'h1000'; accepted: t4, "):
         knowledge.gpu("h1000")
     with pytest.raises(InputError, match="unknown model 'llama-9'"):
         knowledge.model("llama-9")
 
 
-def test_dense_peaks_are_not_sparse(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_dense_peaks_are_not_sparse(knowledge) -> None:
     h100 = knowledge.gpu("h100-sxm")
     assert h100.tflops.bf16 == pytest.approx(989, rel=0.01)  # 1979 is the 2:4 sparse figure
     assert knowledge.gpu("a100-80gb-sxm").tflops.bf16 == pytest.approx(312, rel=0.01)
@@ -123,7 +123,7 @@ def test_dense_peaks_are_not_sparse(knowledge) -> None:  # type: ignore[no-untyp
     assert knowledge.gpu("rtx-4090").tflops.fp16 == pytest.approx(165.2, rel=0.01)
 
 
-def test_every_figure_has_a_source(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_every_figure_has_a_source(knowledge) -> None:
     for g in knowledge.gpus:
         assert g.field_sources, g.id
         assert all(knowledge.source(k) for k in g.field_sources.values()), g.id
@@ -133,13 +133,13 @@ def test_every_figure_has_a_source(knowledge) -> None:  # type: ignore[no-untype
         assert knowledge.source(o.source) and o.date, (o.provider, o.instance)
 
 
-def test_prices_cover_five_providers_with_spot(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_prices_cover_five_providers_with_spot(knowledge) -> None:
     providers = {o.provider for o in knowledge.offers}
     assert {"aws", "gcp", "lambda"} <= providers and len(providers) >= 5
     assert any(o.pricing == "spot" for o in knowledge.offers)
 
 
-def test_checklist_entries_are_actionable(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_checklist_entries_are_actionable(knowledge) -> None:
     for e in knowledge.checklist:
         assert len(e.steps) >= 5 and e.symptoms and e.sources, e.id
     oom = next(e for e in knowledge.checklist if e.id == "oom")
@@ -219,7 +219,7 @@ def test_unknown_source_key_is_rejected(knowledge_copy: Path) -> None:
         load_knowledge_from(knowledge_copy)
 
 
-def test_benchmark_rows_resolve_to_catalogue(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_benchmark_rows_resolve_to_catalogue(knowledge) -> None:
     from advisor.context import benchmarks_of
 
     rows = benchmarks_of(knowledge)

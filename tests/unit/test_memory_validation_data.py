@@ -25,7 +25,7 @@ def mv() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def ids(knowledge) -> tuple[set[str], set[str]]:  # type: ignore[no-untyped-def]
+def ids(knowledge) -> tuple[set[str], set[str]]:
     return {g.id for g in knowledge.gpus}, {m.id for m in knowledge.models}
 
 
@@ -42,7 +42,7 @@ def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
     assert any(r.outcome == "oom" for r in rows) and any(r.kind == "max_seq_len" for r in rows)
 
 
-def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:
     for row in mv.load_rows():
         if row.measured_peak_gb is None:
             continue

@@ -22,7 +22,7 @@ def _fail_writes_in(folder: Path, code: int, monkeypatch: pytest.MonkeyPatch) ->
     """A small fake filesystem fault: creating a file in folder fails as a read-only or full disk would."""
     real = tempfile.mkstemp
 
-    def mkstemp(*args, dir=None, **kwargs):  # type: ignore[no-untyped-def]
+    def mkstemp(*args, dir=None, **kwargs):
         if dir is not None and Path(dir).resolve() == folder.resolve():
             raise OSError(code, os.strerror(code), str(folder))
         return real(*args, dir=dir, **kwargs)

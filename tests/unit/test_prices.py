@@ -23,7 +23,7 @@ def pinned_today(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPU_ADVISOR_TODAY", TODAY)
 
 
-def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None:
     texts = read_folder(FIXTURE, ("aws", "gcp", "lambda"))
     update = build_update(knowledge, texts, "fixture")
     aws = update.parsed["aws"]
@@ -44,7 +44,7 @@ def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None
     assert all(not o.includes_host for o in update.parsed["gcp"].offers)  # GCP prices the host VM apart
 
 
-def test_invalid_rows_are_skipped_and_named(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_rows_are_skipped_and_named(knowledge) -> None:
     text = (
         "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Region,Price,SpotPrice\n"
         "p5.48xlarge,H100,8,192,2048,us-east-1,abc,\n"
@@ -56,7 +56,7 @@ def test_invalid_rows_are_skipped_and_named(knowledge) -> None:  # type: ignore[
     assert len(parsed.offers) == 1
 
 
-def test_name_mapping_uses_form_factor_hints(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_name_mapping_uses_form_factor_hints(knowledge) -> None:
     known = {g.id for g in knowledge.gpus}
     assert (
         gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known)
@@ -66,7 +66,7 @@ def test_name_mapping_uses_form_factor_hints(knowledge) -> None:  # type: ignore
     assert gpu_id("aws", "Gaudi3", "x", "", known) is None
 
 
-def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> None:
     assert main(["prices", "update", "--from", str(FIXTURE), "--dry-run"]) == 0
     assert not user_prices_path().exists()
     assert "T4g" in capsys.readouterr().out
@@ -89,13 +89,13 @@ def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> Non
     assert any(f.startswith("region outlier") for f in central["flags"])  # $4.20 against a $10.42 median
 
 
-def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatch, capsys) -> None:
     import urllib.request
 
     assert main(["prices", "update", "--from", str(FIXTURE)]) == 0
     before = user_prices_path().read_text()
 
-    def offline(*_a, **_k):  # type: ignore[no-untyped-def]
+    def offline(*_a, **_k):
         raise urllib.error.URLError("Name or service not known")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
@@ -106,7 +106,7 @@ def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatc
     assert user_prices_path().read_text() == before
 
 
-def test_missing_folder_is_a_one_line_error(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_missing_folder_is_a_one_line_error(capsys) -> None:
     assert main(["prices", "update", "--from", "/no/such/dir"]) == 2
     assert "no such folder" in capsys.readouterr().err
 
@@ -131,7 +131,7 @@ def test_outliers_are_regions_far_from_the_instance_median() -> None:
     assert set(flagged) == {id(offers[0])} and flagged[id(offers[0])] == pytest.approx(10.4)
 
 
-def test_stale_offers_are_excluded_and_counted(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_stale_offers_are_excluded_and_counted(knowledge) -> None:
     gpu = knowledge.gpu("h100-sxm")
     screened = screen_offers(knowledge, gpu, Constraints())
     assert screened.stale and all((dt.date(2026, 11, 30) - o.date).days > 365 for o in screened.stale)
@@ -142,7 +142,7 @@ def test_stale_offers_are_excluded_and_counted(knowledge) -> None:  # type: igno
     assert notes and "older than 12 months excluded" in notes[0] and "no fresh price from" in notes[0]
 
 
-def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:
     assert (
         main(
             [
@@ -167,7 +167,7 @@ def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) 
     assert any("older than 12 months excluded" in n for n in report["notes"])
 
 
-def test_all_offers_ignores_an_unreadable_user_file(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_all_offers_ignores_an_unreadable_user_file(knowledge) -> None:
     user_prices_path().parent.mkdir(parents=True, exist_ok=True)
     user_prices_path().write_text("{not json")
     assert len(all_offers(knowledge)) == len(knowledge.offers)

@@ -91,7 +91,7 @@ def test_duplicate_ids_rejected() -> None:
         RuleBook.model_validate({"schema_version": 1, "sources": {}, "rule": [r, r]})
 
 
-def test_shipped_rules_use_the_vocabulary(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_shipped_rules_use_the_vocabulary(knowledge) -> None:
     kinds = {r.kind for r in knowledge.rules.rule}
     assert kinds == {"constraint", "preference", "advice"}
     for r in knowledge.rules.rule:
@@ -99,7 +99,7 @@ def test_shipped_rules_use_the_vocabulary(knowledge) -> None:  # type: ignore[no
     assert "plan.tp_outside_nvlink" in FIELDS
 
 
-def test_shipped_bf16_rule_excludes_volta(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_shipped_bf16_rule_excludes_volta(knowledge) -> None:
     fired = evaluate(
         knowledge.rules.rule,
         {"plan.precision": "bf16", "gpu.bf16": False, "gpu.id": "v100-16gb", "gpu.compute_capability": 7.0},

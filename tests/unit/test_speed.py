@@ -75,7 +75,7 @@ def _layout(**kw: object) -> Layout:
 
 
 @pytest.mark.parametrize("pp,m,v", [(4, 8, 1), (8, 16, 1), (4, 8, 2), (8, 32, 4)])
-def test_pipeline_bubble_is_the_schedules_closed_form(knowledge, pp: int, m: int, v: int) -> None:  # type: ignore[no-untyped-def]
+def test_pipeline_bubble_is_the_schedules_closed_form(knowledge, pp: int, m: int, v: int) -> None:
     # Narayanan et al. 2021, sec. 2.2: the 1F1B bubble is (p-1)/m of the ideal time; interleaving v chunks per
     # stage divides it by v.
     job = resolve_job(knowledge, Workload(model="gpt3-175b", kind="pretrain", seq_len=2048), need_data=False)
@@ -88,7 +88,7 @@ def test_pipeline_bubble_is_the_schedules_closed_form(knowledge, pp: int, m: int
     assert step.bubble_s / step.roofline_s == pytest.approx((pp - 1) / (m * v))
 
 
-def test_no_bubble_and_no_model_traffic_without_model_parallelism(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_no_bubble_and_no_model_traffic_without_model_parallelism(knowledge) -> None:
     job = resolve_job(
         knowledge, Workload(model="llama-3.1-8b", kind="pretrain", seq_len=4096), need_data=False
     )
@@ -102,7 +102,7 @@ def test_no_bubble_and_no_model_traffic_without_model_parallelism(knowledge) -> 
     assert step.items == 64 * 2 * 4096
 
 
-def _mosaic_rows(knowledge) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
+def _mosaic_rows(knowledge) -> list[dict[str, str]]:
     with (knowledge.root / "benchmarks.csv").open(newline="", encoding="utf-8") as fh:
         return [
             r
@@ -111,7 +111,7 @@ def _mosaic_rows(knowledge) -> list[dict[str, str]]:  # type: ignore[no-untyped-
         ]
 
 
-def test_flops_per_token_reproduce_mosaicmls_reported_mfu(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_flops_per_token_reproduce_mosaicmls_reported_mfu(knowledge) -> None:
     # MosaicML's table gives measured tokens/s and the MFU it implies (model FLOPs, recomputation not
     # counted).
     # Our FLOPs per token and the A100's dense bf16 peak must turn the one into the other.
