@@ -248,7 +248,16 @@ class TrainingMemoryModel:
         """ZeRO-3/FSDP buffers: blocks of 16-bit parameters all-gathered at once, and one block's gradient."""
         if layout.zero < 3 or layout.shard_ranks <= 1 or (layout.pp > 1 and self.job.stack == "torchtitan"):
             return 0.0  # (torchtitan with pipelines keeps the whole stage unsharded: counted in the weights)
-        block = self._local_params(layout.with_(sharding="none"), 3) / max(self.layers // layout.pp, 1)
+        local = self._local_params(layout.with_(sharding="none"), 3)
+        arch = self.job.arch
+        if arch is not None:
+            # A block is one transformer layer: the embedding and output tables are FSDP units of their own,
+            # so they are not spread over the layers (which would make a shallow model's blocks look huge).
+            tables = arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2)
+            share = max(self.job.params - tables, 0.0) / max(self.job.params, 1.0)
+            block = local * share / max(arch.layers // layout.pp, 1)  # local holds one stage's layers
+        else:
+            block = local / max(self.layers // layout.pp, 1)
         grad = 0.0 if self.peft else block * 4.0  # the unsharded gradient, reduced in fp32
         return block * self.a.memory.fsdp_gathered_layers.value * self.base_bytes + grad
 
