@@ -410,7 +410,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from advisor.efficiency.calibrate import calibrate_cli
+    from advisor.cli.calibrate_cli import calibrate_cli
 
     return calibrate_cli(args)
 

@@ -1,15 +1,12 @@
-"""Provides `gpu-advisor calibrate`: validate a user's measured runs, store them, refit, report the gain."""
+"""Provides the calibration store: a user's measured runs validated, stored under a lock, refitted on."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import json
 import math
 import statistics
-import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from advisor.checks import Bound, has_controls, in_bound, read_input_text, shown
 from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
 from advisor.efficiency.gbdt import ExportedModel
-from advisor.efficiency.learned import ARTIFACT, calibration_dir
+from advisor.efficiency.learned import ARTIFACT
 from advisor.efficiency.runs import Run, run_of_row
 from advisor.errors import AdvisorError, InputError
 from advisor.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
@@ -214,7 +211,26 @@ def _runs_csv(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> str
     return out.getvalue()
 
 
-def _reset(folder: Path) -> int:
+@dataclass(frozen=True, slots=True)
+class Refit:
+    """What one calibration did: runs stored, and the error on the new runs before and after the refit."""
+
+    folder: Path
+    stored: int
+    new: int
+    samples: int
+    err_before: tuple[float, ...]
+    err_after: tuple[float, ...]
+    before_name: str
+    model_rows: int
+
+    def median(self, errors: tuple[float, ...]) -> float:
+        """Median of one error list."""
+        return statistics.median(errors)
+
+
+def reset_calibration(folder: Path) -> tuple[list[str], list[str]]:
+    """Remove the stored runs and model: (names removed, names of files set aside earlier that are kept)."""
     with locked(LOCK):
         removed = [p for p in (folder / RUNS, folder / ARTIFACT) if p.is_file()]
         for path in removed:
@@ -222,92 +238,36 @@ def _reset(folder: Path) -> int:
         kept = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         if folder.is_dir() and not kept:
             folder.rmdir()
-    print(
-        f"removed {', '.join(p.name for p in removed)} from {folder}"
-        if removed
-        else "no calibration to remove"
-    )
-    if kept:
-        print(f"kept {len(kept)} file(s) set aside earlier in {folder}: {', '.join(kept)}")
-    return 0
+    return [p.name for p in removed], kept
 
 
-def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
+def list_runs(knowledge: Knowledge, folder: Path) -> list[BenchmarkRow]:
+    """The stored runs (read under the lock)."""
     with locked(LOCK):
         rows, _ = stored_runs(knowledge, folder)
-    if fmt == "json":
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
-        return 0
-    from advisor.cli.output import table
-
-    if not rows:
-        print(f"no stored runs in {folder}")
-        return 0
-    print(
-        table(
-            ("workload", "gpu", "count", "nodes", "precision", "throughput", "unit", "source"),
-            [
-                (
-                    r.workload,
-                    r.gpu,
-                    r.count,
-                    r.nodes,
-                    r.precision,
-                    f"{r.throughput:,.6g}",
-                    r.unit,
-                    shown(r.source).strip("'"),
-                )
-                for r in rows
-            ],
-            right=(2, 3, 5),
-        )
-    )
-    print(f"{len(rows)} run(s) in {folder / RUNS}")
-    return 0
+    return rows
 
 
-def _new_rows(knowledge: Knowledge, file: str) -> tuple[list[BenchmarkRow], list[dict[str, object]]]:
+def read_new_runs(
+    knowledge: Knowledge, file: str
+) -> tuple[list[BenchmarkRow], list[dict[str, object]], list[str]]:
+    """The runs of a user's CSV with their configuration columns, and one message per bad row."""
     text = read_input_text(file, "calibrate", MAX_CSV_BYTES)
-    new, configs, errors = validate_runs(knowledge, text, Path(file).name)
-    for e in errors:
-        print(e, file=sys.stderr)
-    if errors:
-        raise InputError(
-            f"{len(errors)} bad row(s) in {shown(file)}; nothing was stored. Fix them and run again"
-        )
-    if not new:
-        raise InputError(f"{shown(file)}: no rows")
-    return new, configs
+    return validate_runs(knowledge, text, Path(file).name)
 
 
-def calibrate_cli(args: argparse.Namespace) -> int:
-    """Add the runs in FILE to the user's calibration set and refit; --list shows them; --reset removes
-    them."""
-    folder = calibration_dir()
-    if args.reset or getattr(args, "list", False):
-        if args.file or (args.reset and getattr(args, "list", False)):
-            raise InputError("--reset and --list take no FILE and not each other")
-        if args.reset:
-            return _reset(folder)
-    elif not args.file:
-        raise InputError(
-            "give a CSV of measured runs (columns: " + ", ".join(COLUMNS) + "), --list or --reset"
-        )
-    from advisor.catalog import load_knowledge
+def calibrate(
+    knowledge: Knowledge, folder: Path, new: list[BenchmarkRow], configs: list[dict[str, object]]
+) -> tuple[Refit, list[tuple[str, str]]]:
+    """Store the new runs and refit; (what was done, the runs that could not be modelled and why).
 
-    knowledge = load_knowledge()
-    if getattr(args, "list", False):
-        return _list(knowledge, folder, getattr(args, "format", None) or "table")
-    new, configs = _new_rows(knowledge, args.file)
+    One calibration at a time: the stored runs are read, merged, refitted on and written under the lock, so
+    parallel runs queue instead of overwriting each other's runs."""
     data = build_dataset(knowledge, runs_of(new, configs))
-    for label, why in data.skipped:
-        print(f"skipped {label}: {why}", file=sys.stderr)
     if not data.samples:
         raise AdvisorError("none of the rows can be modelled; nothing was stored")
-    # One calibrate at a time: the stored runs are read, merged, refitted on and written under the lock, so
-    # parallel runs queue instead of overwriting each other's runs.
     with locked(LOCK):
-        return _merge_and_refit(knowledge, folder, (new, configs), data.samples, Path(args.file).name)
+        return _merge_and_refit(knowledge, folder, (new, configs), data.samples), list(data.skipped)
 
 
 def _merge_and_refit(
@@ -315,8 +275,7 @@ def _merge_and_refit(
     folder: Path,
     given: tuple[list[BenchmarkRow], list[dict[str, object]]],
     samples: list[Sample],
-    name: str,
-) -> int:
+) -> Refit:
     from advisor.efficiency.learned import load_learned
     from advisor.efficiency.prior import PriorEfficiency
     from advisor.efficiency.train import train
@@ -327,30 +286,16 @@ def _merge_and_refit(
     merged = previous + [r for r, _ in fresh]
     merged_configs = prev_configs + [c for _, c in fresh]
     before = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
-    print(
-        f"refitting on {len(merged)} of your runs (weight {USER_WEIGHT:g}) and the shipped benchmarks ...",
-        file=sys.stderr,
-    )
     model, _, _ = train(knowledge, runs_of(merged, merged_configs), USER_WEIGHT, with_cv=False)
     write_text_atomic(folder / RUNS, _runs_csv(merged, merged_configs))
     write_text_atomic(folder / ARTIFACT, model.to_json())
-    err_before = _errors(before.model, samples) if before else []
-    err_after = _errors(model, samples)
-    print(f"stored {len(merged)} runs in {folder} ({len(merged) - len(previous)} new)")
-    if err_before and before is not None:
-        print(f"error on your {len(samples)} new runs (measured: {name}):")
-        print(
-            f"  before: median {statistics.median(err_before):.1%}, max {max(err_before):.1%} - predicted by "
-            f"{before.name}"
-        )
-        print(
-            f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by "
-            f"the "
-            f"refit on {model.rows:,} runs ({len(merged)} yours, weight {USER_WEIGHT:g}; the rest "
-            "knowledge/benchmarks.csv and knowledge/llm_benchmarks.csv)"
-        )
-    print(
-        "predictions now say 'calibration on N of your runs'; see them with: gpu-advisor calibrate --list; "
-        "undo with: gpu-advisor calibrate --reset"
+    return Refit(
+        folder=folder,
+        stored=len(merged),
+        new=len(merged) - len(previous),
+        samples=len(samples),
+        err_before=tuple(_errors(before.model, samples)) if before else (),
+        err_after=tuple(_errors(model, samples)),
+        before_name=before.name if before else "",
+        model_rows=model.rows,
     )
-    return 0
