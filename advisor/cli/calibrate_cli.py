@@ -107,7 +107,8 @@ def _calibrate(knowledge: Knowledge, folder: Path, file: str) -> int:
         print(f"error on your {done.samples} new runs (measured: {name}):")
         before, after = done.err_before, done.err_after
         print(
-            f"  before: median {done.median(before):.1%}, max {max(before):.1%} - predicted by {done.before_name}"
+            f"  before: median {done.median(before):.1%}, max {max(before):.1%} - predicted by "
+            f"{done.before_name}"
         )
         print(
             f"  after:  median {done.median(after):.1%}, max {max(after):.1%} - predicted by the refit on "
