@@ -297,6 +297,24 @@ class TrainingMemoryModel:
         total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
         return total + overhead_range(comm_groups(layout), self.a, training=True)[1]
 
+    def fixed_floor(self, count: int) -> float:
+        """A lower bound on fixed_high() of every layout over `count` GPUs: each state sharded over all of them
+        (no layout splits a parameter over more ranks than tp x pp x its shard ranks, at most the count), no
+        ZeRO-3 gather buffers, and the fewest communicators (one, past one GPU); offloaded states count zero."""
+        offload, per = self.job.offload, self.job.params / count
+        weights = 0.0 if offload == "params" else per * self.base_bytes
+        grads = 0.0 if offload == "params" else per * self.grad_bytes
+        on_host = offload in ("optimizer", "params")
+        master = 0.0 if on_host else per * self.master_bytes
+        opt = 0.0 if on_host or self.paged else per * self.opt_bytes
+        adapters = 0.0
+        if self.peft:
+            states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
+            adapters = self.job.trainable_params / count * (2.0 * self.adapter_w + states)
+        least_groups = 1 if count > 1 else 0
+        overhead = min(overhead_range(g, self.a, training=True)[1] for g in range(least_groups, 6))
+        return weights * (1 + self.werr) + grads + master + opt + adapters + overhead
+
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
         """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what
         autograd holds at the peak, before the allocator's fragmentation."""

@@ -224,10 +224,8 @@ class TrainingSearch:
             return res  # no peak for this precision: callers refuse it before searching
         nodes = max(1, math.ceil(count / self.node_size))
         cheapest = self.recomputes()[0]
-        ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
-                        key=lambda x: (x[0], x[1]))
         floor_scale = min(self._flops_per_item(r) for r in self.recomputes()) / self._flops_per_item(cheapest)
-        for quick, _, shape in ranked:
+        for quick, shape in self._ranked(count):
             if self.prune and quick * floor_scale > self._threshold(res):
                 break  # sorted: no later shape can beat the k-th best either
             if self.prune and self._shape_bound(shape) > self._threshold(res):
@@ -236,6 +234,36 @@ class TrainingSearch:
                 continue
             self._search_shape(shape, count, nodes, res)
         return res
+
+    def _ranked(self, count: int) -> list[tuple[float, Shape]]:
+        """The count's shapes by their compute bound at the cheapest recomputation (ties in enumeration order)."""
+        cheapest = self.recomputes()[0]
+        ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
+                        key=lambda x: (x[0], x[1]))
+        return [(quick, shape) for quick, _, shape in ranked]
+
+    # --- counts where nothing can fit ---------------------------------------------------------------------
+    def cannot_fit(self, count: int) -> bool:
+        """Whether no layout of this count can fit, by a lower bound on its memory: the states sharded over all
+        its ranks, the fewest communicators, and the leanest activations of any of its shapes at the smallest
+        micro-batch. Such a count is searched only to word its refusal, so that is left until it is read."""
+        shapes = self.shapes(count)
+        if self.peak is None or not shapes:
+            return False
+        splits = {(s.tp, s.cp, s.pp) for s in shapes}
+        act = min(self.model.per_sequence_high(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits)
+        floor = self.model.fixed_floor(count) + act * (self.job.batch_size or 1)
+        return floor * (1.0 - BOUND_MARGIN) > self.room_total
+
+    def refusal(self, count: int) -> Miss | None:
+        """The miss of a count that cannot fit (cannot_fit): the global batch when no shape takes it, else a
+        memory miss whose wording, from the leanest layout, is searched for only when it is read."""
+        res = _CountResult()
+        for _, shape in self._ranked(count):
+            if self._batch_ok(shape, count, res):
+                return LazyMemoryMiss(self.gpu.id, count, 1.0 / count,
+                                      lambda: self.miss(count, self.search_count(count)))
+        return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
         return min(self.bound_per_item(shape, r) for r in self.recomputes())
@@ -384,6 +412,28 @@ class TrainingSearch:
         return res.leanest[1], self.model.components(res.leanest[1], self.usable)
 
 
+class LazyMemoryMiss(Miss):
+    """A memory miss (a count that cannot fit) whose message, the leanest layout's breakdown, is found by that
+    count's full search the first time it is read: the why-not lines read only a few."""
+
+    __slots__ = ("_resolve",)
+
+    def __init__(self, gpu_id: str, count: int, rank: float, resolve: Callable[[], Miss | None]) -> None:
+        for name, value in (("gpu_id", gpu_id), ("count", count), ("kind", "memory"), ("rank", rank),
+                            ("_resolve", resolve)):
+            object.__setattr__(self, name, value)
+
+    @property  # type: ignore[override]  # a slot of Miss, filled on first read
+    def message(self) -> str:
+        try:
+            return Miss.message.__get__(self)  # type: ignore[attr-defined,no-any-return]
+        except AttributeError:
+            full = self._resolve()
+            assert full is not None and full.kind == "memory", "cannot_fit() let through a count that fits"
+            Miss.message.__set__(self, full.message)  # type: ignore[attr-defined]
+            return full.message
+
+
 def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] | None:
     """How to read each fact the hard rules test straight off a layout (the same values layout_facts gives),
     or None when a rule tests a fact not listed here (then the facts are built in full)."""
@@ -408,6 +458,11 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     candidates: list[Candidate] = []
     misses: list[Miss] = []
     for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
+        if search.cannot_fit(count):
+            refusal = search.refusal(count)
+            if refusal is not None:
+                misses.append(refusal)
+            continue
         res = search.search_count(count)
         if res.found:
             ordered = sorted(res.found)

@@ -179,13 +179,14 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
     top_gpus = {s.cand.gpu.id for s in top}
     priority = {"deadline": 0, "budget": 0, "latency": 1, "memory": 2, "scale": 3, "constraint": 3, "price": 5,
                 "precision": 6}
-    lines: list[tuple[tuple[float, ...], str]] = []
+    # A line is worded only once it is among those shown: a memory miss words itself with a search (lazily).
+    lines: list[tuple[tuple[float, ...], Callable[[], str]]] = []
     for gpu_id in top_gpus:  # why not fewer of the chosen GPUs
         smaller = [m for m in search.misses if m.gpu_id == gpu_id and m.kind == "memory"
                    and m.count < min(c for g, c in chosen if g == gpu_id)]
         if smaller:
             m = max(smaller, key=lambda m: m.count)
-            lines.append(((0, m.count), m.line()))
+            lines.append(((0, m.count), m.line))
     feasible_by_gpu: dict[str, Scored] = {}
     position = {s.key: i + 1 for i, s in enumerate(ranked)}
     for s in ranked:
@@ -193,8 +194,9 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
             feasible_by_gpu[s.cand.gpu.id] = s
     for gpu_id, s in feasible_by_gpu.items():
         what = f"{s.hours.p50:,.1f} h" if s.latency_s is None else f"{s.latency_s.p50:.1f} s per request"
-        lines.append(((1, position[s.key]), f"{gpu_id} x{s.cand.layout.count}: ranks #{position[s.key]} "
-                                            f"({what}, ${s.cost.mid:,.0f}) behind the plans above"))
+        text = (f"{gpu_id} x{s.cand.layout.count}: ranks #{position[s.key]} ({what}, ${s.cost.mid:,.0f}) "
+                "behind the plans above")
+        lines.append(((1, position[s.key]), lambda text=text: text))
     by_gpu: dict[str, Miss] = {}
     for m in search.misses:
         if m.gpu_id in top_gpus or m.gpu_id in feasible_by_gpu:
@@ -205,8 +207,8 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
                 m.rank < best.rank if m.kind in ("deadline", "budget") else m.count > best.count)):
             by_gpu[m.gpu_id] = m
     for m in by_gpu.values():
-        lines.append(((2 + priority[m.kind], m.rank, -m.count), m.line()))
-    return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]]
+        lines.append(((2 + priority[m.kind], m.rank, -m.count), m.line))
+    return [word() for _, word in sorted(lines, key=lambda x: x[0])[:limit]]
 
 
 def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:

@@ -13,7 +13,8 @@ from advisor.inputs import Constraints, RunConfig, Workload
 from advisor.job import resolve_job
 from advisor.layout import Layout
 from advisor.memory import GB, TrainingMemoryModel
-from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found
+from advisor.plans import counts_for
+from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found, search_training
 from advisor.speed import training_step
 
 
@@ -87,6 +88,42 @@ def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str,
             ref_res = reference.search_count(count)
             assert pruned.miss(count, res) == reference.miss(count, ref_res)
             assert pruned.leanest_memory(res) == reference.leanest_memory(ref_res)
+
+
+REFUSAL_CASES = [
+    ({"model": "llama-2-70b", "kind": "finetune"}, "l40s"), ({"model": "llama-2-70b", "kind": "finetune"}, "a10g"),
+    ({"model": "llama-3.1-405b", "kind": "pretrain"}, "h100-sxm"), ({"model": "mixtral-8x7b", "kind": "qlora"}, "t4"),
+    ({"model": "llama-2-70b", "kind": "lora", "config": {"offload": "optimizer"}}, "rtx-4090"),
+    ({"model": "llama-2-70b", "kind": "finetune", "batch_size": 4}, "a100-80gb-sxm"),
+    ({"model": "llama-2-7b", "kind": "finetune", "optimizer": "paged-adamw-8bit"}, "rtx-4090"),
+    ({"model": "resnet50"}, "t4"),
+]
+
+
+@pytest.mark.parametrize("workload,gpu", REFUSAL_CASES, ids=lambda v: str(v)[:40])
+def test_counts_that_cannot_fit_are_refused_as_the_full_search_refuses(knowledge, workload: dict, gpu: str) -> None:  # type: ignore[no-untyped-def]
+    # The memory floor only skips counts where the full search finds nothing, and the lazily worded refusal
+    # reads exactly as the full search's (same kind, rank and message).
+    w = dict(workload)
+    if "config" in w:
+        w["config"] = RunConfig(**w["config"])
+    g = knowledge.gpu(gpu)
+    precision = "bf16" if g.tflops.bf16 else "fp16"
+    ctx = _ctx(knowledge, precision=precision, **w)
+    node = g.gpus_per_node
+    counts = counts_for(node, 4096)
+    search = TrainingSearch(ctx, g, precision, node)
+    expected, skipped = [], 0
+    for count in counts:
+        res = search.search_count(count)
+        if search.cannot_fit(count):
+            skipped += 1
+            assert not res.found, f"x{count} cannot fit by the floor, yet the search found a layout"
+        if not res.found and (miss := search.miss(count, res)) is not None:
+            expected.append((miss.gpu_id, miss.count, miss.kind, miss.rank, miss.message))
+    _, misses = search_training(ctx, g, precision, node, counts)
+    assert [(m.gpu_id, m.count, m.kind, m.rank, m.message) for m in misses] == expected
+    assert skipped or w["model"] == "resnet50"  # the floor does skip the hopeless counts (resnet50 fits on one)
 
 
 def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-untyped-def]
