@@ -67,12 +67,14 @@ class TrainingSearch:
     """The search of one job on one GPU type at one precision (constants precomputed once)."""
 
     def __init__(self, ctx: Context, gpu: Gpu, precision: str, node_size: int, *, prune: bool = True,
-                 dominance: bool = True) -> None:
+                 dominance: bool = True, leanest: bool = True) -> None:
         """`prune` skips shapes by their lower bound; `dominance` drops layouts another one always matches or
         beats (DDP where ZeRO-1 runs, a costlier recomputation or ZeRO-2 that fits no larger micro-batch):
-        both on in use; the exhaustive reference turns the bound off, the naive one both."""
+        both on in use; the exhaustive reference turns the bound off, the naive one both. `leanest` False
+        stops looking for the leanest layout once a hard rule has refused the count (the refusal then names
+        the rule, so only predict, which shows the leanest memory too, needs it)."""
         self.ctx, self.gpu, self.precision, self.node_size = ctx, gpu, precision, node_size
-        self.prune, self.dominance = prune, dominance
+        self.prune, self.dominance, self.keep_leanest = prune, dominance, leanest
         self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
         self.usable = gpu.memory_gb * (1 - ctx.headroom)
         self.room_total = self.usable * GB
@@ -91,6 +93,9 @@ class TrainingSearch:
         self.flops_per_item: dict[str, float] = {}
         self.floors: dict[tuple[int, int, int, int, str], float] = {}
         self.getters = _fact_getters(self.tested, gpu)
+        # When the hard rules test no fact of a trial's own (its recomputation or micro-batch), a rule that
+        # refuses one trial of a sharded shape refuses them all: judged once per shape and sharding.
+        self.per_base = self.getters is not None and not {"plan.recompute", "plan.micro_batch"} & set(self.tested)
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -310,6 +315,10 @@ class TrainingSearch:
                           pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, virtual=shape.virtual,
                           sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
                           shard_group=self.cfg.shard_group or 0)
+            hard = self._verdict(base) if self.per_base else None
+            if hard is not None:
+                self._refused(shape, zero, base, zero1_mb, res, hard, count)
+                continue
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
@@ -320,6 +329,21 @@ class TrainingSearch:
                     if self.prune and shape.pp > 1 and self._trial_bound(shape, recompute, mb) > self._threshold(res):
                         continue
                     self._try(base, recompute, mb, variant, count, res)
+
+    def _refused(self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int], res: _CountResult,
+                 hard: Any, count: int) -> None:
+        """A shape and sharding a hard rule refuses: no trial runs, but the bookkeeping does (the leanest layout,
+        ZeRO-1's micro-batches for the dominance rule), and the first refused trial names the count's refusal.
+        That is the refusal the trial-by-trial search gives whenever nothing runs at the count: with nothing
+        kept, nothing is pruned, so the first trial of the first refused policy is reached."""
+        if res.constraint_miss is not None and not self.keep_leanest and zero != 1:
+            return  # the refusal is named: the leanest layout is not read, nor this sharding's micro-batches
+        policies = self._policies(shape, zero, base, zero1_mb, res)
+        if res.constraint_miss is None and any(self.micro_batches(shape, mb_max) for _, mb_max in policies):
+            res.constraint_miss = self._constraint_miss(hard, count)
+
+    def _constraint_miss(self, hard: Any, count: int) -> Miss:
+        return Miss(self.gpu.id, count, "constraint", f"{hard.message} (rule {hard.rule_id})", 2.0)
 
     def _policies(self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int],
                   res: _CountResult) -> list[tuple[str, int]]:
@@ -350,10 +374,9 @@ class TrainingSearch:
         accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
         layout = Layout(base.count, base.nodes, base.node_size, base.precision, base.tp, base.pp, base.dp,
                         base.sharding, recompute, mb, accum, base.cp, base.ep, base.shard_group, base.virtual)
-        hard = self._verdict(layout)
+        hard = None if self.per_base else self._verdict(layout)  # per_base: judged with its shape and sharding
         if hard is not None:
-            res.constraint_miss = res.constraint_miss or Miss(self.gpu.id, count, "constraint",
-                                                              f"{hard.message} (rule {hard.rule_id})", 2.0)
+            res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
             return
         per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
         step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
@@ -454,7 +477,7 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
                     counts: list[int] | None = None) -> tuple[list[Candidate], list[Miss]]:
     """Every count of this GPU (or the given ones) with its fastest fitting layout and runner-ups, and the
     misses with their real reasons."""
-    search = TrainingSearch(ctx, gpu, precision, node_size)
+    search = TrainingSearch(ctx, gpu, precision, node_size, leanest=False)
     candidates: list[Candidate] = []
     misses: list[Miss] = []
     for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
