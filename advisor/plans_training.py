@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from advisor.catalog.gpus import Gpu
 from advisor.context import Context
@@ -23,9 +23,9 @@ BOUND_MARGIN = 1e-9  # a bound is exact in real numbers; this covers its roundin
 SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left."""
+class Shape(NamedTuple):
+    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left (a tuple:
+    the search keys its memos on it, and a tuple hashes without a Python call)."""
 
     tp: int
     pp: int
@@ -92,6 +92,7 @@ class TrainingSearch:
         self.bounds: dict[tuple[Shape, str], float] = {}
         self.flops_per_item: dict[str, float] = {}
         self.floors: dict[tuple[int, int, int, int, str], float] = {}
+        self._shapes: dict[int, list[Shape]] = {}
         self.getters = _fact_getters(self.tested, gpu)
         # When the hard rules test no fact of a trial's own (its recomputation or micro-batch), a rule that
         # refuses one trial of a sharded shape refuses them all: judged once per shape and sharding.
@@ -109,7 +110,13 @@ class TrainingSearch:
         return ("none", "selective", "full")
 
     def shapes(self, count: int) -> list[Shape]:
-        """Every tp x pp x cp x ep x dp = count the model and the stated values allow."""
+        """Every tp x pp x cp x ep x dp = count the model and the stated values allow (memoised)."""
+        shapes = self._shapes.get(count)
+        if shapes is None:
+            shapes = self._shapes[count] = self._enumerate(count)
+        return shapes
+
+    def _enumerate(self, count: int) -> list[Shape]:
         arch, c = self.job.arch, self.cfg
         if arch is None:
             return [Shape(1, 1, 1, 1, count)] if c.dp in (None, count) else []
@@ -412,12 +419,12 @@ class TrainingSearch:
         return self.verdicts[key]
 
     # --- results ------------------------------------------------------------------------------------------
-    def candidate(self, found: _Found) -> Candidate:
-        """A found layout with its memory breakdown and rule firings."""
+    def candidate(self, found: _Found, *, rules: bool = True) -> Candidate:
+        """A found layout with its memory breakdown and rule firings (without them when `rules` is False: a
+        runner-up shows no rules unless it becomes the chosen layout, and then with_rules() adds them)."""
         memory = self.model.components(found.layout, self.usable)
-        facts = plan_facts(self.gpu_facts, found.layout, memory, self.gpu, found.step.comm_fraction)
-        return Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step,
-                         firings=evaluate(self.others, facts), facts=facts)
+        cand = Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step)
+        return _judged(cand, self.gpu_facts, self.others) if rules else cand
 
     def miss(self, count: int, res: _CountResult) -> Miss | None:
         """The real reason nothing ran at this count: memory, the global batch, or a hard rule."""
@@ -457,6 +464,21 @@ class LazyMemoryMiss(Miss):
             return full.message
 
 
+def with_rules(ctx: Context, cand: Candidate) -> Candidate:
+    """The candidate with the facts the plan rules test and the soft rules that fire on them (once)."""
+    if cand.facts:
+        return cand
+    others = [r for r in ctx.rules_by_scope["plan"] if r.kind != "constraint"]
+    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others)
+
+
+def _judged(cand: Candidate, gpu_facts: dict[str, Any], others: list[Any]) -> Candidate:
+    assert cand.step is not None
+    cand.facts = plan_facts(gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction)
+    cand.firings = evaluate(others, cand.facts)
+    return cand
+
+
 def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] | None:
     """How to read each fact the hard rules test straight off a layout (the same values layout_facts gives),
     or None when a rule tests a fact not listed here (then the facts are built in full)."""
@@ -490,7 +512,7 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
         if res.found:
             ordered = sorted(res.found)
             best = search.candidate(ordered[0])
-            best.alternatives = [search.candidate(f) for f in ordered[1:]]
+            best.alternatives = [search.candidate(f, rules=False) for f in ordered[1:]]
             candidates.append(best)
         else:
             miss = search.miss(count, res)

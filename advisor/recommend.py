@@ -21,7 +21,7 @@ from advisor.configuration import configuration, goodput_out, layout_out, memory
 from advisor.goodput import Goodput, goodput
 from advisor.inputs import MAX_COUNT
 from advisor.plans import Candidate, Miss, efficiency_query, resolve_precision, search_inference
-from advisor.plans_training import search_training
+from advisor.plans_training import search_training, with_rules
 from advisor.predict import alternative_out
 from advisor.report import FrontPoint, JobOut, Money, PlanOut, PriceOut, Range3, Report, RuleOut, ServingOut, Throughput
 from advisor.rules import Firing, evaluate
@@ -359,6 +359,7 @@ def _with_efficiency(ctx: Context, candidates: list[Candidate], serving_eff: dic
         group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
         group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
         best, eff = group[0]
+        with_rules(ctx, best)  # a runner-up that the efficiency makes the fastest is scored by its rules too
         best.alternatives = [c for c, _ in group[1:]]
         out.append((best, eff, [e for _, e in group[1:]]))
     return out
