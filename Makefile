@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: bytecode run test screenshots benchmark train evaluate clean
+.PHONY: bytecode run lint test screenshots benchmark train evaluate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,13 @@ bytecode: $(STAMP)
 run: $(STAMP) bytecode
 	$(BIN)/gpu-advisor
 
-test: $(STAMP)
+# The lint and type gate: style and bugs (ruff), formatting (ruff format), types of the core (mypy).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy advisor
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 screenshots: $(STAMP)

@@ -19,7 +19,9 @@ def entry(knowledge: Knowledge, error_type: str) -> ChecklistEntry:
     for e in knowledge.checklist:
         if e.id == wanted:
             return e
-    raise InputError(f"unknown error type {error_type!r}; accepted: {', '.join(e.id for e in knowledge.checklist)}")
+    raise InputError(
+        f"unknown error type {error_type!r}; accepted: {', '.join(e.id for e in knowledge.checklist)}"
+    )
 
 
 def search(knowledge: Knowledge, text: str) -> list[ChecklistEntry]:
@@ -50,11 +52,18 @@ def find_entries(knowledge: Knowledge, error_type: str | None, text: str | None)
 
 def entries_for_plan(knowledge: Knowledge, report: Report, plan: PlanOut) -> list[tuple[ChecklistEntry, str]]:
     """The checklist entries worth reading before running a plan, most likely first, each with why."""
-    wanted: list[tuple[str, str]] = [("oom", f"{plan.memory.dominant} is the largest memory component "
-                                             f"({plan.memory.per_gpu_gb:.0f} of {plan.memory.usable_gb:.0f} GB)")]
+    wanted: list[tuple[str, str]] = [
+        (
+            "oom",
+            f"{plan.memory.dominant} is the largest memory component "
+            f"({plan.memory.per_gpu_gb:.0f} of {plan.memory.usable_gb:.0f} GB)",
+        )
+    ]
     if plan.count > 1:
-        wanted += [("nccl-hang", f"{plan.count} GPUs synchronise every step"),
-                   ("distributed-mismatch", "every worker must run the same versions")]
+        wanted += [
+            ("nccl-hang", f"{plan.count} GPUs synchronise every step"),
+            ("distributed-mismatch", "every worker must run the same versions"),
+        ]
     if plan.nodes > 1:
         wanted.append(("network", f"{plan.nodes} servers talk over the network"))
     if plan.price is not None and plan.price.pricing == "spot":

@@ -1,4 +1,5 @@
-"""Provides the shared numeric input checks: finite, in range, whole where it must be, and safe-to-show text."""
+"""Provides the shared numeric input checks: finite, in range, whole where it must be, and safe-to-show
+text."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ class Bound:
 # The ranges every door (flags, --from files, calibration CSVs, stored files) holds a value to. They are wide
 # enough for any real job and narrow enough that the arithmetic downstream stays finite and meaningful.
 BOUNDS: dict[str, Bound] = {
-    "params": Bound(1e6, 1e14),                       # 1M .. 100T parameters
-    "seq_len": Bound(1, 1 << 22, integer=True),       # up to 4M tokens
+    "params": Bound(1e6, 1e14),  # 1M .. 100T parameters
+    "seq_len": Bound(1, 1 << 22, integer=True),  # up to 4M tokens
     "batch_size": Bound(1, 1 << 16, integer=True),
     "lora_rank": Bound(1, 1 << 16, integer=True),
     "tokens": Bound(1, 1e16),
@@ -44,7 +45,7 @@ BOUNDS: dict[str, Bound] = {
     "tpot_ms": Bound(0, 1e7, lo_open=True),
     "ttft_ms": Bound(0, 1e7, lo_open=True),
     "budget_usd": Bound(0, 1e12, lo_open=True),
-    "deadline_hours": Bound(0, 1e6, lo_open=True),    # about 114 years
+    "deadline_hours": Bound(0, 1e6, lo_open=True),  # about 114 years
     "top": Bound(1, 1000, integer=True),
     "max_gpus": Bound(1, 65536, integer=True),
     "tp": Bound(1, 1024, integer=True),
@@ -107,7 +108,8 @@ def checked(field: str, value: object, what: str | None = None, given: object = 
 
 
 def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -> dict[str, object]:
-    """data with every numeric field that has a bound checked (others pass through for the schema to judge)."""
+    """data with every numeric field that has a bound checked (others pass through for the schema to
+    judge)."""
     names = names or {}
     out = dict(data)
     for key, value in data.items():

@@ -6,8 +6,20 @@ from advisor.errors import InputError
 from advisor.inputs import RunConfig, virtual_stages
 from advisor.job import Job
 
-TRAINING_ONLY = ("cp", "ep", "dp", "zero", "shard_group", "recompute", "global_batch", "global_batch_tokens",
-                 "pp_schedule", "master_weights", "offload", "stack")
+TRAINING_ONLY = (
+    "cp",
+    "ep",
+    "dp",
+    "zero",
+    "shard_group",
+    "recompute",
+    "global_batch",
+    "global_batch_tokens",
+    "pp_schedule",
+    "master_weights",
+    "offload",
+    "stack",
+)
 
 
 def _flag(name: str) -> str:
@@ -19,8 +31,10 @@ def _check_kind(job: Job, c: RunConfig) -> None:
     if not job.training:
         wrong = [k for k in TRAINING_ONLY if k in given]
         if wrong:
-            raise InputError(f"{_flag(wrong[0])} applies to training; --workload inference takes --tp, --pp, "
-                             "--engine and --headroom")
+            raise InputError(
+                f"{_flag(wrong[0])} applies to training; --workload inference takes --tp, --pp, "
+                "--engine and --headroom"
+            )
     elif c.engine is not None:
         raise InputError("--engine applies to --workload inference; training takes --stack")
     if c.lora_targets is not None and job.kind not in ("lora", "qlora"):
@@ -31,8 +45,10 @@ def _check_shape(job: Job, c: RunConfig) -> None:
     arch = job.arch
     if arch is None:
         if any(v not in (None, 1) for v in (c.tp, c.pp, c.cp, c.ep)):
-            raise InputError(f"--tp/--pp/--cp/--ep split a transformer; {job.model_id} is a {job.model_kind} "
-                             "(data parallel only)")
+            raise InputError(
+                f"--tp/--pp/--cp/--ep split a transformer; {job.model_id} is a {job.model_kind} "
+                "(data parallel only)"
+            )
         return
     if c.tp and arch.heads % c.tp:
         raise InputError(f"--tp {c.tp} does not divide {job.model_id}'s {arch.heads} attention heads")
@@ -50,8 +66,10 @@ def _check_shape(job: Job, c: RunConfig) -> None:
         if v > 1 and c.pp is not None and pp == 1:
             raise InputError(f"--pp-schedule {c.pp_schedule} needs --pp 2 or more")
         if v > 1 and c.pp and arch.layers % (pp * v):
-            raise InputError(f"--pp-schedule {c.pp_schedule} with --pp {pp}: {arch.layers} layers do not split "
-                             f"into {pp * v} equal chunks")
+            raise InputError(
+                f"--pp-schedule {c.pp_schedule} with --pp {pp}: {arch.layers} layers do not split "
+                f"into {pp * v} equal chunks"
+            )
 
 
 def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
@@ -61,7 +79,9 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
     for v in known.values():
         product *= v
     if count is not None and len(known) == 4 and product != count:
-        raise InputError(f"--dp {c.dp} x --tp {c.tp} x --pp {c.pp} x --cp {c.cp} = {product}, not --count {count}")
+        raise InputError(
+            f"--dp {c.dp} x --tp {c.tp} x --pp {c.pp} x --cp {c.cp} = {product}, not --count {count}"
+        )
     if count is not None and count % product:
         names = " x ".join(f"--{k} {v}" for k, v in known.items())
         raise InputError(f"{names} = {product} does not divide --count {count}")
@@ -69,25 +89,30 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
         spare = count // ((c.tp or 1) * (c.pp or 1))
         for flag, value in (("--ep", c.ep), ("--shard-group", c.shard_group)):
             if value and spare % value:
-                raise InputError(f"{flag} {value} does not divide the {spare} data x context parallel ranks "
-                                 f"left by --count {count}")
+                raise InputError(
+                    f"{flag} {value} does not divide the {spare} data x context parallel ranks "
+                    f"left by --count {count}"
+                )
     dp = c.dp
     if dp is None and count is not None and len(known) == 3:
         dp = count // product
     if c.ep and dp and (dp * (c.cp or 1)) % c.ep:
         raise InputError(f"--ep {c.ep} does not divide the {dp * (c.cp or 1)} data x context parallel ranks")
     if c.shard_group and dp and (dp * (c.cp or 1)) % c.shard_group:
-        raise InputError(f"--shard-group {c.shard_group} does not divide the {dp * (c.cp or 1)} data x context "
-                         "parallel ranks")
+        raise InputError(
+            f"--shard-group {c.shard_group} does not divide the {dp * (c.cp or 1)} data x context "
+            "parallel ranks"
+        )
     if c.offload is not None and c.offload != "none" and c.zero == 0:
         raise InputError(f"--offload {c.offload} needs ZeRO (--zero 1, 2 or 3), not --zero 0")
     if c.offload == "params" and c.zero is not None and c.zero != 3:
-        raise InputError(f"--offload params needs --zero 3 (parameter offload shards the weights), not --zero {c.zero}")
+        raise InputError(
+            f"--offload params needs --zero 3 (parameter offload shards the weights), not --zero {c.zero}"
+        )
     gb = job.global_batch_seqs if job.global_batch_given else None
-    if gb and dp:
-        if gb % dp or (job.batch_size and gb % (dp * job.batch_size)):
-            mb = job.batch_size or 1
-            raise InputError(f"--global-batch {gb} is not divisible by dp {dp} x micro-batch {mb}")
+    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
+        mb = job.batch_size or 1
+        raise InputError(f"--global-batch {gb} is not divisible by dp {dp} x micro-batch {mb}")
 
 
 def check_config(job: Job, count: int | None = None) -> None:

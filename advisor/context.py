@@ -50,7 +50,9 @@ class Context:
         self.rules_by_scope = scopes
         job, c = self.job, self.constraints
         if c.fabric is not None and c.fabric not in self.knowledge.assumptions.fabric:
-            raise InputError(f"unknown fabric {c.fabric!r}; accepted: {', '.join(self.knowledge.assumptions.fabric)}")
+            raise InputError(
+                f"unknown fabric {c.fabric!r}; accepted: {', '.join(self.knowledge.assumptions.fabric)}"
+            )
         self.job_facts = {
             "workload.kind": job.kind,
             "workload.training": job.training,
@@ -109,16 +111,23 @@ class Context:
         if self.job.spec is None or self.job.spec.throughput_unit is None:
             return None  # only the benchmarked workloads carry a measured batch
         if "rows" not in self._batch_rows:
-            self._batch_rows["rows"] = [r for r in benchmarks_of(self.knowledge)
-                                        if r.workload == self.job.model_id and r.batch_per_gpu and r.count == 1]
+            self._batch_rows["rows"] = [
+                r
+                for r in benchmarks_of(self.knowledge)
+                if r.workload == self.job.model_id and r.batch_per_gpu and r.count == 1
+            ]
         rows = self._batch_rows["rows"]
         if not rows:
             return None
-        same_precision = [r for r in rows if (r.precision in ("fp32", "tf32")) == (precision in ("fp32", "tf32"))]
+        same_precision = [
+            r for r in rows if (r.precision in ("fp32", "tf32")) == (precision in ("fp32", "tf32"))
+        ]
         rows = same_precision or rows
         exact = [r for r in rows if r.gpu == gpu.id]
         if exact:
             return int(max(r.batch_per_gpu or 1 for r in exact))
         by_gpu = {g.id: g for g in self.knowledge.gpus}
-        nearest = min(rows, key=lambda r: abs((by_gpu[r.gpu].memory_gb if r.gpu in by_gpu else 0) - gpu.memory_gb))
+        nearest = min(
+            rows, key=lambda r: abs((by_gpu[r.gpu].memory_gb if r.gpu in by_gpu else 0) - gpu.memory_gb)
+        )
         return int(nearest.batch_per_gpu or 1)

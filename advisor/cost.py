@@ -25,10 +25,19 @@ class CostRange:
     high: float
 
 
-def guide_cost(usd_per_gpu_hour: float, gpus: float, hours: float, volatility: float, storage_gb: float,
-               storage_usd_per_gb_month: float, storage_months: float) -> float:
+def guide_cost(
+    usd_per_gpu_hour: float,
+    gpus: float,
+    hours: float,
+    volatility: float,
+    storage_gb: float,
+    storage_usd_per_gb_month: float,
+    storage_months: float,
+) -> float:
     """The field guide's formula: GPU $/h x GPUs x hours x volatility + storage $/GB-month x GB x months."""
-    return usd_per_gpu_hour * gpus * hours * volatility + storage_usd_per_gb_month * storage_gb * storage_months
+    return (
+        usd_per_gpu_hour * gpus * hours * volatility + storage_usd_per_gb_month * storage_gb * storage_months
+    )
 
 
 OUTLIER_FACTOR = 2.0  # a region over 2x (or under half) the same instance's median across regions is flagged
@@ -71,25 +80,35 @@ def outlier_medians(offers: list[Offer]) -> dict[int, float]:
     return flagged
 
 
-def screen_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints, now: dt.date | None = None) -> Screened:
+def screen_offers(
+    knowledge: Knowledge, gpu: Gpu, constraints: Constraints, now: dt.date | None = None
+) -> Screened:
     """The offers of a GPU under the pricing plan and provider filter: newest snapshot per instance, then those
-    older than the age limit set aside, then region outliers set aside (they are never ranked first silently)."""
+    older than the age limit set aside, then region outliers set aside (they are never ranked first
+    silently)."""
     kinds = PRICING_ROWS[constraints.pricing]
     providers = {p.lower() for p in constraints.providers}
-    rows = [o for o in all_offers(knowledge) if o.gpu == gpu.id
-            and o.pricing in kinds and (not providers or o.provider in providers)]
+    rows = [
+        o
+        for o in all_offers(knowledge)
+        if o.gpu == gpu.id and o.pricing in kinds and (not providers or o.provider in providers)
+    ]
     rows = newest_only(rows)
     now = now or today()
     stale = [o for o in rows if age_months(o.date, now) > constraints.max_price_age_months]
     fresh = [o for o in rows if age_months(o.date, now) <= constraints.max_price_age_months]
     medians = outlier_medians(fresh)
     outliers = [(o, medians[id(o)]) for o in fresh if id(o) in medians]
-    usable = sorted((o for o in fresh if id(o) not in medians),
-                    key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance, o.region))
+    usable = sorted(
+        (o for o in fresh if id(o) not in medians),
+        key=lambda o: (o.usd_per_gpu_hour, o.provider, o.instance, o.region),
+    )
     return Screened(usable, stale, outliers)
 
 
-def offer_flags(offers: list[Offer], max_age_months: float, now: dt.date | None = None) -> dict[int, list[str]]:
+def offer_flags(
+    offers: list[Offer], max_age_months: float, now: dt.date | None = None
+) -> dict[int, list[str]]:
     """id(offer) -> its flags for listing: superseded by a newer snapshot, stale, region outlier."""
     now = now or today()
     newest = {id(o) for o in newest_only(offers)}
@@ -111,7 +130,8 @@ def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> l
 
 
 def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints) -> list[str]:
-    """What the price screen left out for these GPUs: stale offers, providers with no fresh price, outliers."""
+    """What the price screen left out for these GPUs: stale offers, providers with no fresh price,
+    outliers."""
     stale: list[Offer] = []
     outliers: list[tuple[Offer, float]] = []
     fresh_providers: set[str] = set()
@@ -125,15 +145,22 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
     if stale:
         oldest = min(o.date for o in stale)
         gone = sorted({o.provider for o in stale} - fresh_providers)
-        notes.append(f"{len(stale)} {constraints.pricing} offer(s) older than {limit} excluded (oldest "
-                     f"{oldest.isoformat()}; --max-price-age to change; `gpu-advisor prices update` to refresh)"
-                     + (f"; no fresh price from: {', '.join(gone)}" if gone else ""))
+        notes.append(
+            f"{len(stale)} {constraints.pricing} offer(s) older than {limit} excluded (oldest "
+            f"{oldest.isoformat()}; --max-price-age to change; `gpu-advisor prices update` to refresh)"
+            + (f"; no fresh price from: {', '.join(gone)}" if gone else "")
+        )
     if outliers:
-        shown = ", ".join(f"{o.provider} {o.region} {o.gpu} ${o.usd_per_gpu_hour:.2f}/GPU-h vs median "
-                          f"${median:.2f}" for o, median in outliers[:3])
+        shown = ", ".join(
+            f"{o.provider} {o.region} {o.gpu} ${o.usd_per_gpu_hour:.2f}/GPU-h vs median ${median:.2f}"
+            for o, median in outliers[:3]
+        )
         more = f" and {len(outliers) - 3} more" if len(outliers) > 3 else ""
-        notes.append(f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
-                     f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): {shown}{more}")
+        notes.append(
+            f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
+            f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): "
+            f"{shown}{more}"
+        )
     return notes
 
 
@@ -152,13 +179,15 @@ class PriceChoice:
 
 
 def node_size_for(gpu: Gpu, offers: list[Offer]) -> int:
-    """GPUs per server: the largest instance on offer (capped at the GPU's usual server), else the usual server."""
+    """GPUs per server: the largest instance on offer (capped at the GPU's usual server), else the usual
+    server."""
     sizes = [o.gpus for o in offers if o.gpus <= gpu.gpus_per_node]
     return max(sizes) if sizes else gpu.gpus_per_node
 
 
 def best_offer(offers: list[Offer], count: int, node_size: int) -> PriceChoice | None:
-    """The cheapest way to rent `count` GPUs as servers of `node_size` (an instance must hold a whole server)."""
+    """The cheapest way to rent `count` GPUs as servers of `node_size` (an instance must hold a whole
+    server)."""
     need = min(count, node_size)
     best: PriceChoice | None = None
     for o in offers:
@@ -173,8 +202,11 @@ def best_offer(offers: list[Offer], count: int, node_size: int) -> PriceChoice |
 
 def volatility(constraints: Constraints, a: Assumptions) -> tuple[float, float, float]:
     """(low, mid, high) demand-volatility multiplier for the user's demand profile."""
-    fig = {"static": a.cost.volatility_static, "fluctuating": a.cost.volatility_fluctuating,
-           "high": a.cost.volatility_high}[constraints.demand]
+    fig = {
+        "static": a.cost.volatility_static,
+        "fluctuating": a.cost.volatility_fluctuating,
+        "high": a.cost.volatility_high,
+    }[constraints.demand]
     lo, hi = fig.range
     return lo, fig.value, hi
 
@@ -190,11 +222,19 @@ def spot_overhead(hours: float, instances: int, a: Assumptions) -> tuple[float, 
     return per_hour[0], rate.value / a.cost.hours_per_month.value * instances * loss, per_hour[1]
 
 
-def plan_cost(hours: tuple[float, float, float], usd_per_hour: float, constraints: Constraints,
-              a: Assumptions, dataset_gb: float) -> CostRange:
-    """Cost of a job of (p10, p50, p90) hours at `usd_per_hour`, with volatility and storage for its duration."""
+def plan_cost(
+    hours: tuple[float, float, float],
+    usd_per_hour: float,
+    constraints: Constraints,
+    a: Assumptions,
+    dataset_gb: float,
+) -> CostRange:
+    """Cost of a job of (p10, p50, p90) hours at `usd_per_hour`, with volatility and storage for its
+    duration."""
     vol = volatility(constraints, a)
     rate = a.cost.storage_usd_per_gb_month.value
     month = a.cost.hours_per_month.value
-    low, mid, high = (usd_per_hour * h * v + rate * dataset_gb * h / month for h, v in zip(hours, vol))
+    low, mid, high = (
+        usd_per_hour * h * v + rate * dataset_gb * h / month for h, v in zip(hours, vol, strict=True)
+    )
     return CostRange(low, mid, high)

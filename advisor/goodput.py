@@ -32,8 +32,9 @@ class Goodput:
     def over(self, useful_hours: float) -> Goodput:
         """The same plan with the expected interruptions of a run of `useful_hours`."""
         wall = self.wall_hours(useful_hours)
-        return Goodput(self.mtbf_h, self.checkpoint_s, self.interval_h, self.restart_h, self.fraction,
-                       wall / self.mtbf_h)
+        return Goodput(
+            self.mtbf_h, self.checkpoint_s, self.interval_h, self.restart_h, self.fraction, wall / self.mtbf_h
+        )
 
 
 def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
@@ -46,7 +47,9 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 def goodput_fraction(checkpoint_s: float, interval_s: float, restart_s: float, mtbf_s: float) -> float:
     """Useful share of wall time, first order: each segment of work tau pays one checkpoint delta, and each
     interruption (every M seconds) loses half a segment plus the restart."""
-    waste = checkpoint_s / (interval_s + checkpoint_s) + ((interval_s + checkpoint_s) / 2.0 + restart_s) / mtbf_s
+    waste = (
+        checkpoint_s / (interval_s + checkpoint_s) + ((interval_s + checkpoint_s) / 2.0 + restart_s) / mtbf_s
+    )
     return max(0.01, 1.0 - waste)
 
 

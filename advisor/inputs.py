@@ -115,11 +115,15 @@ class Workload(Strict):
     @model_validator(mode="after")
     def _one_model(self) -> Workload:
         if sum(x is not None for x in (self.model, self.params, self.spec)) != 1:
-            raise ValueError("give exactly one of model (a catalogue id), params (a custom size) or a model "
-                             "shape (--config config.json, or --layers --hidden --heads --kv-heads --ffn --vocab)")
+            raise ValueError(
+                "give exactly one of model (a catalogue id), params (a custom size) or a model "
+                "shape (--config config.json, or --layers --hidden --heads --kv-heads --ffn --vocab)"
+            )
         if self.kind != "inference" and self.precision in ("int8", "int4"):
-            raise ValueError(f"precision {self.precision} is for inference; training takes "
-                             f"{', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base is implied by --workload qlora)")
+            raise ValueError(
+                f"precision {self.precision} is for inference; training takes "
+                f"{', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base is implied by --workload qlora)"
+            )
         if self.tokens is not None and self.samples is not None:
             raise ValueError("give either tokens or samples, not both")
         return self

@@ -77,12 +77,14 @@ class Layout:
 
     def serving_label(self) -> str:
         """'2 replicas x TP4' for inference plans."""
-        shape = f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else "1 GPU"
+        shape = (
+            f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else "1 GPU"
+        )
         return f"{self.dp} replica{'s' if self.dp != 1 else ''} x {shape}"
 
     def with_(self, **changes: object) -> Layout:
         """A copy with some fields changed (the search makes many: faster than dataclasses.replace)."""
-        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]
+        return Layout(*[changes[f] if f in changes else getattr(self, f) for f in _FIELDS])  # type: ignore[arg-type]  # field values by name
 
 
 _FIELDS = tuple(f.name for f in fields(Layout))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
@@ -67,8 +67,12 @@ class Check:
     @property
     def seq_in_range(self) -> bool:
         """Whether the measured longest sequence lies between the strict and the loose prediction."""
-        return bool(self.measured_seq and self.seq_strict is not None and self.seq_loose is not None
-                    and self.seq_strict <= self.measured_seq <= max(self.seq_loose, self.seq_strict))
+        return bool(
+            self.measured_seq
+            and self.seq_strict is not None
+            and self.seq_loose is not None
+            and self.seq_strict <= self.measured_seq <= max(self.seq_loose, self.seq_strict)
+        )
 
     @property
     def agrees(self) -> bool:
@@ -116,7 +120,9 @@ def _measured_gb(row: dict[str, str]) -> float | None:
     if not row["measured_peak"]:
         return None
     value = float(row["measured_peak"]) * (GIB if row["unit"] == "GiB" else 1.0)
-    if "CUDA context of" in row["memory_kind"]:  # our own rows: torch's reserved memory, context measured apart
+    if (
+        "CUDA context of" in row["memory_kind"]
+    ):  # our own rows: torch's reserved memory, context measured apart
         context = row["memory_kind"].split("CUDA context of", 1)[1].split("GB", 1)[0]
         value += float(context)
     return value
@@ -131,25 +137,51 @@ def _micro_batch(row: dict[str, str]) -> int:
 
 def _workload(row: dict[str, str], seq_len: int, recompute: str, optimizer: str) -> Workload:
     # torchtune's recipes train in bf16 without an fp32 copy (dtype: bf16); other stacks keep one by default.
-    master = {"yes": True, "no": False}.get(row["master_weights"], False if row["stack"] == "torchtune" else None)
+    master = {"yes": True, "no": False}.get(
+        row["master_weights"], False if row["stack"] == "torchtune" else None
+    )
     zero = int(row["zero_stage"])
     dp = int(row["dp"])
-    config = RunConfig(tp=int(row["tp"]), pp=int(row["pp"]), cp=int(row["cp"]), dp=dp,
-                       zero=zero if dp * int(row["cp"]) > 1 else 0, recompute=recompute,
-                       stack=STACK_OF.get(row["stack"], row["stack"]), offload=row["offload"] or "none",
-                       master_weights=master)  # type: ignore[arg-type]  # CSV strings, checked by the loader
-    return Workload(model=row["model"], kind=row["workload"], precision=row["precision"],  # type: ignore[arg-type]
-                    seq_len=seq_len, batch_size=_micro_batch(row), optimizer=optimizer,  # type: ignore[arg-type]
-                    lora_rank=_num(row, "lora_rank"), config=config)
+    config = RunConfig(
+        tp=int(row["tp"]),
+        pp=int(row["pp"]),
+        cp=int(row["cp"]),
+        dp=dp,
+        zero=zero if dp * int(row["cp"]) > 1 else 0,
+        recompute=recompute,
+        stack=STACK_OF.get(row["stack"], row["stack"]),
+        offload=row["offload"] or "none",
+        master_weights=master,
+    )  # CSV strings, checked by the loader
+    return Workload(
+        model=row["model"],
+        kind=row["workload"],
+        precision=row["precision"],
+        seq_len=seq_len,
+        batch_size=_micro_batch(row),
+        optimizer=optimizer,
+        lora_rank=_num(row, "lora_rank"),
+        config=config,
+    )
 
 
 def _layout(row: dict[str, str], precision: str, recompute: str) -> Layout:
     count, dp, cp = int(row["gpu_count"]), int(row["dp"]), int(row["cp"])
     zero = int(row["zero_stage"]) if dp * cp > 1 else 0
     sharding = {0: "ddp" if dp > 1 else "none", 1: "zero1", 2: "zero2", 3: "zero3"}[zero]
-    return Layout(count=count, nodes=max(1, count // 8), node_size=min(count, 8), precision=precision,
-                  tp=int(row["tp"]), pp=int(row["pp"]), dp=dp, cp=cp, sharding=sharding, recompute=recompute,
-                  micro_batch=_micro_batch(row))
+    return Layout(
+        count=count,
+        nodes=max(1, count // 8),
+        node_size=min(count, 8),
+        precision=precision,
+        tp=int(row["tp"]),
+        pp=int(row["pp"]),
+        dp=dp,
+        cp=cp,
+        sharding=sharding,
+        recompute=recompute,
+        micro_batch=_micro_batch(row),
+    )
 
 
 def _variants(row: dict[str, str]) -> list[tuple[str, str]]:
@@ -175,7 +207,9 @@ def _estimates(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> list[
     return out
 
 
-def row_memory(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = None) -> tuple[float, float, Memory]:
+def row_memory(
+    knowledge: Knowledge, row: dict[str, str], seq_len: int | None = None
+) -> tuple[float, float, Memory]:
     """Predicted per-GPU (low, high) GB of a row's configuration over its unstated settings, and one breakdown."""
     est = _estimates(knowledge, row, seq_len or int(row["seq_len"]))
     widest = max(est, key=lambda e: e[0].high_gb)[0]
@@ -214,16 +248,33 @@ def longest_seq(knowledge: Knowledge, row: dict[str, str]) -> tuple[int, int, in
 def check_row(knowledge: Knowledge, row: dict[str, str]) -> Check:
     """One row against the model."""
     low, high, mem = row_memory(knowledge, row)
-    label = (f"{row['model']} {row['workload']} {row['gpu'] or row['gpu_memory_gb'] + 'GB'} x{row['gpu_count']} "
-             f"tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero_stage']} {row['recompute'] or '?'} "
-             f"mb{_micro_batch(row)} s{row['seq_len']} {row['stack']}")
+    label = (
+        f"{row['model']} {row['workload']} {row['gpu'] or row['gpu_memory_gb'] + 'GB'} x{row['gpu_count']} "
+        f"tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero_stage']} {row['recompute'] or '?'} "
+        f"mb{_micro_batch(row)} s{row['seq_len']} {row['stack']}"
+    )
     lean_low, nominal, lean_high = _leanest(knowledge, row, int(row["seq_len"]))
     seq: tuple[int | None, ...] = (None,) * 4
     if row["kind"] == "max_seq_len":
         seq = (int(row["seq_len"]), *longest_seq(knowledge, row))
-    return Check(row["source"], label, row["kind"], row["outcome"], low, high, mem.usable_gb, _measured_gb(row),
-                 lean_high <= mem.usable_gb, seq[0], seq[2], fits_no_headroom=lean_high <= mem.capacity_gb,
-                 nominal_gb=nominal, surely_oom=lean_low > mem.capacity_gb, seq_strict=seq[1], seq_loose=seq[3])
+    return Check(
+        row["source"],
+        label,
+        row["kind"],
+        row["outcome"],
+        low,
+        high,
+        mem.usable_gb,
+        _measured_gb(row),
+        lean_high <= mem.usable_gb,
+        seq[0],
+        seq[2],
+        fits_no_headroom=lean_high <= mem.capacity_gb,
+        nominal_gb=nominal,
+        surely_oom=lean_low > mem.capacity_gb,
+        seq_strict=seq[1],
+        seq_loose=seq[3],
+    )
 
 
 def check_all(knowledge: Knowledge, path: Path = CSV_PATH) -> list[Check]:
@@ -233,22 +284,34 @@ def check_all(knowledge: Knowledge, path: Path = CSV_PATH) -> list[Check]:
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _source_line(source: str, checks: list[Check]) -> str:
     runs = [c for c in checks if c.kind == "run"]
     verdict = f"{sum(c.agrees for c in runs)}/{len(runs)}" if runs else "-"
-    three = f"{sum(c.agrees3 for c in runs)}/{len(runs)} ({sum(c.verdict3 == 'may not fit' for c in runs)}?)" \
-        if runs else "-"
+    three = (
+        f"{sum(c.agrees3 for c in runs)}/{len(runs)} ({sum(c.verdict3 == 'may not fit' for c in runs)}?)"
+        if runs
+        else "-"
+    )
     errs = [c.gb_error for c in runs if c.gb_error is not None]
     inside = sum(e == 0 for e in errs)
-    gb = f"{statistics.median(errs):5.1f} {_pct(errs, 0.9):5.1f} {inside:>2}/{len(errs):<2}" if errs else \
-        f"{'-':>5} {'-':>5} {'-':>5}"
+    gb = (
+        f"{statistics.median(errs):5.1f} {_pct(errs, 0.9):5.1f} {inside:>2}/{len(errs):<2}"
+        if errs
+        else f"{'-':>5} {'-':>5} {'-':>5}"
+    )
     longest = [c for c in checks if c.seq_error is not None]
     seqs = [abs(c.seq_error) for c in longest if c.seq_error is not None]
-    seq = (f"{statistics.median(seqs):5.0%} {sum(x <= 0.15 for x in seqs):>2}/{len(seqs):<2} "
-           f"{sum(c.seq_in_range for c in longest):>2}/{len(longest)}") if seqs else "    -"
+    seq = (
+        (
+            f"{statistics.median(seqs):5.0%} {sum(x <= 0.15 for x in seqs):>2}/{len(seqs):<2} "
+            f"{sum(c.seq_in_range for c in longest):>2}/{len(longest)}"
+        )
+        if seqs
+        else "    -"
+    )
     return f"  {source:<17} {verdict:>7} {three:>11}  {gb}  {seq}"
 
 
@@ -257,8 +320,10 @@ def summary_lines(checks: list[Check]) -> list[str]:
     by_source: dict[str, list[Check]] = defaultdict(list)
     for c in checks:
         by_source[c.source].append(c)
-    lines = [f"  {'source':<17} {'strict':>7} {'three-way':>11}  {'GB err: median P90 in-range':<27}  "
-             "longest seq: |err| <=15% in-range"]
+    lines = [
+        f"  {'source':<17} {'strict':>7} {'three-way':>11}  {'GB err: median P90 in-range':<27}  "
+        "longest seq: |err| <=15% in-range"
+    ]
     lines += [_source_line(s, group) for s, group in sorted(by_source.items())]
     lines.append(_source_line("all", checks))
     runs = [c for c in checks if c.kind == "run"]
@@ -267,9 +332,11 @@ def summary_lines(checks: list[Check]) -> list[str]:
     seqs = [abs(c.seq_error) for c in checks if c.seq_error is not None]
     within = sum(s <= 0.15 for s in seqs) / max(len(seqs), 1)
     bare = sum(c.fits_no_headroom == (c.outcome == "fits") for c in runs) / max(len(runs), 1)
-    lines.append(f"  goals: fit verdicts {agree:.0%} right strict, {agree3:.0%} consistent three-way (goal >= 90%); "
-                 f"longest sequence (nominal) within 15% on {within:.0%} of rows (goal: all); without the headroom "
-                 f"{bare:.0%} of strict verdicts right")
+    lines.append(
+        f"  goals: fit verdicts {agree:.0%} right strict, {agree3:.0%} consistent three-way (goal >= 90%); "
+        f"longest sequence (nominal) within 15% on {within:.0%} of rows (goal: all); without the headroom "
+        f"{bare:.0%} of strict verdicts right"
+    )
     return lines
 
 
@@ -278,20 +345,27 @@ def detail_lines(checks: list[Check]) -> list[str]:
     out = []
     for c in checks:
         measured = f"{c.measured_gb:6.1f}" if c.measured_gb is not None else "     -"
-        seq = (f" seq {c.predicted_seq}/{c.measured_seq} ({c.seq_error:+.0%}; range {c.seq_strict}-{c.seq_loose})"
-               if c.seq_error is not None else "")
+        seq = (
+            f" seq {c.predicted_seq}/{c.measured_seq} ({c.seq_error:+.0%}; range {c.seq_strict}-{c.seq_loose})"
+            if c.seq_error is not None
+            else ""
+        )
         mark = "ok " if c.agrees or c.kind != "run" else ("~  " if c.agrees3 else "XX ")
         nominal = f"{c.nominal_gb:6.1f}" if c.nominal_gb is not None else "     -"
-        out.append(f"  {mark}{c.label:<72} {c.low_gb:6.1f}-{c.high_gb:6.1f} (nom {nominal}) / {c.usable_gb:5.1f} "
-                   f"measured {measured} {c.outcome}{seq}")
+        out.append(
+            f"  {mark}{c.label:<72} {c.low_gb:6.1f}-{c.high_gb:6.1f} (nom {nominal}) / {c.usable_gb:5.1f} "
+            f"measured {measured} {c.outcome}{seq}"
+        )
     return out
 
 
 def memory_validation_lines(knowledge: Knowledge | None = None, *, detail: bool = False) -> list[str]:
     """The memory-validation section of `model evaluate`; one line when the CSV is not installed."""
     if not CSV_PATH.is_file():
-        return ["memory validation: benchmarks/memory_validation.csv is not in this installation "
-                "(run from a source checkout)"]
+        return [
+            "memory validation: benchmarks/memory_validation.csv is not in this installation "
+            "(run from a source checkout)"
+        ]
     if knowledge is None:
         from advisor.catalog.loader import load_knowledge
 
@@ -300,6 +374,8 @@ def memory_validation_lines(knowledge: Knowledge | None = None, *, detail: bool 
         checks = check_all(knowledge)
     except (AdvisorError, ValueError, KeyError) as exc:
         return [f"memory validation: cannot read {CSV_PATH.name}: {str(exc).splitlines()[0]}"]
-    head = [f"Memory model against {len(checks)} published or measured runs "
-            f"(benchmarks/memory_validation.csv, default headroom):"]
+    head = [
+        f"Memory model against {len(checks)} published or measured runs "
+        f"(benchmarks/memory_validation.csv, default headroom):"
+    ]
     return head + (detail_lines(checks) if detail else []) + summary_lines(checks)

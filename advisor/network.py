@@ -43,7 +43,8 @@ class Network:
     lat_inter: float
 
     def place(self, group: int, stride: int) -> Placement:
-        """A group of `group` ranks, `stride` ranks apart (Megatron's order: tp innermost, then cp, dp, pp)."""
+        """A group of `group` ranks, `stride` ranks apart (Megatron's order: tp innermost, then cp, dp,
+        pp)."""
         per_node = max(1, min(group, self.node_size // stride)) if stride < self.node_size else 1
         per_pod = max(per_node, min(group, self.pod_gpus // max(stride, 1)))
         nodes_per_pod = max(1, per_pod // per_node)
@@ -61,8 +62,9 @@ class Network:
         t = ring_allreduce_s(nbytes, p.per_node, self.intra_gbs, self.lat_intra)
         shard = nbytes / p.per_node
         t += ring_allreduce_s(shard, p.nodes_per_pod, self.inter_gbs, self.lat_inter)
-        t += ring_allreduce_s(shard / p.nodes_per_pod, p.pods, self.inter_gbs / self.oversubscription,
-                              self.lat_inter)
+        t += ring_allreduce_s(
+            shard / p.nodes_per_pod, p.pods, self.inter_gbs / self.oversubscription, self.lat_inter
+        )
         return t
 
     def allgather_s(self, nbytes: float, group: int, stride: int = 1) -> float:

@@ -1,4 +1,5 @@
-"""Provides plan candidates and misses, the facts rules test, and the serving search (training: plans_training)."""
+"""Provides plan candidates and misses, the facts rules test, and the serving search (training:
+plans_training)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,33 @@ from advisor.rules import Firing, Rule, evaluate
 from advisor.serving.advise import engine_of, learned_efficiency, load_figures
 from advisor.speed import ServingTime, StepTime, peak_flops, serving_times
 
-NODE_STEPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
-              4096, 6144, 8192)
+NODE_STEPS = (
+    2,
+    3,
+    4,
+    6,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+    6144,
+    8192,
+)
 
 
 @dataclass
@@ -99,7 +125,9 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
     }
 
 
-def plan_facts(base: dict[str, Any], layout: Layout, memory: Memory, gpu: Gpu, comm_fraction: float) -> dict[str, Any]:
+def plan_facts(
+    base: dict[str, Any], layout: Layout, memory: Memory, gpu: Gpu, comm_fraction: float
+) -> dict[str, Any]:
     return {
         **layout_facts(base, layout, gpu),
         "plan.memory_fraction": round(memory.high_gb / memory.capacity_gb, 3),
@@ -116,8 +144,17 @@ def first_constraint(rules: list[Rule], facts: dict[str, Any]) -> Firing | None:
     return None
 
 
-def largest_batch_within(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, b_max: int, weights_b: float,
-                         kv_seq: float, decode_eff: float, target_ms: float) -> tuple[int, ServingTime | None]:
+def largest_batch_within(
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    a: Assumptions,
+    b_max: int,
+    weights_b: float,
+    kv_seq: float,
+    decode_eff: float,
+    target_ms: float,
+) -> tuple[int, ServingTime | None]:
     """The largest batch (up to b_max) whose decode step, at this efficiency, meets the per-token target."""
     lo, hi = 0, b_max
     best: tuple[int, ServingTime | None] = (0, None)
@@ -132,8 +169,9 @@ def largest_batch_within(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, b_m
     return best
 
 
-def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
-                     decode_prior: Interval, prefill_prior: Interval) -> tuple[list[Candidate], list[Miss]]:
+def search_inference(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, decode_prior: Interval, prefill_prior: Interval
+) -> tuple[list[Candidate], list[Miss]]:
     """Every replica size (tensor parallel within a server, pipeline across servers) that serves the load."""
     a = ctx.knowledge.assumptions
     job = ctx.job
@@ -155,8 +193,17 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
         # Learned efficiencies from measured serving runs where the model applies; else the priors passed in.
         learned = learned_efficiency(job, precision, tp, engine_of(getattr(ctx, "workload", None) or job)[0])
         decode, prefill = (learned.decode, learned.prefill) if learned else (decode_prior, prefill_prior)
-        layout = Layout(count=replica, nodes=pp if tp == node_size else 1, node_size=node_size, precision=precision,
-                        tp=tp, pp=pp, dp=1, sharding="none", micro_batch=1)
+        layout = Layout(
+            count=replica,
+            nodes=pp if tp == node_size else 1,
+            node_size=node_size,
+            precision=precision,
+            tp=tp,
+            pp=pp,
+            dp=1,
+            sharding="none",
+            micro_batch=1,
+        )
         terms = inference_terms(job, gpu, layout, a, context)
         room = usable * GB - sum(hi for _, _, hi in terms.fixed)
         b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
@@ -167,29 +214,66 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
             continue
         weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
         kv_seq = terms.kv_per_seq_high / 1.01
-        b, timing = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, job.tpot_ms)
+        b, timing = largest_batch_within(
+            job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, job.tpot_ms
+        )
         if timing is None:
             t1 = serving_times(job, gpu, layout, a, weights_b, kv_seq)
             tpot = (t1.decode_step_s / decode.p50 * 1000) if t1 else float("inf")
-            misses.append(Miss(gpu.id, replica, "latency",
-                               f"{tpot:.0f} ms per output token even at batch 1 (target {job.tpot_ms:g} ms)", 1.5))
+            misses.append(
+                Miss(
+                    gpu.id,
+                    replica,
+                    "latency",
+                    f"{tpot:.0f} ms per output token even at batch 1 (target {job.tpot_ms:g} ms)",
+                    1.5,
+                )
+            )
             continue
-        per_request_s = timing.prefill_s / prefill.p50 + job.output_tokens * timing.decode_step_s / decode.p50 / b
+        per_request_s = (
+            timing.prefill_s / prefill.p50 + job.output_tokens * timing.decode_step_s / decode.p50 / b
+        )
         capacity = 1.0 / per_request_s
         replicas = max(1, math.ceil(job.requests_per_s / (capacity * cap)))
         count = replicas * replica
         if count > ctx.constraints.max_gpus:
-            misses.append(Miss(gpu.id, count, "scale", f"needs {count} GPUs for {job.requests_per_s:g} req/s, "
-                                                       f"over --max-gpus {ctx.constraints.max_gpus}", 2.5))
+            misses.append(
+                Miss(
+                    gpu.id,
+                    count,
+                    "scale",
+                    f"needs {count} GPUs for {job.requests_per_s:g} req/s, "
+                    f"over --max-gpus {ctx.constraints.max_gpus}",
+                    2.5,
+                )
+            )
             continue
         ttft_ms = timing.prefill_s / prefill.p50 * 1000
-        fig = load_figures(job, gpu, precision, tp, replicas, engine_of(getattr(ctx, "workload", None) or job)[0],
-                           job.requests_per_s) if learned and pp == 1 else None
-        if fig and "ttft_ms" in fig:   # queueing at the offered load, not only the idle prefill time
+        fig = (
+            load_figures(
+                job,
+                gpu,
+                precision,
+                tp,
+                replicas,
+                engine_of(getattr(ctx, "workload", None) or job)[0],
+                job.requests_per_s,
+            )
+            if learned and pp == 1
+            else None
+        )
+        if fig and "ttft_ms" in fig:  # queueing at the offered load, not only the idle prefill time
             ttft_ms = max(ttft_ms, fig["ttft_ms"])
         if job.ttft_ms is not None and ttft_ms > job.ttft_ms:
-            misses.append(Miss(gpu.id, count, "latency",
-                               f"time to first token {ttft_ms:.0f} ms > target {job.ttft_ms:g} ms", 1.5))
+            misses.append(
+                Miss(
+                    gpu.id,
+                    count,
+                    "latency",
+                    f"time to first token {ttft_ms:.0f} ms > target {job.ttft_ms:g} ms",
+                    1.5,
+                )
+            )
             continue
         nodes = max(1, math.ceil(count / node_size)) if tp < node_size else replicas * pp
         full = layout.with_(count=count, nodes=nodes, dp=replicas, micro_batch=b)
@@ -198,19 +282,36 @@ def search_inference(ctx: Context, gpu: Gpu, precision: str, node_size: int,
         firings = evaluate(ctx.rules_by_scope["plan"], facts)
         hard = [f for f in firings if f.kind == "constraint"]
         if hard:
-            misses.append(Miss(gpu.id, count, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 2.0))
+            misses.append(
+                Miss(gpu.id, count, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 2.0)
+            )
             continue
-        candidates.append(Candidate(gpu, full, memory, "decode", serving=timing, firings=firings, facts=facts))
+        candidates.append(
+            Candidate(gpu, full, memory, "decode", serving=timing, firings=firings, facts=facts)
+        )
     if not candidates and smallest is not None and not misses:
         replica, mem = smallest
-        misses.append(Miss(gpu.id, replica, "memory", f"needs {mem.high_gb:.0f} GB per GPU for one sequence of "
-                                                      f"{context} tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
-                           1.0))
+        misses.append(
+            Miss(
+                gpu.id,
+                replica,
+                "memory",
+                f"needs {mem.high_gb:.0f} GB per GPU for one sequence of "
+                f"{context} tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
+                1.0,
+            )
+        )
     return candidates, misses
 
 
 def efficiency_query(cand: Candidate, ctx: Context) -> Query:
     """The efficiency question for one training candidate."""
     fabric = ctx.fabric(cand.gpu)
-    return Query(cand.regime, ctx.job, cand.gpu, cand.layout, cand.step,
-                 fabric.gbs_per_gpu(cand.layout.node_size) * 8.0)
+    return Query(
+        cand.regime,
+        ctx.job,
+        cand.gpu,
+        cand.layout,
+        cand.step,
+        fabric.gbs_per_gpu(cand.layout.node_size) * 8.0,
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.prices import Offer, UserPrices, load_user_prices, today
+from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
 from advisor.errors import AdvisorError, InputError
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
@@ -22,12 +22,34 @@ REQUIRED = ("AcceleratorName", "AcceleratorCount", "Region", "Price")
 
 # SkyPilot AcceleratorName -> catalogue id, for names whose form factor the name itself settles.
 NAMES = {
-    "T4": "t4", "A10": "a10", "A10G": "a10g", "L4": "l4", "L40S": "l40s", "L40": "l40", "A40": "a40",
-    "V100": "v100-16gb", "V100-32GB": "v100-32gb", "A100": "a100-40gb-sxm", "A100-80GB": "a100-80gb-sxm",
-    "A100-80GB-SXM": "a100-80gb-sxm", "H100": "h100-sxm", "H100-SXM": "h100-sxm", "H100-MEGA": "h100-sxm",
-    "H100-NVL": "h100-nvl", "H200": "h200", "H200-SXM": "h200", "GH200": "gh200", "B200": "b200",
-    "RTXA6000": "rtx-a6000", "RTX6000-Ada": "rtx-6000-ada", "RTX4090": "rtx-4090", "RTX3090": "rtx-3090",
-    "RTXA5000": "rtx-a5000", "RTXA4000": "rtx-a4000", "RTXA4500": "rtx-a4500", "MI300X": "mi300x",
+    "T4": "t4",
+    "A10": "a10",
+    "A10G": "a10g",
+    "L4": "l4",
+    "L40S": "l40s",
+    "L40": "l40",
+    "A40": "a40",
+    "V100": "v100-16gb",
+    "V100-32GB": "v100-32gb",
+    "A100": "a100-40gb-sxm",
+    "A100-80GB": "a100-80gb-sxm",
+    "A100-80GB-SXM": "a100-80gb-sxm",
+    "H100": "h100-sxm",
+    "H100-SXM": "h100-sxm",
+    "H100-MEGA": "h100-sxm",
+    "H100-NVL": "h100-nvl",
+    "H200": "h200",
+    "H200-SXM": "h200",
+    "GH200": "gh200",
+    "B200": "b200",
+    "RTXA6000": "rtx-a6000",
+    "RTX6000-Ada": "rtx-6000-ada",
+    "RTX4090": "rtx-4090",
+    "RTX3090": "rtx-3090",
+    "RTXA5000": "rtx-a5000",
+    "RTXA4000": "rtx-a4000",
+    "RTXA4500": "rtx-a4500",
+    "MI300X": "mi300x",
 }
 # Where a PCIe part shares its SkyPilot name with the SXM part, the PCIe id.
 PCIE = {"a100-40gb-sxm": "a100-40gb-pcie", "a100-80gb-sxm": "a100-80gb-pcie", "h100-sxm": "h100-pcie"}
@@ -70,8 +92,10 @@ def _rows(text: str, where: str) -> list[dict[str, str]]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
-        raise InputError(f"{where}: not a SkyPilot vms.csv (missing column(s) {', '.join(missing)}); expected "
-                         "InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Region, Price, SpotPrice")
+        raise InputError(
+            f"{where}: not a SkyPilot vms.csv (missing column(s) {', '.join(missing)}); expected "
+            "InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Region, Price, SpotPrice"
+        )
     return list(reader)
 
 
@@ -80,7 +104,7 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
     folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
     known = {g.id for g in knowledge.gpus}
     out = Parsed()
-    groups: dict[tuple[str, str, int, str], dict[str, list[float]]] = {}
+    groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]] = {}
     for line, row in enumerate(_rows(text, where), start=2):
         name = (row.get("AcceleratorName") or "").strip()
         if not name:
@@ -110,10 +134,12 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
     return out
 
 
-def _fold(cloud: str, groups: dict[tuple[str, str, int, str], dict[str, list[float]]], source: str) -> list[Offer]:
+def _fold(
+    cloud: str, groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]], source: str
+) -> list[Offer]:
     """One offer per instance, plan and price: regions at the same price are folded into the first."""
     date = today()
-    by_price: dict[tuple[str, str, int, str, float], list[str]] = {}
+    by_price: dict[tuple[str, str, int, Pricing, float], list[str]] = {}
     for (instance, gid, count, region), prices in groups.items():
         for plan, values in prices.items():
             if values:
@@ -122,11 +148,27 @@ def _fold(cloud: str, groups: dict[tuple[str, str, int, str], dict[str, list[flo
     offers = []
     for (instance, gid, count, plan, usd), regions in sorted(by_price.items()):
         regions.sort()
-        note = f"same price in {len(regions)} regions: {', '.join(regions[:6])}{'...' if len(regions) > 6 else ''}" \
-            if len(regions) > 1 else ""
-        offers.append(Offer(provider=cloud, region=regions[0], instance=instance, gpu=gid, gpus=count,
-                            pricing=plan, usd_per_hour=usd, includes_host=cloud != "gcp", date=date, source=source,
-                            note=("GPU only (GCP prices the host VM apart); " if cloud == "gcp" else "") + note))
+        note = (
+            f"same price in {len(regions)} regions: "
+            f"{', '.join(regions[:6])}{'...' if len(regions) > 6 else ''}"
+            if len(regions) > 1
+            else ""
+        )
+        offers.append(
+            Offer(
+                provider=cloud,
+                region=regions[0],
+                instance=instance,
+                gpu=gid,
+                gpus=count,
+                pricing=plan,
+                usd_per_hour=usd,
+                includes_host=cloud != "gcp",
+                date=date,
+                source=source,
+                note=("GPU only (GCP prices the host VM apart); " if cloud == "gcp" else "") + note,
+            )
+        )
     return offers
 
 
@@ -159,8 +201,10 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
             raise AdvisorError(f"cannot read {url}: HTTP {exc.code}; old prices kept") from exc
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise AdvisorError(f"cannot reach {url} ({reason}); old prices kept "
-                               "(offline? use --from DIR with a copy of catalogs/v8)") from exc
+            raise AdvisorError(
+                f"cannot reach {url} ({reason}); old prices kept "
+                "(offline? use --from DIR with a copy of catalogs/v8)"
+            ) from exc
     return found
 
 
@@ -174,8 +218,12 @@ class Update:
 
 
 def build_update(knowledge: Knowledge, texts: dict[str, tuple[str, str]], source: str) -> Update:
-    """Parse every catalogue and merge with the earlier refresh (clouds not read this time keep their offers)."""
-    parsed = {cloud: parse_catalogue(cloud, text, where, knowledge, source) for cloud, (text, where) in texts.items()}
+    """Parse every catalogue and merge with the earlier refresh (clouds not read this time keep their
+    offers)."""
+    parsed = {
+        cloud: parse_catalogue(cloud, text, where, knowledge, source)
+        for cloud, (text, where) in texts.items()
+    }
     previous = load_user_prices()
     kept = [o for o in (previous.offers if previous else ()) if o.provider not in parsed]
     offers = tuple(kept + [o for p in parsed.values() for o in p.offers])
@@ -190,9 +238,15 @@ def summary(update: Update, knowledge: Knowledge) -> list[str]:
 
     lines = []
     for cloud, p in update.parsed.items():
-        lines.append(f"{cloud}: {len(p.offers)} offers, {len(p.invalid)} invalid row(s) skipped"
-                     + (f"; unknown accelerator names (not mapped, not guessed): "
-                        + ", ".join(f"{n} ({c} rows)" for n, c in sorted(p.unknown.items())) if p.unknown else ""))
+        lines.append(
+            f"{cloud}: {len(p.offers)} offers, {len(p.invalid)} invalid row(s) skipped"
+            + (
+                "; unknown accelerator names (not mapped, not guessed): "
+                + ", ".join(f"{n} ({c} rows)" for n, c in sorted(p.unknown.items()))
+                if p.unknown
+                else ""
+            )
+        )
         lines += [f"  invalid: {msg}" for msg in p.invalid[:5]]
     before: dict[tuple[str, str], float] = {}
     for o in all_offers(knowledge):

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from advisor.catalog.common import Record, record
 
 # The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
 # job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
 FIELDS: dict[str, type] = {
-    "workload.kind": str,               # pretrain | finetune | lora | qlora | inference
+    "workload.kind": str,  # pretrain | finetune | lora | qlora | inference
     "workload.training": bool,
-    "workload.params_b": float,         # total parameters, billions
-    "workload.model_kind": str,         # llm | encoder | vit | cnn | rnn | speech | recsys
-    "workload.image_model": bool,       # cnn or vit
-    "workload.sequence_model": bool,    # llm, encoder, rnn, speech
+    "workload.params_b": float,  # total parameters, billions
+    "workload.model_kind": str,  # llm | encoder | vit | cnn | rnn | speech | recsys
+    "workload.image_model": bool,  # cnn or vit
+    "workload.sequence_model": bool,  # llm, encoder, rnn, speech
     "workload.seq_len": int,
     "workload.optimizer": str,
-    "constraints.deployment": str,      # cloud | on-prem
-    "constraints.pricing": str,         # on-demand | spot | reserved
+    "constraints.deployment": str,  # cloud | on-prem
+    "constraints.pricing": str,  # on-demand | spot | reserved
     "constraints.objective": str,
     "constraints.has_deadline": bool,
     "constraints.has_budget": bool,
@@ -33,25 +34,25 @@ FIELDS: dict[str, type] = {
     "gpu.fp8": bool,
     "gpu.flash_attention": bool,
     "gpu.compute_capability": float,
-    "gpu.interconnect": str,            # nvswitch | nvlink-bridge | pcie | infinity-fabric
+    "gpu.interconnect": str,  # nvswitch | nvlink-bridge | pcie | infinity-fabric
     "gpu.nvlink_domain": int,
     "gpu.fabric": str,
     "gpu.fabric_gbps_per_gpu": float,
-    "gpu.consumer": bool,               # GeForce parts
+    "gpu.consumer": bool,  # GeForce parts
     "plan.precision": str,
     "plan.count": int,
     "plan.nodes": int,
     "plan.tp": int,
-    "plan.tp_outside_nvlink": bool,     # tp larger than the GPU's NVLink domain
+    "plan.tp_outside_nvlink": bool,  # tp larger than the GPU's NVLink domain
     "plan.pp": int,
     "plan.dp": int,
-    "plan.sharding": str,               # none | ddp | zero1 | zero2 | zero3
-    "plan.recompute": str,              # none | selective | full
+    "plan.sharding": str,  # none | ddp | zero1 | zero2 | zero3
+    "plan.recompute": str,  # none | selective | full
     "plan.micro_batch": int,
-    "plan.memory_fraction": float,      # upper estimate / capacity
-    "plan.dominant": str,               # the largest memory component
-    "plan.comm_fraction": float,        # exposed communication / step time at speed of light
-    "plan.hours": float,                # P50 hours of the job
+    "plan.memory_fraction": float,  # upper estimate / capacity
+    "plan.dominant": str,  # the largest memory component
+    "plan.comm_fraction": float,  # exposed communication / step time at speed of light
+    "plan.hours": float,  # P50 hours of the job
 }
 
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in"]
@@ -206,8 +207,14 @@ def _show(value: Any) -> str:
 
 _COMPILED: dict[int, tuple[Rule, Callable[[dict[str, Any]], bool]]] = {}
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-    "ge": operator.ge, "in": lambda fact, value: fact in value, "not_in": lambda fact, value: fact not in value,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "in": lambda fact, value: fact in value,
+    "not_in": lambda fact, value: fact not in value,
 }
 _MISSING = object()
 
@@ -230,7 +237,8 @@ def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
 
 
 def evaluate(rules: tuple[Rule, ...] | list[Rule], facts: dict[str, Any]) -> list[Firing]:
-    """Return the rules that fire for these facts, in file order. Pure: the result depends on the facts alone."""
+    """Return the rules that fire for these facts, in file order. Pure: the result depends on the facts
+    alone."""
     return [
         Firing(r.id, r.kind, render(r.message, facts), r.explanation, r.source, r.score)
         for r in rules

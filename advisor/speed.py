@@ -11,15 +11,24 @@ from advisor.layout import Layout
 from advisor.memory import weight_bytes_per_param
 from advisor.network import Network, ring_allreduce_s
 
-__all__ = ["GBS", "ServingTime", "StepTime", "intra_gbs", "peak_flops", "ring_allreduce_s", "serving_times",
-           "training_step"]
+__all__ = [
+    "GBS",
+    "ServingTime",
+    "StepTime",
+    "intra_gbs",
+    "peak_flops",
+    "ring_allreduce_s",
+    "serving_times",
+    "training_step",
+]
 
 TFLOP = 1e12
 GBS = 1e9
 
 
 def compute_dtype(precision: str, gpu: Gpu) -> str:
-    """The dtype whose peak bounds the math: int8 uses int8 tensor cores where present, int4 runs in 16-bit."""
+    """The dtype whose peak bounds the math: int8 uses int8 tensor cores where present, int4 runs in
+    16-bit."""
     if precision == "int8":
         return "int8" if gpu.tflops.int8 else ("bf16" if gpu.tflops.bf16 else "fp16")
     if precision == "int4":
@@ -47,8 +56,9 @@ def intra_gbs(gpu: Gpu, group: int, a: Assumptions) -> float:
     return pcie_gbs(gpu, a)
 
 
-def hierarchical_allreduce_s(nbytes: float, per_node: int, nodes: int, intra: float, inter: float,
-                             lat_intra: float, lat_inter: float) -> float:
+def hierarchical_allreduce_s(
+    nbytes: float, per_node: int, nodes: int, intra: float, inter: float, lat_intra: float, lat_inter: float
+) -> float:
     """All-reduce over `nodes` x `per_node` ranks: a ring inside each node, then each rank's shard across nodes
     on its own NIC (rail-optimised), as NCCL does on multi-NIC servers."""
     inside = ring_allreduce_s(nbytes, per_node, intra, lat_intra)
@@ -58,10 +68,15 @@ def hierarchical_allreduce_s(nbytes: float, per_node: int, nodes: int, intra: fl
 
 def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group: int) -> Network:
     """The cluster network as a group of `group` ranks in one server sees it."""
-    return Network(intra_gbs=intra_gbs(gpu, group, a), inter_gbs=fabric.gbs_per_gpu(layout.node_size),
-                   node_size=layout.node_size, pod_gpus=int(a.network.pod_gpus.value),
-                   oversubscription=a.network.oversubscription.value, lat_intra=a.comm.intra_node_latency_s.value,
-                   lat_inter=fabric.latency_s)
+    return Network(
+        intra_gbs=intra_gbs(gpu, group, a),
+        inter_gbs=fabric.gbs_per_gpu(layout.node_size),
+        node_size=layout.node_size,
+        pod_gpus=int(a.network.pod_gpus.value),
+        oversubscription=a.network.oversubscription.value,
+        lat_intra=a.comm.intra_node_latency_s.value,
+        lat_inter=fabric.latency_s,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +102,15 @@ class StepTime:
     @property
     def total_s(self) -> float:
         """The step at 100% efficiency."""
-        return (self.roofline_s + self.bubble_s + self.dp_comm_s + self.tp_comm_s + self.pp_comm_s
-                + self.cp_comm_s + self.ep_comm_s)
+        return (
+            self.roofline_s
+            + self.bubble_s
+            + self.dp_comm_s
+            + self.tp_comm_s
+            + self.pp_comm_s
+            + self.cp_comm_s
+            + self.ep_comm_s
+        )
 
     @property
     def comm_fraction(self) -> float:
@@ -107,7 +129,9 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     """FLOPs per item including what recomputation and frozen weights add or save."""
     flops = job.train_flops_per_item
     if job.kind in ("lora", "qlora"):
-        flops = 2.0 * job.fwd_flops_per_item  # forward + input gradients; frozen weights get no weight gradient
+        flops = (
+            2.0 * job.fwd_flops_per_item
+        )  # forward + input gradients; frozen weights get no weight gradient
     if layout.recompute == "full":
         flops += job.fwd_flops_per_item
     elif layout.recompute == "selective":
@@ -115,8 +139,9 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     return flops
 
 
-def _roofline(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, peak: float,
-              activation_bytes_per_seq: float) -> tuple[float, float, float]:
+def _roofline(
+    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, peak: float, activation_bytes_per_seq: float
+) -> tuple[float, float, float]:
     """(flops time, bytes time, items per step) of one step on one GPU."""
     mb, m, mp = layout.micro_batch, layout.grad_accum, layout.model_parallel
     items = float(mb * m * layout.dp * job.items_per_sequence)
@@ -126,11 +151,17 @@ def _roofline(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, peak: float,
     local_weights = _local_params(job, layout) * base_w
     passes = 3 + (1 if layout.recompute == "full" else 0)
     trainable_local = job.trainable_params / mp
-    master = a.optimizer.master_weights.value if layout.precision not in ("fp32", "tf32") and job.master_weights \
+    master = (
+        a.optimizer.master_weights.value
+        if layout.precision not in ("fp32", "tf32") and job.master_weights
         else 0.0
+    )
     states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
-    nbytes = (local_weights * passes * m + 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
-              + 2.0 * activation_bytes_per_seq * mb * m)
+    nbytes = (
+        local_weights * passes * m
+        + 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
+        + 2.0 * activation_bytes_per_seq * mb * m
+    )
     return flops / peak, nbytes / (gpu.memory_bw_gbs * GBS), items
 
 
@@ -183,7 +214,8 @@ def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[fl
         msg = tokens * arch.hidden * act_value / tp
         pp_comm = 2.0 * m * layout.virtual * net.p2p_s(msg, layout.nodes > 1)
     if cp > 1:
-        # Ring attention passes each rank's K and V around the cp ranks: once forward, twice backward (K, V and
+        # Ring attention passes each rank's K and V around the cp ranks: once forward, twice backward (K, V
+        # and
         # their gradients), overlapped with the attention math of the same layer.
         kv = arch.kv_values_per_token_layer(tp) * tokens * act_value
         ring = 3.0 * (cp - 1) * net.p2p_s(kv, cp * tp > layout.node_size) * layers * m
@@ -197,8 +229,9 @@ def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[fl
     return tp_comm, pp_comm, cp_comm, ep_comm
 
 
-def training_step(job: Job, gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions,
-                  activation_bytes_per_seq: float) -> StepTime | None:
+def training_step(
+    job: Job, gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, activation_bytes_per_seq: float
+) -> StepTime | None:
     """Speed-of-light time of one training step, or None when the GPU has no peak for the precision."""
     peak = peak_flops(gpu, layout.precision)
     if peak is None:
@@ -227,8 +260,14 @@ class ServingTime:
     decode_bound: str
 
 
-def serving_times(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, weights_bytes_per_gpu: float,
-                  kv_bytes_per_seq_per_gpu: float) -> ServingTime | None:
+def serving_times(
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    a: Assumptions,
+    weights_bytes_per_gpu: float,
+    kv_bytes_per_seq_per_gpu: float,
+) -> ServingTime | None:
     """Decode-step and prefill times at 100% efficiency, or None without a peak for the precision."""
     peak = peak_flops(gpu, layout.precision)
     if peak is None or job.arch is None:

@@ -1,4 +1,5 @@
-"""Provides storage prices per provider ($/GB-month, block and object, each sourced) from knowledge/storage.toml."""
+"""Provides storage prices per provider ($/GB-month, block and object, each sourced) from
+knowledge/storage.toml."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Literal
 
 from pydantic import PositiveFloat
 
+from advisor.catalog.loader import Knowledge, _read_toml, _validate
 from advisor.catalog.schemas import Source
 from advisor.catalog.strict import Strict
-from advisor.catalog.loader import Knowledge, _read_toml, _validate
 from advisor.errors import InputError, KnowledgeError
 
 StorageKind = Literal["block", "object"]
@@ -53,7 +54,9 @@ def storage_price(knowledge: Knowledge, provider: str, kind: StorageKind) -> Sto
             return s
     have = sorted({s.provider for s in data.storage if s.kind == kind})
     why = data.missing.get(provider.lower(), "not in knowledge/storage.toml")
-    raise InputError(f"--provider {provider}: no sourced {kind} storage price ({why}); accepted: {', '.join(have)}")
+    raise InputError(
+        f"--provider {provider}: no sourced {kind} storage price ({why}); accepted: {', '.join(have)}"
+    )
 
 
 def storage_cost(price: StoragePrice, gb: float, hours: float, hours_per_month: float = 730.0) -> float:

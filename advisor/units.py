@@ -37,8 +37,13 @@ def _bounded(value: float, text: object, what: str, field: str | None, positive:
     """The value, or InputError (with its fields) when it is not finite, not positive or absurdly large."""
 
     def fail(problem: str, accepted: str) -> InputError:
-        return InputError(f"{what}: {text!r} {problem}; {accepted}", field=field, value=text, problem=problem,
-                          accepted=accepted)
+        return InputError(
+            f"{what}: {text!r} {problem}; {accepted}",
+            field=field,
+            value=text,
+            problem=problem,
+            accepted=accepted,
+        )
 
     if value != value or value in (float("inf"), float("-inf")):
         raise fail("is not a finite number", _NUMBER_EXAMPLES)
@@ -52,7 +57,9 @@ def _bounded(value: float, text: object, what: str, field: str | None, positive:
     return value
 
 
-def parse_count(text: str | float | int, what: str, *, positive: bool = True, field: str | None = None) -> float:
+def parse_count(
+    text: str | float | int, what: str, *, positive: bool = True, field: str | None = None
+) -> float:
     """Parse '13B', '1.5T', '500M', '20k', '1e9' or a plain number; InputError names the bad value.
 
     ``what`` names the input in the message (the CLI passes its flag); ``field`` is the input's model name,
@@ -63,14 +70,20 @@ def parse_count(text: str | float | int, what: str, *, positive: bool = True, fi
     else:
         match = _NUMBER.match(str(text))
         if not match:
-            raise InputError(f"{what}: {text!r} is not a number; {_NUMBER_EXAMPLES}", field=field, value=text,
-                             problem="is not a number", accepted=_NUMBER_EXAMPLES)
+            raise InputError(
+                f"{what}: {text!r} is not a number; {_NUMBER_EXAMPLES}",
+                field=field,
+                value=text,
+                problem="is not a number",
+                accepted=_NUMBER_EXAMPLES,
+            )
         value = float(match.group(1)) * _SUFFIX[match.group(2).lower()]
     return _bounded(value, text, what, field, positive)
 
 
 def parse_hours(text: str | float | int, what: str, *, field: str | None = None) -> float:
-    """Parse a duration in hours: '72', '72h', '30min', '3d', '2w', '1mo'; a bare 'm' is refused as ambiguous."""
+    """Parse a duration in hours: '72', '72h', '30min', '3d', '2w', '1mo'; a bare 'm' is refused as
+    ambiguous."""
     if isinstance(text, (int, float)):
         hours = float(text)
     else:
@@ -79,11 +92,21 @@ def parse_hours(text: str | float | int, what: str, *, field: str | None = None)
         if match and unit == "m":
             problem = "is ambiguous: m could be minutes or months"
             accepted = f"say {match.group(1)}min for minutes or {match.group(1)}mo for months"
-            raise InputError(f"{what}: {text!r} {problem}; {accepted}", field=field, value=text, problem=problem,
-                             accepted=accepted)
+            raise InputError(
+                f"{what}: {text!r} {problem}; {accepted}",
+                field=field,
+                value=text,
+                problem=problem,
+                accepted=accepted,
+            )
         if not match or unit not in _DURATION_HOURS:
-            raise InputError(f"{what}: {text!r} is not a duration; {_DURATION_EXAMPLES}", field=field,
-                             value=text, problem="is not a duration", accepted=_DURATION_EXAMPLES)
+            raise InputError(
+                f"{what}: {text!r} is not a duration; {_DURATION_EXAMPLES}",
+                field=field,
+                value=text,
+                problem="is not a duration",
+                accepted=_DURATION_EXAMPLES,
+            )
         hours = float(match.group(1)) * _DURATION_HOURS[unit]
     return _bounded(hours, text, what, field, True)
 

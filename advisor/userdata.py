@@ -1,4 +1,5 @@
-"""Provides the user's data directory as a small database: locked updates, atomic files, bad files moved aside."""
+"""Provides the user's data directory as a small database: locked updates, atomic files, bad files moved
+aside."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ FILE_MODE = 0o666
 EXEC_MODE = 0o777
 # Stored JSON larger than this is not ours: it is moved aside rather than read into memory.
 MAX_STORED_BYTES = 16 << 20
-# What parsing a file of the wrong shape raises (pydantic's ValidationError and json's errors are ValueErrors).
+# What parsing a file of the wrong shape raises (pydantic's ValidationError and json's errors are
+# ValueErrors).
 BAD_SHAPE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 
@@ -84,8 +86,10 @@ def ensure_dir(folder: Path) -> Path:
     for part in (folder, *folder.parents):
         if os.path.lexists(part):
             if not part.is_dir():
-                raise InputError(f"data directory {folder}: {part} is not a directory; move it, or set "
-                                 "GPU_ADVISOR_DATA_DIR to a folder")
+                raise InputError(
+                    f"data directory {folder}: {part} is not a directory; move it, or set "
+                    "GPU_ADVISOR_DATA_DIR to a folder"
+                )
             break
     folder.mkdir(parents=True, exist_ok=True)
     return folder

@@ -26,25 +26,44 @@ EXTERNAL = Path(__file__).with_name("external_validation.csv")
 
 
 def _line(name: str, errors: list[float]) -> str:
-    return (f"  {name:<44} {len(errors):4d} runs  median {statistics.median(errors):6.1%}  "
-            f"P90 {percentile(errors, 90):6.1%}")
+    return (
+        f"  {name:<44} {len(errors):4d} runs  median {statistics.median(errors):6.1%}  "
+        f"P90 {percentile(errors, 90):6.1%}"
+    )
 
 
 def external() -> None:
     knowledge = load_knowledge()
     rows = parse_benchmarks(EXTERNAL.read_text(encoding="utf-8"), EXTERNAL.name)
-    data = build_dataset(knowledge, [run_of_row(r, "ngc-pytorch" if r.source.startswith("NVIDIA/Deep") else
-                                                 "megatron" if "NeMo" in r.source else "pytorch") for r in rows])
+    data = build_dataset(
+        knowledge,
+        [
+            run_of_row(
+                r,
+                "ngc-pytorch"
+                if r.source.startswith("NVIDIA/Deep")
+                else "megatron"
+                if "NeMo" in r.source
+                else "pytorch",
+            )
+            for r in rows
+        ],
+    )
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
     if learned is None:
         raise SystemExit("no efficiency model artifact: run `make train`")
     train = shipped_dataset(knowledge).samples
-    k = {f: statistics.median(math.log(s.efficiency) for s in train if s.family == f) for f in ("llm", "other")}
+    k = {
+        f: statistics.median(math.log(s.efficiency) for s in train if s.family == f) for f in ("llm", "other")
+    }
     mfu: dict[tuple[str, str], float] = {}
     for f in ("llm", "other"):
         for c in set(PRECISION_CLASS.values()):
-            vals = [math.log(s.row.throughput / s.mfu_sol) for s in train
-                    if s.family == f and PRECISION_CLASS[s.row.precision] == c]
+            vals = [
+                math.log(s.row.throughput / s.mfu_sol)
+                for s in train
+                if s.family == f and PRECISION_CLASS[s.row.precision] == c
+            ]
             if vals:
                 mfu[f, c] = statistics.median(vals)
     by_source: dict[str, dict[str, list[float]]] = {}
@@ -56,8 +75,10 @@ def external() -> None:
         errs = by_source.setdefault(s.row.origin, {"model": [], "const": [], "phys": []})
         for name, pred in (("model", model), ("const", const), ("phys", phys)):
             errs[name].append(abs(pred - s.row.throughput) / s.row.throughput)
-    print(f"external validation: {len(data.samples)} measured runs from sources never trained on "
-          f"({len(data.skipped)} not modelled: GPU or model not in the catalogue)")
+    print(
+        f"external validation: {len(data.samples)} measured runs from sources never trained on "
+        f"({len(data.skipped)} not modelled: GPU or model not in the catalogue)"
+    )
     for source, errs in sorted(by_source.items()):
         print(f"{source}:")
         print(_line("model", errs["model"]))

@@ -28,17 +28,23 @@ FIXTURE = ROOT / "tests" / "data" / "knowledge"
 
 async def run(actions: int, seed: int, workdir: Path) -> None:
     knowledge = load_knowledge_from(FIXTURE)
-    app = GpuAdvisorApp(load_knowledge=lambda: knowledge, efficiency="prior", user_data_dir=workdir / "user-data")
+    app = GpuAdvisorApp(
+        load_knowledge=lambda: knowledge, efficiency="prior", user_data_dir=workdir / "user-data"
+    )
     start = time.perf_counter()
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         result = await monkey(pilot, actions, seed=seed)
         alive = app.is_running
     elapsed = time.perf_counter() - start
-    print(f"monkey: seed {seed}, {actions} actions in {elapsed:.1f} s ({elapsed / actions * 1000:.0f} ms each)")
-    print(f"  sent: {result.keys} keys, {result.actions['paste']} pastes, {result.actions['click']} clicks, "
-          f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys; "
-          f"{result.actions['quit asked']} quits asked for (counted, not obeyed)")
+    print(
+        f"monkey: seed {seed}, {actions} actions in {elapsed:.1f} s ({elapsed / actions * 1000:.0f} ms each)"
+    )
+    print(
+        f"  sent: {result.keys} keys, {result.actions['paste']} pastes, {result.actions['click']} clicks, "
+        f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys; "
+        f"{result.actions['quit asked']} quits asked for (counted, not obeyed)"
+    )
     print(f"  full renders checked: {result.renders}; app still up at the end: {alive}")
     print(f"  screens visited ({len(result.screens)}), by actions spent on each:")
     for name, count in result.screens.most_common():

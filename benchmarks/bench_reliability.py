@@ -66,7 +66,9 @@ def files(t: Tally, tmp: Path) -> None:
     for target in ("/dev/zero", "/dev/null", str(tmp), "/nonexistent/x.toml"):
         t.run(f"--from {target}", ["recommend", "--from", target])
     for name, content in fc.CSV_FILES.items():
-        if name not in fc.CSV_ACCEPTED:  # accepted files refit (seconds each): the concurrency rounds cover them
+        if (
+            name not in fc.CSV_ACCEPTED
+        ):  # accepted files refit (seconds each): the concurrency rounds cover them
             t.run(f"calibrate {name}", ["calibrate", str(fc.write_file(tmp / f"{name}.csv", content))])
 
 
@@ -81,11 +83,16 @@ def stored(t: Tally, tmp: Path) -> None:
         folder = tmp / f"stored-{i}" / "calibration"
         folder.mkdir(parents=True)
         path = fc.write_file(folder / ("efficiency_model.json" if store == "model" else "runs.csv"), bad)
-        argv = (["predict", "--model", "resnet50", "--gpu", "h100"] if store == "model"
-                else ["calibrate", "--list"])
+        argv = (
+            ["predict", "--model", "resnet50", "--gpu", "h100"]
+            if store == "model"
+            else ["calibrate", "--list"]
+        )
         t.run(f"stored {store} {name}", argv)
         kept = [p.read_bytes() for p in fc.aside_files(folder)]
-        if bad.encode("utf-8", "surrogatepass") not in kept and path.read_bytes() != bad.encode("utf-8", "surrogatepass"):
+        if bad.encode("utf-8", "surrogatepass") not in kept and path.read_bytes() != bad.encode(
+            "utf-8", "surrogatepass"
+        ):
             t.lost += 1
     from advisor.userdata import ChecklistTicks
 
@@ -108,10 +115,17 @@ def processes(t: Tally, tmp: Path, every: int) -> None:
         t.add(f"--from {target}", fc.run_process(["recommend", "--from", target], timeout=30))
     t.add("no terminal", fc.run_process([], timeout=30, stdin=subprocess.DEVNULL))
     with open("/dev/full", "w") as full:
-        r = subprocess.run([sys.executable, "-m", "advisor.cli.main", "gpus"], stdout=full, stderr=subprocess.PIPE,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        r = subprocess.run(
+            [sys.executable, "-m", "advisor.cli.main", "gpus"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     t.add("gpus > /dev/full", fc.Outcome(r.returncode, "", r.stderr.decode()))
-    t.add("ascii stdout", fc.run_process(["recommend", "--model", "llama-2-7b"], env={"PYTHONIOENCODING": "ascii"}))
+    t.add(
+        "ascii stdout",
+        fc.run_process(["recommend", "--model", "llama-2-7b"], env={"PYTHONIOENCODING": "ascii"}),
+    )
 
 
 def concurrency(t: Tally, tmp: Path, rounds: int) -> None:
@@ -121,28 +135,37 @@ def concurrency(t: Tally, tmp: Path, rounds: int) -> None:
         codes = parallel_calibrate(data)
         t.inputs += len(codes)
         t.codes.update(codes)
-        listed = fc.run_process(["calibrate", "--list", "--format", "json"], env={"GPU_ADVISOR_DATA_DIR": str(data)})
+        listed = fc.run_process(
+            ["calibrate", "--list", "--format", "json"], env={"GPU_ADVISOR_DATA_DIR": str(data)}
+        )
         stored_runs = len(json.loads(listed.stdout)) if listed.code == 0 else 0
         t.lost_runs += PARALLEL - stored_runs
-        print(f"  round {r + 1}: {PARALLEL} parallel calibrate, exit codes {sorted(set(codes))}, "
-              f"{stored_runs} runs stored")
+        print(
+            f"  round {r + 1}: {PARALLEL} parallel calibrate, exit codes {sorted(set(codes))}, "
+            f"{stored_runs} runs stored"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=1, help="rounds of 20 parallel calibrate runs")
     parser.add_argument("--random", type=int, default=600, help="random multi-flag commands")
-    parser.add_argument("--subprocess-every", type=int, default=10, help="every Nth flag case also as a process")
+    parser.add_argument(
+        "--subprocess-every", type=int, default=10, help="every Nth flag case also as a process"
+    )
     opts = parser.parse_args()
     t = Tally()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-reliability-") as name:
         tmp = Path(name)
         os.environ["GPU_ADVISOR_DATA_DIR"] = str(tmp / "user-data")
-        steps = (("flags in-process", lambda: flags(t, opts.random)), ("files", lambda: files(t, tmp)),
-                 ("stored files gone bad", lambda: stored(t, tmp)),
-                 ("real processes", lambda: processes(t, tmp, opts.subprocess_every)),
-                 ("concurrency", lambda: concurrency(t, tmp, opts.rounds)))
+        steps = (
+            ("flags in-process", lambda: flags(t, opts.random)),
+            ("files", lambda: files(t, tmp)),
+            ("stored files gone bad", lambda: stored(t, tmp)),
+            ("real processes", lambda: processes(t, tmp, opts.subprocess_every)),
+            ("concurrency", lambda: concurrency(t, tmp, opts.rounds)),
+        )
         for label, step in steps:
             before, t0 = t.inputs, time.perf_counter()
             step()
@@ -151,7 +174,10 @@ def main() -> None:
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(t.codes.items())))
     print(f"tracebacks (or internal errors): {t.problems.get('traceback', 0)}")
     other = {k: v for k, v in t.problems.items() if k != "traceback"}
-    print(f"other problems (multi-line errors, raw control characters, odd exit codes): {sum(other.values())} {other}")
+    print(
+        f"other problems (multi-line errors, raw control characters, odd exit codes): {sum(other.values())} "
+        f"{other}"
+    )
     for problem, example in t.examples.items():
         print(f"  e.g. {problem}: {example}")
     print(f"stored files lost: {t.lost}; calibration runs lost: {t.lost_runs}")

@@ -1,7 +1,8 @@
 """Loads and checks benchmarks/memory_validation.csv (published measured peak memory) and prints a per-source summary.
 
 Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
-row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict agreement,
+row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict
+agreement,
 GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
 """
 
@@ -31,7 +32,8 @@ GIB = 1024**3 / 1e9
 
 @dataclass(frozen=True)
 class MemoryRow:
-    """One published measurement: a configuration, its outcome and (where measured) its peak memory per GPU."""
+    """One published measurement: a configuration, its outcome and (where measured) its peak memory per
+    GPU."""
 
     source: str
     source_ref: str
@@ -101,15 +103,29 @@ def load_rows(path: Path = CSV_PATH) -> list[MemoryRow]:
         reader = csv.DictReader(handle)
         if reader.fieldnames != names:
             raise ValueError(f"{path.name}: columns {reader.fieldnames} differ from {names}")
-        return [MemoryRow(**{k: _convert(k, v, i) for k, v in raw.items()}) for i, raw in enumerate(reader, 2)]
+        return [
+            MemoryRow(**{k: _convert(k, v, i) for k, v in raw.items()}) for i, raw in enumerate(reader, 2)
+        ]
 
 
 def _enum_problems(row: MemoryRow) -> list[str]:
-    checks = {"workload": WORKLOADS, "precision": PRECISIONS, "recompute": RECOMPUTE, "optimizer": OPTIMIZERS,
-              "stack": STACKS, "offload": OFFLOAD, "master_weights": MASTER, "unit": UNITS, "outcome": OUTCOMES,
-              "kind": KINDS}
-    return [f"{name} {getattr(row, name)!r} not in {sorted(allowed)}" for name, allowed in checks.items()
-            if getattr(row, name) not in allowed]
+    checks = {
+        "workload": WORKLOADS,
+        "precision": PRECISIONS,
+        "recompute": RECOMPUTE,
+        "optimizer": OPTIMIZERS,
+        "stack": STACKS,
+        "offload": OFFLOAD,
+        "master_weights": MASTER,
+        "unit": UNITS,
+        "outcome": OUTCOMES,
+        "kind": KINDS,
+    }
+    return [
+        f"{name} {getattr(row, name)!r} not in {sorted(allowed)}"
+        for name, allowed in checks.items()
+        if getattr(row, name) not in allowed
+    ]
 
 
 def _layout_problems(row: MemoryRow) -> list[str]:
@@ -147,7 +163,9 @@ def _catalogue_problems(row: MemoryRow, gpu_ids: set[str], model_ids: set[str]) 
 def row_problems(row: MemoryRow, gpu_ids: set[str], model_ids: set[str]) -> list[str]:
     """Everything wrong with one row (empty when it is usable)."""
     basics = [f"{name} is empty" for name in ("source", "source_ref", "note") if not getattr(row, name)]
-    own = row.source_ref.startswith("this repository: benchmarks/device/")  # our own measurement, data committed
+    own = row.source_ref.startswith(
+        "this repository: benchmarks/device/"
+    )  # our own measurement, data committed
     if row.source_ref and "@" not in row.source_ref and "arXiv" not in row.source_ref and not own:
         basics.append("source_ref must cite owner/repo@commit:path, a paper or this repository's measurement")
     return basics + _enum_problems(row) + _layout_problems(row) + _catalogue_problems(row, gpu_ids, model_ids)
@@ -165,10 +183,14 @@ def summary(rows: list[MemoryRow]) -> list[str]:
         longest = sum(r.kind == "max_seq_len" for r in group)
         gpus = sorted({r.gpu or f"{r.gpu_memory_gb:g}GB" for r in group})
         models = sorted({r.model or "shape" for r in group})
-        lines.append(f"{source:<16} {len(group):>4} {measured:>7} {ooms:>4} {longest:>7}  "
-                     f"{', '.join(gpus)} / {', '.join(models)}")
-    lines.append(f"{'total':<16} {len(rows):>4} {sum(r.measured_peak is not None for r in rows):>7} "
-                 f"{sum(r.outcome == 'oom' for r in rows):>4} {sum(r.kind == 'max_seq_len' for r in rows):>7}")
+        lines.append(
+            f"{source:<16} {len(group):>4} {measured:>7} {ooms:>4} {longest:>7}  "
+            f"{', '.join(gpus)} / {', '.join(models)}"
+        )
+    lines.append(
+        f"{'total':<16} {len(rows):>4} {sum(r.measured_peak is not None for r in rows):>7} "
+        f"{sum(r.outcome == 'oom' for r in rows):>4} {sum(r.kind == 'max_seq_len' for r in rows):>7}"
+    )
     return lines
 
 

@@ -11,6 +11,7 @@ Sources (cited by their original repository path, never by the shared folder):
   * Lambda, lambdal/deeplearning-benchmark @ 67a9bb51 (2022-07-06 snapshot)
   * MosaicML, mosaicml/llm-foundry @ 8c8dd48f, scripts/train/benchmarking/README.md tables
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,18 +28,34 @@ DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "knowledge" / "benchmarks.csv"
 
 COLUMNS = [
-    "workload", "gpu", "count", "nodes", "precision", "batch_per_gpu", "seq_len", "throughput", "unit",
-    "grad_accum", "sharding", "recompute", "reported_mfu", "software", "source", "row_ref", "note",
+    "workload",
+    "gpu",
+    "count",
+    "nodes",
+    "precision",
+    "batch_per_gpu",
+    "seq_len",
+    "throughput",
+    "unit",
+    "grad_accum",
+    "sharding",
+    "recompute",
+    "reported_mfu",
+    "software",
+    "source",
+    "row_ref",
+    "note",
 ]
 
 LAMBDA_REPO = "lambdal/deeplearning-benchmark"
 HEAD = "aa5addb6a53675a649a80036dad548f1c27cbcc4"
 SNAP2022 = "67a9bb5128d51299376bc72e02ec7459f82efe38"
-MOSAIC_SOURCE = ("mosaicml/llm-foundry@8c8dd48f72168c5d51e2f7b151595892a8fba43d:"
-                 "scripts/train/benchmarking/README.md")
+MOSAIC_SOURCE = (
+    "mosaicml/llm-foundry@8c8dd48f72168c5d51e2f7b151595892a8fba43d:scripts/train/benchmarking/README.md"
+)
 
 SW_V1 = "NGC pytorch:22.09"
-SW_V2 = "NGC pytorch:24.03/24.10 (v2)"   # Lambda's v2 run guides name both containers, see report
+SW_V2 = "NGC pytorch:24.03/24.10 (v2)"  # Lambda's v2 run guides name both containers, see report
 SW_2022 = "NGC pytorch 20.01/20.10"
 SW_MOSAIC = "Composer/llm-foundry FSDP (2023)"
 
@@ -60,11 +77,26 @@ SKIPPED_COLUMNS = {"maskrcnn"}
 BERT_SEQ_LEN = 384
 
 # Volta/Turing: Lambda's fp32 runs are true FP32; Ampere and newer run TF32 (NGC default).
-PRE_AMPERE = {"v100-16gb", "v100-32gb", "quadro-rtx-8000", "quadro-rtx-6000", "quadro-rtx-5000",
-              "titan-rtx", "rtx-2080ti"}
+PRE_AMPERE = {
+    "v100-16gb",
+    "v100-32gb",
+    "quadro-rtx-8000",
+    "quadro-rtx-6000",
+    "quadro-rtx-5000",
+    "titan-rtx",
+    "rtx-2080ti",
+}
 
-HOST_PREFIXES = ("LambdaCloud ", "Lambda Cloud — ", "Linode Cloud — ", "DellTexas ", "Dell ", "SMC ",
-                 "1CC ", "RAIDZ1 ")
+HOST_PREFIXES = (
+    "LambdaCloud ",
+    "Lambda Cloud — ",
+    "Linode Cloud — ",
+    "DellTexas ",
+    "Dell ",
+    "SMC ",
+    "1CC ",
+    "RAIDZ1 ",
+)
 
 # System label (host prefix and "<N>x " removed) -> (gpu id, note); None = GPU not in the catalogue.
 LABEL_GPU = {
@@ -115,9 +147,9 @@ LABEL_GPU = {
 V2_RUN = re.compile(r"_(\d+)x(GH200|H200|H100|B200)_(\d+)GB(?:_(SXM5?|PCIe))?_")
 
 NOISY_NOTE = "data-loader bound, scales unevenly"
-SUPERLINEAR_LIMIT = 1.5     # per-GPU throughput above 1.5x the best 1-GPU figure: implausible
-SUPERLINEAR_FLAG = 1.15     # kept, but the row says so
-FP16_VS_FP32_LIMIT = 0.5    # mixed precision at under half the fp32 throughput: implausible
+SUPERLINEAR_LIMIT = 1.5  # per-GPU throughput above 1.5x the best 1-GPU figure: implausible
+SUPERLINEAR_FLAG = 1.15  # kept, but the row says so
+FP16_VS_FP32_LIMIT = 0.5  # mixed precision at under half the fp32 throughput: implausible
 
 
 def lambda_source(commit: str, path: str) -> str:
@@ -143,7 +175,7 @@ def split_label(label: str) -> tuple[str, str, int | None]:
     rest = label.strip()
     for p in HOST_PREFIXES:
         if rest.startswith(p):
-            host, rest = p.strip(" —"), rest[len(p):]
+            host, rest = p.strip(" —"), rest[len(p) :]
             break
     m = re.match(r"^(\d+)x\s*(.*)$", rest)
     n = None
@@ -220,8 +252,15 @@ def lambda_cells(thr_path: Path, bs_path: Path | None, *, raw_v2: bool = False):
             if not raw_v2:
                 bs_global = int(float(bs_row[col]))
             yield {
-                "label": label, "host": host, "gpu": gpu, "count": count, "col": col,
-                "workload": workload, "unit": unit, "throughput": num(val), "bs_global": bs_global,
+                "label": label,
+                "host": host,
+                "gpu": gpu,
+                "count": count,
+                "col": col,
+                "workload": workload,
+                "unit": unit,
+                "throughput": num(val),
+                "bs_global": bs_global,
                 "base_note": base_note,
             }
 
@@ -232,19 +271,52 @@ def collect_lambda():
     head = base / "HEAD-aa5addb6" / "pytorch"
     snap = base / "2022-07-06-67a9bb51" / "pytorch"
 
-    groups = []   # (kind, commit, path in repo, throughput file, bs file, software)
+    groups = []  # (kind, commit, path in repo, throughput file, bs file, software)
     for prec in ("fp16", "fp32"):
-        groups.append(("v1", HEAD, f"pytorch/pytorch-train-throughput-{prec}.csv",
-                       head / f"pytorch-train-throughput-{prec}.csv",
-                       head / f"pytorch-train-bs-{prec}.csv", SW_V1, prec))
-        groups.append(("merged", HEAD, f"pytorch/csv_v1_v2/pytorch-train-throughput-{prec}.csv",
-                       head / "csv_v1_v2" / f"pytorch-train-throughput-{prec}.csv",
-                       head / "csv_v1_v2" / f"pytorch-train-bs-{prec}.csv", SW_V2, prec))
-        groups.append(("v2raw", HEAD, f"pytorch/pytorch-train-throughput-v2-{prec}.csv",
-                       head / f"pytorch-train-throughput-v2-{prec}.csv", None, SW_V2, prec))
-        groups.append(("2022", SNAP2022, f"pytorch/pytorch-train-throughput-{prec}.csv",
-                       snap / f"pytorch-train-throughput-{prec}.csv",
-                       snap / f"pytorch-train-bs-{prec}.csv", SW_2022, prec))
+        groups.append(
+            (
+                "v1",
+                HEAD,
+                f"pytorch/pytorch-train-throughput-{prec}.csv",
+                head / f"pytorch-train-throughput-{prec}.csv",
+                head / f"pytorch-train-bs-{prec}.csv",
+                SW_V1,
+                prec,
+            )
+        )
+        groups.append(
+            (
+                "merged",
+                HEAD,
+                f"pytorch/csv_v1_v2/pytorch-train-throughput-{prec}.csv",
+                head / "csv_v1_v2" / f"pytorch-train-throughput-{prec}.csv",
+                head / "csv_v1_v2" / f"pytorch-train-bs-{prec}.csv",
+                SW_V2,
+                prec,
+            )
+        )
+        groups.append(
+            (
+                "v2raw",
+                HEAD,
+                f"pytorch/pytorch-train-throughput-v2-{prec}.csv",
+                head / f"pytorch-train-throughput-v2-{prec}.csv",
+                None,
+                SW_V2,
+                prec,
+            )
+        )
+        groups.append(
+            (
+                "2022",
+                SNAP2022,
+                f"pytorch/pytorch-train-throughput-{prec}.csv",
+                snap / f"pytorch-train-throughput-{prec}.csv",
+                snap / f"pytorch-train-bs-{prec}.csv",
+                SW_2022,
+                prec,
+            )
+        )
 
     # GPUs (by gpu id) that the v1 files cover; the merged file is used only for the others.
     v1_gpus = set()
@@ -263,7 +335,7 @@ def collect_lambda():
                 core = split_label(c["label"])[1]
                 merged_bs[(core, c["col"], c["count"], prec)] = c["bs_global"]
 
-    spread_runs = []   # (precision, workload, count, throughput) of the H100 SXM v2 host runs
+    spread_runs = []  # (precision, workload, count, throughput) of the H100 SXM v2 host runs
     cells = []
     for kind, commit, repo_path, thr, bs, software, prec in groups:
         source = lambda_source(commit, repo_path)
@@ -274,8 +346,11 @@ def collect_lambda():
             cells.append(c)
 
     # fp32 throughput of the same system row, for the fp16-vs-fp32 test
-    fp32_of = {(c["source"].replace("-fp32", "-fp16"), c["label"], c["col"]): c["throughput"]
-               for c in cells if c["file_prec"] == "fp32"}
+    fp32_of = {
+        (c["source"].replace("-fp32", "-fp16"), c["label"], c["col"]): c["throughput"]
+        for c in cells
+        if c["file_prec"] == "fp32"
+    }
 
     # which cells are rows at all (before the plausibility tests)
     candidates = []
@@ -318,22 +393,27 @@ def collect_lambda():
         if c["count"] > 1 and ref:
             ratio = c["throughput"] / c["count"] / max(ref)
             if ratio > SUPERLINEAR_LIMIT:
-                DROPPED.add("implausible: per-GPU > 1.5x best 1-GPU figure",
-                            f"{c['workload']} {c['gpu']} x{c['count']} {c['file_prec']} ({ratio:.2f}x)")
+                DROPPED.add(
+                    "implausible: per-GPU > 1.5x best 1-GPU figure",
+                    f"{c['workload']} {c['gpu']} x{c['count']} {c['file_prec']} ({ratio:.2f}x)",
+                )
                 continue
             if c["throughput"] < min(ref):
-                DROPPED.add("implausible: multi-GPU total below the 1-GPU figure",
-                            f"{c['workload']} {c['gpu']} x{c['count']} {c['file_prec']} "
-                            f"({c['throughput']:g} < {min(ref):g})")
+                DROPPED.add(
+                    "implausible: multi-GPU total below the 1-GPU figure",
+                    f"{c['workload']} {c['gpu']} x{c['count']} {c['file_prec']} "
+                    f"({c['throughput']:g} < {min(ref):g})",
+                )
                 continue
             if ratio > SUPERLINEAR_FLAG:
                 notes.append(f"per-GPU {ratio:.2f}x the 1-GPU figure (superlinear)")
         if c["file_prec"] == "fp16":
             f32 = fp32_of.get((c["source"], c["label"], c["col"]))
             if f32 and c["throughput"] < FP16_VS_FP32_LIMIT * f32:
-                DROPPED.add("implausible: fp16 below half the fp32 figure of the same run",
-                            f"{c['workload']} {c['gpu']} x{c['count']} ({c['throughput']:g} vs "
-                            f"fp32 {f32:g})")
+                DROPPED.add(
+                    "implausible: fp16 below half the fp32 figure of the same run",
+                    f"{c['workload']} {c['gpu']} x{c['count']} ({c['throughput']:g} vs fp32 {f32:g})",
+                )
                 continue
 
         # batch per GPU: Lambda's bs files hold the GLOBAL batch (see the report)
@@ -366,15 +446,27 @@ def collect_lambda():
         if precision == "fp32" and c["gpu"] not in PRE_AMPERE:
             precision = "tf32"
 
-        rows.append({
-            "workload": c["workload"], "gpu": c["gpu"], "count": c["count"], "nodes": 1,
-            "precision": precision, "batch_per_gpu": batch,
-            "seq_len": BERT_SEQ_LEN if c["workload"].startswith("bert-") else 0,
-            "throughput": fmt_num(c["throughput"]), "unit": c["unit"], "grad_accum": "",
-            "sharding": "ddp" if c["count"] > 1 else "", "recompute": "", "reported_mfu": "",
-            "software": c["software"], "source": c["source"], "row_ref": c["label"],
-            "note": "; ".join(notes),
-        })
+        rows.append(
+            {
+                "workload": c["workload"],
+                "gpu": c["gpu"],
+                "count": c["count"],
+                "nodes": 1,
+                "precision": precision,
+                "batch_per_gpu": batch,
+                "seq_len": BERT_SEQ_LEN if c["workload"].startswith("bert-") else 0,
+                "throughput": fmt_num(c["throughput"]),
+                "unit": c["unit"],
+                "grad_accum": "",
+                "sharding": "ddp" if c["count"] > 1 else "",
+                "recompute": "",
+                "reported_mfu": "",
+                "software": c["software"],
+                "source": c["source"],
+                "row_ref": c["label"],
+                "note": "; ".join(notes),
+            }
+        )
     return rows, spread_runs
 
 
@@ -400,18 +492,28 @@ def collect_mosaic():
         if section.startswith("A100"):
             notes.append("inter-node 1600 Gbps RoCE")
         mfu = (Decimal(r["MFU"]) / 100).normalize()
-        rows.append({
-            "workload": f"mpt-{r['Model']}", "gpu": gpu_map[r["GPU"]], "count": count,
-            "nodes": count // 8, "precision": prec_map[r["Precision"]],
-            "batch_per_gpu": r["MicroBatchSize"], "seq_len": int(r["SeqLen (T)"]),
-            "throughput": r["Throughput (T/s)"], "unit": "tokens/s", "grad_accum": r["GradAccum"],
-            "sharding": shard_map[r["Sharding Strategy"]],
-            "recompute": "full" if r["Activation Checkpointing"] == "True" else "none",
-            "reported_mfu": format(mfu, "f"), "software": SW_MOSAIC, "source": MOSAIC_SOURCE,
-            "row_ref": f"{section}, row {index_in_section[section]} ({r['Model']}, {count} GPUs, "
-                       f"seq {r['SeqLen (T)']}, mb {r['MicroBatchSize']})",
-            "note": "; ".join(notes),
-        })
+        rows.append(
+            {
+                "workload": f"mpt-{r['Model']}",
+                "gpu": gpu_map[r["GPU"]],
+                "count": count,
+                "nodes": count // 8,
+                "precision": prec_map[r["Precision"]],
+                "batch_per_gpu": r["MicroBatchSize"],
+                "seq_len": int(r["SeqLen (T)"]),
+                "throughput": r["Throughput (T/s)"],
+                "unit": "tokens/s",
+                "grad_accum": r["GradAccum"],
+                "sharding": shard_map[r["Sharding Strategy"]],
+                "recompute": "full" if r["Activation Checkpointing"] == "True" else "none",
+                "reported_mfu": format(mfu, "f"),
+                "software": SW_MOSAIC,
+                "source": MOSAIC_SOURCE,
+                "row_ref": f"{section}, row {index_in_section[section]} ({r['Model']}, {count} GPUs, "
+                f"seq {r['SeqLen (T)']}, mb {r['MicroBatchSize']})",
+                "note": "; ".join(notes),
+            }
+        )
     return rows
 
 
@@ -439,8 +541,9 @@ def main() -> int:
             continue
         seen.add(key)
         unique.append(r)
-    rows = sorted(unique, key=lambda r: (r["source"], r["workload"], r["gpu"], r["count"],
-                                         r["precision"], r["row_ref"]))
+    rows = sorted(
+        unique, key=lambda r: (r["source"], r["workload"], r["gpu"], r["count"], r["precision"], r["row_ref"])
+    )
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")

@@ -7,6 +7,7 @@ MosaicML rows (llm-foundry benchmarking tables) stay in knowledge/benchmarks.csv
 reference, not copied. Prints rows per source, GPUs and models not (yet) in the catalogue, and the
 external-validation rows whose source now trains (they must leave the held-out set).
 """
+
 from __future__ import annotations
 
 import sys
@@ -15,35 +16,77 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv  # noqa: E402
+from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "knowledge" / "sources"
 OUT = ROOT / "knowledge" / "llm_benchmarks.csv"
 
 COLUMNS = [
-    "model", "source_model", "gpu", "source_gpu", "count", "nodes", "precision", "tp", "pp", "cp", "ep", "vp",
-    "dp", "sharding", "recompute", "micro_batch", "global_batch", "grad_accum", "seq_len", "task", "stack",
-    "software", "tokens_per_s_per_gpu", "tokens_per_s", "model_tflops_per_gpu", "model_flops_per_token",
-    "reported_mfu", "memory_gib", "source", "table", "row_ref", "note",
+    "model",
+    "source_model",
+    "gpu",
+    "source_gpu",
+    "count",
+    "nodes",
+    "precision",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "vp",
+    "dp",
+    "sharding",
+    "recompute",
+    "micro_batch",
+    "global_batch",
+    "grad_accum",
+    "seq_len",
+    "task",
+    "stack",
+    "software",
+    "tokens_per_s_per_gpu",
+    "tokens_per_s",
+    "model_tflops_per_gpu",
+    "model_flops_per_token",
+    "reported_mfu",
+    "memory_gib",
+    "source",
+    "table",
+    "row_ref",
+    "note",
 ]
 PRECISIONS = {"bf16", "fp16", "fp8", "fp8-block", "mxfp8", "nvfp4", ""}
 STACKS = {"megatron", "torchtitan", "pytorch-fsdp", "composer", "hf"}
 
 MODELS = {
-    "GPT3-5B": "gpt3-5b", "GPT3-20B": "gpt3-20b", "GPT3-175B": "gpt3-175b",
-    "LLAMA2-7B": "llama-2-7b", "LLAMA2-13B": "llama-2-13b", "LLAMA2-70B": "llama-2-70b",
-    "Nemotron-8B": "nemotron-8b", "Nemotron-22B": "nemotron-22b", "Nemotron-340B": "nemotron-4-340b",
-    "LLAMA3-8B": "llama-3.1-8b", "LLAMA3_8B": "llama-3.1-8b", "LLAMA3-70B": "llama-3.1-70b",
-    "LLAMA3_70B": "llama-3.1-70b", "LLAMA3.1_405B": "llama-3.1-405b",
-    "DeepSeekV3": "deepseek-v3", "GPT OSS 120B": "gpt-oss-120b",
-    "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b",
+    "GPT3-5B": "gpt3-5b",
+    "GPT3-20B": "gpt3-20b",
+    "GPT3-175B": "gpt3-175b",
+    "LLAMA2-7B": "llama-2-7b",
+    "LLAMA2-13B": "llama-2-13b",
+    "LLAMA2-70B": "llama-2-70b",
+    "Nemotron-8B": "nemotron-8b",
+    "Nemotron-22B": "nemotron-22b",
+    "Nemotron-340B": "nemotron-4-340b",
+    "LLAMA3-8B": "llama-3.1-8b",
+    "LLAMA3_8B": "llama-3.1-8b",
+    "LLAMA3-70B": "llama-3.1-70b",
+    "LLAMA3_70B": "llama-3.1-70b",
+    "LLAMA3.1_405B": "llama-3.1-405b",
+    "DeepSeekV3": "deepseek-v3",
+    "GPT OSS 120B": "gpt-oss-120b",
+    "Qwen3_30B_a3B": "qwen3-30b-a3b",
+    "Qwen3_235B_a22B": "qwen3-235b-a22b",
 }
 SAME_ARCH = {"LLAMA3-8B", "LLAMA3_8B", "LLAMA3-70B", "LLAMA3_70B"}
 SAME_ARCH_NOTE = "Llama 3 and Llama 3.1 share the architecture; the catalogue holds the 3.1 shape"
 SYSTEMS = {  # system label -> (gpu id, GPUs per node)
-    "DGX-H100": ("h100-sxm", 8), "DGX-B200": ("b200", 8), "DGX-B300": ("b300", 8),
-    "DGX-GB200": ("gb200", 4), "DGX-GB300": ("gb300", 4),
+    "DGX-H100": ("h100-sxm", 8),
+    "DGX-B200": ("b200", 8),
+    "DGX-B300": ("b300", 8),
+    "DGX-GB200": ("gb200", 4),
+    "DGX-GB300": ("gb300", 4),
 }
 MB_PRECISION = {"FP8-CS": "fp8", "FP8-MX": "mxfp8", "NVFP4": "nvfp4", "BF16": "bf16"}
 
@@ -54,7 +97,7 @@ def catalogue_ids(name: str, key: str) -> set[str]:
 
 
 def base_row(src: SourceTable, **kw: object) -> dict[str, str]:
-    row = {c: "" for c in COLUMNS}
+    row = dict.fromkeys(COLUMNS, "")
     row.update(source=src.ref, table=src.table)
     for k, v in kw.items():
         row[k] = v if isinstance(v, str) else fmt(v)  # type: ignore[arg-type]
@@ -85,12 +128,29 @@ def nemo_rows(src: SourceTable) -> list[dict[str, str]]:
         cp = r["cp"] or "1"
         dp = int(r["gpus"]) // (int(r["tp"]) * int(r["pp"]) * int(cp))
         ga = int(r["gbs"]) / (int(r["mbs"]) * dp)
-        row = base_row(src, model=MODELS[label], source_model=label, gpu="h100-sxm", source_gpu="DGX-H100",
-                       count=r["gpus"], precision="fp8", tp=r["tp"], pp=r["pp"], cp=cp, ep="1",
-                       vp=r["vp"] or "1", micro_batch=r["mbs"], global_batch=r["gbs"],
-                       grad_accum=fmt(ga) if ga.is_integer() else "", seq_len=r["seq_len"], task=r["task"],
-                       stack="megatron", software="NeMo 24.07 container",
-                       row_ref=f"{r['task']} row {i} ({label}, {r['gpus']} GPUs)", note="; ".join(note))
+        row = base_row(
+            src,
+            model=MODELS[label],
+            source_model=label,
+            gpu="h100-sxm",
+            source_gpu="DGX-H100",
+            count=r["gpus"],
+            precision="fp8",
+            tp=r["tp"],
+            pp=r["pp"],
+            cp=cp,
+            ep="1",
+            vp=r["vp"] or "1",
+            micro_batch=r["mbs"],
+            global_batch=r["gbs"],
+            grad_accum=fmt(ga) if ga.is_integer() else "",
+            seq_len=r["seq_len"],
+            task=r["task"],
+            stack="megatron",
+            software="NeMo 24.07 container",
+            row_ref=f"{r['task']} row {i} ({label}, {r['gpus']} GPUs)",
+            note="; ".join(note),
+        )
         out.append(finish(row, float(r["tokens_per_s_per_gpu"]), number(r["model_tflops_per_gpu"]), 8))
     return out
 
@@ -111,9 +171,16 @@ def mb_precision(system: str, cell: str, which: str) -> tuple[str, str]:
         return MB_PRECISION[cell], ""
     # 25.09 tables have no precision column; their footnote names the parenthesised granularity.
     if which == "main":
-        return "fp8", "25.09 table has no precision column: fp8 current scaling assumed (same figures as the 25.11 FP8-CS rows)"
+        return (
+            "fp8",
+            "25.09 table has no precision column: fp8 current scaling assumed (same figures as the 25.11 "
+            "FP8-CS rows)",
+        )
     if system == "DGX-H100":
-        return "fp8-block", "parenthesised figure: 128x128 weight / 1x128 activation FP8 blocks (page footnote)"
+        return (
+            "fp8-block",
+            "parenthesised figure: 128x128 weight / 1x128 activation FP8 blocks (page footnote)",
+        )
     return "mxfp8", "parenthesised figure: MXFP8 32x32 blocks (page footnote)"
 
 
@@ -131,14 +198,30 @@ def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
                 note.append("MoE: tokens force-balanced across experts (page note)")
             if gpn == 4:
                 note.append("NVL72 rack: 4 GPUs per compute tray, 72 GPUs in one NVLink domain")
-            row = base_row(src, model=MODELS[label], source_model=raw["model"], gpu=gpu, source_gpu=r["system"],
-                           count=r["gpus"], precision=precision, tp=r["tp"], pp=r["pp"], cp=r["cp"],
-                           ep=r["ep"] if r["ep"] != "n/a" else "1", vp=r["vp"] if r["vp"] != "n/a" else "1",
-                           sharding="fsdp-full" if r["fsdp"] == "1" else "ddp", micro_batch=r["mbs"],
-                           global_batch=r["gbs"], grad_accum=r["ga"], seq_len=r["seq_len"], task="pretrain",
-                           stack="megatron", software=f"NeMo {r['container']} container (Megatron-Bridge)",
-                           row_ref=f"{r['container']} {r['system']} row {i} ({raw['model']}, {which})",
-                           note="; ".join(note))
+            row = base_row(
+                src,
+                model=MODELS[label],
+                source_model=raw["model"],
+                gpu=gpu,
+                source_gpu=r["system"],
+                count=r["gpus"],
+                precision=precision,
+                tp=r["tp"],
+                pp=r["pp"],
+                cp=r["cp"],
+                ep=r["ep"] if r["ep"] != "n/a" else "1",
+                vp=r["vp"] if r["vp"] != "n/a" else "1",
+                sharding="fsdp-full" if r["fsdp"] == "1" else "ddp",
+                micro_batch=r["mbs"],
+                global_batch=r["gbs"],
+                grad_accum=r["ga"],
+                seq_len=r["seq_len"],
+                task="pretrain",
+                stack="megatron",
+                software=f"NeMo {r['container']} container (Megatron-Bridge)",
+                row_ref=f"{r['container']} {r['system']} row {i} ({raw['model']}, {which})",
+                note="; ".join(note),
+            )
             out.append(finish(row, float(r["tokens_per_s_per_gpu"]), number(r["model_tflops_per_gpu"]), gpn))
     return out
 
@@ -154,19 +237,40 @@ def torchtitan_a100_rows(src: SourceTable) -> list[dict[str, str]]:
         llama3 = r["table"] == "llama3"
         size = r["model"]
         model = {"8B": "llama-3.1-8b", "70B": "llama-3.1-70b"}[size] if llama3 else f"llama-2-{size.lower()}"
-        note = ["A100 80GB form factor not stated (SXM assumed)",
-                "precision not stated: bf16 is torchtitan's default mixed precision",
-                f"activation checkpointing: {r['activation_checkpointing']}"]
+        note = [
+            "A100 80GB form factor not stated (SXM assumed)",
+            "precision not stated: bf16 is torchtitan's default mixed precision",
+            f"activation checkpointing: {r['activation_checkpointing']}",
+        ]
         if llama3:
             note.insert(0, SAME_ARCH_NOTE)
         mb = int(r["batch_size"])
-        row = base_row(src, model=model, source_model=f"Llama {'3' if llama3 else '2'} {size}",
-                       gpu="a100-80gb-sxm", source_gpu="A100 (80GB)", count=64, precision="bf16", tp=1, pp=1,
-                       cp=1, ep=1, vp=1, sharding="fsdp-full", recompute=recompute(r["activation_checkpointing"]),
-                       micro_batch=mb, global_batch=mb * 64, grad_accum=1, seq_len=8192 if llama3 else 4096,
-                       task="pretrain", stack="torchtitan", software="torchtitan FSDP2 (2024)",
-                       reported_mfu=fmt(number(r["mfu"])), row_ref=f"{r['table']} table row {i}",
-                       note="; ".join(note))
+        row = base_row(
+            src,
+            model=model,
+            source_model=f"Llama {'3' if llama3 else '2'} {size}",
+            gpu="a100-80gb-sxm",
+            source_gpu="A100 (80GB)",
+            count=64,
+            precision="bf16",
+            tp=1,
+            pp=1,
+            cp=1,
+            ep=1,
+            vp=1,
+            sharding="fsdp-full",
+            recompute=recompute(r["activation_checkpointing"]),
+            micro_batch=mb,
+            global_batch=mb * 64,
+            grad_accum=1,
+            seq_len=8192 if llama3 else 4096,
+            task="pretrain",
+            stack="torchtitan",
+            software="torchtitan FSDP2 (2024)",
+            reported_mfu=fmt(number(r["mfu"])),
+            row_ref=f"{r['table']} table row {i}",
+            note="; ".join(note),
+        )
         out.append(finish(row, float(r["wps"]), None, 8))
     return out
 
@@ -175,8 +279,10 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     sizes = {"8B": "llama-3.1-8b", "70B": "llama-3.1-70b", "405B": "llama-3.1-405b"}
     for i, r in enumerate(src.rows, start=1):
-        note = ["H100 96GB HBM2e (2.4 TB/s) at a 500 W power limit, below the catalogue H100 SXM",
-                f"techniques: {r['techniques']}"]
+        note = [
+            "H100 96GB HBM2e (2.4 TB/s) at a 500 W power limit, below the catalogue H100 SXM",
+            f"techniques: {r['techniques']}",
+        ]
         seq = r["seq_len"]
         if not seq:
             seq = "8192"
@@ -184,14 +290,31 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
         fp8 = "Float8" in r["techniques"]
         if fp8:
             note.append("Float8 on nn.Linear only, the rest bf16")
-        row = base_row(src, model=sizes[r["model"]], source_model=f"Llama 3.1 {r['model']}", gpu="h100-sxm",
-                       source_gpu="H100 96GB HBM2e (Grand Teton)", count=r["gpus"],
-                       precision="fp8" if fp8 else "bf16", tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=1,
-                       vp=2 if "Interleaved" in r["techniques"] else 1, sharding="fsdp-full",
-                       recompute=recompute(r["activation_checkpointing"]), micro_batch=r["local_batch"],
-                       global_batch=r["global_batch"], seq_len=seq, task="pretrain", stack="torchtitan",
-                       software="torchtitan 9dec370, torch 1963fc8 (2024-12)", memory_gib=r["memory_gib"],
-                       row_ref=f"Table {r['table']} row {i}", note="; ".join(note))
+        row = base_row(
+            src,
+            model=sizes[r["model"]],
+            source_model=f"Llama 3.1 {r['model']}",
+            gpu="h100-sxm",
+            source_gpu="H100 96GB HBM2e (Grand Teton)",
+            count=r["gpus"],
+            precision="fp8" if fp8 else "bf16",
+            tp=r["tp"],
+            pp=r["pp"],
+            cp=r["cp"],
+            ep=1,
+            vp=2 if "Interleaved" in r["techniques"] else 1,
+            sharding="fsdp-full",
+            recompute=recompute(r["activation_checkpointing"]),
+            micro_batch=r["local_batch"],
+            global_batch=r["global_batch"],
+            seq_len=seq,
+            task="pretrain",
+            stack="torchtitan",
+            software="torchtitan 9dec370, torch 1963fc8 (2024-12)",
+            memory_gib=r["memory_gib"],
+            row_ref=f"Table {r['table']} row {i}",
+            note="; ".join(note),
+        )
         out.append(finish(row, float(r["tps_per_gpu"]), None, 8))
     return out
 
@@ -200,16 +323,36 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     for i, r in enumerate(src.rows, start=1):
         size = r["model_size"]
-        note = ["A100 variant not stated (80GB SXM assumed)", "precision not stated (bf16 assumed)",
-                f"activation checkpointing: {r['activation_checkpointing']} (granularity not stated)"]
+        note = [
+            "A100 variant not stated (80GB SXM assumed)",
+            "precision not stated (bf16 assumed)",
+            f"activation checkpointing: {r['activation_checkpointing']} (granularity not stated)",
+        ]
         if size == "34b":
             note.append("Llama 2 34B shape (not released by Meta; code-llama-34b-like)")
-        row = base_row(src, model=f"llama-2-{size}", source_model=f"Llama2 {size}", gpu="a100-80gb-sxm",
-                       source_gpu="A100", count=r["gpus"], precision="bf16", tp=1, pp=1, cp=1, ep=1, vp=1,
-                       sharding="hsdp" if r["sharding"] == "HSDP" else "fsdp-full",
-                       recompute=recompute(r["activation_checkpointing"]), micro_batch=r["batch_size"],
-                       seq_len=4096, task="pretrain", stack="pytorch-fsdp", software="fms-fsdp (PyTorch FSDP, SDPA)",
-                       row_ref=f"README table row {i} ({size})", note="; ".join(note))
+        row = base_row(
+            src,
+            model=f"llama-2-{size}",
+            source_model=f"Llama2 {size}",
+            gpu="a100-80gb-sxm",
+            source_gpu="A100",
+            count=r["gpus"],
+            precision="bf16",
+            tp=1,
+            pp=1,
+            cp=1,
+            ep=1,
+            vp=1,
+            sharding="hsdp" if r["sharding"] == "HSDP" else "fsdp-full",
+            recompute=recompute(r["activation_checkpointing"]),
+            micro_batch=r["batch_size"],
+            seq_len=4096,
+            task="pretrain",
+            stack="pytorch-fsdp",
+            software="fms-fsdp (PyTorch FSDP, SDPA)",
+            row_ref=f"README table row {i} ({size})",
+            note="; ".join(note),
+        )
         out.append(finish(row, float(r["tokens_per_s_per_gpu"]), None, 8))
     return out
 
@@ -217,20 +360,40 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
 def h200_rows(src: SourceTable) -> list[dict[str, str]]:
     """This repository's own single-H200 measurements (HF-style training loop, eager modules with SDPA)."""
     out = []
-    modes = {"mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with bf16=True)",
-             "pure-bf16": "bf16 weights and AdamW states (no master copy)",
-             "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)"}
+    modes = {
+        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with bf16=True)",
+        "pure-bf16": "bf16 weights and AdamW states (no master copy)",
+        "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)",
+    }
     for i, r in enumerate(src.rows, start=1):
         mb, seq = int(r["micro_batch"]), int(r["seq_len"])
-        row = base_row(src, model=r["model"], source_model=r["model"], gpu="h200", source_gpu="NVIDIA H200",
-                       count=1, precision="bf16", tp=1, pp=1, cp=1, ep=1, vp=1, sharding="",
-                       recompute="full" if r["grad_ckpt"] == "true" else "none", micro_batch=mb, global_batch=mb,
-                       grad_accum=1, seq_len=seq, task="lora" if r["mode"] == "lora" else "finetune", stack="hf",
-                       software="torch 2.11.0+cu130, transformers 5.17.0 (sdpa)",
-                       memory_gib=fmt(float(r["peak_reserved_gb"]) * 1e9 / 2**30),
-                       row_ref=f"row {i} ({r['model']} {r['mode']}, seq {seq}, mb {mb}"
-                               f"{', checkpointing' if r['grad_ckpt'] == 'true' else ''})",
-                       note=f"{modes[r['mode']]}; random tokens, step includes the optimizer")
+        row = base_row(
+            src,
+            model=r["model"],
+            source_model=r["model"],
+            gpu="h200",
+            source_gpu="NVIDIA H200",
+            count=1,
+            precision="bf16",
+            tp=1,
+            pp=1,
+            cp=1,
+            ep=1,
+            vp=1,
+            sharding="",
+            recompute="full" if r["grad_ckpt"] == "true" else "none",
+            micro_batch=mb,
+            global_batch=mb,
+            grad_accum=1,
+            seq_len=seq,
+            task="lora" if r["mode"] == "lora" else "finetune",
+            stack="hf",
+            software="torch 2.11.0+cu130, transformers 5.17.0 (sdpa)",
+            memory_gib=fmt(float(r["peak_reserved_gb"]) * 1e9 / 2**30),
+            row_ref=f"row {i} ({r['model']} {r['mode']}, seq {seq}, mb {mb}"
+            f"{', checkpointing' if r['grad_ckpt'] == 'true' else ''})",
+            note=f"{modes[r['mode']]}; random tokens, step includes the optimizer",
+        )
         out.append(finish(row, float(r["tokens_per_s"]), None, 8))
     return out
 
@@ -255,10 +418,9 @@ def validate(rows: list[dict[str, str]]) -> None:
             raise SystemExit(f"{where}: {count} GPUs not divisible by tp*pp*cp = {par}")
         if float(r["tokens_per_s_per_gpu"]) <= 0:
             raise SystemExit(f"{where}: throughput must be positive")
-        if r["model_flops_per_token"]:
-            # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
-            if float(r["model_flops_per_token"]) < 6e9:
-                raise SystemExit(f"{where}: implausible FLOPs per token {r['model_flops_per_token']}")
+        # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
+        if r["model_flops_per_token"] and float(r["model_flops_per_token"]) < 6e9:
+            raise SystemExit(f"{where}: implausible FLOPs per token {r['model_flops_per_token']}")
 
 
 def mosaic_count() -> int:

@@ -3,6 +3,7 @@
 Each file is a CSV whose leading '#' lines are its header: '# ref: owner/repo@<40-hex commit>:path' (required)
 and '# table: ...' (required), then free notes. The first non-comment line names the columns.
 """
+
 from __future__ import annotations
 
 import csv

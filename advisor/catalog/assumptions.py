@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-
 from advisor.catalog.common import Record, Source, record
 
 
@@ -131,6 +130,7 @@ class Prior(Record):
     source: str
     note: str = ""
 
+
 @record
 class CostFigures(Record):
     """Volatility coefficients, storage price, billing hours and spot interruption rates."""
@@ -190,7 +190,16 @@ class Assumptions(Record):
         """Every source key the figures cite."""
         keys = {f.source for f in self.fabric.values()} | {p.source for p in self.efficiency.values()}
         keys |= {f.source for f in self.loss.values()}
-        for section in (self.memory, self.activations, self.precision, self.optimizer, self.comm, self.cost,
-                        self.defaults, self.network, self.goodput):
+        for section in (
+            self.memory,
+            self.activations,
+            self.precision,
+            self.optimizer,
+            self.comm,
+            self.cost,
+            self.defaults,
+            self.network,
+            self.goodput,
+        ):
             keys |= {getattr(section, name).source for name in section._FIELDS}
         return keys

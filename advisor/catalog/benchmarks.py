@@ -8,13 +8,38 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from advisor.catalog.common import Strict
 from advisor.errors import KnowledgeError
 
-COLUMNS = ("workload", "gpu", "count", "nodes", "precision", "batch_per_gpu", "seq_len", "throughput", "unit",
-           "grad_accum", "sharding", "recompute", "reported_mfu", "software", "source", "row_ref", "note")
+COLUMNS = (
+    "workload",
+    "gpu",
+    "count",
+    "nodes",
+    "precision",
+    "batch_per_gpu",
+    "seq_len",
+    "throughput",
+    "unit",
+    "grad_accum",
+    "sharding",
+    "recompute",
+    "reported_mfu",
+    "software",
+    "source",
+    "row_ref",
+    "note",
+)
 
 
 class BenchmarkRow(Strict):
@@ -52,7 +77,9 @@ class BenchmarkRow(Strict):
     @property
     def zero_stage(self) -> int:
         """ZeRO stage equivalent of the sharding column."""
-        return {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp-full": 3, "fsdp-grad-op": 2}.get(self.sharding or "", 0)
+        return {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp-full": 3, "fsdp-grad-op": 2}.get(
+            self.sharding or "", 0
+        )
 
 
 _ROWS = TypeAdapter(list[BenchmarkRow])
@@ -76,4 +103,6 @@ def parse_benchmarks(text: str, name: str = "benchmarks.csv") -> list[BenchmarkR
 
 def read_benchmarks(root: Traversable | Path) -> list[BenchmarkRow]:
     """The benchmark table below a knowledge root."""
-    return parse_benchmarks(root.joinpath("benchmarks.csv").read_text(encoding="utf-8"), "knowledge/benchmarks.csv")
+    return parse_benchmarks(
+        root.joinpath("benchmarks.csv").read_text(encoding="utf-8"), "knowledge/benchmarks.csv"
+    )

@@ -5,11 +5,17 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Literal
 
-
 from advisor.catalog.common import Record, record
 
 MEMORY_COMPONENTS = (
-    "weights", "gradients", "optimizer", "master_weights", "activations", "kv_cache", "adapters", "overhead",
+    "weights",
+    "gradients",
+    "optimizer",
+    "master_weights",
+    "activations",
+    "kv_cache",
+    "adapters",
+    "overhead",
 )
 
 
@@ -40,7 +46,9 @@ class ChecklistEntry(Record):
 
     id: str
     title: str
-    category: Literal["memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"]
+    category: Literal[
+        "memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"
+    ]
     keywords: tuple[str, ...] = ()
     symptoms: tuple[str, ...]
     tools: tuple[str, ...] = ()

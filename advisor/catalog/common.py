@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 _SEPARATORS = re.compile(r"[\s_/]+")
 R = TypeVar("R", bound="Record")
@@ -20,13 +20,18 @@ def normalise_id(text: str) -> str:
     return _SEPARATORS.sub("-", text.strip().lower()).strip("-")
 
 
+# dataclass_transform tells type checkers what `record` makes, so constructor calls are checked field by
+# field.
+@dataclass_transform(frozen_default=True, kw_only_default=True)
 def record(cls: type[R]) -> type[R]:
     """Make a Record subclass a frozen, slotted, keyword-only dataclass and register it by name.
 
     Knowledge is validated by the pydantic twin of the same name in advisor.catalog.schemas (on a cache miss
     only); commands then read these plain objects, which cost nothing to import or build."""
     made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
-    made._FIELDS = tuple(f.name for f in dataclasses.fields(made))
+    made._FIELDS = tuple(
+        f.name for f in dataclasses.fields(cast(Any, made))
+    )  # a dataclass from the line above
     RECORDS[made.__name__] = made
     return made
 
@@ -37,9 +42,11 @@ class Record:
     __slots__ = ()
     _FIELDS: ClassVar[tuple[str, ...]] = ()
 
-    def model_dump(self, *, mode: str = "python", exclude_none: bool = False,
-                   exclude_defaults: bool = False) -> dict[str, Any]:
-        """The fields as a dict, as pydantic's model_dump gives them (mode="json": dates as ISO text, lists)."""
+    def model_dump(
+        self, *, mode: str = "python", exclude_none: bool = False, exclude_defaults: bool = False
+    ) -> dict[str, Any]:
+        """The fields as a dict, as pydantic's model_dump gives them (mode="json": dates as ISO text,
+        lists)."""
         out: dict[str, Any] = {}
         defaults = _defaults(type(self)) if exclude_defaults else {}
         for name in self._FIELDS:
@@ -53,7 +60,8 @@ class Record:
 
     @classmethod
     def model_validate(cls: type[R], data: Any) -> R:
-        """Validate data with this type's pydantic schema (raises pydantic's ValidationError) and return it plain."""
+        """Validate data with this type's pydantic schema (raises pydantic's ValidationError) and return it
+        plain."""
         from advisor.catalog import schemas
 
         return to_plain(getattr(schemas, cls.__name__).model_validate(data))
@@ -84,7 +92,8 @@ def _dump(value: Any, mode: str, exclude_none: bool) -> Any:
 
 
 def to_plain(value: Any) -> Any:
-    """A validated pydantic schema instance (or a container of them) as the plain records of the same names."""
+    """A validated pydantic schema instance (or a container of them) as the plain records of the same
+    names."""
     fields = getattr(type(value), "__pydantic_fields__", None)
     if fields is not None:
         plain = RECORDS[type(value).__name__]

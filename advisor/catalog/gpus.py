@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import field
 from typing import Literal
 
-
 from advisor.catalog.common import Record, record
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
@@ -15,8 +14,11 @@ DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 # Turing adds INT8; Ampere adds TF32 and BF16; Ada and Hopper add FP8). Every GPU needs a peak for each, or a
 # 'missing' note saying why none is sourced.
 TENSOR_DTYPES: dict[str, tuple[str, ...]] = {
-    "volta": ("fp16",), "turing": ("fp16", "int8"), "ampere": ("tf32", "fp16", "bf16", "int8"),
-    "ada": ("tf32", "fp16", "bf16", "fp8", "int8"), "hopper": ("tf32", "fp16", "bf16", "fp8", "int8"),
+    "volta": ("fp16",),
+    "turing": ("fp16", "int8"),
+    "ampere": ("tf32", "fp16", "bf16", "int8"),
+    "ada": ("tf32", "fp16", "bf16", "fp8", "int8"),
+    "hopper": ("tf32", "fp16", "bf16", "fp8", "int8"),
     "blackwell": ("tf32", "fp16", "bf16", "fp8", "int8"),
 }
 

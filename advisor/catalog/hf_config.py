@@ -1,4 +1,5 @@
-"""Provides a model spec read from a Hugging Face config.json, or built from a quick shape, with its parameter count."""
+"""Provides a model spec read from a Hugging Face config.json, or built from a quick shape, with its
+parameter count."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.shape_params import Latent, Moe, Shape, count_params
@@ -15,6 +16,18 @@ from advisor.errors import InputError
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 16
 _MISSING = object()
+
+
+class _Dims(TypedDict):
+    """The Shape fields every Llama-like decoder names the same way (typed so `Shape(**dims)` is checked)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
 
 
 class _Config:
@@ -51,20 +64,30 @@ class _Config:
             raise self._fail(f"key {key!r} is {value!r}; accepted: true or false")
         return value
 
-    def dims(self) -> dict[str, int]:
+    def dims(self) -> _Dims:
         """The keys every Llama-like decoder names the same way."""
         heads = self.num("num_attention_heads")
         hidden = self.num("hidden_size")
-        return {"layers": self.num("num_hidden_layers"), "hidden": hidden, "heads": heads,
-                "kv_heads": self.num("num_key_value_heads", default=heads),
-                "head_dim": self.num("head_dim", default=hidden // heads),
-                "ffn": self.num("intermediate_size"), "vocab": self.num("vocab_size")}
+        return {
+            "layers": self.num("num_hidden_layers"),
+            "hidden": hidden,
+            "heads": heads,
+            "kv_heads": self.num("num_key_value_heads", default=heads),
+            "head_dim": self.num("head_dim", default=hidden // heads),
+            "ffn": self.num("intermediate_size"),
+            "vocab": self.num("vocab_size"),
+        }
 
 
 def _llama(c: _Config) -> Shape:
     bias = c.flag("attention_bias", False)
-    return Shape(**c.dims(), qkv_bias=bias, out_bias=bias, mlp_bias=c.flag("mlp_bias", False),
-                 tied=c.flag("tie_word_embeddings", False))
+    return Shape(
+        **c.dims(),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=c.flag("mlp_bias", False),
+        tied=c.flag("tie_word_embeddings", False),
+    )
 
 
 def _mixtral(c: _Config) -> Shape:
@@ -88,24 +111,36 @@ def _qwen_dense_layers(c: _Config, layers: int) -> int:
 
 def _qwen2_moe(c: _Config) -> Shape:
     dims = c.dims()
-    moe = Moe(experts=c.num("num_experts"), per_token=c.num("num_experts_per_tok"),
-              ffn=c.num("moe_intermediate_size"), shared_ffn=c.num("shared_expert_intermediate_size", zero=True),
-              shared_gate=True, dense_layers=_qwen_dense_layers(c, dims["layers"]))
+    moe = Moe(
+        experts=c.num("num_experts"),
+        per_token=c.num("num_experts_per_tok"),
+        ffn=c.num("moe_intermediate_size"),
+        shared_ffn=c.num("shared_expert_intermediate_size", zero=True),
+        shared_gate=True,
+        dense_layers=_qwen_dense_layers(c, dims["layers"]),
+    )
     return Shape(**dims, qkv_bias=True, tied=c.flag("tie_word_embeddings", False), moe=moe)
 
 
 def _qwen3(c: _Config) -> Shape:
     bias = c.flag("attention_bias", False)
-    return Shape(**c.dims(), qkv_bias=bias, out_bias=bias, qk_norm=True, tied=c.flag("tie_word_embeddings", False))
+    return Shape(
+        **c.dims(), qkv_bias=bias, out_bias=bias, qk_norm=True, tied=c.flag("tie_word_embeddings", False)
+    )
 
 
 def _qwen3_moe(c: _Config) -> Shape:
     dims = c.dims()
-    moe = Moe(experts=c.num("num_experts"), per_token=c.num("num_experts_per_tok"),
-              ffn=c.num("moe_intermediate_size"), dense_layers=_qwen_dense_layers(c, dims["layers"]))
+    moe = Moe(
+        experts=c.num("num_experts"),
+        per_token=c.num("num_experts_per_tok"),
+        ffn=c.num("moe_intermediate_size"),
+        dense_layers=_qwen_dense_layers(c, dims["layers"]),
+    )
     bias = c.flag("attention_bias", False)
-    return Shape(**dims, qkv_bias=bias, out_bias=bias, qk_norm=True, tied=c.flag("tie_word_embeddings", False),
-                 moe=moe)
+    return Shape(
+        **dims, qkv_bias=bias, out_bias=bias, qk_norm=True, tied=c.flag("tie_word_embeddings", False), moe=moe
+    )
 
 
 def _gemma(c: _Config, qk_norm: bool) -> Shape:
@@ -115,8 +150,15 @@ def _gemma(c: _Config, qk_norm: bool) -> Shape:
 
 def _neox(c: _Config) -> Shape:
     bias = c.flag("attention_bias", True)
-    return Shape(**c.dims(), gated=False, qkv_bias=bias, out_bias=bias, mlp_bias=True, norm="layer",
-                 tied=c.flag("tie_word_embeddings", False))
+    return Shape(
+        **c.dims(),
+        gated=False,
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=True,
+        norm="layer",
+        tied=c.flag("tie_word_embeddings", False),
+    )
 
 
 def _falcon_norms(c: _Config) -> int:
@@ -132,50 +174,104 @@ def _falcon(c: _Config) -> Shape:
     else:
         kv_heads = 1 if c.flag("multi_query", True) else heads
     bias = c.flag("bias", False)
-    return Shape(layers=c.num("num_hidden_layers", "n_layer"), hidden=hidden, heads=heads, kv_heads=kv_heads,
-                 head_dim=hidden // heads, ffn=c.num("ffn_hidden_size", default=4 * hidden),
-                 vocab=c.num("vocab_size"), gated=False, qkv_bias=bias, out_bias=bias, mlp_bias=bias,
-                 norm="layer", norms_per_layer=_falcon_norms(c), tied=c.flag("tie_word_embeddings", True))
+    return Shape(
+        layers=c.num("num_hidden_layers", "n_layer"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=hidden // heads,
+        ffn=c.num("ffn_hidden_size", default=4 * hidden),
+        vocab=c.num("vocab_size"),
+        gated=False,
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=bias,
+        norm="layer",
+        norms_per_layer=_falcon_norms(c),
+        tied=c.flag("tie_word_embeddings", True),
+    )
 
 
 def _gpt2(c: _Config) -> Shape:
     hidden, heads = c.num("n_embd"), c.num("n_head")
-    return Shape(layers=c.num("n_layer"), hidden=hidden, heads=heads, kv_heads=heads, head_dim=hidden // heads,
-                 ffn=c.num("n_inner", default=4 * hidden), vocab=c.num("vocab_size"), gated=False, qkv_bias=True,
-                 out_bias=True, mlp_bias=True, norm="layer", tied=c.flag("tie_word_embeddings", True),
-                 positions=c.num("n_positions"))
+    return Shape(
+        layers=c.num("n_layer"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        ffn=c.num("n_inner", default=4 * hidden),
+        vocab=c.num("vocab_size"),
+        gated=False,
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        norm="layer",
+        tied=c.flag("tie_word_embeddings", True),
+        positions=c.num("n_positions"),
+    )
 
 
 def _deepseek(c: _Config) -> Shape:
     dims = c.dims()
-    mla = Latent(q_lora_rank=c.num("q_lora_rank", default=None), kv_lora_rank=c.num("kv_lora_rank"),
-                 qk_nope_head_dim=c.num("qk_nope_head_dim"), qk_rope_head_dim=c.num("qk_rope_head_dim"),
-                 v_head_dim=c.num("v_head_dim"))
+    mla = Latent(
+        q_lora_rank=c.num("q_lora_rank", default=None),
+        kv_lora_rank=c.num("kv_lora_rank"),
+        qk_nope_head_dim=c.num("qk_nope_head_dim"),
+        qk_rope_head_dim=c.num("qk_rope_head_dim"),
+        v_head_dim=c.num("v_head_dim"),
+    )
     dims["head_dim"] = mla.v_head_dim
     moe = None
     if c.has("n_routed_experts"):
         width = c.num("moe_intermediate_size")
-        moe = Moe(experts=c.num("n_routed_experts"), per_token=c.num("num_experts_per_tok"), ffn=width,
-                  shared_ffn=c.num("n_shared_experts", default=0, zero=True) * width,
-                  dense_layers=c.num("first_k_dense_replace", default=0, zero=True),
-                  router_bias=c.data.get("topk_method") == "noaux_tc" or c.family == "deepseek_v3")
+        moe = Moe(
+            experts=c.num("n_routed_experts"),
+            per_token=c.num("num_experts_per_tok"),
+            ffn=width,
+            shared_ffn=c.num("n_shared_experts", default=0, zero=True) * width,
+            dense_layers=c.num("first_k_dense_replace", default=0, zero=True),
+            router_bias=c.data.get("topk_method") == "noaux_tc" or c.family == "deepseek_v3",
+        )
     return Shape(**dims, tied=c.flag("tie_word_embeddings", False), moe=moe, mla=mla)
 
 
 _FAMILIES: dict[str, Callable[[_Config], Shape]] = {
-    "llama": _llama, "mistral": _llama, "phi3": _llama, "mixtral": _mixtral, "qwen2": _qwen2,
-    "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3_moe,
-    "gemma2": lambda c: _gemma(c, qk_norm=False), "gemma3_text": lambda c: _gemma(c, qk_norm=True),
-    "gpt_neox": _neox, "falcon": _falcon, "gpt2": _gpt2, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
+    "llama": _llama,
+    "mistral": _llama,
+    "phi3": _llama,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma2": lambda c: _gemma(c, qk_norm=False),
+    "gemma3_text": lambda c: _gemma(c, qk_norm=True),
+    "gpt_neox": _neox,
+    "falcon": _falcon,
+    "gpt2": _gpt2,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
 }
 _ALIASES = {"gemma3": "gemma3_text", "RefinedWeb": "falcon", "RefinedWebModel": "falcon"}
 _ARCHITECTURES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
-    "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
-    "Qwen3MoeForCausalLM": "qwen3_moe", "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
-    "Gemma3ForConditionalGeneration": "gemma3_text", "Phi3ForCausalLM": "phi3", "GPTNeoXForCausalLM": "gpt_neox",
-    "FalconForCausalLM": "falcon", "RWForCausalLM": "falcon", "GPT2LMHeadModel": "gpt2",
-    "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3_text",
+    "Phi3ForCausalLM": "phi3",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "falcon",
+    "GPT2LMHeadModel": "gpt2",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
 }
 ACCEPTED = ", ".join(sorted(_FAMILIES))
 
@@ -213,7 +309,8 @@ def _model_id(data: Mapping[str, Any], family: str, fallback: str) -> str:
 
 
 def spec_from_hf_config(data: Mapping[str, Any], *, source: str, model_id: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from a parsed config.json; unknown families and missing keys are one-line InputErrors."""
+    """Build a ModelSpec from a parsed config.json; unknown families and missing keys are one-line
+    InputErrors."""
     if not isinstance(data, Mapping):
         raise InputError(f"{source}: a config.json holds one JSON object, not {type(data).__name__}")
     data = _text_part(data)
@@ -222,44 +319,97 @@ def spec_from_hf_config(data: Mapping[str, Any], *, source: str, model_id: str |
     shape = _FAMILIES[family](config)
     max_seq = config.num("max_position_embeddings", "n_positions", default=None)
     name = model_id or _model_id(data, family, fallback=f"hf-{family}")
-    return spec_from_shape_obj(shape, model_id=name, name=f"{name} (from {source})", source=source,
-                               max_seq_len=max_seq, architecture=family)
+    return spec_from_shape_obj(
+        shape,
+        model_id=name,
+        name=f"{name} (from {source})",
+        source=source,
+        max_seq_len=max_seq,
+        architecture=family,
+    )
 
 
-def spec_from_shape_obj(shape: Shape, *, model_id: str, name: str, source: str, max_seq_len: int | None = None,
-                        architecture: str | None = None) -> ModelSpec:
+def spec_from_shape_obj(
+    shape: Shape,
+    *,
+    model_id: str,
+    name: str,
+    source: str,
+    max_seq_len: int | None = None,
+    architecture: str | None = None,
+) -> ModelSpec:
     """A catalogue-style ModelSpec for a Shape, with its parameter count derived and said so."""
     total, active = count_params(shape)
     moe, mla = shape.moe, shape.mla
     dense_ffn = shape.ffn if moe is None or moe.dense_layers else moe.ffn
     explicit_head = shape.head_dim != shape.hidden // shape.heads or mla is not None
     return ModelSpec(
-        id=model_id, name=name, kind="llm", params=float(total), layers=shape.layers, hidden=shape.hidden,
-        heads=shape.heads, kv_heads=shape.kv_heads, ffn_hidden=dense_ffn, gated_ffn=shape.gated,
-        vocab=shape.vocab, max_seq_len=max_seq_len, experts=moe.experts if moe else 1,
-        experts_per_token=moe.per_token if moe else 1, active_params=float(active),
-        kv_channels=shape.head_dim if explicit_head else None, moe_ffn_hidden=moe.ffn if moe else None,
+        id=model_id,
+        name=name,
+        kind="llm",
+        params=float(total),
+        layers=shape.layers,
+        hidden=shape.hidden,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        ffn_hidden=dense_ffn,
+        gated_ffn=shape.gated,
+        vocab=shape.vocab,
+        max_seq_len=max_seq_len,
+        experts=moe.experts if moe else 1,
+        experts_per_token=moe.per_token if moe else 1,
+        active_params=float(active),
+        kv_channels=shape.head_dim if explicit_head else None,
+        moe_ffn_hidden=moe.ffn if moe else None,
         shared_experts=(moe.shared_ffn + moe.ffn - 1) // moe.ffn if moe and moe.shared_ffn else 0,
-        dense_layers=moe.dense_layers if moe else 0, kv_lora_rank=mla.kv_lora_rank if mla else None,
-        qk_rope_head_dim=mla.qk_rope_head_dim if mla else 0, tied_embeddings=shape.tied,
-        architecture=architecture, source=source,
+        dense_layers=moe.dense_layers if moe else 0,
+        kv_lora_rank=mla.kv_lora_rank if mla else None,
+        qk_rope_head_dim=mla.qk_rope_head_dim if mla else 0,
+        tied_embeddings=shape.tied,
+        architecture=architecture,
+        source=source,
         field_sources={"params": "derived", "active_params": "derived"},
-        derivations={"params": f"counted from the shape: {total:,} total, {active:,} active per token "
-                               "(embeddings, attention incl. biases, FFN/experts and router, norms, "
-                               "lm head unless tied)"},
+        derivations={
+            "params": f"counted from the shape: {total:,} total, {active:,} active per token "
+            "(embeddings, attention incl. biases, FFN/experts and router, norms, "
+            "lm head unless tied)"
+        },
     )
 
 
-def spec_from_shape(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int, *,
-                    gated: bool = True, tied: bool = False, head_dim: int | None = None, experts: int = 1,
-                    experts_per_token: int = 1, max_seq_len: int | None = None,
-                    model_id: str = "custom-shape") -> ModelSpec:
-    """A Llama-style decoder (RMSNorm, no biases) of the given shape: the quick --layers/--hidden/... model."""
-    values = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn, "vocab": vocab,
-              "experts": experts, "experts_per_token": experts_per_token}
+def spec_from_shape(
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    ffn: int,
+    vocab: int,
+    *,
+    gated: bool = True,
+    tied: bool = False,
+    head_dim: int | None = None,
+    experts: int = 1,
+    experts_per_token: int = 1,
+    max_seq_len: int | None = None,
+    model_id: str = "custom-shape",
+) -> ModelSpec:
+    """A Llama-style decoder (RMSNorm, no biases) of the given shape: the quick --layers/--hidden/...
+    model."""
+    values = {
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "ffn": ffn,
+        "vocab": vocab,
+        "experts": experts,
+        "experts_per_token": experts_per_token,
+    }
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"--{key.replace('_', '-')} {value!r} is not accepted; accepted: a whole number >= 1")
+            raise InputError(
+                f"--{key.replace('_', '-')} {value!r} is not accepted; accepted: a whole number >= 1"
+            )
     if heads % kv_heads:
         raise InputError(f"--kv-heads {kv_heads} does not divide --heads {heads}; accepted: a divisor of it")
     if head_dim is None and hidden % heads:
@@ -267,11 +417,27 @@ def spec_from_shape(layers: int, hidden: int, heads: int, kv_heads: int, ffn: in
     if experts_per_token > experts:
         raise InputError(f"--experts-per-token {experts_per_token} exceeds --experts {experts}")
     moe = Moe(experts=experts, per_token=experts_per_token, ffn=ffn) if experts > 1 else None
-    shape = Shape(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-                  head_dim=head_dim or hidden // heads, ffn=ffn, vocab=vocab, gated=gated, tied=tied, moe=moe)
+    shape = Shape(
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim or hidden // heads,
+        ffn=ffn,
+        vocab=vocab,
+        gated=gated,
+        tied=tied,
+        moe=moe,
+    )
     label = f"L{layers} h{hidden} a{heads}/{kv_heads} f{ffn} V{vocab}"
-    return spec_from_shape_obj(shape, model_id=model_id, name=f"custom shape {label}", source="shape",
-                               max_seq_len=max_seq_len, architecture="llama")
+    return spec_from_shape_obj(
+        shape,
+        model_id=model_id,
+        name=f"custom shape {label}",
+        source="shape",
+        max_seq_len=max_seq_len,
+        architecture="llama",
+    )
 
 
 def _depth(value: Any) -> int:
@@ -287,7 +453,9 @@ def _depth(value: Any) -> int:
 
 def _load_json(path: Path) -> Any:
     if not path.is_file():
-        raise InputError(f"--config {str(path)!r} is not a regular file; accepted: a config.json or its folder")
+        raise InputError(
+            f"--config {str(path)!r} is not a regular file; accepted: a config.json or its folder"
+        )
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise InputError(f"--config {str(path)!r} is {size:,} bytes; accepted: a config.json up to 1 MiB")
@@ -298,12 +466,15 @@ def _load_json(path: Path) -> Any:
     except RecursionError:
         raise InputError(f"--config {str(path)!r} is nested too deeply; accepted: a config.json") from None
     if _depth(data) > MAX_DEPTH:
-        raise InputError(f"--config {str(path)!r} is nested deeper than {MAX_DEPTH} levels; accepted: a config.json")
+        raise InputError(
+            f"--config {str(path)!r} is nested deeper than {MAX_DEPTH} levels; accepted: a config.json"
+        )
     return data
 
 
 def read_hf_config(path: Path) -> ModelSpec:
-    """Read a Hugging Face config.json (or the folder holding one) into a ModelSpec; bad files are one line."""
+    """Read a Hugging Face config.json (or the folder holding one) into a ModelSpec; bad files are one
+    line."""
     path = Path(path)
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
@@ -313,5 +484,6 @@ def read_hf_config(path: Path) -> ModelSpec:
         raise InputError(f"--config {str(path)!r} cannot be read ({exc.strerror or exc})") from None
     # A downloaded model keeps config.json in a folder named for the model; a loose file is named for it.
     fallback = (path.parent.name if path.name == "config.json" else path.stem) or "config"
-    return spec_from_hf_config(data, source=str(path), model_id=_model_id(data if isinstance(data, dict) else {},
-                                                                              "config", fallback))
+    return spec_from_hf_config(
+        data, source=str(path), model_id=_model_id(data if isinstance(data, dict) else {}, "config", fallback)
+    )

@@ -7,16 +7,18 @@ cache imports neither pydantic nor tomllib."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
@@ -45,10 +47,9 @@ def _schema_key() -> bytes:
     here = Path(__file__).parent
     digest = hashlib.sha256(CACHE_FORMAT)
     for name in ("schemas.py", "common.py", "../rules.py"):
-        try:
+        # An installation without sources: the file hash and CACHE_FORMAT still key it.
+        with contextlib.suppress(OSError):
             digest.update((here / name).read_bytes())
-        except OSError:
-            pass  # an installation without sources: the file hash and CACHE_FORMAT still key it
     return digest.digest()
 
 
@@ -97,20 +98,25 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
     # Entries of an older file or schema are never read again; `name.<hash>.json` is the older raw-parse form.
     legacy = re.compile(re.escape(stem.removesuffix("records.")) + r"[0-9a-f]{20}\.json")
     for stale in path.parent.iterdir():
-        if stale != path and (stale.name.startswith(stem) and stale.suffix == ".json" or legacy.fullmatch(stale.name)):
-            try:
+        if stale != path and (
+            (stale.name.startswith(stem) and stale.suffix == ".json") or legacy.fullmatch(stale.name)
+        ):
+            with contextlib.suppress(OSError):
                 stale.unlink()
-            except OSError:
-                pass
 
 
 def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
-    """Render a pydantic error location as table[index] (id 'x').field, naming the row's id where it has one."""
+    """Render a pydantic error location as table[index] (id 'x').field, naming the row's id where it has
+    one."""
     parts: list[str] = []
     node = data
     for item in loc:
         if isinstance(item, int):
-            row_id = node[item].get("id") if isinstance(node, list) and item < len(node) and isinstance(node[item], dict) else None
+            row_id = (
+                node[item].get("id")
+                if isinstance(node, list) and item < len(node) and isinstance(node[item], dict)
+                else None
+            )
             head = parts.pop() if parts else table
             parts.append(f"{head}[{item}]" + (f" (id {row_id!r})" if row_id else ""))
         else:
@@ -191,8 +197,10 @@ class Knowledge:
         """Resolve a model id or alias (case-insensitive); InputError names the accepted ids."""
         found = self._model_index.get(normalise_id(name))
         if found is None:
-            raise InputError(f"unknown model {name!r}; accepted: {', '.join(m.id for m in self.models)} "
-                             "(or --params N for a custom dense transformer)")
+            raise InputError(
+                f"unknown model {name!r}; accepted: {', '.join(m.id for m in self.models)} "
+                "(or --params N for a custom dense transformer)"
+            )
         return found
 
     def offers_for(self, gpu_id: str) -> list[Offer]:
@@ -210,8 +218,9 @@ def _index(items: tuple[Any, ...], what: str, name: str) -> dict[str, Any]:
         for key in (item.id, *item.aliases):
             norm = normalise_id(key)
             if norm in index and index[norm] is not item:
-                raise KnowledgeError(f"knowledge/{name}: {what} alias {key!r} of {item.id!r} "
-                                     f"collides with {index[norm].id!r}")
+                raise KnowledgeError(
+                    f"knowledge/{name}: {what} alias {key!r} of {item.id!r} collides with {index[norm].id!r}"
+                )
             index[norm] = item
     return index
 
@@ -220,7 +229,9 @@ def _check_refs(name: str, used: dict[str, set[str]], known: set[str]) -> None:
     for row_id, keys in used.items():
         unknown = keys - known
         if unknown:
-            raise KnowledgeError(f"knowledge/{name}: {row_id}: unknown source key(s) {', '.join(sorted(unknown))}")
+            raise KnowledgeError(
+                f"knowledge/{name}: {row_id}: unknown source key(s) {', '.join(sorted(unknown))}"
+            )
 
 
 def _assumptions(raw: dict[str, Any]) -> Assumptions:
@@ -237,10 +248,16 @@ def _gpus(raw: dict[str, Any]) -> dict[str, Any]:
     rows = _rows(raw, "gpu", "gpus.toml", {"schema_version", "catalogue_version", "sources", "gpu"})
     sources = _sources(raw, "gpus.toml")
     gpus = tuple(validate(list[schemas.Gpu], rows, "gpus.toml", "gpu"))
-    _check_refs("gpus.toml", {
-        g.id: set(g.field_sources.values()) | ({g.price.source} if g.price else set()) for g in gpus
-    }, set(sources))
-    return {"catalogue_version": str(raw.get("catalogue_version", "unversioned")), "sources": sources, "gpus": gpus}
+    _check_refs(
+        "gpus.toml",
+        {g.id: set(g.field_sources.values()) | ({g.price.source} if g.price else set()) for g in gpus},
+        set(sources),
+    )
+    return {
+        "catalogue_version": str(raw.get("catalogue_version", "unversioned")),
+        "sources": sources,
+        "gpus": gpus,
+    }
 
 
 def _models(raw: dict[str, Any]) -> dict[str, Any]:
@@ -249,9 +266,11 @@ def _models(raw: dict[str, Any]) -> dict[str, Any]:
     rows = _rows(raw, "model", "models.toml", {"schema_version", "sources", "model"})
     sources = _sources(raw, "models.toml")
     models = tuple(validate(list[schemas.ModelSpec], rows, "models.toml", "model"))
-    _check_refs("models.toml", {
-        m.id: ({m.source} | set(m.field_sources.values())) - {"derived"} for m in models
-    }, set(sources))
+    _check_refs(
+        "models.toml",
+        {m.id: ({m.source} | set(m.field_sources.values())) - {"derived"} for m in models},
+        set(sources),
+    )
     return {"sources": sources, "models": models}
 
 
@@ -261,8 +280,11 @@ def _offers(raw: dict[str, Any]) -> dict[str, Any]:
     rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
     sources = _sources(raw, "prices.toml")
     offers = tuple(validate(list[schemas.Offer], rows, "prices.toml", "offer"))
-    _check_refs("prices.toml", {f"offer[{i}] ({o.provider} {o.instance})": {o.source} for i, o in enumerate(offers)},
-                set(sources))
+    _check_refs(
+        "prices.toml",
+        {f"offer[{i}] ({o.provider} {o.instance})": {o.source} for i, o in enumerate(offers)},
+        set(sources),
+    )
     return {"sources": sources, "offers": offers}
 
 
@@ -272,14 +294,18 @@ def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
     rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
     sources = _sources(raw, "checklist.toml")
     entries = tuple(validate(list[schemas.ChecklistEntry], rows, "checklist.toml", "entry"))
-    _check_refs("checklist.toml", {
-        e.id: set(e.sources) | {t.source for t in e.thresholds} for e in entries
-    }, set(sources))
+    _check_refs(
+        "checklist.toml",
+        {e.id: set(e.sources) | {t.source for t in e.thresholds} for e in entries},
+        set(sources),
+    )
     for e in entries:
         unknown = set(e.remedies) - set(MEMORY_COMPONENTS)
         if unknown:
-            raise KnowledgeError(f"knowledge/checklist.toml: {e.id}: unknown memory component(s) in remedies: "
-                                 f"{', '.join(sorted(unknown))}; known: {', '.join(MEMORY_COMPONENTS)}")
+            raise KnowledgeError(
+                f"knowledge/checklist.toml: {e.id}: unknown memory component(s) in remedies: "
+                f"{', '.join(sorted(unknown))}; known: {', '.join(MEMORY_COMPONENTS)}"
+            )
     return {"sources": sources, "entries": entries}
 
 
@@ -299,33 +325,52 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     gpus: tuple[Gpu, ...] = gpu_file["gpus"]
     for g in gpus:
         if g.fabric not in assumptions.fabric:
-            raise KnowledgeError(f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
-                                 f"{', '.join(assumptions.fabric)} (assumptions.toml)")
+            raise KnowledgeError(
+                f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
+                f"{', '.join(assumptions.fabric)} (assumptions.toml)"
+            )
     model_file = cached_records(root, "models.toml", _models)
     offer_file = cached_records(root, "prices.toml", _offers)
     offers: tuple[Offer, ...] = offer_file["offers"]
     gpu_ids = {g.id for g in gpus}
     for i, o in enumerate(offers):
         if o.gpu not in gpu_ids:
-            raise KnowledgeError(f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}")
+            raise KnowledgeError(
+                f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}"
+            )
     checklist_file = cached_records(root, "checklist.toml", _checklist)
     rule_file = cached_records(root, "rules.toml", _rules)
 
     sources: dict[str, Source] = {}
-    for name, table in (("assumptions.toml", assumptions.sources), ("gpus.toml", gpu_file["sources"]),
-                        ("models.toml", model_file["sources"]), ("prices.toml", offer_file["sources"]),
-                        ("checklist.toml", checklist_file["sources"]), ("rules.toml", rule_file["sources"])):
+    for name, table in (
+        ("assumptions.toml", assumptions.sources),
+        ("gpus.toml", gpu_file["sources"]),
+        ("models.toml", model_file["sources"]),
+        ("prices.toml", offer_file["sources"]),
+        ("checklist.toml", checklist_file["sources"]),
+        ("rules.toml", rule_file["sources"]),
+    ):
         for key, src in table.items():
             if key in sources and sources[key].title != src.title:
-                raise KnowledgeError(f"knowledge/{name}: source key {key!r} names a different document than in "
-                                     f"another file ({sources[key].title!r}); use a distinct key")
+                raise KnowledgeError(
+                    f"knowledge/{name}: source key {key!r} names a different document than in "
+                    f"another file ({sources[key].title!r}); use a distinct key"
+                )
             sources.setdefault(key, src)
     models: tuple[ModelSpec, ...] = model_file["models"]
     checklist: tuple[ChecklistEntry, ...] = checklist_file["entries"]
     return Knowledge(
-        gpus=gpus, models=models, offers=offers, checklist=checklist, rules=rule_file["rules"],
-        assumptions=assumptions, sources=sources, catalogue_version=gpu_file["catalogue_version"], root=root,
-        _gpu_index=_index(gpus, "GPU", "gpus.toml"), _model_index=_index(models, "model", "models.toml"),
+        gpus=gpus,
+        models=models,
+        offers=offers,
+        checklist=checklist,
+        rules=rule_file["rules"],
+        assumptions=assumptions,
+        sources=sources,
+        catalogue_version=gpu_file["catalogue_version"],
+        root=root,
+        _gpu_index=_index(gpus, "GPU", "gpus.toml"),
+        _model_index=_index(models, "model", "models.toml"),
     )
 
 

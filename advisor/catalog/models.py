@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Literal
 
-
 from advisor.catalog.common import Record, record
 
 ModelKind = Literal["llm", "encoder", "vit", "cnn", "rnn", "speech", "recsys"]

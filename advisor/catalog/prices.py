@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-
 from advisor.catalog.common import Record, record
 
 if TYPE_CHECKING:
@@ -74,7 +73,8 @@ _CACHE: dict[tuple[str, float], UserPrices | None] = {}
 
 
 def load_user_prices(path: Path | None = None) -> UserPrices | None:
-    """The refreshed offers, or None when there are none (an unreadable file is ignored: the snapshot serves)."""
+    """The refreshed offers, or None when there are none (an unreadable file is ignored: the snapshot
+    serves)."""
     path = path or user_prices_path()
     try:
         key = (str(path), path.stat().st_mtime)
@@ -82,7 +82,8 @@ def load_user_prices(path: Path | None = None) -> UserPrices | None:
         return None
     if key not in _CACHE:
         try:
-            # Validated by the pydantic schema (imported only when a refreshed file exists); ValidationError is
+            # Validated by the pydantic schema (imported only when a refreshed file exists); ValidationError
+            # is
             # a ValueError.
             _CACHE[key] = UserPrices.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):

@@ -5,10 +5,17 @@ advisor.rules, which carry the same field names in the same order (tests/unit/te
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    Discriminator, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Tag, field_validator,
+    Discriminator,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Tag,
+    field_validator,
     model_validator,
 )
 
@@ -17,6 +24,7 @@ from advisor.catalog.models import ModelKind
 from advisor.catalog.prices import Pricing
 from advisor.catalog.strict import Strict
 from advisor.rules import _ORDERED_OPS, _PLACEHOLDER, FIELDS, Op
+
 
 class Source(Strict):
     """Where a figure comes from: a repository file at a commit, a datasheet or a paper."""
@@ -97,9 +105,12 @@ class Gpu(Strict):
     @model_validator(mode="after")
     def _supported_dtypes_have_figures(self) -> Gpu:
         for flag in ("bf16", "fp8"):
-            if getattr(self.features, flag) and getattr(self.tflops, flag) is None:
-                if f"tflops.{flag}" not in self.missing:
-                    raise ValueError(f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'")
+            if (
+                getattr(self.features, flag)
+                and getattr(self.tflops, flag) is None
+                and f"tflops.{flag}" not in self.missing
+            ):
+                raise ValueError(f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'")
         if self.tflops.fp16 is None and self.tflops.bf16 is None and "tflops.fp16" not in self.missing:
             raise ValueError("needs tflops.fp16 or tflops.bf16 (or a 'missing' note)")
         return self
@@ -218,7 +229,9 @@ class ChecklistEntry(Strict):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
     title: str
-    category: Literal["memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"]
+    category: Literal[
+        "memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"
+    ]
     keywords: tuple[str, ...] = ()
     symptoms: tuple[str, ...] = Field(min_length=1)
     tools: tuple[str, ...] = ()
@@ -365,8 +378,6 @@ class Defaults(Strict):
     serving_utilisation_cap: Figure
 
 
-
-
 class Assumptions(Strict):
     """All of assumptions.toml."""
 
@@ -411,7 +422,11 @@ class Condition(Strict):
         if self.op in _ORDERED_OPS and kind in (str, bool):
             raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
         for v in values:
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind in (int, float) else isinstance(v, kind)
+            ok = (
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                if kind in (int, float)
+                else isinstance(v, kind)
+            )
             if not ok:
                 raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
         return self
@@ -437,7 +452,7 @@ def _node_kind(value: Any) -> str:
 
 
 Node = Annotated[
-    Union[Annotated[Condition, Tag("condition")], Annotated[AllOf, Tag("all")], Annotated[AnyOf, Tag("any")]],
+    Annotated[Condition, Tag("condition")] | Annotated[AllOf, Tag("all")] | Annotated[AnyOf, Tag("any")],
     Discriminator(_node_kind),
 ]
 AllOf.model_rebuild()
@@ -489,6 +504,7 @@ class RuleBook(Strict):
 
 
 # tco.toml (advisor.catalog.tco)
+
 
 class Hardware(Strict):
     """Non-GPU hardware prices."""

@@ -79,8 +79,11 @@ def _latent_attention(s: Shape, m: Latent) -> int:
         query = s.hidden * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * s.heads * qk_dim
     else:
         query = s.hidden * s.heads * qk_dim
-    key_value = (s.hidden * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
-                 + m.kv_lora_rank * s.heads * (m.qk_nope_head_dim + m.v_head_dim))
+    key_value = (
+        s.hidden * (m.kv_lora_rank + m.qk_rope_head_dim)
+        + m.kv_lora_rank
+        + m.kv_lora_rank * s.heads * (m.qk_nope_head_dim + m.v_head_dim)
+    )
     return query + key_value + s.heads * m.v_head_dim * s.hidden
 
 

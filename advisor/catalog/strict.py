@@ -1,4 +1,5 @@
-"""Provides Strict, the frozen pydantic base of every schema that validates input (imported only to validate)."""
+"""Provides Strict, the frozen pydantic base of every schema that validates input (imported only to
+validate)."""
 
 from __future__ import annotations
 

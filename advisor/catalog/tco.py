@@ -136,8 +136,17 @@ class TcoFigures(Record):
     def source_keys(self) -> set[str]:
         """Every source key a figure cites."""
         keys: set[str] = set()
-        for section in (self.hardware, self.power, self.space, self.staff, self.operations, self.lease,
-                        self.power_cap, self.typical_shares, self.spot):
+        for section in (
+            self.hardware,
+            self.power,
+            self.space,
+            self.staff,
+            self.operations,
+            self.lease,
+            self.power_cap,
+            self.typical_shares,
+            self.spot,
+        ):
             for name in section._FIELDS:
                 fig = getattr(section, name)
                 if fig is not None:

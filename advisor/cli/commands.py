@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
@@ -14,18 +15,40 @@ from advisor.cli.guards import check_applicable
 from advisor.errors import InputError
 from advisor.units import parse_count, parse_hours
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 # Flag names as the user typed them, for one-line errors that name the flag.
-FLAG = {"kind": "--workload", "params": "--params", "seq_len": "--seq-len", "batch_size": "--batch-size",
-        "tokens": "--tokens", "samples": "--samples", "epochs": "--epochs", "dataset_gb": "--dataset-gb",
-        "lora_rank": "--lora-rank", "requests_per_s": "--requests-per-s", "prompt_tokens": "--prompt-tokens",
-        "output_tokens": "--output-tokens", "tpot_ms": "--tpot-ms", "ttft_ms": "--ttft-ms",
-        "budget_usd": "--budget", "deadline_hours": "--deadline", "max_gpus": "--max-gpus", "headroom": "--headroom",
-        "top": "--top", "model": "--model", "config": "", "max_price_age_months": "--max-price-age"}
+FLAG = {
+    "kind": "--workload",
+    "params": "--params",
+    "seq_len": "--seq-len",
+    "batch_size": "--batch-size",
+    "tokens": "--tokens",
+    "samples": "--samples",
+    "epochs": "--epochs",
+    "dataset_gb": "--dataset-gb",
+    "lora_rank": "--lora-rank",
+    "requests_per_s": "--requests-per-s",
+    "prompt_tokens": "--prompt-tokens",
+    "output_tokens": "--output-tokens",
+    "tpot_ms": "--tpot-ms",
+    "ttft_ms": "--ttft-ms",
+    "budget_usd": "--budget",
+    "deadline_hours": "--deadline",
+    "max_gpus": "--max-gpus",
+    "headroom": "--headroom",
+    "top": "--top",
+    "model": "--model",
+    "config": "",
+    "max_price_age_months": "--max-price-age",
+}
 CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
 
 
-def _validated(cls: type, data: dict[str, Any]) -> Any:
-    from pydantic import ValidationError  # imported by the commands that validate input, not by gpus or checklist
+def _validated(cls: type[BaseModel], data: dict[str, Any]) -> Any:
+    # Imported by the commands that validate input, not by gpus or checklist.
+    from pydantic import ValidationError
 
     try:
         return cls.model_validate(data)
@@ -54,19 +77,25 @@ def _float(value: str | None, what: str, *, positive: bool = True) -> float | No
 
 def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The workload flags the user gave (absent ones are left out so defaults or --from apply)."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     fields = {
-        "kind": g("workload"), "model": g("model"), "params": _float(g("params"), "--params"),
-        "precision": g("precision"), "seq_len": _int(g("seq_len"), "--seq-len"),
-        "batch_size": _int(g("batch_size"), "--batch-size"), "optimizer": g("optimizer"),
+        "kind": g("workload"),
+        "model": g("model"),
+        "params": _float(g("params"), "--params"),
+        "precision": g("precision"),
+        "seq_len": _int(g("seq_len"), "--seq-len"),
+        "batch_size": _int(g("batch_size"), "--batch-size"),
+        "optimizer": g("optimizer"),
         "lora_rank": _int(g("lora_rank"), "--lora-rank"),
-        "tokens": _float(g("tokens"), "--tokens"), "samples": _float(g("samples"), "--samples"),
+        "tokens": _float(g("tokens"), "--tokens"),
+        "samples": _float(g("samples"), "--samples"),
         "epochs": _float(g("epochs"), "--epochs"),
         "dataset_gb": _float(g("dataset_gb"), "--dataset-gb", positive=False),
         "requests_per_s": _float(g("requests_per_s"), "--requests-per-s"),
         "prompt_tokens": _int(g("prompt_tokens"), "--prompt-tokens"),
         "output_tokens": _int(g("output_tokens"), "--output-tokens"),
-        "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"), "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
+        "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"),
+        "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
     }
     fields["config"] = config_fields(args)
     fields["spec"] = model_spec_fields(args)
@@ -77,15 +106,26 @@ SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
 def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The model read from --config or built from --layers ... (None when neither is given), as Workload.spec."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    """The model read from --config or built from --layers ... (None when neither is given), as
+    Workload.spec."""
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     shape = [k for k in (*SHAPE_FLAGS, "experts", "experts_per_token") if g(k) is not None]
-    ways = [way for way, on in (("--model", g("model")), ("--params", g("params")), ("--config", g("config")),
-                                ("--layers/--hidden/...", shape)) if on]
+    ways = [
+        way
+        for way, on in (
+            ("--model", g("model")),
+            ("--params", g("params")),
+            ("--config", g("config")),
+            ("--layers/--hidden/...", shape),
+        )
+        if on
+    ]
     if not shape and g("config") is None:
         return None
     if len(ways) > 1:
-        raise InputError(f"give one of --model, --params, --config or a shape (--layers ...), not {' and '.join(ways)}")
+        raise InputError(
+            f"give one of --model, --params, --config or a shape (--layers ...), not {' and '.join(ways)}"
+        )
     if g("config") is not None:
         from advisor.catalog.hf_config import read_hf_config
 
@@ -95,7 +135,9 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
 
         missing = [f"--{k.replace('_', '-')}" for k in SHAPE_FLAGS if g(k) is None]
         if missing:
-            raise InputError(f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)")
+            raise InputError(
+                f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
+            )
         ints = {k: _int(g(k), f"--{k.replace('_', '-')}") for k in shape}
         spec = spec_from_shape(**ints)  # type: ignore[arg-type]  # _int of a given flag is never None
     return spec.model_dump(mode="python", exclude_defaults=True)
@@ -103,32 +145,46 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def config_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The configuration flags the user gave."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     fields: dict[str, Any] = {k: _int(g(k), "--" + k.replace("_", "-")) for k in CONFIG_INTS}
-    fields |= {"zero": int(g("zero")) if g("zero") is not None else None, "recompute": g("recompute"),
-               "global_batch_tokens": _float(g("global_batch_tokens"), "--global-batch-tokens"),
-               "pp_schedule": g("pp_schedule"), "master_weights": False if g("no_master_weights") else None,
-               "offload": g("offload"), "lora_targets": g("lora_targets"), "stack": g("stack"), "engine": g("engine")}
+    fields |= {
+        "zero": int(g("zero")) if g("zero") is not None else None,
+        "recompute": g("recompute"),
+        "global_batch_tokens": _float(g("global_batch_tokens"), "--global-batch-tokens"),
+        "pp_schedule": g("pp_schedule"),
+        "master_weights": False if g("no_master_weights") else None,
+        "offload": g("offload"),
+        "lora_targets": g("lora_targets"),
+        "stack": g("stack"),
+        "engine": g("engine"),
+    }
     return {k: v for k, v in fields.items() if v is not None}
 
 
 def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The constraint flags the user gave."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731
+    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
     split = lambda text: tuple(p.strip() for p in text.split(",") if p.strip()) if text else None  # noqa: E731
     fields = {
-        "budget_usd": _float(g("budget"), "--budget"), "budget_period": g("budget_period"),
+        "budget_usd": _float(g("budget"), "--budget"),
+        "budget_period": g("budget_period"),
         "deadline_hours": parse_hours(g("deadline"), "--deadline") if g("deadline") else None,
-        "deployment": g("deployment"), "pricing": g("pricing"), "demand": g("demand"),
-        "providers": split(g("provider")), "gpus": split(g("gpu")) if g("command") == "recommend" else None,
-        "objective": g("objective"), "top": _int(g("top"), "--top"), "max_gpus": _int(g("max_gpus"), "--max-gpus"),
-        "headroom": _float(g("headroom"), "--headroom", positive=False), "fabric": g("fabric"),
+        "deployment": g("deployment"),
+        "pricing": g("pricing"),
+        "demand": g("demand"),
+        "providers": split(g("provider")),
+        "gpus": split(g("gpu")) if g("command") == "recommend" else None,
+        "objective": g("objective"),
+        "top": _int(g("top"), "--top"),
+        "max_gpus": _int(g("max_gpus"), "--max-gpus"),
+        "headroom": _float(g("headroom"), "--headroom", positive=False),
+        "fabric": g("fabric"),
         "max_price_age_months": _float(g("max_price_age"), "--max-price-age"),
     }
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _efficiency(knowledge: Knowledge, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
     from advisor.efficiency.select import efficiency_model
 
     return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
@@ -175,8 +231,16 @@ def cmd_prices(args: argparse.Namespace) -> int:
     max_age = _float(getattr(args, "max_price_age", None), "--max-price-age") or 12.0
     flags = offer_flags(offers, max_age)
     if (args.format or "table") == "json":
-        print(json.dumps([o.model_dump(mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour,
-                                                       "flags": flags[id(o)]} for o in offers], indent=2))
+        print(
+            json.dumps(
+                [
+                    o.model_dump(mode="json")
+                    | {"usd_per_gpu_hour": o.usd_per_gpu_hour, "flags": flags[id(o)]}
+                    for o in offers
+                ],
+                indent=2,
+            )
+        )
     else:
         print(render.prices_table(offers, flags, max_age))
     return 0
@@ -253,15 +317,21 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 1 if report.nothing_fits else 0
 
 
-def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Print the answer, or write -o and --artefacts together: every file checked first, all written or none."""
+def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
+    """Print the answer, or write -o and --artefacts together: every file checked first, all written or
+    none."""
     from advisor.cli.output import Target, write_all
 
-    targets = [Target(Path(args.output).expanduser(), text if text.endswith("\n") else text + "\n", "-o")] \
-        if args.output else []
+    targets = (
+        [Target(Path(args.output).expanduser(), text if text.endswith("\n") else text + "\n", "-o")]
+        if args.output
+        else []
+    )
     if args.artefacts and report.launch is None:
-        print(f"--artefacts {args.artefacts}: no plan fits, so there are no launch artefacts to write",
-              file=sys.stderr)
+        print(
+            f"--artefacts {args.artefacts}: no plan fits, so there are no launch artefacts to write",
+            file=sys.stderr,
+        )
     elif args.artefacts:
         targets += artefact_targets(report, Path(args.artefacts).expanduser())
     write_all(targets, args.force)
@@ -274,20 +344,26 @@ def _write_recommendation(args: argparse.Namespace, report, text: str) -> None: 
         print(f"wrote {', '.join(names)} to {args.artefacts}", file=sys.stderr)
 
 
-def artefact_targets(report, folder: Path) -> list:  # type: ignore[no-untyped-def]
+def artefact_targets(report, folder: Path) -> list:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
     from advisor.cli.output import Target
 
     launch = report.launch
-    files = {launch.framework_config_name: launch.framework_config, "sky-task.yaml": launch.skypilot_task,
-             "prometheus-rules.yaml": launch.prometheus_rules,
-             "launch.sh": "#!/usr/bin/env bash\n" + (launch.serve or launch.torchrun) + "\n"}
+    files = {
+        launch.framework_config_name: launch.framework_config,
+        "sky-task.yaml": launch.skypilot_task,
+        "prometheus-rules.yaml": launch.prometheus_rules,
+        "launch.sh": "#!/usr/bin/env bash\n" + (launch.serve or launch.torchrun) + "\n",
+    }
     if launch.kubeflow_job:
         files["pytorchjob.yaml"] = launch.kubeflow_job
-    return [Target(folder / name, text, "--artefacts", executable=name == "launch.sh") for name, text in files.items()]
+    return [
+        Target(folder / name, text, "--artefacts", executable=name == "launch.sh")
+        for name, text in files.items()
+    ]
 
 
-def write_artefacts(report, folder: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
+def write_artefacts(report, folder: Path, force: bool) -> None:
     """The chosen plan's launch artefacts as files (atomic, all or none; existing files need --force)."""
     from advisor.cli.output import write_all
 
@@ -345,9 +421,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return cost_cli(args)
 
 
-COMMANDS = {"cost": cmd_cost, "gpus": cmd_gpus, "models": cmd_models, "prices": cmd_prices, "predict": cmd_predict,
-            "recommend": cmd_recommend, "checklist": cmd_checklist, "tco": cmd_tco, "model": cmd_model,
-            "calibrate": cmd_calibrate}
+COMMANDS = {
+    "cost": cmd_cost,
+    "gpus": cmd_gpus,
+    "models": cmd_models,
+    "prices": cmd_prices,
+    "predict": cmd_predict,
+    "recommend": cmd_recommend,
+    "checklist": cmd_checklist,
+    "tco": cmd_tco,
+    "model": cmd_model,
+    "calibrate": cmd_calibrate,
+}
 
 
 def dispatch(args: argparse.Namespace) -> int:

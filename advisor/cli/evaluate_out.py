@@ -1,4 +1,5 @@
-"""Provides `gpu-advisor model train|evaluate` printing: one table of held-out figures, baselines and goals."""
+"""Provides `gpu-advisor model train|evaluate` printing: one table of held-out figures, baselines and
+goals."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from advisor.efficiency.evaluate import Scores
 
@@ -36,12 +38,44 @@ def scores_table(scores: Sequence[Scores]) -> str:
 
     rows = []
     for s in scores:
-        rows.append([s.family, s.scheme, "all rows" if s.subset == "all" else f"  {s.subset}", s.rows,
-                     _pct(s.median_ape), _pct(s.p90_ape), _pct(s.within_2x, 0), _pct(s.rank_accuracy, 0),
-                     _pct(s.coverage_p10_p90, 0), _pct(s.const_median_ape), _pct(s.const_p90_ape),
-                     _pct(s.phys_median_ape), _pct(s.phys_p90_ape), f"{s.gain:.2f}x"])
-    return table(["rows", "held out", "subset", "n", "median err", "P90 err", "in 2x", "rank", "P10-P90 cover",
-                  "const-MFU med", "const P90", "physical med", "phys P90", "gain"], rows, right=range(3, 14))
+        rows.append(
+            [
+                s.family,
+                s.scheme,
+                "all rows" if s.subset == "all" else f"  {s.subset}",
+                s.rows,
+                _pct(s.median_ape),
+                _pct(s.p90_ape),
+                _pct(s.within_2x, 0),
+                _pct(s.rank_accuracy, 0),
+                _pct(s.coverage_p10_p90, 0),
+                _pct(s.const_median_ape),
+                _pct(s.const_p90_ape),
+                _pct(s.phys_median_ape),
+                _pct(s.phys_p90_ape),
+                f"{s.gain:.2f}x",
+            ]
+        )
+    return table(
+        [
+            "rows",
+            "held out",
+            "subset",
+            "n",
+            "median err",
+            "P90 err",
+            "in 2x",
+            "rank",
+            "P10-P90 cover",
+            "const-MFU med",
+            "const P90",
+            "physical med",
+            "phys P90",
+            "gain",
+        ],
+        rows,
+        right=range(3, 14),
+    )
 
 
 def goals(scores: Sequence[Scores]) -> list[str]:
@@ -54,36 +88,52 @@ def goals(scores: Sequence[Scores]) -> list[str]:
     def mark(ok: bool) -> str:
         return "met" if ok else "NOT met"
 
-    lines = [f"goal: held-out-source LLM median error <= {GOAL_MEDIAN:.0%}: {_pct(pooled.median_ape)} "
-             f"({mark(pooled.median_ape <= GOAL_MEDIAN)})",
-             f"goal: >= {GOAL_GAIN:g}x better than the best constant MFU ({_pct(pooled.const_median_ape)}): "
-             f"{pooled.gain:.2f}x ({mark(pooled.gain >= GOAL_GAIN)})"]
+    lines = [
+        f"goal: held-out-source LLM median error <= {GOAL_MEDIAN:.0%}: {_pct(pooled.median_ape)} "
+        f"({mark(pooled.median_ape <= GOAL_MEDIAN)})",
+        f"goal: >= {GOAL_GAIN:g}x better than the best constant MFU ({_pct(pooled.const_median_ape)}): "
+        f"{pooled.gain:.2f}x ({mark(pooled.gain >= GOAL_GAIN)})",
+    ]
     per_source = loso[1:]
     if per_source:
         balanced = sum(s.median_ape for s in per_source) / len(per_source)
         const = sum(s.const_median_ape for s in per_source) / len(per_source)
-        lines.append(f"source-balanced (mean of the per-source medians; the goals above use all rows pooled): "
-                     f"{_pct(balanced)} against the constant MFU's {_pct(const)} ({const / balanced:.2f}x)")
+        lines.append(
+            f"source-balanced (mean of the per-source medians; the goals above use all rows pooled): "
+            f"{_pct(balanced)} against the constant MFU's {_pct(const)} ({const / balanced:.2f}x)"
+        )
     lo, hi = GOAL_COVERAGE
-    bad = [f"{s.subset} {_pct(s.coverage_p10_p90, 0)}" for s in loso[1:]
-           if s.coverage_p10_p90 is None or not lo <= s.coverage_p10_p90 <= hi]
-    lines.append(f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled {_pct(pooled.coverage_p10_p90, 0)}; "
-                 + (f"NOT met on {', '.join(bad)}" if bad else "met"))
+    bad = [
+        f"{s.subset} {_pct(s.coverage_p10_p90, 0)}"
+        for s in loso[1:]
+        if s.coverage_p10_p90 is None or not lo <= s.coverage_p10_p90 <= hi
+    ]
+    lines.append(
+        f"goal: P10-P90 coverage {lo:.0%}-{hi:.0%} on every source: pooled "
+        f"{_pct(pooled.coverage_p10_p90, 0)}; " + (f"NOT met on {', '.join(bad)}" if bad else "met")
+    )
     return lines
 
 
 NOTES = [
-    "LLM rows of LLM stacks: 'source' is the shipped estimator (Huber ridge on physical inputs, every source weighted "
-    "equally, its penalty chosen by held-out source); 'source (trees)' the gradient-boosted trees on the same folds, "
+    "LLM rows of LLM stacks: 'source' is the shipped estimator (Huber ridge on physical inputs, every source "
+    "weighted "
+    "equally, its penalty chosen by held-out source); 'source (trees)' the gradient-boosted trees on the "
+    "same folds, "
     "shown for comparison; other rows: the trees",
-    "held out by source: every row of one repository (all its commits) predicted by a model fitted without it; "
+    "held out by source: every row of one repository (all its commits) predicted by a model fitted without "
+    "it; "
     "by GPU: every row of one GPU type",
-    "const-MFU: throughput = c x peak x GPUs / training FLOPs per item, c the median MFU of the training folds' "
-    "rows of the same family and precision class (fp8, 16-bit, 32-bit); physical: the core's speed of light of the "
+    "const-MFU: throughput = c x peak x GPUs / training FLOPs per item, c the median MFU of the training "
+    "folds' "
+    "rows of the same family and precision class (fp8, 16-bit, 32-bit); physical: the core's speed of light "
+    "of the "
     "stated layout (roofline, bubble, exposed communication) x one median efficiency of the training folds",
-    "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; rank = "
+    "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; "
+    "rank = "
     "pairs of rows of one source, model and precision whose per-GPU throughputs are ordered as measured",
-    "P10-P90 cover: split conformal; a held-out group's interval comes from the other groups' held-out residuals, "
+    "P10-P90 cover: split conformal; a held-out group's interval comes from the other groups' held-out "
+    "residuals, "
     "each group weighted equally (the shipped LLM interval: every source's held-out residuals)",
 ]
 
@@ -125,8 +175,11 @@ def model_train(args: argparse.Namespace) -> int:
 
     knowledge = load_knowledge()
     folder = Path(args.out_dir) if args.out_dir else Path(str(resources.files("knowledge")))
-    print(f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating ...",
-          file=sys.stderr)
+    print(
+        f"training on {knowledge.root} benchmarks.csv and llm_benchmarks.csv (seed {SEED}); cross-validating "
+        f"...",
+        file=sys.stderr,
+    )
     model, meta, scores = train(knowledge)
     path = write_artifact(model, meta, scores, folder)
     print(scores_table(scores))

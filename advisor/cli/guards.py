@@ -13,7 +13,13 @@ from advisor.errors import InputError
 # argparse dest -> the field of checks.BOUNDS it fills, where the names differ.
 FIELD_OF = {"budget": "budget_usd", "deadline": "deadline_hours"}
 # dest -> the flag as the user typed it, where it is not --dest-with-dashes.
-FLAG_OF = {"from_file": "--from", "output": "-o", "file": "FILE", "error_type": "TYPE", "workload": "--workload"}
+FLAG_OF = {
+    "from_file": "--from",
+    "output": "-o",
+    "file": "FILE",
+    "error_type": "TYPE",
+    "workload": "--workload",
+}
 TRAINING_ONLY = ("tokens", "samples", "epochs", "dataset_gb", "optimizer", "lora_rank")
 INFERENCE_ONLY = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 LORA_ONLY = ("lora_rank",)
@@ -69,8 +75,10 @@ def check_applicable(args: argparse.Namespace, kind: str | None, deployment: str
     if deployment is not None and deployment != "on-prem" and getattr(args, "command", None) == "recommend":
         wrong = [d for d in ONPREM_ONLY if d in given]
         if wrong:
-            raise InputError(f"{', '.join(flag(d) for d in wrong)}: only used with --deployment on-prem "
-                             f"(this is {deployment})")
+            raise InputError(
+                f"{', '.join(flag(d) for d in wrong)}: only used with --deployment on-prem "
+                f"(this is {deployment})"
+            )
 
 
 def given_strings(data: Any, where: str) -> None:

@@ -1,4 +1,5 @@
-"""Provides the CLI's output plumbing: plain-text tables and atomic, all-or-nothing, no-clobber file writes."""
+"""Provides the CLI's output plumbing: plain-text tables and atomic, all-or-nothing, no-clobber file
+writes."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from advisor.checks import shown
 from advisor.errors import InputError
@@ -21,7 +22,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Seque
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
     def fmt(row: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=False))
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([fmt(cells[0]), rule, *(fmt(r) for r in cells[1:])])
@@ -38,9 +42,17 @@ class Target:
 
 
 def _kind(mode: int) -> str:
-    return ("a symlink" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
+    return (
+        "a symlink"
+        if stat.S_ISLNK(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
 
 
 def check_target(target: Target, force: bool) -> None:
@@ -51,7 +63,9 @@ def check_target(target: Target, force: bool) -> None:
     existing = next((p for p in (parent, *parent.parents) if os.path.lexists(p)), Path("."))
     if not existing.is_dir():
         shown_as = f"{target.flag} {shown(str(existing))}" if target.flag == "--artefacts" else name
-        raise InputError(f"{shown_as}: {'is not a directory' if existing == parent else 'a folder on the way is a file'}")
+        raise InputError(
+            f"{shown_as}: {'is not a directory' if existing == parent else 'a folder on the way is a file'}"
+        )
     if existing != parent and target.flag == "-o":
         raise InputError(f"{name}: folder {shown(str(parent))} does not exist")
     try:
@@ -75,8 +89,10 @@ def write_all(targets: Sequence[Target], force: bool) -> None:
     or a read-only folder fails), then renamed in; a failure undoes what was done and re-raises."""
     for target in targets:
         check_target(target, force)
-    made = sorted({p for t in targets for p in (t.path.parent, *t.path.parent.parents) if not os.path.lexists(p)},
-                  key=lambda p: len(p.parts))
+    made = sorted(
+        {p for t in targets for p in (t.path.parent, *t.path.parent.parents) if not os.path.lexists(p)},
+        key=lambda p: len(p.parts),
+    )
     staged: list[tuple[Target, Path]] = []
     try:
         for folder in made:
@@ -103,7 +119,9 @@ def _commit(staged: list[tuple[Target, Path]], force: bool) -> None:
                 try:
                     os.link(tmp, target.path)  # no clobber, atomically: fails if the file appeared meanwhile
                 except FileExistsError as exc:
-                    raise InputError(f"{target.flag} {shown(str(target.path))}: file exists; pass --force") from exc
+                    raise InputError(
+                        f"{target.flag} {shown(str(target.path))}: file exists; pass --force"
+                    ) from exc
                 tmp.unlink()
             else:
                 os.replace(tmp, target.path)

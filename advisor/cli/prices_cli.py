@@ -1,4 +1,5 @@
-"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs advisor.prices_update, prints, saves."""
+"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs advisor.prices_update, prints,
+saves."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def update_cli(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     if args.from_dir:
         texts = read_folder(Path(args.from_dir), clouds)
-        source = f"SkyPilot-format catalogue read from {Path(args.from_dir).resolve()} on {today().isoformat()}"
+        source = (
+            f"SkyPilot-format catalogue read from {Path(args.from_dir).resolve()} on {today().isoformat()}"
+        )
     else:
         base = args.url or DEFAULT_URL
         texts = read_url(base, clouds)
@@ -33,9 +36,13 @@ def update_cli(args: argparse.Namespace) -> int:
         print(line)
     path = user_prices_path()
     if args.dry_run:
-        print(f"dry run: would write {len(update.prices.offers)} offers dated {today().isoformat()} to {path}")
+        print(
+            f"dry run: would write {len(update.prices.offers)} offers dated {today().isoformat()} to {path}"
+        )
         return 0
     write_text_atomic(path, json.dumps(update.prices.model_dump(mode="json"), indent=1) + "\n")
-    print(f"wrote {len(update.prices.offers)} offers dated {today().isoformat()} to {path} "
-          "(the shipped snapshot stays as the fallback)")
+    print(
+        f"wrote {len(update.prices.offers)} offers dated {today().isoformat()} to {path} "
+        "(the shipped snapshot stays as the fallback)"
+    )
     return 0

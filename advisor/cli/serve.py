@@ -13,7 +13,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-def add_serve_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """The `serve` subcommand and its flags."""
     p = sub.add_parser(
         "serve",
@@ -21,8 +21,11 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         description="Serve the guided UI over HTTP with textual-serve: each browser tab runs its own copy. "
         "Binds to this machine only (127.0.0.1) unless --host says otherwise.",
     )
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
     p.add_argument("--port", default=DEFAULT_PORT, type=int, help="port to listen on (default 8000)")
 
 
@@ -41,8 +44,13 @@ def ui_command() -> str:
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until Ctrl+C."""
     if not 0 < args.port < 65536:
-        raise InputError(f"--port {args.port}: must be between 1 and 65535", field="port", value=args.port,
-                         problem="is not a port", accepted="a number between 1 and 65535")
+        raise InputError(
+            f"--port {args.port}: must be between 1 and 65535",
+            field="port",
+            value=args.port,
+            problem="is not a port",
+            accepted="a number between 1 and 65535",
+        )
     try:
         from textual_serve.server import Server
     except ImportError as exc:

@@ -31,8 +31,10 @@ def read_spec_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     _check_version(data, where)
     inputs = data.get("inputs")
     if not isinstance(inputs, dict) or not isinstance(inputs.get("workload"), dict):
-        raise InputError(f"{where}: no [inputs.workload] table; expected a file written by "
-                         "`gpu-advisor recommend --format toml`")
+        raise InputError(
+            f"{where}: no [inputs.workload] table; expected a file written by "
+            "`gpu-advisor recommend --format toml`"
+        )
     constraints = inputs.get("constraints", {})
     if not isinstance(constraints, dict):
         raise InputError(f"{where}: inputs.constraints must be a table")
@@ -47,16 +49,24 @@ def _check_version(data: dict[str, Any], where: str) -> None:
 
     version = data.get("schema_version")
     if version is None:
-        raise InputError(f"{where}: no schema_version; expected schema_version = {SCHEMA_VERSION} "
-                         "(a file written by `gpu-advisor recommend --format toml`)")
+        raise InputError(
+            f"{where}: no schema_version; expected schema_version = {SCHEMA_VERSION} "
+            "(a file written by `gpu-advisor recommend --format toml`)"
+        )
     if isinstance(version, bool) or not isinstance(version, int):
-        raise InputError(f"{where}: schema_version {shown(version)} is not a version number; "
-                         f"this gpu-advisor reads {SCHEMA_VERSION}")
+        raise InputError(
+            f"{where}: schema_version {shown(version)} is not a version number; "
+            f"this gpu-advisor reads {SCHEMA_VERSION}"
+        )
     if version > SCHEMA_VERSION:
-        raise InputError(f"{where}: schema_version {version} is newer than this gpu-advisor reads "
-                         f"({SCHEMA_VERSION}); upgrade gpu-advisor")
+        raise InputError(
+            f"{where}: schema_version {version} is newer than this gpu-advisor reads "
+            f"({SCHEMA_VERSION}); upgrade gpu-advisor"
+        )
     if version != SCHEMA_VERSION:
-        raise InputError(f"{where}: schema_version {version} is unknown; this gpu-advisor reads {SCHEMA_VERSION}")
+        raise InputError(
+            f"{where}: schema_version {version} is unknown; this gpu-advisor reads {SCHEMA_VERSION}"
+        )
 
 
 def _depth(value: Any) -> int:

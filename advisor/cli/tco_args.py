@@ -10,9 +10,15 @@ from advisor.errors import InputError
 from advisor.ops.tco import TcoInputs
 from advisor.units import parse_count
 
-FLAGS = (("years", "--years"), ("utilization", "--utilization"), ("electricity_usd_kwh", "--electricity-usd-kwh"),
-         ("pue", "--pue"), ("staff_usd_year", "--staff-usd-year"), ("gpu_hours_per_month", "--gpu-hours-per-month"),
-         ("off_peak_usd_kwh", "--off-peak-usd-kwh"))
+FLAGS = (
+    ("years", "--years"),
+    ("utilization", "--utilization"),
+    ("electricity_usd_kwh", "--electricity-usd-kwh"),
+    ("pue", "--pue"),
+    ("staff_usd_year", "--staff-usd-year"),
+    ("gpu_hours_per_month", "--gpu-hours-per-month"),
+    ("off_peak_usd_kwh", "--off-peak-usd-kwh"),
+)
 
 
 def onprem_overrides(args: argparse.Namespace) -> dict[str, float]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from advisor.catalog.gpus import Gpu
 from advisor.job import Job
@@ -41,7 +42,8 @@ class Query:
 
 
 class EfficiencyModel(Protocol):
-    """Predicts achieved / speed-of-light for plans; implementations: prior by regime, learned from benchmarks."""
+    """Predicts achieved / speed-of-light for plans; implementations: prior by regime, learned from
+    benchmarks."""
 
     name: str
     """Shown in every output that uses it, e.g. 'prior by regime (assumptions.toml)'."""

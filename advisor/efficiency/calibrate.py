@@ -11,34 +11,47 @@ import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow
 from advisor.catalog.loader import Knowledge
 from advisor.checks import Bound, has_controls, in_bound, read_input_text, shown
-from advisor.errors import AdvisorError, InputError
 from advisor.efficiency.dataset import build_dataset
 from advisor.efficiency.features import Sample
 from advisor.efficiency.gbdt import ExportedModel
 from advisor.efficiency.learned import ARTIFACT, calibration_dir
 from advisor.efficiency.runs import Run, run_of_row
+from advisor.errors import AdvisorError, InputError
 from advisor.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
 
 RUNS = "runs.csv"
 LOCK = "calibration"
 # Optional columns of a user's runs: the stated configuration (as `--tp` ... `--stack` take it).
 CONFIG_COLUMNS = ("stack", "tp", "pp", "cp", "ep", "zero", "recompute", "global_batch", "engine")
-STACKS_ACCEPTED = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth", "pytorch-fsdp", "ngc-pytorch",
-                   "pytorch")
+STACKS_ACCEPTED = (
+    "megatron",
+    "torchtitan",
+    "deepspeed",
+    "hf",
+    "composer",
+    "unsloth",
+    "pytorch-fsdp",
+    "ngc-pytorch",
+    "pytorch",
+)
 # The user's own runs outweigh the public benchmarks: they measure the user's software and cluster.
 USER_WEIGHT = 5.0
 MAX_CSV_BYTES = 8 << 20
 # Numeric columns and what each accepts; empty optional cells are left to the schema.
 NUMERIC = {
-    "count": Bound(1, 100_000, integer=True), "nodes": Bound(1, 100_000, integer=True),
-    "batch_per_gpu": Bound(0, 1e6, lo_open=True), "seq_len": Bound(0, 1 << 22, integer=True),
-    "throughput": Bound(0, 1e12, lo_open=True), "grad_accum": Bound(1, 1e6, integer=True),
+    "count": Bound(1, 100_000, integer=True),
+    "nodes": Bound(1, 100_000, integer=True),
+    "batch_per_gpu": Bound(0, 1e6, lo_open=True),
+    "seq_len": Bound(0, 1 << 22, integer=True),
+    "throughput": Bound(0, 1e12, lo_open=True),
+    "grad_accum": Bound(1, 1e6, integer=True),
     "reported_mfu": Bound(0, 1, lo_open=True),
 }
 
@@ -51,14 +64,16 @@ def _check_numbers(record: dict[str, str]) -> None:
 
 def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow | str:
     """One CSV record as a validated row, or the one-line message saying why it is not one."""
-    if raw.get(None):  # type: ignore[call-overload]
-        return f"{name}:{line}: {len(raw[None])} more field(s) than the {len(COLUMNS)} columns"  # type: ignore[index]
+    if raw.get(None):
+        return f"{name}:{line}: {len(raw[None])} more field(s) than the {len(COLUMNS)} columns"
     record = {c: (raw.get(c) or "") for c in COLUMNS}
     bad = next((c for c in COLUMNS if has_controls(record[c])), None)
     if bad:
         return f"{name}:{line}: {bad}={shown(record[bad])}: contains control characters"
     if "@" not in record["source"] and not record["source"].startswith("user:"):
-        record["source"] = f"user:{name}" + (f" {record['source'].strip()}" if record["source"].strip() else "")
+        record["source"] = f"user:{name}" + (
+            f" {record['source'].strip()}" if record["source"].strip() else ""
+        )
     try:
         _check_numbers(record)
         row = BenchmarkRow.model_validate(record)
@@ -85,8 +100,9 @@ def validate_rows(knowledge: Knowledge, text: str, name: str) -> tuple[list[Benc
     return rows, errors
 
 
-def validate_runs(knowledge: Knowledge, text: str, name: str
-                  ) -> tuple[list[BenchmarkRow], list[dict[str, object]], list[str]]:
+def validate_runs(
+    knowledge: Knowledge, text: str, name: str
+) -> tuple[list[BenchmarkRow], list[dict[str, object]], list[str]]:
     """Every valid row with its optional configuration columns, and one message per bad row."""
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
     try:
@@ -96,7 +112,9 @@ def validate_runs(knowledge: Knowledge, text: str, name: str
     reader.fieldnames = fields
     missing = [c for c in COLUMNS if c not in fields]
     if missing:
-        raise InputError(f"{name}: missing column(s) {', '.join(missing)}; the schema is: {', '.join(COLUMNS)}")
+        raise InputError(
+            f"{name}: missing column(s) {', '.join(missing)}; the schema is: {', '.join(COLUMNS)}"
+        )
     rows: list[BenchmarkRow] = []
     configs: list[dict[str, object]] = []
     errors: list[str] = []
@@ -122,8 +140,10 @@ def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
         if not value:
             continue
         if col == "engine":
-            return {}, (f"engine={value!r}: serving runs are not calibrated yet; give training runs "
-                        "(the serving model learns from knowledge/serving_benchmarks.csv)")
+            return {}, (
+                f"engine={value!r}: serving runs are not calibrated yet; give training runs "
+                "(the serving model learns from knowledge/serving_benchmarks.csv)"
+            )
         if col == "stack":
             if value not in STACKS_ACCEPTED:
                 return {}, f"stack={value!r}: accepted {', '.join(STACKS_ACCEPTED)}"
@@ -135,7 +155,9 @@ def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
         else:
             ok = value.isdigit() and (int(value) <= 3 if col == "zero" else int(value) >= 1)
             if not ok:
-                return {}, f"{col}={value!r}: accepted " + ("0, 1, 2 or 3" if col == "zero" else "a whole number >= 1")
+                return {}, f"{col}={value!r}: accepted " + (
+                    "0, 1, 2 or 3" if col == "zero" else "a whole number >= 1"
+                )
             out[col] = int(value)
     return out, ""
 
@@ -143,16 +165,22 @@ def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
 def runs_of(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> list[Run]:
     """The user's rows as runs, with their stated configuration (stack, layout, global batch) where given."""
     out = []
-    for row, cfg in zip(rows, configs):
+    for row, cfg in zip(rows, configs, strict=True):
         run = run_of_row(row, str(cfg.get("stack") or "") or None)
-        fields = {k: v for k, v in cfg.items() if k in ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch")}
+        # Values were checked by the config parser (whole numbers, a stack name), so Any is what they are
+        # here.
+        fields: dict[str, Any] = {
+            k: v for k, v in cfg.items() if k in ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch")
+        }
         out.append(replace(run, **fields) if fields else run)
     return out
 
 
 def _errors(model: ExportedModel, samples: list[Sample]) -> list[float]:
-    return [abs(min(math.exp(model.predict_log(s.features)), 1.0) * s.sol - s.row.throughput) / s.row.throughput
-            for s in samples]
+    return [
+        abs(min(math.exp(model.predict_log(s.features)), 1.0) * s.sol - s.row.throughput) / s.row.throughput
+        for s in samples
+    ]
 
 
 def stored_runs(knowledge: Knowledge, folder: Path) -> tuple[list[BenchmarkRow], list[dict[str, object]]]:
@@ -171,7 +199,9 @@ def stored_runs(knowledge: Knowledge, folder: Path) -> tuple[list[BenchmarkRow],
         for e in errors:
             warn(f"stored run left out: {e}")
         if keep_copy(path, f"{len(errors)} stored run(s) no longer validate and are left out") is not None:
-            write_text_atomic(path, _runs_csv(rows, configs))  # the copy holds them; later reads need not warn
+            write_text_atomic(
+                path, _runs_csv(rows, configs)
+            )  # the copy holds them; later reads need not warn
     return rows, configs
 
 
@@ -179,7 +209,7 @@ def _runs_csv(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> str
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=(*COLUMNS, *CONFIG_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for r, cfg in zip(rows, configs):
+    for r, cfg in zip(rows, configs, strict=True):
         writer.writerow({**{c: ("" if v is None else v) for c, v in r.model_dump().items()}, **cfg})
     return out.getvalue()
 
@@ -192,7 +222,11 @@ def _reset(folder: Path) -> int:
         kept = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         if folder.is_dir() and not kept:
             folder.rmdir()
-    print(f"removed {', '.join(p.name for p in removed)} from {folder}" if removed else "no calibration to remove")
+    print(
+        f"removed {', '.join(p.name for p in removed)} from {folder}"
+        if removed
+        else "no calibration to remove"
+    )
     if kept:
         print(f"kept {len(kept)} file(s) set aside earlier in {folder}: {', '.join(kept)}")
     return 0
@@ -209,9 +243,25 @@ def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
     if not rows:
         print(f"no stored runs in {folder}")
         return 0
-    print(table(("workload", "gpu", "count", "nodes", "precision", "throughput", "unit", "source"),
-                [(r.workload, r.gpu, r.count, r.nodes, r.precision, f"{r.throughput:,.6g}", r.unit,
-                  shown(r.source).strip("'")) for r in rows], right=(2, 3, 5)))
+    print(
+        table(
+            ("workload", "gpu", "count", "nodes", "precision", "throughput", "unit", "source"),
+            [
+                (
+                    r.workload,
+                    r.gpu,
+                    r.count,
+                    r.nodes,
+                    r.precision,
+                    f"{r.throughput:,.6g}",
+                    r.unit,
+                    shown(r.source).strip("'"),
+                )
+                for r in rows
+            ],
+            right=(2, 3, 5),
+        )
+    )
     print(f"{len(rows)} run(s) in {folder / RUNS}")
     return 0
 
@@ -222,14 +272,17 @@ def _new_rows(knowledge: Knowledge, file: str) -> tuple[list[BenchmarkRow], list
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
-        raise InputError(f"{len(errors)} bad row(s) in {shown(file)}; nothing was stored. Fix them and run again")
+        raise InputError(
+            f"{len(errors)} bad row(s) in {shown(file)}; nothing was stored. Fix them and run again"
+        )
     if not new:
         raise InputError(f"{shown(file)}: no rows")
     return new, configs
 
 
 def calibrate_cli(args: argparse.Namespace) -> int:
-    """Add the runs in FILE to the user's calibration set and refit; --list shows them; --reset removes them."""
+    """Add the runs in FILE to the user's calibration set and refit; --list shows them; --reset removes
+    them."""
     folder = calibration_dir()
     if args.reset or getattr(args, "list", False):
         if args.file or (args.reset and getattr(args, "list", False)):
@@ -237,7 +290,9 @@ def calibrate_cli(args: argparse.Namespace) -> int:
         if args.reset:
             return _reset(folder)
     elif not args.file:
-        raise InputError("give a CSV of measured runs (columns: " + ", ".join(COLUMNS) + "), --list or --reset")
+        raise InputError(
+            "give a CSV of measured runs (columns: " + ", ".join(COLUMNS) + "), --list or --reset"
+        )
     from advisor.catalog import load_knowledge
 
     knowledge = load_knowledge()
@@ -255,20 +310,27 @@ def calibrate_cli(args: argparse.Namespace) -> int:
         return _merge_and_refit(knowledge, folder, (new, configs), data.samples, Path(args.file).name)
 
 
-def _merge_and_refit(knowledge: Knowledge, folder: Path, given: tuple[list[BenchmarkRow], list[dict[str, object]]],
-                     samples: list[Sample], name: str) -> int:
+def _merge_and_refit(
+    knowledge: Knowledge,
+    folder: Path,
+    given: tuple[list[BenchmarkRow], list[dict[str, object]]],
+    samples: list[Sample],
+    name: str,
+) -> int:
     from advisor.efficiency.learned import load_learned
     from advisor.efficiency.prior import PriorEfficiency
     from advisor.efficiency.train import train
 
     previous, prev_configs = stored_runs(knowledge, folder)
     keys = {r.model_dump_json() for r in previous}
-    fresh = [(r, c) for r, c in zip(*given) if r.model_dump_json() not in keys]
+    fresh = [(r, c) for r, c in zip(*given, strict=True) if r.model_dump_json() not in keys]
     merged = previous + [r for r, _ in fresh]
     merged_configs = prev_configs + [c for _, c in fresh]
     before = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
-    print(f"refitting on {len(merged)} of your runs (weight {USER_WEIGHT:g}) and the shipped benchmarks ...",
-          file=sys.stderr)
+    print(
+        f"refitting on {len(merged)} of your runs (weight {USER_WEIGHT:g}) and the shipped benchmarks ...",
+        file=sys.stderr,
+    )
     model, _, _ = train(knowledge, runs_of(merged, merged_configs), USER_WEIGHT, with_cv=False)
     write_text_atomic(folder / RUNS, _runs_csv(merged, merged_configs))
     write_text_atomic(folder / ARTIFACT, model.to_json())
@@ -277,11 +339,18 @@ def _merge_and_refit(knowledge: Knowledge, folder: Path, given: tuple[list[Bench
     print(f"stored {len(merged)} runs in {folder} ({len(merged) - len(previous)} new)")
     if err_before and before is not None:
         print(f"error on your {len(samples)} new runs (measured: {name}):")
-        print(f"  before: median {statistics.median(err_before):.1%}, max {max(err_before):.1%} - predicted by "
-              f"{before.name}")
-        print(f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by the "
-              f"refit on {model.rows:,} runs ({len(merged)} yours, weight {USER_WEIGHT:g}; the rest "
-              "knowledge/benchmarks.csv and knowledge/llm_benchmarks.csv)")
-    print("predictions now say 'calibration on N of your runs'; see them with: gpu-advisor calibrate --list; "
-          "undo with: gpu-advisor calibrate --reset")
+        print(
+            f"  before: median {statistics.median(err_before):.1%}, max {max(err_before):.1%} - predicted by "
+            f"{before.name}"
+        )
+        print(
+            f"  after:  median {statistics.median(err_after):.1%}, max {max(err_after):.1%} - predicted by "
+            f"the "
+            f"refit on {model.rows:,} runs ({len(merged)} yours, weight {USER_WEIGHT:g}; the rest "
+            "knowledge/benchmarks.csv and knowledge/llm_benchmarks.csv)"
+        )
+    print(
+        "predictions now say 'calibration on N of your runs'; see them with: gpu-advisor calibrate --list; "
+        "undo with: gpu-advisor calibrate --reset"
+    )
     return 0

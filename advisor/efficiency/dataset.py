@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from advisor.catalog.loader import Knowledge
 from advisor.context import benchmarks_of
@@ -26,12 +26,15 @@ class Dataset:
 
 
 def shipped_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
-    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full configurations)."""
+    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full
+    configurations)."""
     llm, skipped = read_llm_runs(knowledge)
     return [run_of_row(r) for r in benchmarks_of(knowledge)] + llm, skipped
 
 
-def build_dataset(knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()) -> Dataset:
+def build_dataset(
+    knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()
+) -> Dataset:
     """Turn measured runs into samples (features, speed of light, efficiency)."""
     samples, out = [], list(skipped)
     for run in runs:

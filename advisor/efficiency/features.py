@@ -20,49 +20,49 @@ from advisor.memory import TrainingMemoryModel
 from advisor.speed import GBS, StepTime, intra_gbs, peak_flops, training_step
 
 FEATURES: tuple[str, ...] = (
-    "log_peak_tflops",      # dense peak of the precision used (FP8 against the FP8 peak)
-    "log_bw_gbs",           # HBM/GDDR bandwidth
-    "log_ridge",            # peak / bandwidth: FLOPs per byte where compute and memory balance
+    "log_peak_tflops",  # dense peak of the precision used (FP8 against the FP8 peak)
+    "log_bw_gbs",  # HBM/GDDR bandwidth
+    "log_ridge",  # peak / bandwidth: FLOPs per byte where compute and memory balance
     "log_memory_gb",
-    "compute_capability",   # generation (0 for non-NVIDIA)
-    "precision_bits",       # 32 fp32, 19 tf32, 16, 8
-    "log_flops_per_item",   # training FLOPs per throughput item
-    "log_intensity",        # FLOPs per byte of the workload at its batch (vs the GPU's ridge)
+    "compute_capability",  # generation (0 for non-NVIDIA)
+    "precision_bits",  # 32 fp32, 19 tf32, 16, 8
+    "log_flops_per_item",  # training FLOPs per throughput item
+    "log_intensity",  # FLOPs per byte of the workload at its batch (vs the GPU's ridge)
     "log_params",
     "log_items_per_gpu_step",  # work per GPU per micro-batch: batch x items per sequence
     "log_count",
     "nodes_log2",
     "log_intra_gbs",
     "log_inter_gbs",
-    "bytes_share",          # memory-time / roofline time at speed of light
-    "comm_share",           # exposed communication and bubble / step at speed of light
+    "bytes_share",  # memory-time / roofline time at speed of light
+    "comm_share",  # exposed communication and bubble / step at speed of light
     "recompute_full",
     "zero_stage",
-    "kind_code",            # 0 cnn, 1 encoder, 2 vit, 3 rnn, 4 speech, 5 recsys, 6 llm
-    "stack_fused",          # the stack runs fused kernels (Transformer Engine, torch.compile, Triton/flash kernels)
-    "stack_megatron",       # Megatron-style runtime: sequence-parallel TP, overlapped DP/PP communication
+    "kind_code",  # 0 cnn, 1 encoder, 2 vit, 3 rnn, 4 speech, 5 recsys, 6 llm
+    "stack_fused",  # the stack runs fused kernels (Transformer Engine, torch.compile, Triton/flash kernels)
+    "stack_megatron",  # Megatron-style runtime: sequence-parallel TP, overlapped DP/PP communication
     "log_tp",
     "log_pp",
     "log_cp",
     "log_ep",
     "recompute_selective",
     "log_grad_accum",
-    "moe",                  # mixture of experts: routed tokens, grouped GEMMs
+    "moe",  # mixture of experts: routed tokens, grouped GEMMs
 )
 KIND_CODE = {"cnn": 0, "encoder": 1, "vit": 2, "rnn": 3, "speech": 4, "recsys": 5, "llm": 6}
 BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 # What a stack does, not which stack it is: (fused kernels, Megatron-style runtime). Each pair is shared by at
 # least two sources of the training data, so a held-out source is predicted from what its stack does.
 STACK_TRAITS: dict[str, tuple[float, float]] = {
-    "megatron": (1.0, 1.0),     # Megatron-Core/NeMo: Transformer Engine, SP, comm overlap
-    "torchtitan": (1.0, 0.0),   # torch.compile, FlashAttention via SDPA, Float8 linears; FSDP2
-    "composer": (1.0, 0.0),     # llm-foundry: Triton/flash-attn kernels; FSDP
-    "unsloth": (1.0, 0.0),      # Triton kernels; single GPU
+    "megatron": (1.0, 1.0),  # Megatron-Core/NeMo: Transformer Engine, SP, comm overlap
+    "torchtitan": (1.0, 0.0),  # torch.compile, FlashAttention via SDPA, Float8 linears; FSDP2
+    "composer": (1.0, 0.0),  # llm-foundry: Triton/flash-attn kernels; FSDP
+    "unsloth": (1.0, 0.0),  # Triton kernels; single GPU
     "ngc-pytorch": (1.0, 0.0),  # NVIDIA DeepLearningExamples in NGC containers: apex/cuDNN fused kernels, AMP
-    "pytorch": (1.0, 0.0),      # a non-LLM workload with no stack named: as the NGC examples measured
+    "pytorch": (1.0, 0.0),  # a non-LLM workload with no stack named: as the NGC examples measured
     "pytorch-fsdp": (0.0, 0.0),  # fms-fsdp: eager PyTorch FSDP with SDPA
-    "hf": (0.0, 0.0),           # Hugging Face Trainer: eager modules, SDPA
-    "deepspeed": (0.0, 0.0),    # DeepSpeed ZeRO over Hugging Face modules
+    "hf": (0.0, 0.0),  # Hugging Face Trainer: eager modules, SDPA
+    "deepspeed": (0.0, 0.0),  # DeepSpeed ZeRO over Hugging Face modules
 }
 
 
@@ -75,8 +75,9 @@ def _log(v: float) -> float:
     return math.log(max(v, 1))
 
 
-def feature_vector(job: Job, gpu: Gpu, layout: Layout, step: StepTime, ctx_inter_gbs: float,
-                   intra: float, stack: str) -> list[float]:
+def feature_vector(
+    job: Job, gpu: Gpu, layout: Layout, step: StepTime, ctx_inter_gbs: float, intra: float, stack: str
+) -> list[float]:
     """One row of features, in FEATURES order."""
     peak = (peak_flops(gpu, layout.precision) or 1.0) / 1e12
     items_per_gpu_step = layout.micro_batch * max(job.items_per_sequence, 1)
@@ -173,8 +174,14 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     inter = fabric.gbs_per_gpu(layout.node_size)
     intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
     mfu_sol = peak * run.count / job.train_flops_per_item
-    return Sample(run, feature_vector(job, gpu, layout, step, inter, intra, run.stack), sol,
-                  run.throughput / sol, regime_of(job), mfu_sol)
+    return Sample(
+        run,
+        feature_vector(job, gpu, layout, step, inter, intra, run.stack),
+        sol,
+        run.throughput / sol,
+        regime_of(job),
+        mfu_sol,
+    )
 
 
 def knowledge_fabric(knowledge: Knowledge, job: Job, gpu: Gpu) -> Fabric:

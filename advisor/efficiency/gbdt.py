@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from advisor.efficiency.linear import LinearLogModel
 
@@ -59,7 +60,7 @@ class ExportedModel:
     def predict_log(self, x: Sequence[float]) -> float:
         """Predicted log efficiency."""
         total = self.baseline
-        for node in self._nested:  # type: ignore[attr-defined]
+        for node in self._nested:  # type: ignore[attr-defined]  # set in __post_init__ of this frozen class
             while node.__class__ is tuple:
                 node = node[2] if x[node[0]] <= node[1] else node[3]
             total += node
@@ -67,8 +68,11 @@ class ExportedModel:
 
     def outside(self, x: Sequence[float]) -> list[str]:
         """Features of x beyond the range the model was trained on (predictions there are extrapolations)."""
-        return [name for name, v, lo, hi in zip(self.features, x, self.feature_min, self.feature_max)
-                if v < lo - 1e-9 or v > hi + 1e-9]
+        return [
+            name
+            for name, v, lo, hi in zip(self.features, x, self.feature_min, self.feature_max, strict=True)
+            if v < lo - 1e-9 or v > hi + 1e-9
+        ]
 
     def to_json(self) -> str:
         """The artifact text (deterministic: same model, same bytes)."""
@@ -83,9 +87,17 @@ class ExportedModel:
             "rows": self.rows,
             "meta": self.meta,
             **({"llm_linear": self.linear.to_dict()} if self.linear is not None else {}),
-            "trees": [{"feature": list(t.feature), "threshold": list(t.threshold), "left": list(t.left),
-                       "right": list(t.right), "value": list(t.value), "leaf": [int(v) for v in t.leaf]}
-                      for t in self.trees],
+            "trees": [
+                {
+                    "feature": list(t.feature),
+                    "threshold": list(t.threshold),
+                    "left": list(t.left),
+                    "right": list(t.right),
+                    "value": list(t.value),
+                    "leaf": [int(v) for v in t.leaf],
+                }
+                for t in self.trees
+            ],
         }
         return json.dumps(data, separators=(",", ":"), sort_keys=False) + "\n"
 
@@ -95,14 +107,30 @@ class ExportedModel:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} artifact")
-        trees = tuple(Tree(tuple(t["feature"]), tuple(float(v) for v in t["threshold"]), tuple(t["left"]),
-                           tuple(t["right"]), tuple(float(v) for v in t["value"]), tuple(bool(v) for v in t["leaf"]))
-                      for t in data["trees"])
+        trees = tuple(
+            Tree(
+                tuple(t["feature"]),
+                tuple(float(v) for v in t["threshold"]),
+                tuple(t["left"]),
+                tuple(t["right"]),
+                tuple(float(v) for v in t["value"]),
+                tuple(bool(v) for v in t["leaf"]),
+            )
+            for t in data["trees"]
+        )
         interval = {k: (float(v[0]), float(v[1])) for k, v in data["interval"].items()}
         linear = LinearLogModel.from_dict(data["llm_linear"]) if "llm_linear" in data else None
-        return cls(tuple(data["features"]), float(data["baseline"]), trees, interval,
-                   tuple(data["feature_min"]), tuple(data["feature_max"]), int(data["rows"]), data.get("meta", {}),
-                   linear)
+        return cls(
+            tuple(data["features"]),
+            float(data["baseline"]),
+            trees,
+            interval,
+            tuple(data["feature_min"]),
+            tuple(data["feature_max"]),
+            int(data["rows"]),
+            data.get("meta", {}),
+            linear,
+        )
 
 
 def check_exported(model: ExportedModel, features: Sequence[str]) -> ExportedModel:
@@ -112,7 +140,9 @@ def check_exported(model: ExportedModel, features: Sequence[str]) -> ExportedMod
     would crash (or silently corrupt) every later answer, so it is refused at load instead.
     """
     if tuple(model.features) != tuple(features):
-        raise ValueError(f"features {list(model.features)[:3]}...: expected the {len(features)} of this version")
+        raise ValueError(
+            f"features {list(model.features)[:3]}...: expected the {len(features)} of this version"
+        )
     n = len(features)
     numbers = [model.baseline, *model.feature_min, *model.feature_max]
     numbers += [q for pair in model.interval.values() for q in pair]
@@ -139,21 +169,34 @@ def _check_tree(tree: Tree, n_features: int, k: int) -> None:
                 raise ValueError(f"tree {k} node {i}: leaf value {tree.value[i]!r} is not finite")
             continue
         # Children after their parent (scikit-learn's order) rules out cycles and out-of-range jumps.
-        if not (0 <= tree.feature[i] < n_features and i < tree.left[i] < size and i < tree.right[i] < size
-                and math.isfinite(tree.threshold[i])):
+        if not (
+            0 <= tree.feature[i] < n_features
+            and i < tree.left[i] < size
+            and i < tree.right[i] < size
+            and math.isfinite(tree.threshold[i])
+        ):
             raise ValueError(f"tree {k} node {i}: feature, child index or threshold out of range")
 
 
 def _nest(tree: Tree, node: int) -> Any:
     if tree.leaf[node]:
         return tree.value[node]
-    return (tree.feature[node], tree.threshold[node], _nest(tree, tree.left[node]), _nest(tree, tree.right[node]))
+    return (
+        tree.feature[node],
+        tree.threshold[node],
+        _nest(tree, tree.left[node]),
+        _nest(tree, tree.right[node]),
+    )
 
 
-def efficiency_interval(model: ExportedModel, x: Sequence[float], family: str,
-                        widen: float = 1.0) -> tuple[float, float, float]:
+def efficiency_interval(
+    model: ExportedModel, x: Sequence[float], family: str, widen: float = 1.0
+) -> tuple[float, float, float]:
     """(p10, p50, p90) efficiency for one feature row, each capped at 1 (no plan beats the speed of light)."""
     log50 = model.predict_log(x)
     q10, q90 = model.interval.get(family, model.interval["all"])
-    return (min(math.exp(log50 + q10 * widen), 1.0), min(math.exp(log50), 1.0),
-            min(math.exp(log50 + q90 * widen), 1.0))
+    return (
+        min(math.exp(log50 + q10 * widen), 1.0),
+        min(math.exp(log50), 1.0),
+        min(math.exp(log50 + q90 * widen), 1.0),
+    )

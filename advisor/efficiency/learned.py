@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.loader import Knowledge
@@ -28,18 +28,28 @@ class LearnedEfficiency:
     """Efficiency from the gradient-boosted model for training regimes it was fitted on; LoRA and QLoRA scale
     the fine-tuning prediction by their priors' ratio; inference is served by advisor/serving."""
 
-    def __init__(self, model: ExportedModel, assumptions: Assumptions, fallback: PriorEfficiency,
-                 calibration_rows: int = 0) -> None:
+    def __init__(
+        self,
+        model: ExportedModel,
+        assumptions: Assumptions,
+        fallback: PriorEfficiency,
+        calibration_rows: int = 0,
+    ) -> None:
         self.model = model
         self.assumptions = assumptions
         self.fallback = fallback
         self.calibration_rows = calibration_rows
         cv = model.meta.get("loso_llm_median_ape")
         detail = f"; held-out-source LLM median error {cv:.0%}" if isinstance(cv, float) else ""
-        how = ("LLM runs: Huber ridge on physical inputs, other runs: gradient-boosted trees" if model.linear
-               else "gradient-boosted trees")
-        self.name = (f"learned from {model.rows:,} measured runs ({how}; the stack's traits, layout "
-                     f"and batch are inputs{detail})")
+        how = (
+            "LLM runs: Huber ridge on physical inputs, other runs: gradient-boosted trees"
+            if model.linear
+            else "gradient-boosted trees"
+        )
+        self.name = (
+            f"learned from {model.rows:,} measured runs ({how}; the stack's traits, layout "
+            f"and batch are inputs{detail})"
+        )
         if calibration_rows:
             self.name += f" + calibration on {calibration_rows} of your runs"
         self.extrapolated: list[str] = []
@@ -48,8 +58,11 @@ class LearnedEfficiency:
         """Why the stack changes the figure: the traits the model reads for it."""
         fused, megatron = stack_traits(stack)
         kernels = "fused kernels" if fused else "eager kernels (no fused/compiled kernels)"
-        runtime = "Megatron-style runtime (sequence-parallel TP, overlapped communication)" if megatron \
+        runtime = (
+            "Megatron-style runtime (sequence-parallel TP, overlapped communication)"
+            if megatron
             else "no Megatron-style runtime"
+        )
         return f"; stack {stack}: {kernels}, {runtime}"
 
     def estimate(self, queries: Sequence[Query]) -> list[Interval]:
@@ -59,7 +72,7 @@ class LearnedEfficiency:
         kind = FEATURES.index("kind_code")
         for q in queries:
             regime = q.regime
-            if regime not in LEARNED_REGIMES + ("lora", "qlora"):
+            if regime not in (*LEARNED_REGIMES, "lora", "qlora"):
                 out.append(self.fallback.prior(regime))
                 continue
             x = query_features(q, self.assumptions)
@@ -82,7 +95,8 @@ class LearnedEfficiency:
         return out
 
     def _linear(self, q: Query, x: list[float]) -> tuple[float, float, float]:
-        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured range."""
+        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured
+        range."""
         linear = self.model.linear
         assert linear is not None and q.step is not None
         sol = q.step.items / q.step.total_s
@@ -94,8 +108,11 @@ class LearnedEfficiency:
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
         log50 = linear.predict_log(inputs)
         q10, q90 = linear.interval
-        return (min(math.exp(log50 + q10 * widen), 1.0), min(math.exp(log50), 1.0),
-                min(math.exp(log50 + q90 * widen), 1.0))
+        return (
+            min(math.exp(log50 + q10 * widen), 1.0),
+            min(math.exp(log50), 1.0),
+            min(math.exp(log50 + q90 * widen), 1.0),
+        )
 
 
 def calibration_dir() -> Path:
@@ -124,8 +141,9 @@ def load_learned(knowledge: Knowledge, fallback: PriorEfficiency) -> LearnedEffi
     if stat is not None:
         model = _read(str(user), stat.st_mtime_ns, stat.st_size)
         if model is not None:
-            return LearnedEfficiency(model, knowledge.assumptions, fallback,
-                                     int(model.meta.get("calibration_rows", 0)))
+            return LearnedEfficiency(
+                model, knowledge.assumptions, fallback, int(model.meta.get("calibration_rows", 0))
+            )
     try:
         text = knowledge.root.joinpath(ARTIFACT).read_text(encoding="utf-8")
     except FileNotFoundError:

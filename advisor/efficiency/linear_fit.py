@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from advisor.efficiency.evaluate import apes, conformal_offsets, held_out, target
 from advisor.efficiency.features import Sample
@@ -34,7 +34,9 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     return [w / mean for w in raw]
 
 
-def fit_linear(samples: Sequence[Sample], lam: float, interval: tuple[float, float] = (0.0, 0.0)) -> LinearLogModel:
+def fit_linear(
+    samples: Sequence[Sample], lam: float, interval: tuple[float, float] = (0.0, 0.0)
+) -> LinearLogModel:
     """Huber ridge on the LLM runs given (intercept unpenalised), by iteratively reweighted least squares."""
     import numpy as np
 
@@ -50,13 +52,24 @@ def fit_linear(samples: Sequence[Sample], lam: float, interval: tuple[float, flo
         beta = np.linalg.solve(A.T @ (A * w[:, None]) + penalty, A.T @ (w * y))
         r = np.abs(y - A @ beta)
         w = base * np.where(r <= HUBER, 1.0, HUBER / np.maximum(r, 1e-12))
-    return LinearLogModel(INPUTS, float(beta[0]), tuple(float(v) for v in beta[1:]), tuple(float(v) for v in mean),
-                          tuple(float(v) for v in scale), tuple(float(v) for v in X.min(0)),
-                          tuple(float(v) for v in X.max(0)), interval, {"lambda": lam, "huber": HUBER})
+    return LinearLogModel(
+        INPUTS,
+        float(beta[0]),
+        tuple(float(v) for v in beta[1:]),
+        tuple(float(v) for v in mean),
+        tuple(float(v) for v in scale),
+        tuple(float(v) for v in X.min(0)),
+        tuple(float(v) for v in X.max(0)),
+        interval,
+        {"lambda": lam, "huber": HUBER},
+    )
 
 
-def linear_fit_predict(samples: Sequence[Sample], lam: float) -> Callable[[list[int], list[int]], list[float]]:
+def linear_fit_predict(
+    samples: Sequence[Sample], lam: float
+) -> Callable[[list[int], list[int]], list[float]]:
     """A fit_predict for held_out(): fitted on the LLM runs among the training rows."""
+
     def run(train: list[int], test: list[int]) -> list[float]:
         model = fit_linear([samples[i] for i in train if samples[i].family == "llm"], lam)
         return [model.predict_log(sample_inputs(samples[i])) for i in test]
@@ -64,7 +77,9 @@ def linear_fit_predict(samples: Sequence[Sample], lam: float) -> Callable[[list[
     return run
 
 
-def choose_lambda(samples: Sequence[Sample], group: Callable[[Sample], str]) -> tuple[float, dict[float, float]]:
+def choose_lambda(
+    samples: Sequence[Sample], group: Callable[[Sample], str]
+) -> tuple[float, dict[float, float]]:
     """The penalty with the smallest held-out-source median error on the LLM runs, and every one's figure."""
     rows = [i for i, s in enumerate(samples) if s.family == "llm"]
     figures = {}
@@ -75,7 +90,9 @@ def choose_lambda(samples: Sequence[Sample], group: Callable[[Sample], str]) -> 
     return min(LAMBDAS, key=lambda lam: (figures[lam], lam)), figures
 
 
-def fit_shipped(samples: Sequence[Sample], group: Callable[[Sample], str]) -> tuple[LinearLogModel, dict[str, float]]:
+def fit_shipped(
+    samples: Sequence[Sample], group: Callable[[Sample], str]
+) -> tuple[LinearLogModel, dict[str, float]]:
     """The shipped LLM model: penalty chosen by held-out source, fitted on every LLM run, its P10-P90 the
     split-conformal offsets of the held-out-source residuals (each source weighted equally)."""
     lam, figures = choose_lambda(samples, group)

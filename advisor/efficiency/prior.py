@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.efficiency.base import Interval, Query

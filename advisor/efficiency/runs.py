@@ -14,8 +14,16 @@ LLM_TABLE = "llm_benchmarks.csv"
 # (block scaling changes the recipe, not the tensor-core rate); NVFP4 training has no training precision in
 # the core yet, so those rows are left out with that reason.
 PRECISION = {"fp8": "fp8", "mxfp8": "fp8", "bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp32": "fp32"}
-SHARDING_ZERO = {"": None, "ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp-full": 3, "fsdp-grad-op": 2,
-                 "hsdp": 3}
+SHARDING_ZERO = {
+    "": None,
+    "ddp": 0,
+    "zero1": 1,
+    "zero2": 2,
+    "zero3": 3,
+    "fsdp-full": 3,
+    "fsdp-grad-op": 2,
+    "hsdp": 3,
+}
 TASK_KIND = {"pretrain": "pretrain", "sft": "finetune", "finetune": "finetune"}
 
 
@@ -52,7 +60,8 @@ class Run:
 
     @property
     def origin(self) -> str:
-        """The source a held-out-source fold removes: the repository (every commit of it), or the user file."""
+        """The source a held-out-source fold removes: the repository (every commit of it), or the user
+        file."""
         return self.source.split("@")[0] if "@" in self.source else self.source.split(" ")[0]
 
     @property
@@ -73,11 +82,24 @@ def stack_of_row(row: BenchmarkRow) -> str:
 
 def run_of_row(row: BenchmarkRow, stack: str | None = None) -> Run:
     """A benchmarks.csv row as a run (data parallel only: the table has no model-parallel columns)."""
-    return Run(workload=row.workload, gpu=row.gpu, count=row.count, nodes=row.nodes, precision=row.precision,
-               throughput=row.throughput, unit=row.unit, stack=stack or stack_of_row(row), source=row.source,
-               seq_len=row.seq_len, micro_batch=int(row.batch_per_gpu) if row.batch_per_gpu else None,
-               grad_accum=row.grad_accum, zero=row.zero_stage if row.count > 1 else None,
-               recompute=row.recompute, software=row.software, row_ref=row.row_ref)
+    return Run(
+        workload=row.workload,
+        gpu=row.gpu,
+        count=row.count,
+        nodes=row.nodes,
+        precision=row.precision,
+        throughput=row.throughput,
+        unit=row.unit,
+        stack=stack or stack_of_row(row),
+        source=row.source,
+        seq_len=row.seq_len,
+        micro_batch=int(row.batch_per_gpu) if row.batch_per_gpu else None,
+        grad_accum=row.grad_accum,
+        zero=row.zero_stage if row.count > 1 else None,
+        recompute=row.recompute,
+        software=row.software,
+        row_ref=row.row_ref,
+    )
 
 
 def _int(value: str) -> int | None:
@@ -95,14 +117,32 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
     count = int(r["count"])
     total = float(r["tokens_per_s"]) if r["tokens_per_s"] else float(r["tokens_per_s_per_gpu"]) * count
     hsdp = r["sharding"] == "hsdp"
-    return Run(workload=r["model"], gpu=r["gpu"], count=count, nodes=int(r["nodes"]), precision=precision,
-               throughput=total, unit="tokens/s", stack=r["stack"], source=r["source"], kind=kind,
-               seq_len=int(r["seq_len"]), micro_batch=_int(r["micro_batch"]), global_batch=_int(r["global_batch"]),
-               grad_accum=_int(r["grad_accum"]), tp=_int(r["tp"]) or 1, pp=_int(r["pp"]) or 1,
-               cp=_int(r["cp"]) or 1, ep=_int(r["ep"]) or 1, virtual=_int(r["vp"]) or 1,
-               zero=SHARDING_ZERO.get(r["sharding"]),
-               shard_group=(count // int(r["nodes"]) if hsdp else None),  # HSDP shards within a node
-               recompute=r["recompute"] or None, software=r["software"], row_ref=r["row_ref"]), ""
+    return Run(
+        workload=r["model"],
+        gpu=r["gpu"],
+        count=count,
+        nodes=int(r["nodes"]),
+        precision=precision,
+        throughput=total,
+        unit="tokens/s",
+        stack=r["stack"],
+        source=r["source"],
+        kind=kind,
+        seq_len=int(r["seq_len"]),
+        micro_batch=_int(r["micro_batch"]),
+        global_batch=_int(r["global_batch"]),
+        grad_accum=_int(r["grad_accum"]),
+        tp=_int(r["tp"]) or 1,
+        pp=_int(r["pp"]) or 1,
+        cp=_int(r["cp"]) or 1,
+        ep=_int(r["ep"]) or 1,
+        virtual=_int(r["vp"]) or 1,
+        zero=SHARDING_ZERO.get(r["sharding"]),
+        shard_group=(count // int(r["nodes"]) if hsdp else None),  # HSDP shards within a node
+        recompute=r["recompute"] or None,
+        software=r["software"],
+        row_ref=r["row_ref"],
+    ), ""
 
 
 def read_llm_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:

@@ -8,7 +8,8 @@ from advisor.efficiency.prior import PriorEfficiency
 
 
 def efficiency_model(knowledge: Knowledge, *, prior: bool = False) -> EfficiencyModel:
-    """The model predictions use: learned from benchmarks (and the user's calibration) unless prior is asked."""
+    """The model predictions use: learned from benchmarks (and the user's calibration) unless prior is
+    asked."""
     fallback = PriorEfficiency(knowledge.assumptions)
     if prior:
         return fallback

@@ -1,1 +1,2 @@
-"""Provides ownership and operations planning: TCO, buy versus rent, the operations plan and launch artefacts."""
+"""Provides ownership and operations planning: TCO, buy versus rent, the operations plan and launch
+artefacts."""

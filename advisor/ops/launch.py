@@ -18,23 +18,50 @@ if TYPE_CHECKING:  # report.py embeds LaunchArtefacts: import its PlanOut for ty
 
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
-    "t4": "T4", "a10": "A10", "a10g": "A10G", "l4": "L4", "l40s": "L40S", "l40": "L40", "a40": "A40",
-    "v100-16gb": "V100", "v100-32gb": "V100-32GB", "a100-40gb-sxm": "A100", "a100-40gb-pcie": "A100",
-    "a100-80gb-sxm": "A100-80GB", "a100-80gb-pcie": "A100-80GB", "h100-sxm": "H100", "h100-pcie": "H100",
-    "h100-nvl": "H100", "h200": "H200", "gh200": "GH200", "b200": "B200", "rtx-a6000": "RTXA6000",
-    "rtx-6000-ada": "RTX6000-Ada", "rtx-4090": "RTX4090", "rtx-3090": "RTX3090", "mi300x": "MI300X",
+    "t4": "T4",
+    "a10": "A10",
+    "a10g": "A10G",
+    "l4": "L4",
+    "l40s": "L40S",
+    "l40": "L40",
+    "a40": "A40",
+    "v100-16gb": "V100",
+    "v100-32gb": "V100-32GB",
+    "a100-40gb-sxm": "A100",
+    "a100-40gb-pcie": "A100",
+    "a100-80gb-sxm": "A100-80GB",
+    "a100-80gb-pcie": "A100-80GB",
+    "h100-sxm": "H100",
+    "h100-pcie": "H100",
+    "h100-nvl": "H100",
+    "h200": "H200",
+    "gh200": "GH200",
+    "b200": "B200",
+    "rtx-a6000": "RTXA6000",
+    "rtx-6000-ada": "RTX6000-Ada",
+    "rtx-4090": "RTX4090",
+    "rtx-3090": "RTX3090",
+    "mi300x": "MI300X",
 }
 PORT = 29500
 
 # Lowest CUDA release that compiles for each architecture (NVIDIA CUDA toolkit release notes: sm_70 in 9.0,
 # sm_75 in 10.0, sm_80 in 11.0, sm_89/sm_90 in 11.8, sm_100 in 12.8; Blackwell needs 12.8, as the PyTorch 2.7
 # release notes say: pytorch/pytorch.github.io PR #1989).
-MIN_CUDA = {"volta": (9, 0), "turing": (10, 0), "ampere": (11, 0), "ada": (11, 8), "hopper": (11, 8),
-            "blackwell": (12, 8)}
+MIN_CUDA = {
+    "volta": (9, 0),
+    "turing": (10, 0),
+    "ampere": (11, 0),
+    "ada": (11, 8),
+    "hopper": (11, 8),
+    "blackwell": (12, 8),
+}
 # Container images whose tag states their CUDA; the first with CUDA >= the architecture's minimum is used.
 # The CUDA 12.4 build still ships sm_70 (Volta) kernels; 12.8 builds are the first with Blackwell's.
-IMAGES = (((12, 4), "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"),
-          ((12, 8), "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"))
+IMAGES = (
+    ((12, 4), "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"),
+    ((12, 8), "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"),
+)
 ROCM_IMAGE = "rocm/pytorch:latest"
 # Xids that usually come from the application (illegal memory access, page faults, a reset channel, a
 # stopped context), not the hardware: NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors) lists 13, 31,
@@ -63,7 +90,7 @@ class LaunchArtefacts(Strict):
     serve: str | None = None
 
 
-def _gpus_per_node(plan: "PlanOut") -> int:
+def _gpus_per_node(plan: PlanOut) -> int:
     return max(1, plan.count // max(plan.nodes, 1))
 
 
@@ -85,18 +112,24 @@ def deepspeed_config(plan: PlanOut) -> dict:
     elif plan.precision in ("fp16", "fp8"):
         config["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
     if plan.layout.recompute != "none":
-        config["activation_checkpointing"] = {"partition_activations": plan.layout.tp > 1,
-                                              "contiguous_memory_optimization": False}
+        config["activation_checkpointing"] = {
+            "partition_activations": plan.layout.tp > 1,
+            "contiguous_memory_optimization": False,
+        }
     return config
 
 
 def megatron_args(plan: PlanOut) -> list[str]:
     """Megatron-LM arguments for a tensor/pipeline-parallel plan."""
-    args = [f"--tensor-model-parallel-size {plan.layout.tp}", f"--pipeline-model-parallel-size {plan.layout.pp}",
-            f"--micro-batch-size {plan.layout.micro_batch}",
-            f"--global-batch-size {plan.layout.micro_batch * plan.layout.grad_accum * plan.layout.dp}",
-            "--sequence-parallel" if plan.layout.tp > 1 else "", "--use-distributed-optimizer"
-            if plan.layout.sharding in ("zero1", "zero2") else "", "--overlap-grad-reduce"]
+    args = [
+        f"--tensor-model-parallel-size {plan.layout.tp}",
+        f"--pipeline-model-parallel-size {plan.layout.pp}",
+        f"--micro-batch-size {plan.layout.micro_batch}",
+        f"--global-batch-size {plan.layout.micro_batch * plan.layout.grad_accum * plan.layout.dp}",
+        "--sequence-parallel" if plan.layout.tp > 1 else "",
+        "--use-distributed-optimizer" if plan.layout.sharding in ("zero1", "zero2") else "",
+        "--overlap-grad-reduce",
+    ]
     if plan.precision in ("bf16", "fp8"):
         args.append("--bf16")
     if plan.precision == "fp8":
@@ -118,33 +151,74 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
     hardware_xid = " and ".join(f"DCGM_FI_DEV_XID_ERRORS != {x}" for x in APPLICATION_XIDS)
     app_xid = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in APPLICATION_XIDS)
     app_list = "/".join(str(x) for x in APPLICATION_XIDS)
-    return {"groups": [{"name": f"gpu-advisor-{plan.gpu}-x{plan.count}", "rules": [
-        {"alert": "GPUUtilisationBelowTarget", "expr": f"avg(DCGM_FI_DEV_GPU_UTIL) < {util}", "for": "1h",
-         "labels": {"severity": "warning"},
-         "annotations": {"summary": f"GPU utilisation below the {util}% target for an hour"}},
-        {"alert": "GPUsIdle", "expr": f"count(DCGM_FI_DEV_GPU_UTIL < 5) / count(DCGM_FI_DEV_GPU_UTIL) > {idle}",
-         "for": "30m", "labels": {"severity": "warning"},
-         "annotations": {"summary": f"more than {idle:.0%} of GPUs idle: reclaim or scale in"}},
-        {"alert": "GPUXidError", "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and DCGM_FI_DEV_XID_ERRORS > 0 "
-                                         f"and {hardware_xid}", "for": "0m", "labels": {"severity": "critical"},
-         "annotations": {"summary": "a new hardware Xid (the gauge holds the last Xid; application Xids "
-                                    f"{app_list} excluded): drain the node and run dcgmi diag -r 3"}},
-        {"alert": "GPUApplicationXid", "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and ({app_xid})",
-         "for": "0m", "labels": {"severity": "warning"},
-         "annotations": {"summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job itself: "
-                                    "check its logs (compute-sanitizer) before draining the node"}},
-        {"alert": "GPUUncorrectableECC", "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0", "for": "0m",
-         "labels": {"severity": "critical"},
-         "annotations": {"summary": "double-bit ECC errors: schedule a replacement"}},
-        {"alert": "QueueWaitAboveTarget",
-         "expr": f"histogram_quantile(0.9, sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
-                 f"{op.max_queue_wait_min.value * 60:.0f}",
-         "for": "30m", "labels": {"severity": "warning"},
-         "annotations": {"summary": f"P90 queue wait above {op.max_queue_wait_min.value:.0f} min (Kueue)"}},
-    ]}]}
+    return {
+        "groups": [
+            {
+                "name": f"gpu-advisor-{plan.gpu}-x{plan.count}",
+                "rules": [
+                    {
+                        "alert": "GPUUtilisationBelowTarget",
+                        "expr": f"avg(DCGM_FI_DEV_GPU_UTIL) < {util}",
+                        "for": "1h",
+                        "labels": {"severity": "warning"},
+                        "annotations": {"summary": f"GPU utilisation below the {util}% target for an hour"},
+                    },
+                    {
+                        "alert": "GPUsIdle",
+                        "expr": f"count(DCGM_FI_DEV_GPU_UTIL < 5) / count(DCGM_FI_DEV_GPU_UTIL) > {idle}",
+                        "for": "30m",
+                        "labels": {"severity": "warning"},
+                        "annotations": {"summary": f"more than {idle:.0%} of GPUs idle: reclaim or scale in"},
+                    },
+                    {
+                        "alert": "GPUXidError",
+                        "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and DCGM_FI_DEV_XID_ERRORS > 0 "
+                        f"and {hardware_xid}",
+                        "for": "0m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {
+                            "summary": "a new hardware Xid (the gauge holds the last Xid; application Xids "
+                            f"{app_list} excluded): drain the node and run dcgmi diag -r 3"
+                        },
+                    },
+                    {
+                        "alert": "GPUApplicationXid",
+                        "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and ({app_xid})",
+                        "for": "0m",
+                        "labels": {"severity": "warning"},
+                        "annotations": {
+                            "summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job "
+                            f"itself: "
+                            "check its logs (compute-sanitizer) before draining the node"
+                        },
+                    },
+                    {
+                        "alert": "GPUUncorrectableECC",
+                        "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0",
+                        "for": "0m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {"summary": "double-bit ECC errors: schedule a replacement"},
+                    },
+                    {
+                        "alert": "QueueWaitAboveTarget",
+                        "expr": f"histogram_quantile(0.9, "
+                        f"sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
+                        f"{op.max_queue_wait_min.value * 60:.0f}",
+                        "for": "30m",
+                        "labels": {"severity": "warning"},
+                        "annotations": {
+                            "summary": f"P90 queue wait above {op.max_queue_wait_min.value:.0f} min (Kueue)"
+                        },
+                    },
+                ],
+            }
+        ]
+    }
 
 
-def launch_artefacts(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanOut) -> LaunchArtefacts:
+def launch_artefacts(
+    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanOut
+) -> LaunchArtefacts:
     """Every artefact for one plan."""
     per_node = _gpus_per_node(plan)
     accel = f"{SKYPILOT_NAMES.get(plan.gpu, plan.gpu.upper())}:{per_node}"
@@ -152,27 +226,45 @@ def launch_artefacts(knowledge: Knowledge, job: Job, constraints: Constraints, p
     rules = yaml.dump(prometheus_rules(knowledge, plan)) + "\n"
     resources: dict = {"accelerators": accel, "use_spot": constraints.pricing == "spot"}
     if plan.price is not None:
-        resources["cloud"] = plan.price.provider if plan.price.provider in ("aws", "gcp", "azure", "lambda", "oci",
-                                                                            "runpod") else None
+        resources["cloud"] = (
+            plan.price.provider
+            if plan.price.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod")
+            else None
+        )
         resources["instance_type"] = plan.price.instance
         resources = {k: v for k, v in resources.items() if v is not None}
     if not job.training:
         assert plan.serving is not None
         dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(plan.precision, "auto")
-        quant = {"int8": " --quantization fp8", "int4": " --quantization awq", "fp8": " --quantization fp8"}.get(
-            plan.precision, "")
-        serve = (f"vllm serve {job.model_id} --tensor-parallel-size {plan.layout.tp} --pipeline-parallel-size "
-                 f"{plan.layout.pp} --max-num-seqs {plan.layout.micro_batch} --max-model-len "
-                 f"{job.prompt_tokens + job.output_tokens} --dtype {dtype}{quant}")
-        task = {"name": f"serve-{job.model_id}", "resources": {**resources, "ports": 8000},
-                "service": {"readiness_probe": "/v1/models", "replicas": plan.serving.replicas},
-                "run": serve}
-        return LaunchArtefacts(torchrun="not applicable: serving", framework_config_name="vllm-args.txt",
-                               framework_config=serve + "\n", skypilot_task=yaml.dump(task) + "\n",
-                               prometheus_rules=rules, serve=serve)
+        quant = {
+            "int8": " --quantization fp8",
+            "int4": " --quantization awq",
+            "fp8": " --quantization fp8",
+        }.get(plan.precision, "")
+        serve = (
+            f"vllm serve {job.model_id} --tensor-parallel-size {plan.layout.tp} --pipeline-parallel-size "
+            f"{plan.layout.pp} --max-num-seqs {plan.layout.micro_batch} --max-model-len "
+            f"{job.prompt_tokens + job.output_tokens} --dtype {dtype}{quant}"
+        )
+        task: dict[str, object] = {
+            "name": f"serve-{job.model_id}",
+            "resources": {**resources, "ports": 8000},
+            "service": {"readiness_probe": "/v1/models", "replicas": plan.serving.replicas},
+            "run": serve,
+        }
+        return LaunchArtefacts(
+            torchrun="not applicable: serving",
+            framework_config_name="vllm-args.txt",
+            framework_config=serve + "\n",
+            skypilot_task=yaml.dump(task) + "\n",
+            prometheus_rules=rules,
+            serve=serve,
+        )
     if plan.nodes > 1:
-        torchrun = (f"torchrun --nnodes {plan.nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
-                    f"--rdzv-endpoint $MASTER_ADDR:{PORT} --rdzv-id {job.model_id} --max-restarts {restarts} train.py")
+        torchrun = (
+            f"torchrun --nnodes {plan.nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
+            f"--rdzv-endpoint $MASTER_ADDR:{PORT} --rdzv-id {job.model_id} --max-restarts {restarts} train.py"
+        )
     else:
         torchrun = f"torchrun --standalone --nproc-per-node {per_node} --max-restarts {restarts} train.py"
     if plan.layout.tp > 1 or plan.layout.pp > 1:
@@ -183,28 +275,64 @@ def launch_artefacts(knowledge: Knowledge, job: Job, constraints: Constraints, p
         name = "deepspeed.json"
         config = json.dumps(deepspeed_config(plan), indent=2) + "\n"
         launch = torchrun.replace("train.py", "train.py --deepspeed deepspeed.json")
-    run = launch.replace("$MASTER_ADDR", "$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)")
-    task = {"name": f"train-{job.model_id}", "num_nodes": plan.nodes, "resources": resources,
-            "file_mounts": {f"~/sky_workdir/{name}": name}, "run": run}
-    entry = (["train.py", "--deepspeed", "deepspeed.json"] if name == "deepspeed.json"
-             else ["pretrain_gpt.py", *" ".join(megatron_args(plan)).split()])
+    run = launch.replace("$MASTER_ADDR", '$(echo "$SKYPILOT_NODE_IPS" | head -n1)')
+    task = {
+        "name": f"train-{job.model_id}",
+        "num_nodes": plan.nodes,
+        "resources": resources,
+        "file_mounts": {f"~/sky_workdir/{name}": name},
+        "run": run,
+    }
+    entry = (
+        ["train.py", "--deepspeed", "deepspeed.json"]
+        if name == "deepspeed.json"
+        else ["pretrain_gpt.py", *" ".join(megatron_args(plan)).split()]
+    )
     # torchrun starts one process per GPU; the operator supplies MASTER_ADDR, MASTER_PORT and the node rank.
-    command = ["torchrun", "--nnodes", str(plan.nodes), "--nproc-per-node", str(per_node), "--max-restarts",
-               str(restarts), *entry]
+    command = [
+        "torchrun",
+        "--nnodes",
+        str(plan.nodes),
+        "--nproc-per-node",
+        str(per_node),
+        "--max-restarts",
+        str(restarts),
+        *entry,
+    ]
     replica = {
-        "replicas": 1, "restartPolicy": "OnFailure",
-        "template": {"spec": {"containers": [{
-            "name": "pytorch", "image": container_image(knowledge, plan.gpu), "command": command,
-            "resources": {"limits": {"nvidia.com/gpu": per_node}},
-        }]}},
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": container_image(knowledge, plan.gpu),
+                        "command": command,
+                        "resources": {"limits": {"nvidia.com/gpu": per_node}},
+                    }
+                ]
+            }
+        },
     }
     specs = {"Master": replica}
     if plan.nodes > 1:
         specs["Worker"] = {**replica, "replicas": plan.nodes - 1}
-    kubeflow = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-                "metadata": {"name": f"train-{job.model_id}".replace(".", "-")},
-                "spec": {"nprocPerNode": str(per_node), "runPolicy": {"backoffLimit": restarts},
-                         "pytorchReplicaSpecs": specs}}
-    return LaunchArtefacts(torchrun=torchrun, framework_config_name=name, framework_config=config,
-                           skypilot_task=yaml.dump(task) + "\n", kubeflow_job=yaml.dump(kubeflow) + "\n",
-                           prometheus_rules=rules)
+    kubeflow = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": f"train-{job.model_id}".replace(".", "-")},
+        "spec": {
+            "nprocPerNode": str(per_node),
+            "runPolicy": {"backoffLimit": restarts},
+            "pytorchReplicaSpecs": specs,
+        },
+    }
+    return LaunchArtefacts(
+        torchrun=torchrun,
+        framework_config_name=name,
+        framework_config=config,
+        skypilot_task=yaml.dump(task) + "\n",
+        kubeflow_job=yaml.dump(kubeflow) + "\n",
+        prometheus_rules=rules,
+    )

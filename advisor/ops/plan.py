@@ -47,21 +47,30 @@ class OpsPlan(Strict):
 
     def items(self) -> list[tuple[str, OpsItem]]:
         """Every item with its section name."""
-        return [(section, item) for section in ("scaling", "power", "queue", "monitoring", "fault_tolerance",
-                                                "hybrid") for item in getattr(self, section)]
+        return [
+            (section, item)
+            for section in ("scaling", "power", "queue", "monitoring", "fault_tolerance", "hybrid")
+            for item in getattr(self, section)
+        ]
 
 
 def _whole_nodes(gpus: float, node: int) -> int:
     return max(node, math.ceil(gpus / node) * node)
 
 
-def checkpoint_interval_h(knowledge: Knowledge, plan: PlanOut, constraints: Constraints) -> tuple[float, float]:
+def checkpoint_interval_h(
+    knowledge: Knowledge, plan: PlanOut, constraints: Constraints
+) -> tuple[float, float]:
     """Young's optimum checkpoint interval and the job's mean time between interruptions, in hours."""
     a, t = knowledge.assumptions, load_tco(knowledge)
-    failures_per_hour = plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost.hours_per_month.value
+    failures_per_hour = (
+        plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost.hours_per_month.value
+    )
     if constraints.pricing == "spot":
         instances = plan.price.instances if plan.price else plan.nodes
-        failures_per_hour += instances * a.cost.spot_interruptions_per_month.value / a.cost.hours_per_month.value
+        failures_per_hour += (
+            instances * a.cost.spot_interruptions_per_month.value / a.cost.hours_per_month.value
+        )
     mtbi = 1.0 / failures_per_hour
     write_h = a.defaults.checkpoint_write_s.value / 3600.0
     return math.sqrt(2.0 * write_h * mtbi), mtbi
@@ -76,48 +85,82 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     reserve = op.elastic_reserve_fraction.value
     top = _whole_nodes(plan.count * (1 + reserve), node)
     if job.training:
-        low, why_low = plan.count, "a data-parallel training job restarts, rather than resizes, to change its size"
+        low, why_low = (
+            plan.count,
+            "a data-parallel training job restarts, rather than resizes, to change its size",
+        )
     else:
         assert plan.serving is not None
         low = plan.serving.gpus_per_replica
         why_low = "one replica stays up to keep the service answering"
-    budget_rule = (f"scale in when the month's spend runs above ${constraints.budget_usd:,.0f}"
-                   if constraints.budget_usd and constraints.budget_period == "month"
-                   # A training job keeps its size to the end: the guide's per-instance cost rule is for pools.
-                   else "release every GPU when the job ends" if job.training
-                   else f"scale in an instance whose cost passes ${op.scale_in_instance_cost_usd.value:,.0f} "
-                        "(the guide's rule; set your own)")
+    budget_rule = (
+        f"scale in when the month's spend runs above ${constraints.budget_usd:,.0f}"
+        if constraints.budget_usd and constraints.budget_period == "month"
+        # A training job keeps its size to the end: the guide's per-instance cost rule is for pools.
+        else "release every GPU when the job ends"
+        if job.training
+        else f"scale in an instance whose cost passes ${op.scale_in_instance_cost_usd.value:,.0f} "
+        "(the guide's rule; set your own)"
+    )
     scaling = (
         OpsItem(name="min GPUs", setting=str(low), reason=why_low, source="design"),
-        OpsItem(name="max GPUs", setting=str(top),
-                reason=f"the plan's {plan.count} plus a {reserve:.0%} elastic reserve, in whole servers of {node}",
-                source=op.elastic_reserve_fraction.source),
-        OpsItem(name="scale out", setting=f"GPU utilisation > {op.scale_out_utilization.value:.0%}",
-                reason="the guide's trigger: add capacity before queues build", source=op.scale_out_utilization.source),
-        OpsItem(name="scale in", setting=budget_rule, reason="cost, not load, decides when to give capacity back",
-                source=op.scale_in_instance_cost_usd.source),
-        OpsItem(name="reclaim window",
-                setting=f"{op.reclaim_start_hour.value:02.0f}:00-{op.reclaim_end_hour.value:02.0f}:00 daily",
-                reason="release idle development and inference capacity overnight; keep the full cluster while a "
-                       "model is being validated", source=op.reclaim_start_hour.source),
+        OpsItem(
+            name="max GPUs",
+            setting=str(top),
+            reason=f"the plan's {plan.count} plus a {reserve:.0%} elastic reserve, in whole servers of {node}",
+            source=op.elastic_reserve_fraction.source,
+        ),
+        OpsItem(
+            name="scale out",
+            setting=f"GPU utilisation > {op.scale_out_utilization.value:.0%}",
+            reason="the guide's trigger: add capacity before queues build",
+            source=op.scale_out_utilization.source,
+        ),
+        OpsItem(
+            name="scale in",
+            setting=budget_rule,
+            reason="cost, not load, decides when to give capacity back",
+            source=op.scale_in_instance_cost_usd.source,
+        ),
+        OpsItem(
+            name="reclaim window",
+            setting=f"{op.reclaim_start_hour.value:02.0f}:00-{op.reclaim_end_hour.value:02.0f}:00 daily",
+            reason="release idle development and inference capacity overnight; keep the full cluster while a "
+            "model is being validated",
+            source=op.reclaim_start_hour.source,
+        ),
     )
     tdp = gpu.tdp_w or 0
     cap_w = round(tdp * pc.cap_fraction.value)
     guide_train = pc.guide_training_cap_w.value
-    power = (
-        OpsItem(name="training cap", setting=f"none (performance), or {cap_w} W ({pc.cap_fraction.value:.0%} of "
-                                             f"{tdp} W TDP) when energy matters more than time",
-                reason=f"measured: capping at {pc.cap_fraction.value:.0%} of TDP saved {pc.energy_saving_fraction.value:.1%} "
-                       f"energy for {pc.slowdown_fraction.value:.1%} longer training"
-                       + (f"; the guide's {guide_train:.0f} W example is above this GPU's {tdp} W TDP"
-                          if guide_train >= tdp else ""), source=pc.energy_saving_fraction.source),
-        OpsItem(name="inference cap", setting=f"{min(pc.guide_inference_cap_w.value, tdp):.0f} W",
-                reason="decode is memory-bandwidth bound and loses little to a lower clock (the guide's 300 W "
-                       "efficiency mode)", source=pc.guide_inference_cap_w.source),
-        OpsItem(name="off-peak", setting=f"{pc.guide_night_cap_fraction.value:.0%} cap "
-                                         f"{pc.guide_night_start_hour.value:02.0f}:00-{pc.guide_night_end_hour.value:02.0f}:00",
-                reason="run batch work at night under a lighter cap when tariffs are lower",
-                source=pc.guide_night_cap_fraction.source),
+    power: tuple[OpsItem, ...] = (
+        OpsItem(
+            name="training cap",
+            setting=f"none (performance), or {cap_w} W ({pc.cap_fraction.value:.0%} of "
+            f"{tdp} W TDP) when energy matters more than time",
+            reason=f"measured: capping at {pc.cap_fraction.value:.0%} of TDP saved {pc.energy_saving_fraction.value:.1%} "
+            f"energy for {pc.slowdown_fraction.value:.1%} longer training"
+            + (
+                f"; the guide's {guide_train:.0f} W example is above this GPU's {tdp} W TDP"
+                if guide_train >= tdp
+                else ""
+            ),
+            source=pc.energy_saving_fraction.source,
+        ),
+        OpsItem(
+            name="inference cap",
+            setting=f"{min(pc.guide_inference_cap_w.value, tdp):.0f} W",
+            reason="decode is memory-bandwidth bound and loses little to a lower clock (the guide's 300 W "
+            "efficiency mode)",
+            source=pc.guide_inference_cap_w.source,
+        ),
+        OpsItem(
+            name="off-peak",
+            setting=f"{pc.guide_night_cap_fraction.value:.0%} cap "
+            f"{pc.guide_night_start_hour.value:02.0f}:00-{pc.guide_night_end_hour.value:02.0f}:00",
+            reason="run batch work at night under a lighter cap when tariffs are lower",
+            source=pc.guide_night_cap_fraction.source,
+        ),
     )
     # Each job gets the cap for its own kind only.
     power = tuple(i for i in power if i.name != ("inference cap" if job.training else "training cap"))
@@ -125,28 +168,65 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     if job.training and tdp:
         overhead = t.power.server_overhead_w_per_gpu.value
         kwh = plan.count * (tdp + overhead) * plan.hours.p50 / 1000.0 * t.power.pue.value
-        effect = PowerEffect(cap_w=cap_w, energy_kwh=round(kwh, 1),
-                             energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
-                             hours_p50=round(plan.hours.p50, 3),
-                             hours_p50_capped=round(plan.hours.p50 * (1 + pc.slowdown_fraction.value), 3))
+        effect = PowerEffect(
+            cap_w=cap_w,
+            energy_kwh=round(kwh, 1),
+            energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
+            hours_p50=round(plan.hours.p50, 3),
+            hours_p50_capped=round(plan.hours.p50 * (1 + pc.slowdown_fraction.value), 3),
+        )
     queue = (
-        OpsItem(name="urgent", setting="preempts lower levels", reason="deadline-bound training", source=op.queue_levels.source),
-        OpsItem(name="regular", setting="first in, first out", reason="ordinary training", source=op.queue_levels.source),
-        OpsItem(name="batch inference", setting="idle capacity only", reason="soaks up idle GPUs, e.g. in the reclaim "
-                                                                             "window", source=op.queue_levels.source),
-        OpsItem(name="development", setting="capped per team", reason="keeps experiments from starving production",
-                source=op.queue_levels.source),
+        OpsItem(
+            name="urgent",
+            setting="preempts lower levels",
+            reason="deadline-bound training",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="regular",
+            setting="first in, first out",
+            reason="ordinary training",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="batch inference",
+            setting="idle capacity only",
+            reason="soaks up idle GPUs, e.g. in the reclaim window",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="development",
+            setting="capped per team",
+            reason="keeps experiments from starving production",
+            source=op.queue_levels.source,
+        ),
     )
     monitoring = (
-        OpsItem(name="utilisation", setting=f">= {op.target_utilization.value:.0%}", reason="owned or reserved GPUs "
-                "below this cost more than renting", source=op.target_utilization.source),
-        OpsItem(name="queue wait", setting=f"< {op.max_queue_wait_min.value:.0f} min", reason="longer waits mean the "
-                "pool is too small", source=op.max_queue_wait_min.source),
-        OpsItem(name="hardware failures", setting=f"< {op.hardware_failure_target_per_month.value:.1%} of GPUs a month",
-                reason=f"measured at scale: {op.hardware_failure_rate_per_month.value:.2%} of H100s interrupted a job "
-                       "per month (Llama 3); above the target, drain and test", source=op.hardware_failure_target_per_month.source),
-        OpsItem(name="idle", setting=f"<= {op.idle_max_fraction.value:.0%}", reason="idle capacity is the first cost "
-                "overrun", source=op.idle_max_fraction.source),
+        OpsItem(
+            name="utilisation",
+            setting=f">= {op.target_utilization.value:.0%}",
+            reason="owned or reserved GPUs below this cost more than renting",
+            source=op.target_utilization.source,
+        ),
+        OpsItem(
+            name="queue wait",
+            setting=f"< {op.max_queue_wait_min.value:.0f} min",
+            reason="longer waits mean the pool is too small",
+            source=op.max_queue_wait_min.source,
+        ),
+        OpsItem(
+            name="hardware failures",
+            setting=f"< {op.hardware_failure_target_per_month.value:.1%} of GPUs a month",
+            reason=f"measured at scale: {op.hardware_failure_rate_per_month.value:.2%} of H100s interrupted a job "
+            "per month (Llama 3); above the target, drain and test",
+            source=op.hardware_failure_target_per_month.source,
+        ),
+        OpsItem(
+            name="idle",
+            setting=f"<= {op.idle_max_fraction.value:.0%}",
+            reason="idle capacity is the first cost overrun",
+            source=op.idle_max_fraction.source,
+        ),
     )
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
     if job.training and plan.step_time_s and interval >= plan.hours.p50:
@@ -157,22 +237,40 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     else:
         ckpt = "not applicable (stateless serving)"
     fault = (
-        OpsItem(name="restart policy", setting=f"stop after {op.restart_limit.value:.0f} failures",
-                reason="restart on failure, but give up on a job that keeps failing: Kubeflow backoffLimit, torchrun --max-restarts",
-                source=op.restart_limit.source),
-        OpsItem(name="checkpoint interval", setting=ckpt,
-                reason=f"Young's optimum for a {knowledge.assumptions.defaults.checkpoint_write_s.value:.0f} s write "
-                       f"and one interruption every {mtbi:,.0f} h ({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
-                       + (", plus spot preemptions" if constraints.pricing == "spot" else "") + ")",
-                source="young-1974"),
+        OpsItem(
+            name="restart policy",
+            setting=f"stop after {op.restart_limit.value:.0f} failures",
+            reason="restart on failure, but give up on a job that keeps failing: Kubeflow backoffLimit, torchrun --max-restarts",
+            source=op.restart_limit.source,
+        ),
+        OpsItem(
+            name="checkpoint interval",
+            setting=ckpt,
+            reason=f"Young's optimum for a {knowledge.assumptions.defaults.checkpoint_write_s.value:.0f} s write "
+            f"and one interruption every {mtbi:,.0f} h ({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
+            + (", plus spot preemptions" if constraints.pricing == "spot" else "")
+            + ")",
+            source="young-1974",
+        ),
     )
     share = op.hybrid_train_share.value
     hybrid = (
-        OpsItem(name="core + inference split", setting=f"{_whole_nodes(plan.count, node)} GPUs training : "
-                f"{_whole_nodes(plan.count * (1 - share) / share, node)} GPUs inference, plus "
-                f"{_whole_nodes(plan.count * reserve, node)} GPUs elastic",
-                reason="if this cluster also serves models: the guide's 3:1 training:inference ratio and 20% elastic "
-                       "reserve", source=op.hybrid_train_share.source),
+        OpsItem(
+            name="core + inference split",
+            setting=f"{_whole_nodes(plan.count, node)} GPUs training : "
+            f"{_whole_nodes(plan.count * (1 - share) / share, node)} GPUs inference, plus "
+            f"{_whole_nodes(plan.count * reserve, node)} GPUs elastic",
+            reason="if this cluster also serves models: the guide's 3:1 training:inference ratio and 20% elastic "
+            "reserve",
+            source=op.hybrid_train_share.source,
+        ),
     )
-    return OpsPlan(scaling=scaling, power=power, power_effect=effect, queue=queue, monitoring=monitoring,
-                   fault_tolerance=fault, hybrid=hybrid)
+    return OpsPlan(
+        scaling=scaling,
+        power=power,
+        power_effect=effect,
+        queue=queue,
+        monitoring=monitoring,
+        fault_tolerance=fault,
+        hybrid=hybrid,
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import Field
 
@@ -100,7 +100,7 @@ class TcoOut(Strict):
 def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     """Non-GPU server cost per node, and which figure it is."""
     name = gpu.name.lower()
-    if "geforce" in name or "titan" in name or gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie":
+    if "geforce" in name or "titan" in name or (gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie"):
         return t.hardware.workstation_usd.value, "workstation host"
     if gpu.form_factor == "pcie" or gpu.form_factor == "nvl":
         return t.hardware.server_pcie_usd.value, "PCIe GPU server"
@@ -130,7 +130,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     network_usd, network_basis = 0.0, "one server: no cluster fabric"
     fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
     if nodes > 1:
-        if fabric.startswith("ib") or fabric.startswith("roce"):
+        if fabric.startswith(("ib", "roce")):
             network_usd = n * t.hardware.network_ib_per_gpu_usd.value
             network_basis = f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} per GPU (switches, optics)"
         else:
@@ -142,30 +142,53 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     kwh_year = n * (tdp + overhead_w) * util * HOURS_PER_YEAR / 1000.0 * pue
     if inputs.off_peak_usd_kwh:
         blended = (tariff * (24 - NIGHT_HOURS) + inputs.off_peak_usd_kwh * NIGHT_HOURS) / 24
-        power_basis = (f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
-                       f"use, PUE {pue:g}) at ${tariff:g}/kWh day, ${inputs.off_peak_usd_kwh:g} off-peak 22:00-08:00")
+        power_basis = (
+            f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
+            f"use, PUE {pue:g}) at ${tariff:g}/kWh day, ${inputs.off_peak_usd_kwh:g} off-peak 22:00-08:00"
+        )
     else:
         blended = tariff
-        power_basis = (f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
-                       f"use, PUE {pue:g}) at ${tariff:g}/kWh")
-        notes.append("off-peak tariff: " + t.missing.get("power.off_peak_usd_kwh", "unsourced")
-                     + "; pass --off-peak-usd-kwh to use yours")
+        power_basis = (
+            f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
+            f"use, PUE {pue:g}) at ${tariff:g}/kWh"
+        )
+        notes.append(
+            "off-peak tariff: "
+            + t.missing.get("power.off_peak_usd_kwh", "unsourced")
+            + "; pass --off-peak-usd-kwh to use yours"
+        )
     power_year = kwh_year * blended
     space_year = t.space.colocation_usd_per_kw_month.value * it_kw_capacity * 12
     base_usd = hardware_usd - residual + network_usd
     ops_usd, ops_basis = _operations(inputs, t, base_usd, years)
     s = t.typical_shares
     raw = [
-        ("hardware", hardware_usd - residual, s.hardware,
-         f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) + {nodes} x ${server_each:,.0f} "
-         f"{server_kind} - ${residual:,.0f} resale after {years:g} years", gpu.price.source),
+        (
+            "hardware",
+            hardware_usd - residual,
+            s.hardware,
+            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) + {nodes} x ${server_each:,.0f} "
+            f"{server_kind} - ${residual:,.0f} resale after {years:g} years",
+            gpu.price.source,
+        ),
         ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
         ("power", power_year * years, s.power, power_basis, t.power.electricity_usd_kwh.source),
-        ("operations", ops_usd, s.staff, ops_basis,
-         "given" if inputs.staff_usd_year is not None else t.operations.maintenance_fraction_per_year.source),
-        ("space", space_year * years, s.space,
-         f"{it_kw_capacity:.1f} kW of IT load at ${t.space.colocation_usd_per_kw_month.value:g}/kW-month",
-         t.space.colocation_usd_per_kw_month.source),
+        (
+            "operations",
+            ops_usd,
+            s.staff,
+            ops_basis,
+            "given"
+            if inputs.staff_usd_year is not None
+            else t.operations.maintenance_fraction_per_year.source,
+        ),
+        (
+            "space",
+            space_year * years,
+            s.space,
+            f"{it_kw_capacity:.1f} kW of IT load at ${t.space.colocation_usd_per_kw_month.value:g}/kW-month",
+            t.space.colocation_usd_per_kw_month.source,
+        ),
     ]
     total = sum(r[1] for r in raw)
     lines = []
@@ -178,32 +201,55 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                 flag = f"far outside the guide's {lo:.0%}-{hi:.0%}"
             elif share < lo or share > hi:
                 flag = f"outside the guide's {lo:.0%}-{hi:.0%}"
-        lines.append(CostLine(component=comp, usd=round(usd, 2), share=round(share, 4),
-                              typical_low=typical.range[0] if typical else None,
-                              typical_high=typical.range[1] if typical else None, flag=flag, basis=basis,
-                              source=source))
+        lines.append(
+            CostLine(
+                component=comp,
+                usd=round(usd, 2),
+                share=round(share, 4),
+                typical_low=typical.range[0] if typical else None,
+                typical_high=typical.range[1] if typical else None,
+                flag=flag,
+                basis=basis,
+                source=source,
+            )
+        )
     used_hours = n * HOURS_PER_YEAR * years * util
     per_hour = total / used_hours
     # Every line of the table per used GPU-hour: the parts add up to the total per GPU-hour.
     attribution = {comp: round(usd / used_hours, 4) for comp, usd, *_ in raw}
-    buy_rent = _buy_rent(knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd,
-                         constraints)
+    buy_rent = _buy_rent(
+        knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd, constraints
+    )
     lease = t.lease
     capex = hardware_usd + network_usd
     options = (
-        FinanceOption(name="purchase", initial_usd=round(capex, 2), total_usd=round(capex, 2), expansion_cost="low",
-                      lock_in="high", note="one-time purchase; the guide rates expansion cost low and technology "
-                                           "lock-in high"),
-        FinanceOption(name="lease", initial_usd=round(capex * lease.lease_to_purchase_ratio.value
-                                                      / lease.term_months.value, 2),
-                      total_usd=round(capex * lease.lease_to_purchase_ratio.value, 2), expansion_cost="high",
-                      lock_in="medium",
-                      note=f"{lease.term_months.value:.0f} monthly payments at {lease.annual_rate.value:.1%} APR: "
-                           f"{lease.lease_to_purchase_ratio.value:.2f}x the price ({lease.lease_to_purchase_ratio.low:.2f}-"
-                           f"{lease.lease_to_purchase_ratio.high:.2f}x over 10-17% APR, 36-60 months)"),
-        FinanceOption(name="joint development", initial_usd=None, total_usd=None, expansion_cost="medium",
-                      lock_in="low", note="no sourced terms: the guide rates initial and expansion cost medium and "
-                                          "lock-in low; terms are negotiated"),
+        FinanceOption(
+            name="purchase",
+            initial_usd=round(capex, 2),
+            total_usd=round(capex, 2),
+            expansion_cost="low",
+            lock_in="high",
+            note="one-time purchase; the guide rates expansion cost low and technology lock-in high",
+        ),
+        FinanceOption(
+            name="lease",
+            initial_usd=round(capex * lease.lease_to_purchase_ratio.value / lease.term_months.value, 2),
+            total_usd=round(capex * lease.lease_to_purchase_ratio.value, 2),
+            expansion_cost="high",
+            lock_in="medium",
+            note=f"{lease.term_months.value:.0f} monthly payments at {lease.annual_rate.value:.1%} APR: "
+            f"{lease.lease_to_purchase_ratio.value:.2f}x the price ({lease.lease_to_purchase_ratio.low:.2f}-"
+            f"{lease.lease_to_purchase_ratio.high:.2f}x over 10-17% APR, 36-60 months)",
+        ),
+        FinanceOption(
+            name="joint development",
+            initial_usd=None,
+            total_usd=None,
+            expansion_cost="medium",
+            lock_in="low",
+            note="no sourced terms: the guide rates initial and expansion cost medium and "
+            "lock-in low; terms are negotiated",
+        ),
     )
     staged = _staged(gpu, n, t, server_each, network_usd / n if n else 0.0)
     assumptions = (
@@ -215,14 +261,35 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
         f"colocation ${t.space.colocation_usd_per_kw_month.value:g}/kW-month ({t.space.colocation_usd_per_kw_month.source})",
         f"operations (staff and maintenance, one category): {ops_basis}",
     )
-    return TcoOut(inputs=inputs, gpu_name=gpu.name, nodes=nodes, lines=tuple(lines), total_usd=round(total, 2),
-                  per_year_usd=round(total / years, 2), usd_per_gpu_hour=round(per_hour, 4),
-                  attribution_per_gpu_hour=attribution, buy_rent=buy_rent, options=options, staged=staged,
-                  assumptions=assumptions, notes=tuple(notes))
+    return TcoOut(
+        inputs=inputs,
+        gpu_name=gpu.name,
+        nodes=nodes,
+        lines=tuple(lines),
+        total_usd=round(total, 2),
+        per_year_usd=round(total / years, 2),
+        usd_per_gpu_hour=round(per_hour, 4),
+        attribution_per_gpu_hour=attribution,
+        buy_rent=buy_rent,
+        options=options,
+        staged=staged,
+        assumptions=assumptions,
+        notes=tuple(notes),
+    )
 
 
-def _buy_rent(knowledge: Knowledge, gpu: Gpu, n: int, inputs: TcoInputs, util: float, total: float, years: float,
-              power_year: float, capex: float, constraints: Constraints | None) -> BuyRent:
+def _buy_rent(
+    knowledge: Knowledge,
+    gpu: Gpu,
+    n: int,
+    inputs: TcoInputs,
+    util: float,
+    total: float,
+    years: float,
+    power_year: float,
+    capex: float,
+    constraints: Constraints | None,
+) -> BuyRent:
     from advisor.cost import best_offer, node_size_for, usable_offers
 
     offers = usable_offers(knowledge, gpu, Constraints())
@@ -230,10 +297,16 @@ def _buy_rent(knowledge: Knowledge, gpu: Gpu, n: int, inputs: TcoInputs, util: f
     hours_month = inputs.gpu_hours_per_month or util * 730.0 * n
     own_month = total / (years * 12)
     if choice is None:
-        return BuyRent(cloud="no on-demand offer of this GPU in the price catalogue", cloud_usd_per_gpu_hour=None,
-                       gpu_hours_per_month=hours_month, own_usd_per_month=round(own_month, 2),
-                       cloud_usd_per_month=None, breakeven_months=None, breakeven_utilization=None,
-                       verdict="no cloud price to compare with")
+        return BuyRent(
+            cloud="no on-demand offer of this GPU in the price catalogue",
+            cloud_usd_per_gpu_hour=None,
+            gpu_hours_per_month=hours_month,
+            own_usd_per_month=round(own_month, 2),
+            cloud_usd_per_month=None,
+            breakeven_months=None,
+            breakeven_utilization=None,
+            verdict="no cloud price to compare with",
+        )
     rate = choice.usd_per_hour / n  # whole instances are billed: the rate per GPU the plan uses
     cloud_month = rate * hours_month
     power_per_gpu_hour = power_year / (n * HOURS_PER_YEAR * util)
@@ -248,13 +321,21 @@ def _buy_rent(knowledge: Knowledge, gpu: Gpu, n: int, inputs: TcoInputs, util: f
     else:
         verdict = "renting is cheaper over the amortisation period at this usage"
     if u_star is not None:
-        verdict += f"; owning wins above {min(u_star, 9.99):.0%} utilisation" if u_star <= 1 else \
-            "; owning never wins, even at 100% utilisation"
-    return BuyRent(cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
-                   cloud_usd_per_gpu_hour=round(rate, 4), gpu_hours_per_month=round(hours_month, 1),
-                   own_usd_per_month=round(own_month, 2), cloud_usd_per_month=round(cloud_month, 2),
-                   breakeven_months=None if months is None else round(months, 1),
-                   breakeven_utilization=None if u_star is None else round(u_star, 4), verdict=verdict)
+        verdict += (
+            f"; owning wins above {min(u_star, 9.99):.0%} utilisation"
+            if u_star <= 1
+            else "; owning never wins, even at 100% utilisation"
+        )
+    return BuyRent(
+        cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
+        cloud_usd_per_gpu_hour=round(rate, 4),
+        gpu_hours_per_month=round(hours_month, 1),
+        own_usd_per_month=round(own_month, 2),
+        cloud_usd_per_month=round(cloud_month, 2),
+        breakeven_months=None if months is None else round(months, 1),
+        breakeven_utilization=None if u_star is None else round(u_star, 4),
+        verdict=verdict,
+    )
 
 
 def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float) -> tuple[float, str]:
@@ -264,30 +345,43 @@ def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float)
     its 'operations staff 15-20% of TCO' is the same category: charging both would count operations twice.
     """
     if inputs.staff_usd_year is not None:
-        return inputs.staff_usd_year * years, (f"${inputs.staff_usd_year:,.0f}/yr given (staff and maintenance) "
-                                               f"x {years:g} years")
+        return inputs.staff_usd_year * years, (
+            f"${inputs.staff_usd_year:,.0f}/yr given (staff and maintenance) x {years:g} years"
+        )
     share = t.operations.maintenance_fraction_per_year.value
-    return share * base_usd, (f"the guide's {share:.0%} of the amortised hardware and network cost "
-                              f"(${base_usd:,.0f}); no sourced GPUs-per-engineer ratio exists (an engineer costs "
-                              f"${t.staff.engineer_usd_year.value:,.0f}/yr): pass --staff-usd-year for yours")
+    return share * base_usd, (
+        f"the guide's {share:.0%} of the amortised hardware and network cost "
+        f"(${base_usd:,.0f}); no sourced GPUs-per-engineer ratio exists (an engineer costs "
+        f"${t.staff.engineer_usd_year.value:,.0f}/yr): pass --staff-usd-year for yours"
+    )
 
 
-def _staged(gpu: Gpu, n: int, t: TcoFigures, server_usd: float, network_per_gpu: float) -> tuple[StagedStep, ...]:
+def _staged(
+    gpu: Gpu, n: int, t: TcoFigures, server_usd: float, network_per_gpu: float
+) -> tuple[StagedStep, ...]:
     """The guide's staged purchase: its first share in whole servers (the nearest count, said so), then
     quarterly reviews; each step's cost is GPUs, their servers and their share of the fabric."""
     assert gpu.price is not None
+    unit_usd = gpu.price.usd  # the closure below cannot see the narrowing above
     node = gpu.gpus_per_node
     share = t.operations.staged_first_purchase_fraction.value
     servers = max(1, min(math.ceil(n / node), round(n * share / node)))
     first = min(n, servers * node)
 
     def cost(gpus: int) -> float:
-        return round(gpus * (gpu.price.usd + network_per_gpu) + math.ceil(gpus / node) * server_usd, 2)
+        return round(gpus * (unit_usd + network_per_gpu) + math.ceil(gpus / node) * server_usd, 2)
 
-    exact = "" if abs(first - n * share) < 1e-9 else (
-        f" ({share:.0%} of {n} is {n * share:g} GPUs; nearest whole servers: {servers} x {node} = {first}, "
-        f"{first / n:.1%})")
-    steps = [StagedStep(month=0, gpus=first, usd=cost(first), action=f"buy {share:.0%} of the capacity{exact}")]
+    exact = (
+        ""
+        if abs(first - n * share) < 1e-9
+        else (
+            f" ({share:.0%} of {n} is {n * share:g} GPUs; nearest whole servers: {servers} x {node} = {first}, "
+            f"{first / n:.1%})"
+        )
+    )
+    steps = [
+        StagedStep(month=0, gpus=first, usd=cost(first), action=f"buy {share:.0%} of the capacity{exact}")
+    ]
     rest, month = n - first, 0
     interval = int(t.operations.staged_review_interval_months.value)
     reviews = 3
@@ -297,10 +391,16 @@ def _staged(gpu: Gpu, n: int, t: TcoFigures, server_usd: float, network_per_gpu:
         month += interval
         add = min(rest, math.ceil(rest / (reviews - i) / node) * node)
         rest -= add
-        steps.append(StagedStep(month=month, gpus=add, usd=cost(add),
-                                action=f"review: add {add} if utilisation held >= "
-                                       f"{t.operations.target_utilization.value:.0%} and the model roadmap still fits "
-                                       f"{gpu.id}"))
+        steps.append(
+            StagedStep(
+                month=month,
+                gpus=add,
+                usd=cost(add),
+                action=f"review: add {add} if utilisation held >= "
+                f"{t.operations.target_utilization.value:.0%} and the model roadmap still fits "
+                f"{gpu.id}",
+            )
+        )
     return tuple(steps)
 
 
@@ -311,7 +411,9 @@ def default_onprem_rate(knowledge: Knowledge, **overrides: float) -> Callable[[G
     def rate(gpu: Gpu, count: int) -> float:
         key = (gpu.id, count)
         if key not in cache:
-            cache[key] = tco(knowledge, TcoInputs(gpu=gpu.id, count=count, **overrides)).usd_per_gpu_hour * count
+            cache[key] = (
+                tco(knowledge, TcoInputs(gpu=gpu.id, count=count, **overrides)).usd_per_gpu_hour * count
+            )
         return cache[key]
 
     return rate

@@ -27,7 +27,10 @@ def dump(value: Any, indent: int = 0) -> str:
                 lines.append(f"{pad}{key}:")
                 lines.append(dump(item, indent + 1))
             else:
-                lines.append(f"{pad}{key}: {_scalar(item) if not isinstance(item, (dict, list)) else ('{}' if isinstance(item, dict) else '[]')}")
+                lines.append(
+                    f"{pad}{key}: "
+                    f"{_scalar(item) if not isinstance(item, (dict, list)) else ('{}' if isinstance(item, dict) else '[]')}"
+                )
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, (dict, list)) and item:

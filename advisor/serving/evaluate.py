@@ -1,4 +1,6 @@
-"""Leave-one-GPU-out and leave-one-model-out scores of the serving model against a constant-efficiency baseline."""
+"""Leave-one-GPU-out and leave-one-model-out scores of the serving model against a constant-efficiency
+baseline."""
+
 from __future__ import annotations
 
 import math
@@ -26,7 +28,7 @@ class Scores:
 def quantile(xs: Sequence[float], q: float) -> float:
     s = sorted(xs)
     pos = q * (len(s) - 1)
-    lo = int(math.floor(pos))
+    lo = math.floor(pos)
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
@@ -39,12 +41,18 @@ def scores(pairs: list[tuple[float, float, float, float]]) -> Scores:
     errs = [abs(p - m) / m for p, m, _, _ in pairs]
     within = [max(p / m, m / p) <= 2.0 if p > 0 else False for p, m, _, _ in pairs]
     cover = [lo <= m <= hi for _, m, lo, hi in pairs]
-    return Scores(len(pairs), statistics.median(errs), quantile(errs, 0.9), sum(within) / len(within),
-                  sum(cover) / len(cover))
+    return Scores(
+        len(pairs),
+        statistics.median(errs),
+        quantile(errs, 0.9),
+        sum(within) / len(within),
+        sum(cover) / len(cover),
+    )
 
 
 def held_out(cases: Sequence[Case], key: Callable[[Case], str], constant: bool) -> Scores:
-    """Fit without each group in turn; predict the group; interval = P10-P90 of the fold's training residuals."""
+    """Fit without each group in turn; predict the group; interval = P10-P90 of the fold's training
+    residuals."""
     rows = usable(cases)
     pairs = []
     for group in sorted({key(c) for c in rows}):
@@ -54,7 +62,7 @@ def held_out(cases: Sequence[Case], key: Callable[[Case], str], constant: bool) 
             continue
         model = fit(train, constant=constant)
         res = log_residuals(model, train)
-        q10, q90 = -quantile(res, 0.9), -quantile(res, 0.1)   # measured/predicted = exp(-residual)
+        q10, q90 = -quantile(res, 0.9), -quantile(res, 0.1)  # measured/predicted = exp(-residual)
         for c in test:
             p, m = predicted(model, c)
             pairs.append((p, m, p * math.exp(q10), p * math.exp(q90)))
@@ -89,16 +97,24 @@ def evaluation_report(cases: Sequence[Case] | None = None, model: ServingModel |
     """The serving evaluation as text, for `gpu-advisor model evaluate` and benchmarks."""
     from advisor.serving.data import load_cases
     from advisor.serving.model import load_model
+
     if cases is None:
         cases, _ = load_cases()
     model = model or load_model()
-    lines = ["Serving (TensorRT-LLM measured rows; throughput and batch-1 TTFT)",
-             f"{'split':22s} {'model':20s} {'rows':>5s} {'median':>7s} {'P90':>7s} {'<=2x':>6s} {'P10-P90 cov':>11s}"]
+    lines = [
+        "Serving (TensorRT-LLM measured rows; throughput and batch-1 TTFT)",
+        f"{'split':22s} {'model':20s} {'rows':>5s} {'median':>7s} {'P90':>7s} {'<=2x':>6s} "
+        f"{'P10-P90 cov':>11s}",
+    ]
     for split, name, s in evaluation_rows(cases):
-        lines.append(f"{split:22s} {name:20s} {s.rows:5d} {s.median:7.1%} {s.p90:7.1%} {s.within_2x:6.0%} "
-                     f"{(s.coverage or 0):11.0%}")
+        lines.append(
+            f"{split:22s} {name:20s} {s.rows:5d} {s.median:7.1%} {s.p90:7.1%} {s.within_2x:6.0%} "
+            f"{(s.coverage or 0):11.0%}"
+        )
     if model is not None:
         n, e_ttft, e_itl = online_check(model, cases)
-        lines.append(f"queueing at measured request rates ({n} online rows, shipped model): "
-                     f"median TTFT error {e_ttft:.0%}, median ITL error {e_itl:.0%}")
+        lines.append(
+            f"queueing at measured request rates ({n} online rows, shipped model): "
+            f"median TTFT error {e_ttft:.0%}, median ITL error {e_itl:.0%}"
+        )
     return "\n".join(lines)

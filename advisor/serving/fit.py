@@ -1,4 +1,6 @@
-"""Fit the serving model's parameters to measured rows (training time only: needs scipy, shipped with scikit-learn)."""
+"""Fit the serving model's parameters to measured rows (training time only: needs scipy, shipped with
+scikit-learn)."""
+
 from __future__ import annotations
 
 import math
@@ -9,7 +11,7 @@ from advisor.serving.model import DECODE_FEATURES, DEFAULT_ENGINE, PREFILL_FEATU
 from advisor.serving.physics import offline_output_tok_s, prefill_s
 
 FIT_KINDS = ("offline", "static", "ttft-bs1")
-SEED = 0   # recorded for the metadata: the fit is deterministic (fixed start, no random draws)
+SEED = 0  # recorded for the metadata: the fit is deterministic (fixed start, no random draws)
 
 
 def config_of(c: Case) -> Config:
@@ -24,8 +26,16 @@ def predicted(model: ServingModel, c: Case) -> tuple[float, float]:
         return prefill_s(c.shape, c.hw, c.isl) / model.efficiency(cfg, "prefill"), c.ttft_ms / 1000.0
     assert c.output_tok_s is not None
     if c.kind == "static" and c.batch:
-        tput = offline_output_tok_s(c.shape, c.hw, c.precision, c.isl, c.osl, c.batch,
-                                    model.efficiency(cfg, "prefill"), model.efficiency(cfg, "decode"))
+        tput = offline_output_tok_s(
+            c.shape,
+            c.hw,
+            c.precision,
+            c.isl,
+            c.osl,
+            c.batch,
+            model.efficiency(cfg, "prefill"),
+            model.efficiency(cfg, "decode"),
+        )
     else:
         tput = model.max_output_tok_s(cfg, c.shape, c.hw)
     return tput, c.output_tok_s
@@ -37,19 +47,28 @@ def usable(cases: Sequence[Case]) -> list[Case]:
     for c in cases:
         if c.kind not in FIT_KINDS:
             continue
-        if c.kind == "offline" and ServingModel({}, {}, {}, {}, {}).max_output_tok_s(config_of(c), c.shape, c.hw) <= 0:
+        if (
+            c.kind == "offline"
+            and ServingModel({}, {}, {}, {}, {}).max_output_tok_s(config_of(c), c.shape, c.hw) <= 0
+        ):
             continue
         out.append(c)
     return out
 
 
 def _unpack(x: Sequence[float], engines: list[str], constant: bool) -> ServingModel:
-    p = dict(zip(PREFILL_FEATURES, x[:len(PREFILL_FEATURES)]))
-    d = dict(zip(DECODE_FEATURES, x[len(PREFILL_FEATURES):len(PREFILL_FEATURES) + len(DECODE_FEATURES)]))
-    if constant:   # the baseline: one efficiency per regime, every feature but the intercept held at zero
+    p = dict(zip(PREFILL_FEATURES, x[: len(PREFILL_FEATURES)], strict=True))
+    d = dict(
+        zip(
+            DECODE_FEATURES,
+            x[len(PREFILL_FEATURES) : len(PREFILL_FEATURES) + len(DECODE_FEATURES)],
+            strict=True,
+        )
+    )
+    if constant:  # the baseline: one efficiency per regime, every feature but the intercept held at zero
         p = {k: (v if k == "intercept" else 0.0) for k, v in p.items()}
         d = {k: (v if k == "intercept" else 0.0) for k, v in d.items()}
-    rest = x[len(PREFILL_FEATURES) + len(DECODE_FEATURES):]
+    rest = x[len(PREFILL_FEATURES) + len(DECODE_FEATURES) :]
     eng = {DEFAULT_ENGINE: {"prefill": 0.0, "decode": 0.0}}
     for i, e in enumerate(e for e in engines if e != DEFAULT_ENGINE):
         eng[e] = {"prefill": rest[2 * i], "decode": rest[2 * i + 1]}
@@ -64,7 +83,7 @@ def fit(cases: Sequence[Case], constant: bool = False) -> ServingModel:
     engines = sorted({c.engine for c in rows} | {DEFAULT_ENGINE})
     n = len(PREFILL_FEATURES) + len(DECODE_FEATURES) + 2 * (len(engines) - 1)
 
-    def residuals(x):  # type: ignore[no-untyped-def]
+    def residuals(x):
         m = _unpack(x, engines, constant)
         out = []
         for c in rows:

@@ -4,6 +4,7 @@ efficiency = logistic(z), z linear in a few physical features (precision class, 
 length, MoE, context) plus an engine offset; no GPU id is a feature. Parameters live in
 knowledge/serving_model.json; numbers here only evaluate them (no scikit-learn, no scipy).
 """
+
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
+from typing import Any
 
 from advisor.serving.physics import Hardware, Shape, batch_capacity, offline_output_tok_s, prefill_s
 
@@ -34,8 +36,11 @@ class Config:
 
 def features(cfg: Config, regime: str) -> dict[str, float]:
     """The named features of one regime ('prefill' or 'decode')."""
-    common = {"intercept": 1.0, "fp16": 1.0 if cfg.precision in ("fp16", "bf16") else 0.0,
-              "log2_tp": math.log2(max(cfg.tp, 1))}
+    common = {
+        "intercept": 1.0,
+        "fp16": 1.0 if cfg.precision in ("fp16", "bf16") else 0.0,
+        "log2_tp": math.log2(max(cfg.tp, 1)),
+    }
     if regime == "prefill":
         return common | {"log_isl": math.log(cfg.isl / 1000.0)}
     return common | {"moe": 1.0 if cfg.moe else 0.0, "log_context": math.log((cfg.isl + cfg.osl) / 1000.0)}
@@ -51,9 +56,9 @@ class ServingModel:
 
     prefill: dict[str, float]
     decode: dict[str, float]
-    engines: dict[str, dict[str, float]]          # engine -> {"prefill": offset, "decode": offset}
-    interval: dict[str, tuple[float, float]]      # quantity -> (q10, q90) of log(measured / predicted)
-    meta: dict[str, object]
+    engines: dict[str, dict[str, float]]  # engine -> {"prefill": offset, "decode": offset}
+    interval: dict[str, tuple[float, float]]  # quantity -> (q10, q90) of log(measured / predicted)
+    meta: dict[str, Any]  # JSON metadata: rows used, engines, CV figures
 
     def knows(self, engine: str) -> bool:
         return engine in self.engines
@@ -75,23 +80,41 @@ class ServingModel:
         batch = batch_capacity(shape, hw, cfg.precision, cfg.isl, cfg.osl)
         if batch < 1:
             return 0.0
-        return offline_output_tok_s(shape, hw, cfg.precision, cfg.isl, cfg.osl, batch,
-                                    self.efficiency(cfg, "prefill"), self.efficiency(cfg, "decode"))
+        return offline_output_tok_s(
+            shape,
+            hw,
+            cfg.precision,
+            cfg.isl,
+            cfg.osl,
+            batch,
+            self.efficiency(cfg, "prefill"),
+            self.efficiency(cfg, "decode"),
+        )
 
     def ttft_alone_s(self, cfg: Config, shape: Shape, hw: Hardware) -> float:
         """Time to first token of one request on an idle replica."""
         return prefill_s(shape, hw, cfg.isl) / self.efficiency(cfg, "prefill")
 
     def to_json(self) -> str:
-        data = {"prefill": self.prefill, "decode": self.decode, "engines": self.engines,
-                "interval": {k: list(v) for k, v in self.interval.items()}, "meta": self.meta}
+        data = {
+            "prefill": self.prefill,
+            "decode": self.decode,
+            "engines": self.engines,
+            "interval": {k: list(v) for k, v in self.interval.items()},
+            "meta": self.meta,
+        }
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> ServingModel:
         d = json.loads(text)
-        return cls(prefill=d["prefill"], decode=d["decode"], engines=d["engines"],
-                   interval={k: (v[0], v[1]) for k, v in d["interval"].items()}, meta=d.get("meta", {}))
+        return cls(
+            prefill=d["prefill"],
+            decode=d["decode"],
+            engines=d["engines"],
+            interval={k: (v[0], v[1]) for k, v in d["interval"].items()},
+            meta=d.get("meta", {}),
+        )
 
 
 @lru_cache(maxsize=1)

@@ -3,16 +3,18 @@
 Decode reads every local weight once per step plus each sequence's KV cache at its average length, and does
 2 x active-params FLOPs per token; it runs at the slower of its bandwidth and compute bounds. Prefill does
 2 x active-params x prompt + 2 x layers x hidden x prompt^2 FLOPs (attention scores), compute bound.
-These mirror advisor/speed.py serving_times without its TP all-reduce term, which the learned efficiency absorbs.
+These mirror advisor/speed.py serving_times without its TP all-reduce term, which the learned efficiency
+absorbs.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 GB = 1e9
-KV_MEMORY_SHARE = 0.9   # share of (memory - weights) the engine gives the KV cache (TensorRT-LLM default 0.90)
-MAX_BATCH = 2048        # prior cap on concurrent sequences of one replica (engine scheduler limit), not measured
+KV_MEMORY_SHARE = 0.9  # share of (memory - weights) the engine gives the KV cache (TensorRT-LLM default 0.90)
+MAX_BATCH = 2048  # prior cap on concurrent sequences of one replica (engine scheduler limit), not measured
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +64,10 @@ def batch_capacity(shape: Shape, hw: Hardware, precision: str, isl: int, osl: in
 
 def decode_step_s(shape: Shape, hw: Hardware, precision: str, batch: float, context: float) -> float:
     """One decode step of `batch` sequences at average `context` tokens, at 100% efficiency."""
-    t_bytes = (weights_bytes(shape, precision, hw.gpus)
-               + batch * kv_bytes_per_token(shape, precision, hw.gpus) * context) / hw.bandwidth
+    t_bytes = (
+        weights_bytes(shape, precision, hw.gpus)
+        + batch * kv_bytes_per_token(shape, precision, hw.gpus) * context
+    ) / hw.bandwidth
     t_flops = batch * 2.0 * shape.active_params / hw.gpus / hw.peak_flops
     return max(t_bytes, t_flops)
 
@@ -74,9 +78,18 @@ def prefill_s(shape: Shape, hw: Hardware, prompt: int) -> float:
     return flops / hw.gpus / hw.peak_flops
 
 
-def offline_output_tok_s(shape: Shape, hw: Hardware, precision: str, isl: int, osl: int, batch: float,
-                         eta_prefill: float, eta_decode: float) -> float:
-    """Output tokens/s of a replica kept full at `batch`: each request costs its prefill plus its share of steps."""
+def offline_output_tok_s(
+    shape: Shape,
+    hw: Hardware,
+    precision: str,
+    isl: int,
+    osl: int,
+    batch: float,
+    eta_prefill: float,
+    eta_decode: float,
+) -> float:
+    """Output tokens/s of a replica kept full at `batch`: each request costs its prefill plus its share of
+    steps."""
     step = decode_step_s(shape, hw, precision, batch, isl + osl / 2.0) / eta_decode
     per_request = prefill_s(shape, hw, isl) / eta_prefill + osl * step / batch
     return osl / per_request if per_request > 0 and not math.isinf(per_request) else 0.0

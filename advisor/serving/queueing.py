@@ -8,6 +8,7 @@ The approximation (stated in every answer that uses it):
   * TTFT = prefill / η_prefill + TPOT / 2 (wait for the next iteration) + ρ S / (2 (1 - ρ)) (M/D/1 queueing of
     prefills, S = prefill time, ρ = λ / capacity), which diverges as the load nears capacity.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from advisor.serving.model import Config, ServingModel
 from advisor.serving.physics import Hardware, Shape, batch_capacity, decode_step_s, prefill_s
 
-APPROXIMATION = ("queueing: replicas as independent M/G/1 queues; in-flight sequences by Little's law; "
-                 "prefill queue M/D/1, TTFT diverges at capacity")
+APPROXIMATION = (
+    "queueing: replicas as independent M/G/1 queues; in-flight sequences by Little's law; "
+    "prefill queue M/D/1, TTFT diverges at capacity"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ def at_rate(model: ServingModel, cfg: Config, shape: Shape, hw: Hardware, rate: 
     if rho >= 1.0 or rho_p >= 1.0 or b_max < 1:
         return Load(rate, cap, math.inf, math.inf, math.inf)
     batch = 1.0
-    for _ in range(100):   # Little's law fixed point; TPOT rises with B, so this converges from below
+    for _ in range(100):  # Little's law fixed point; TPOT rises with B, so this converges from below
         nxt = max(1.0, rate * cfg.osl * _tpot(model, cfg, shape, hw, batch, rho_p))
         if abs(nxt - batch) < 1e-6 * batch:
             break
@@ -62,15 +65,19 @@ def at_rate(model: ServingModel, cfg: Config, shape: Shape, hw: Hardware, rate: 
     return Load(rate, cap, ttft, tpot, batch)
 
 
-def largest_rate(model: ServingModel, cfg: Config, shape: Shape, hw: Hardware,
-                 ttft_s: float | None, tpot_s: float | None) -> float:
+def largest_rate(
+    model: ServingModel, cfg: Config, shape: Shape, hw: Hardware, ttft_s: float | None, tpot_s: float | None
+) -> float:
     """The largest requests/s of one replica whose TTFT and TPOT meet the targets (0 when none does)."""
     cap = capacity(model, cfg, shape, hw)
 
     def ok(rate: float) -> bool:
         load = at_rate(model, cfg, shape, hw, rate)
-        return (math.isfinite(load.ttft_s) and (ttft_s is None or load.ttft_s <= ttft_s)
-                and (tpot_s is None or load.tpot_s <= tpot_s))
+        return (
+            math.isfinite(load.ttft_s)
+            and (ttft_s is None or load.ttft_s <= ttft_s)
+            and (tpot_s is None or load.tpot_s <= tpot_s)
+        )
 
     if cap <= 0 or not ok(cap * 1e-6):
         return 0.0

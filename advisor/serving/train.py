@@ -2,6 +2,7 @@
 
 Run:  python -m advisor.serving.train   (needs scipy, installed with scikit-learn; deterministic)
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ from advisor.serving.model import MODEL_NAME, ServingModel
 OUT = Path(__file__).resolve().parents[2] / "knowledge" / MODEL_NAME
 
 
-def cv_interval(cases: list, key) -> dict[str, tuple[float, float]]:  # type: ignore[no-untyped-def]
+def cv_interval(cases: list, key) -> dict[str, tuple[float, float]]:
     """P10/P90 of log(measured/predicted) on leave-one-GPU-out predictions, per quantity."""
     res: dict[str, list[float]] = {"throughput": [], "ttft": []}
     rows = usable(cases)
@@ -34,13 +35,28 @@ def train() -> ServingModel:
     model = fit(cases)
     rows = usable(cases)
     res = log_residuals(model, rows)
-    cv = {f"{split} / {name}": {"rows": s.rows, "median": round(s.median, 4), "p90": round(s.p90, 4),
-                                "within_2x": round(s.within_2x, 4), "coverage": round(s.coverage or 0, 4)}
-          for split, name, s in evaluation_rows(cases)}
-    meta = {"data": "knowledge/serving_benchmarks.csv", "data_sha256": data_hash(), "rows_used": len(rows),
-            "rows_left_out": dict(sorted(dropped.items())), "engines": sorted({c.engine for c in rows}),
-            "seed": SEED, "scipy": version("scipy"), "fit": "least squares on log(pred/measured), soft-L1",
-            "train_median_abs_log_error": round(sorted(abs(r) for r in res)[len(res) // 2], 4), "cv": cv}
+    cv = {
+        f"{split} / {name}": {
+            "rows": s.rows,
+            "median": round(s.median, 4),
+            "p90": round(s.p90, 4),
+            "within_2x": round(s.within_2x, 4),
+            "coverage": round(s.coverage or 0, 4),
+        }
+        for split, name, s in evaluation_rows(cases)
+    }
+    meta = {
+        "data": "knowledge/serving_benchmarks.csv",
+        "data_sha256": data_hash(),
+        "rows_used": len(rows),
+        "rows_left_out": dict(sorted(dropped.items())),
+        "engines": sorted({c.engine for c in rows}),
+        "seed": SEED,
+        "scipy": version("scipy"),
+        "fit": "least squares on log(pred/measured), soft-L1",
+        "train_median_abs_log_error": round(sorted(abs(r) for r in res)[len(res) // 2], 4),
+        "cv": cv,
+    }
     return ServingModel(model.prefill, model.decode, model.engines, cv_interval(cases, lambda c: c.gpu), meta)
 
 
@@ -50,7 +66,7 @@ def main() -> int:
     tmp.write_text(model.to_json(), encoding="utf-8")
     tmp.replace(OUT)
     print(f"wrote {OUT.name}: {model.meta['rows_used']} rows; CV:")
-    for k, v in model.meta["cv"].items():  # type: ignore[union-attr]
+    for k, v in model.meta["cv"].items():
         print(f"  {k}: {v}")
     return 0
 

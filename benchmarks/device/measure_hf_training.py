@@ -22,14 +22,29 @@ from pathlib import Path
 
 import torch
 
-# Published shapes (config.json of the Hugging Face repos meta-llama/Llama-3.2-1B and meta-llama/Llama-3.1-8B).
+# Published shapes (config.json of the Hugging Face repos meta-llama/Llama-3.2-1B and
+# meta-llama/Llama-3.1-8B).
 SHAPES = {
-    "llama-3.2-1b": dict(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32, num_key_value_heads=8,
-                         intermediate_size=8192, vocab_size=128256, tie_word_embeddings=True,
-                         head_dim=64),
-    "llama-3.1-8b": dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
-                         intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False,
-                         head_dim=128),
+    "llama-3.2-1b": dict(
+        num_hidden_layers=16,
+        hidden_size=2048,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        intermediate_size=8192,
+        vocab_size=128256,
+        tie_word_embeddings=True,
+        head_dim=64,
+    ),
+    "llama-3.1-8b": dict(
+        num_hidden_layers=32,
+        hidden_size=4096,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        intermediate_size=14336,
+        vocab_size=128256,
+        tie_word_embeddings=False,
+        head_dim=128,
+    ),
 }
 
 # (model, mode, seq_len, micro_batch, gradient checkpointing)
@@ -74,8 +89,9 @@ STEPS = int(os.environ.get("MEASURE_STEPS", "3"))  # one warm-up step, then time
 def build(name: str, mode: str):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    cfg = AutoConfig.for_model("llama", **SHAPES[name], max_position_embeddings=131072,
-                               attn_implementation="sdpa")
+    cfg = AutoConfig.for_model(
+        "llama", **SHAPES[name], max_position_embeddings=131072, attn_implementation="sdpa"
+    )
     dtype = torch.bfloat16 if mode in ("pure-bf16", "lora") else torch.float32
     torch.set_default_dtype(dtype)
     try:
@@ -90,12 +106,16 @@ def build(name: str, mode: str):
         from peft import LoraConfig, get_peft_model
 
         targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=targets, lora_dropout=0.0))
+        model = get_peft_model(
+            model, LoraConfig(r=16, lora_alpha=32, target_modules=targets, lora_dropout=0.0)
+        )
     return model
 
 
 def run_one(name: str, mode: str, seq: int, mb: int, gc_on: bool) -> dict:
-    row = dict(model=name, mode=mode, seq_len=seq, micro_batch=mb, grad_ckpt=gc_on, gpu=torch.cuda.get_device_name())
+    row = dict(
+        model=name, mode=mode, seq_len=seq, micro_batch=mb, grad_ckpt=gc_on, gpu=torch.cuda.get_device_name()
+    )
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     model = opt = None
@@ -129,39 +149,61 @@ def run_one(name: str, mode: str, seq: int, mb: int, gc_on: bool) -> dict:
     except torch.OutOfMemoryError:
         row.update(outcome="oom")
     finally:
-        row.update(peak_allocated_gb=round(torch.cuda.max_memory_allocated() / 1e9, 3),
-                   peak_reserved_gb=round(torch.cuda.max_memory_reserved() / 1e9, 3))
+        row.update(
+            peak_allocated_gb=round(torch.cuda.max_memory_allocated() / 1e9, 3),
+            peak_reserved_gb=round(torch.cuda.max_memory_reserved() / 1e9, 3),
+        )
         del model, opt
         gc.collect()
         torch.cuda.empty_cache()
     return row
 
 
-def longest_sequence(name: str, mode: str, mb: int, gc_on: bool, lo: int, hi: int, *, start: float,
-                     fh) -> dict:
+def longest_sequence(
+    name: str, mode: str, mb: int, gc_on: bool, lo: int, hi: int, *, start: float, fh
+) -> dict:
     """Bisect over sequence lengths (multiples of 1024) for the longest one whose steps complete."""
     trials = []
     while hi - lo > 1 and time.perf_counter() - start < BUDGET_S:
         mid = (lo + hi) // 2
         row = run_one(name, mode, mid * 1024, mb, gc_on)
-        trials.append(dict(seq_len=mid * 1024, outcome=row.get("outcome", "error"),
-                           peak_allocated_gb=row.get("peak_allocated_gb")))
+        trials.append(
+            dict(
+                seq_len=mid * 1024,
+                outcome=row.get("outcome", "error"),
+                peak_allocated_gb=row.get("peak_allocated_gb"),
+            )
+        )
         fh.write(json.dumps(dict(row, kind="trial")) + "\n")
         if row.get("outcome") == "fits":
             lo = mid
         else:
             hi = mid
-    return dict(kind="longest", model=name, mode=mode, micro_batch=mb, grad_ckpt=gc_on,
-                longest_fitting_seq_len=lo * 1024, first_failing_seq_len=hi * 1024, trials=trials,
-                converged=hi - lo <= 1, gpu=torch.cuda.get_device_name())
+    return dict(
+        kind="longest",
+        model=name,
+        mode=mode,
+        micro_batch=mb,
+        grad_ckpt=gc_on,
+        longest_fitting_seq_len=lo * 1024,
+        first_failing_seq_len=hi * 1024,
+        trials=trials,
+        converged=hi - lo <= 1,
+        gpu=torch.cuda.get_device_name(),
+    )
 
 
 def main() -> int:
     out = Path(os.environ.get("OUT", ".")) / "results.jsonl"
     torch.cuda.init()
     free, total = torch.cuda.mem_get_info()
-    env = dict(kind="env", gpu=torch.cuda.get_device_name(), torch=torch.__version__,
-               total_gb=round(total / 1e9, 3), context_gb=round((total - free) / 1e9, 3))
+    env = dict(
+        kind="env",
+        gpu=torch.cuda.get_device_name(),
+        torch=torch.__version__,
+        total_gb=round(total / 1e9, 3),
+        context_gb=round((total - free) / 1e9, 3),
+    )
     try:
         import transformers
 
@@ -189,7 +231,7 @@ def main() -> int:
                 continue
             try:
                 row = run_one(*exp)
-            except Exception as exc:  # one broken experiment must not lose the others
+            except Exception as exc:  # noqa: BLE001 - one broken experiment must not lose the others
                 row = dict(experiment=list(exp), error=f"{type(exc).__name__}: {exc}"[:300])
             row["elapsed_s"] = round(time.perf_counter() - start, 1)
             print(json.dumps(row), flush=True)

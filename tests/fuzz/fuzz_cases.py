@@ -11,19 +11,59 @@ import json
 import os
 import random
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 ROOT = Path(__file__).parents[2]
-COLUMNS = ("workload,gpu,count,nodes,precision,batch_per_gpu,seq_len,throughput,unit,grad_accum,sharding,"
-           "recompute,reported_mfu,software,source,row_ref,note")
+COLUMNS = (
+    "workload,gpu,count,nodes,precision,batch_per_gpu,seq_len,throughput,unit,grad_accum,sharding,"
+    "recompute,reported_mfu,software,source,row_ref,note"
+)
 GOOD_ROW = "resnet50,A100 80GB SXM4,1,1,fp16,256,,{tp},images/s,,,,,,our cluster {tag},,"
 
 # Values a user (or a script gone wrong) may pass to any flag.
-HOSTILE = ["", " ", "inf", "-inf", "nan", "NaN", "1e400", "-1e400", "1e-300", "0", "-0", "-1", "1e20", "3.5",
-           "1e308", "9" * 400, "\x1b[31mred", "\u202eevil", "1_000", "0x10", "1e", "k", "20k", "2T", "1.5B",
-           "\U0001f600", "-", "'", "7", "64", "0.5", "1mo", "3d", "10", "11", "1e6", "2", "1024", "1025"]
+HOSTILE = [
+    "",
+    " ",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "1e400",
+    "-1e400",
+    "1e-300",
+    "0",
+    "-0",
+    "-1",
+    "1e20",
+    "3.5",
+    "1e308",
+    "9" * 400,
+    "\x1b[31mred",
+    "\u202eevil",
+    "1_000",
+    "0x10",
+    "1e",
+    "k",
+    "20k",
+    "2T",
+    "1.5B",
+    "\U0001f600",
+    "-",
+    "'",
+    "7",
+    "64",
+    "0.5",
+    "1mo",
+    "3d",
+    "10",
+    "11",
+    "1e6",
+    "2",
+    "1024",
+    "1025",
+]
 BASES = {
     "recommend": ["recommend", "--model", "llama-2-7b", "--tokens", "1B"],
     "recommend-inference": ["recommend", "--model", "llama-2-7b", "--workload", "inference"],
@@ -32,16 +72,52 @@ BASES = {
     "tco": ["tco", "--gpu", "h100", "--count", "8"],
 }
 FLAGS = {
-    "recommend": ["--model", "--params", "--seq-len", "--batch-size", "--lora-rank", "--tokens", "--samples",
-                  "--epochs", "--dataset-gb", "--budget", "--deadline", "--provider", "--gpu", "--max-gpus",
-                  "--headroom", "--fabric", "--top", "--requests-per-s", "--prompt-tokens", "--output-tokens",
-                  "--tpot-ms", "--ttft-ms"],
-    "recommend-inference": ["--requests-per-s", "--prompt-tokens", "--output-tokens", "--tpot-ms", "--ttft-ms",
-                            "--epochs", "--tokens"],
+    "recommend": [
+        "--model",
+        "--params",
+        "--seq-len",
+        "--batch-size",
+        "--lora-rank",
+        "--tokens",
+        "--samples",
+        "--epochs",
+        "--dataset-gb",
+        "--budget",
+        "--deadline",
+        "--provider",
+        "--gpu",
+        "--max-gpus",
+        "--headroom",
+        "--fabric",
+        "--top",
+        "--requests-per-s",
+        "--prompt-tokens",
+        "--output-tokens",
+        "--tpot-ms",
+        "--ttft-ms",
+    ],
+    "recommend-inference": [
+        "--requests-per-s",
+        "--prompt-tokens",
+        "--output-tokens",
+        "--tpot-ms",
+        "--ttft-ms",
+        "--epochs",
+        "--tokens",
+    ],
     "recommend-onprem": ["--years", "--utilization", "--electricity-usd-kwh"],
     "predict": ["--count", "--seq-len", "--batch-size", "--headroom", "--fabric", "--params", "--gpu"],
-    "tco": ["--count", "--years", "--utilization", "--electricity-usd-kwh", "--pue", "--staff-usd-year",
-            "--off-peak-usd-kwh", "--gpu-hours-per-month", "--gpu"],
+    "tco": [
+        "--count",
+        "--years",
+        "--utilization",
+        "--electricity-usd-kwh",
+        "--pue",
+        "--staff-usd-year",
+        "--off-peak-usd-kwh",
+        "--gpu-hours-per-month",
+        "--gpu",
+    ],
 }
 
 
@@ -51,7 +127,7 @@ def flag_cases() -> list[list[str]]:
     for base, flags in FLAGS.items():
         for flag in flags:
             for value in HOSTILE:
-                argv = [a for a in BASES[base]]
+                argv = list(BASES[base])
                 if flag in argv:  # replace the base's own value
                     argv[argv.index(flag) + 1] = value
                 else:
@@ -80,10 +156,10 @@ SPEC_FILES: dict[str, str | bytes] = {
     "version-one": SPEC_HEAD.replace("= 1", '= "one"'),
     "version-bool": SPEC_HEAD.replace("= 1", "= true"),
     "bad-enum": SPEC_HEAD.replace('"finetune"', '"dance"'),
-    "wrong-type": 'schema_version = 1\n[inputs.workload]\nmodel = 7\n',
-    "params-inf": 'schema_version = 1\n[inputs.workload]\nparams = inf\n',
-    "params-nan": 'schema_version = 1\n[inputs.workload]\nparams = nan\n',
-    "params-tiny": 'schema_version = 1\n[inputs.workload]\nparams = 1e-300\n',
+    "wrong-type": "schema_version = 1\n[inputs.workload]\nmodel = 7\n",
+    "params-inf": "schema_version = 1\n[inputs.workload]\nparams = inf\n",
+    "params-nan": "schema_version = 1\n[inputs.workload]\nparams = nan\n",
+    "params-tiny": "schema_version = 1\n[inputs.workload]\nparams = 1e-300\n",
     "tokens-inf": SPEC_HEAD + "tokens = inf\n",
     "tokens-str": SPEC_HEAD + 'tokens = "lots"\n',
     "seq-float": SPEC_HEAD + "seq_len = 2048.5\n",
@@ -94,7 +170,9 @@ SPEC_FILES: dict[str, str | bytes] = {
     "model-escape": 'schema_version = 1\n[inputs.workload]\nmodel = "\\u001b]0;pwned\\u0007"\n',
     "inputs-array": "schema_version = 1\ninputs = [1, 2]\n",
     "workload-string": 'schema_version = 1\n[inputs]\nworkload = "x"\n',
-    "constraints-array": SPEC_HEAD.replace("[inputs.workload]", "[inputs]\nconstraints = [1]\n[inputs.workload]"),
+    "constraints-array": SPEC_HEAD.replace(
+        "[inputs.workload]", "[inputs]\nconstraints = [1]\n[inputs.workload]"
+    ),
     "unknown-field": SPEC_HEAD + "colour = 3\n",
     "deep-5000": "schema_version = 1\nx = " + "[" * 5000 + "]" * 5000 + "\n",
     "deep-100": "schema_version = 1\nx = " + "[" * 100 + "]" * 100 + "\n" + SPEC_HEAD.split("\n", 1)[1],
@@ -112,7 +190,9 @@ CSV_FILES: dict[str, str | bytes] = {
     "inf": COLUMNS + "\n" + GOOD_ROW.format(tp="inf", tag="c") + "\n",
     "1e400": COLUMNS + "\n" + GOOD_ROW.format(tp="1e400", tag="d") + "\n",
     "nan": COLUMNS + "\n" + GOOD_ROW.format(tp="NaN", tag="e") + "\n",
-    "count-1e20": COLUMNS + "\n" + GOOD_ROW.format(tp=1500, tag="f").replace(",1,1,", ",100000000000000000000,1,", 1)
+    "count-1e20": COLUMNS
+    + "\n"
+    + GOOD_ROW.format(tp=1500, tag="f").replace(",1,1,", ",100000000000000000000,1,", 1)
     + "\n",
     "short-row": COLUMNS + "\nresnet50,A100 80GB SXM4,1\n",
     "long-row": COLUMNS + "\n" + GOOD_ROW.format(tp=1500, tag="g") + ",extra,extra\n",
@@ -136,7 +216,7 @@ MODEL_CORRUPTIONS: dict[str, Callable[[str], str]] = {
     "wrong-format": lambda t: t.replace("gpu-advisor-gbdt-v1", "v0"),
     "nan-baseline": lambda t: _edit(t, lambda d: d.__setitem__("baseline", float("nan"))),
     "nan-leaf": lambda t: _edit(t, lambda d: d["trees"][0]["value"].__setitem__(-1, float("nan"))),
-    "index-out": lambda t: _edit(t, lambda d: d["trees"][0]["left"].__setitem__(0, 10 ** 6)),
+    "index-out": lambda t: _edit(t, lambda d: d["trees"][0]["left"].__setitem__(0, 10**6)),
     "cycle": lambda t: _edit(t, lambda d: d["trees"][0]["left"].__setitem__(0, 0)),
     "short-features": lambda t: _edit(t, lambda d: d.__setitem__("features", d["features"][:2])),
     "rows-str": lambda t: _edit(t, lambda d: d.__setitem__("rows", "many")),
@@ -154,8 +234,14 @@ RUNS_CORRUPTIONS: dict[str, Callable[[str], str]] = {
     "extra-field": lambda t: t.rstrip("\n") + ",x\n",
 }
 TICKS_CORRUPTIONS: dict[str, str] = {
-    "truncated": '{"oom": [0, 1', "list": "[1, 2]", "negative": '{"oom": [-1]}', "huge": '{"oom": [1e30]}',
-    "string": '{"oom": ["a"]}', "nan": '{"oom": [NaN]}', "not-list": '{"oom": 3}', "empty": "",
+    "truncated": '{"oom": [0, 1',
+    "list": "[1, 2]",
+    "negative": '{"oom": [-1]}',
+    "huge": '{"oom": [1e30]}',
+    "string": '{"oom": ["a"]}',
+    "nan": '{"oom": [NaN]}',
+    "not-list": '{"oom": 3}',
+    "empty": "",
 }
 
 
@@ -187,16 +273,22 @@ def run_in_process(argv: list[str]) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-def run_process(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60,
-                **kwargs: object) -> Outcome:
+def run_process(
+    argv: list[str], env: dict[str, str] | None = None, timeout: float = 60, **kwargs: object
+) -> Outcome:
     """gpu-advisor in a subprocess (the real entry point's streams and signals)."""
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "advisor.cli.main", *argv], capture_output=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=timeout,
-                            **kwargs)  # type: ignore[call-overload]
-    return Outcome(result.returncode, result.stdout.decode("utf-8", "replace"),
-                   result.stderr.decode("utf-8", "replace"))
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", *argv],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        timeout=timeout,
+        **kwargs,
+    )  # type: ignore[call-overload]
+    return Outcome(
+        result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")
+    )
 
 
 def problems(outcome: Outcome) -> list[str]:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fuzz_cases import COLUMNS, GOOD_ROW, ROOT, run_process
 
 PARALLEL = 20
@@ -22,8 +21,15 @@ def parallel_calibrate(data_dir: Path, n: int = PARALLEL, offset: int = 0) -> li
     for i in range(n):
         csv_path = data_dir.parent / f"run-{offset + i}.csv"
         csv_path.write_text(COLUMNS + "\n" + GOOD_ROW.format(tp=1300 + offset + i, tag=offset + i) + "\n")
-        procs.append(subprocess.Popen([sys.executable, "-m", "advisor.cli.main", "calibrate", str(csv_path)],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "advisor.cli.main", "calibrate", str(csv_path)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     return [p.wait(timeout=900) for p in procs]
 
 

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from fuzz_cases import BASES, FLAGS, HOSTILE, flag_cases, problems, run_in_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_cases import BASES, FLAGS, HOSTILE, flag_cases, problems, run_in_process
-
-SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-values = st.one_of(st.sampled_from(HOSTILE), st.text(min_size=0, max_size=12),
-                   st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                   st.integers(min_value=-(10 ** 30), max_value=10 ** 30).map(str))
+SETTINGS = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+values = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.text(min_size=0, max_size=12),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+)
 
 
 @st.composite
@@ -36,21 +42,51 @@ def test_campaign_sample(argv: list[str]) -> None:
     assert not problems(outcome), outcome
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["recommend", "--model", "llama-2-7b", "--deployment", "on-prem", "--years", "11"], "--years: '11' must be at most 10"),
-    (["recommend", "--model="], "--model: empty value"),
-    (["recommend", "--model=", "--workload", "inference"], "--model: empty value"),
-    (["recommend", "--params", "1e-300"], "--params: '1e-300' must be at least 1e+06"),
-    (["recommend", "--model", "llama-2-7b", "--workload", "inference", "--epochs", "3"], "--epochs: not used by"),
-    (["recommend", "--model", "llama-2-7b", "--workload", "inference", "--tokens", "2T"], "--tokens: not used by"),
-    (["recommend", "--model", "llama-2-7b", "--workload", "finetune", "--lora-rank", "8"], "--lora-rank: not used"),
-    (["recommend", "--model", "llama-2-7b", "--tpot-ms", "20"], "--tpot-ms: not used by --workload training"),
-    (["recommend", "--model", "llama-2-7b", "--years", "3"], "--years: only used with --deployment on-prem"),
-    (["recommend", "--model", "llama-2-7b", "--provider", "\x1b[31maws"], r"'\x1b[31maws' contains control"),
-    (["recommend", "--model", "llama-2-7b", "--budget", "1e400"], "--budget: '1e400' is not a finite number"),
-    (["predict", "--model", "resnet50", "--gpu", "h100", "--count", "1e20"], "--count: '1e20' must be at most"),
-    (["tco", "--gpu", "h100", "--count", "8", "--years", "nan"], "--years: 'nan' is not"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (
+            ["recommend", "--model", "llama-2-7b", "--deployment", "on-prem", "--years", "11"],
+            "--years: '11' must be at most 10",
+        ),
+        (["recommend", "--model="], "--model: empty value"),
+        (["recommend", "--model=", "--workload", "inference"], "--model: empty value"),
+        (["recommend", "--params", "1e-300"], "--params: '1e-300' must be at least 1e+06"),
+        (
+            ["recommend", "--model", "llama-2-7b", "--workload", "inference", "--epochs", "3"],
+            "--epochs: not used by",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--workload", "inference", "--tokens", "2T"],
+            "--tokens: not used by",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--workload", "finetune", "--lora-rank", "8"],
+            "--lora-rank: not used",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--tpot-ms", "20"],
+            "--tpot-ms: not used by --workload training",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--years", "3"],
+            "--years: only used with --deployment on-prem",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--provider", "\x1b[31maws"],
+            r"'\x1b[31maws' contains control",
+        ),
+        (
+            ["recommend", "--model", "llama-2-7b", "--budget", "1e400"],
+            "--budget: '1e400' is not a finite number",
+        ),
+        (
+            ["predict", "--model", "resnet50", "--gpu", "h100", "--count", "1e20"],
+            "--count: '1e20' must be at most",
+        ),
+        (["tco", "--gpu", "h100", "--count", "8", "--years", "nan"], "--years: 'nan' is not"),
+    ],
+)
 def test_named_bad_values_are_one_line_exit_2(argv: list[str], needle: str) -> None:
     outcome = run_in_process(argv)
     assert outcome.code == 2 and not problems(outcome), outcome

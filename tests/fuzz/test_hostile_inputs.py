@@ -10,8 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-
-from fuzz_cases import CSV_ACCEPTED, CSV_FILES, ROOT, SPEC_FILES, problems, run_in_process, run_process, write_file
+from fuzz_cases import (
+    CSV_ACCEPTED,
+    CSV_FILES,
+    ROOT,
+    SPEC_FILES,
+    problems,
+    run_in_process,
+    run_process,
+    write_file,
+)
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_FILES))
@@ -23,9 +31,14 @@ def test_from_files(name: str, tmp_path: Path) -> None:
 
 
 def test_from_checks_schema_version(tmp_path: Path) -> None:
-    for name, needle in (("no-version", "no schema_version"), ("version-2", "newer than this gpu-advisor"),
-                         ("version-one", "is not a version number")):
-        outcome = run_in_process(["recommend", "--from", str(write_file(tmp_path / "s.toml", SPEC_FILES[name]))])
+    for name, needle in (
+        ("no-version", "no schema_version"),
+        ("version-2", "newer than this gpu-advisor"),
+        ("version-one", "is not a version number"),
+    ):
+        outcome = run_in_process(
+            ["recommend", "--from", str(write_file(tmp_path / "s.toml", SPEC_FILES[name]))]
+        )
         assert needle in outcome.stderr, outcome.stderr
 
 
@@ -43,7 +56,9 @@ def test_from_a_non_file_answers_at_once(target: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(CSV_FILES))
 def test_calibration_csvs(name: str, tmp_path: Path) -> None:
     path = write_file(tmp_path / f"{name}.csv", CSV_FILES[name])
-    if name in CSV_ACCEPTED:  # accepted rows are only validated here (the refit is tested in test_concurrency)
+    if (
+        name in CSV_ACCEPTED
+    ):  # accepted rows are only validated here (the refit is tested in test_concurrency)
         from advisor.catalog import load_knowledge
         from advisor.efficiency.calibrate import validate_rows
 
@@ -77,8 +92,13 @@ def test_bare_command_without_a_terminal_exits_2_at_once() -> None:
 
 def test_full_disk_on_stdout_is_one_line() -> None:
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "advisor.cli.main", "gpus"], stdout=full,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        result = subprocess.run(
+            [sys.executable, "-m", "advisor.cli.main", "gpus"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     assert result.returncode == 2 and "no space left on device" in result.stderr
     assert len(result.stderr.splitlines()) == 1
 
@@ -89,8 +109,13 @@ def test_output_to_dev_full_is_refused_even_with_force() -> None:
 
 
 def test_broken_pipe_is_quiet() -> None:
-    proc = subprocess.Popen(f"{sys.executable} -m advisor.cli.main prices | head -c 10 >/dev/null", shell=True,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        f"{sys.executable} -m advisor.cli.main prices | head -c 10 >/dev/null",
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     _, err = proc.communicate(timeout=60)
     assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
 
@@ -102,9 +127,13 @@ def test_non_utf8_stdout_is_handled() -> None:
 
 @pytest.mark.parametrize("delay", [0.3, 0.6])
 def test_interrupt_exits_130_without_traceback(delay: float) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "advisor.cli.main", "recommend", "--model", "llama-2-70b"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.cli.main", "recommend", "--model", "llama-2-70b"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -1,4 +1,5 @@
-"""Stored files that go bad: moved (or copied) aside with one warning line, never lost, and the command answers."""
+"""Stored files that go bad: moved (or copied) aside with one warning line, never lost, and the command
+answers."""
 
 from __future__ import annotations
 
@@ -6,11 +7,29 @@ import os
 from pathlib import Path
 
 import pytest
+from fuzz_cases import (
+    CSV_FILES,
+    MODEL_CORRUPTIONS,
+    ROOT,
+    RUNS_CORRUPTIONS,
+    TICKS_CORRUPTIONS,
+    aside_files,
+    problems,
+    run_in_process,
+    write_file,
+)
 
-from fuzz_cases import (CSV_FILES, MODEL_CORRUPTIONS, ROOT, RUNS_CORRUPTIONS, TICKS_CORRUPTIONS, aside_files,
-                        problems, run_in_process, write_file)
-
-PREDICT = ["predict", "--model", "resnet50", "--gpu", "a100-80gb-sxm", "--precision", "fp16", "--format", "json"]
+PREDICT = [
+    "predict",
+    "--model",
+    "resnet50",
+    "--gpu",
+    "a100-80gb-sxm",
+    "--precision",
+    "fp16",
+    "--format",
+    "json",
+]
 
 
 def _calibration() -> Path:
@@ -44,14 +63,18 @@ def test_one_warning_line_names_the_file_set_aside() -> None:
 
 @pytest.mark.parametrize("name", sorted(RUNS_CORRUPTIONS))
 def test_stored_runs_that_go_bad_are_kept_aside(name: str) -> None:
-    good = str(CSV_FILES["good"]) + CSV_FILES["good"].splitlines()[1].replace("our cluster a", "second") + "\n"  # type: ignore[union-attr]
+    good = (
+        str(CSV_FILES["good"]) + CSV_FILES["good"].splitlines()[1].replace("our cluster a", "second") + "\n"
+    )  # type: ignore[union-attr]
     bad = RUNS_CORRUPTIONS[name](good)
     runs = write_file(_calibration() / "runs.csv", bad)
     outcome = run_in_process(["calibrate", "--list", "--format", "json"])
     assert outcome.code == 0 and not problems(outcome), outcome
     assert "warning" in outcome.stderr and ".corrupt-" in outcome.stderr
     kept = [p.read_text(encoding="utf-8", errors="surrogateescape") for p in aside_files(runs.parent)]
-    assert len(kept) == 1 and kept[0].encode("utf-8", "surrogateescape") == bad.encode("utf-8"), "nothing lost"
+    assert len(kept) == 1 and kept[0].encode("utf-8", "surrogateescape") == bad.encode("utf-8"), (
+        "nothing lost"
+    )
     again = run_in_process(["calibrate", "--list", "--format", "json"])
     assert "warning" not in again.stderr and again.stdout == outcome.stdout
 

@@ -15,8 +15,14 @@ COMMANDS = ["gpus", "models", "prices", "predict", "recommend", "checklist", "tc
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "advisor.cli.main", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -33,26 +39,41 @@ def test_top_level_help_lists_commands() -> None:
 
 
 def test_help_imports_neither_sklearn_nor_textual() -> None:
-    code = ("import sys\nfrom advisor.cli.main import main\ntry:\n    main(['recommend', '--help'])\n"
-            "except SystemExit:\n    pass\nheavy = [m for m in ('sklearn', 'textual', 'numpy', 'plotext', 'pydantic') "
-            "if m in sys.modules]\nprint('HEAVY:' + ','.join(heavy))")
+    code = (
+        "import sys\nfrom advisor.cli.main import main\ntry:\n    main(['recommend', '--help'])\n"
+        "except SystemExit:\n    pass\nheavy = [m for m in ('sklearn', 'textual', 'numpy', 'plotext', "
+        "'pydantic') "
+        "if m in sys.modules]\nprint('HEAVY:' + ','.join(heavy))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "HEAVY:"
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["recommend", "--model", "llama-9"], "unknown model 'llama-9'; accepted: llama-2-7b"),
-    (["recommend", "--model", "llama-2-7b", "--budget", "lots"], "--budget: 'lots' is not a number"),
-    (["recommend", "--model", "llama-2-7b", "--budget", "-5"], "--budget: '-5' must be greater than 0"),
-    (["recommend", "--model", "llama-2-7b", "--deadline", "soon"], "--deadline: 'soon' is not a duration"),
-    (["recommend", "--model", "llama-2-7b", "--workload", "dance"], "invalid choice: 'dance'"),
-    (["recommend", "--model", "llama-2-7b", "--gpu", "h1000"], "unknown GPU 'h1000'; accepted:"),
-    (["recommend", "--model", "llama-2-7b", "--params", "7B"], "give exactly one of model"),
-    (["predict", "--model", "llama-2-7b", "--gpu", "v100-16gb", "--precision", "bf16"], "has no bf16"),
-    (["predict", "--model", "resnet50", "--gpu", "h100", "--count", "3.5"], "--count: '3.5' must be a whole"),
-    (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
-    (["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"], "int4 is for inference"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["recommend", "--model", "llama-9"], "unknown model 'llama-9'; accepted: llama-2-7b"),
+        (["recommend", "--model", "llama-2-7b", "--budget", "lots"], "--budget: 'lots' is not a number"),
+        (["recommend", "--model", "llama-2-7b", "--budget", "-5"], "--budget: '-5' must be greater than 0"),
+        (
+            ["recommend", "--model", "llama-2-7b", "--deadline", "soon"],
+            "--deadline: 'soon' is not a duration",
+        ),
+        (["recommend", "--model", "llama-2-7b", "--workload", "dance"], "invalid choice: 'dance'"),
+        (["recommend", "--model", "llama-2-7b", "--gpu", "h1000"], "unknown GPU 'h1000'; accepted:"),
+        (["recommend", "--model", "llama-2-7b", "--params", "7B"], "give exactly one of model"),
+        (["predict", "--model", "llama-2-7b", "--gpu", "v100-16gb", "--precision", "bf16"], "has no bf16"),
+        (
+            ["predict", "--model", "resnet50", "--gpu", "h100", "--count", "3.5"],
+            "--count: '3.5' must be a whole",
+        ),
+        (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
+        (
+            ["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"],
+            "int4 is for inference",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
     result = run(*args)
     assert result.returncode == 2, result.stderr
@@ -62,20 +83,49 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
 
 
 def test_recommend_json_schema() -> None:
-    result = run("recommend", "--model", "llama-2-70b", "--workload", "finetune", "--precision", "bf16",
-                 "--budget", "20000", "--format", "json")
+    result = run(
+        "recommend",
+        "--model",
+        "llama-2-70b",
+        "--workload",
+        "finetune",
+        "--precision",
+        "bf16",
+        "--budget",
+        "20000",
+        "--format",
+        "json",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     plan = data["plans"][0]
-    for key in ("gpu", "count", "nodes", "parallelism", "precision", "memory_per_gpu_gb", "hours", "cost_usd",
-                "reasons"):
+    for key in (
+        "gpu",
+        "count",
+        "nodes",
+        "parallelism",
+        "precision",
+        "memory_per_gpu_gb",
+        "hours",
+        "cost_usd",
+        "reasons",
+    ):
         assert key in plan
     assert set(plan["hours"]) == {"p10", "p50", "p90"} and set(plan["cost_usd"]) >= {"low", "high"}
 
 
 def test_recommend_table_says_prices_as_of() -> None:
-    result = run("recommend", "--model", "llama-2-70b", "--workload", "finetune", "--precision", "bf16",
-                 "--budget", "20000")
+    result = run(
+        "recommend",
+        "--model",
+        "llama-2-70b",
+        "--workload",
+        "finetune",
+        "--precision",
+        "bf16",
+        "--budget",
+        "20000",
+    )
     assert result.returncode == 0 and "prices as of 20" in result.stdout and "Why not:" in result.stdout
 
 
@@ -86,8 +136,19 @@ def test_nothing_fits_exits_1_with_reasons() -> None:
 
 
 def test_predict_json_fields() -> None:
-    result = run("predict", "--model", "resnet50", "--gpu", "a100-80gb-sxm", "--count", "8", "--precision", "fp16",
-                 "--format", "json")
+    result = run(
+        "predict",
+        "--model",
+        "resnet50",
+        "--gpu",
+        "a100-80gb-sxm",
+        "--count",
+        "8",
+        "--precision",
+        "fp16",
+        "--format",
+        "json",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     t = data["throughput"]
@@ -115,8 +176,12 @@ def test_output_file_is_atomic_and_never_clobbered(tmp_path: Path) -> None:
 
 def test_from_spec_reproduces_plans(tmp_path: Path) -> None:
     spec = tmp_path / "spec.toml"
-    assert run("recommend", "--model", "mistral-7b", "--workload", "qlora", "--budget", "300", "-o",
-               str(spec)).returncode == 0
+    assert (
+        run(
+            "recommend", "--model", "mistral-7b", "--workload", "qlora", "--budget", "300", "-o", str(spec)
+        ).returncode
+        == 0
+    )
     again = run("recommend", "--from", str(spec), "--format", "toml")
     assert again.returncode == 0, again.stderr
     before, after = tomllib.loads(spec.read_text()), tomllib.loads(again.stdout)

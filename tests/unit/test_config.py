@@ -12,14 +12,14 @@ from advisor.predict import predict
 GPT3 = dict(model="gpt3-175b", precision="bf16", seq_len=2048)
 
 
-def _predict(knowledge, count: int, **config):  # type: ignore[no-untyped-def]
+def _predict(knowledge, count: int, **config):
     mb = config.pop("micro_batch", None)
     w = Workload(**GPT3, batch_size=mb, config=RunConfig(**config))
     return predict(knowledge, w, "h100-sxm", count, Constraints(), PriorEfficiency(knowledge.assumptions))
 
 
 @pytest.mark.parametrize("count,dp", [(1024, 16), (8192, 128)])
-def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:  # type: ignore[no-untyped-def]
+def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:
     p = _predict(knowledge, count, tp=8, pp=8, recompute="full", global_batch=1536)
     assert p.throughput is not None
     assert (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.recompute) == (8, 8, dp, "full")
@@ -30,32 +30,40 @@ def test_stated_layout_is_held(knowledge, count: int, dp: int) -> None:  # type:
     assert c["micro_batch"].source == "chosen"
 
 
-def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
     p = _predict(knowledge, 64, tp=8, pp=1, zero=0, recompute="none", micro_batch=4, global_batch=1536)
     assert p.throughput is None and p.refusal == "memory"
-    assert (p.layout.tp, p.layout.pp, p.layout.sharding, p.layout.recompute, p.layout.micro_batch) == \
-        (8, 1, "ddp", "none", 4)
+    assert (p.layout.tp, p.layout.pp, p.layout.sharding, p.layout.recompute, p.layout.micro_batch) == (
+        8,
+        1,
+        "ddp",
+        "none",
+        4,
+    )
     assert p.memory.per_gpu_gb > p.memory.usable_gb and "optimizer" in p.memory.breakdown
 
 
-@pytest.mark.parametrize("config,count,words", [
-    (dict(tp=5), 64, "does not divide gpt3-175b's 96 attention heads"),
-    (dict(pp=128), 1024, "more than gpt3-175b's 96 layers"),
-    (dict(ep=2), 64, "dense"),
-    (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not --count 64"),
-    (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "--global-batch 99 is not divisible by dp 2"),
-    (dict(cp=3), 48, "--cp 3 does not divide the sequence length 2048"),
-    (dict(pp=8, pp_schedule="interleaved:5"), 64, "do not split into 40 equal chunks"),
-    (dict(zero=0, offload="optimizer"), 8, "--offload optimizer needs ZeRO"),
-    (dict(engine="vllm"), 8, "--engine applies to --workload inference"),
-    (dict(tp=8, shard_group=3), 64, "--shard-group 3 does not divide"),
-])
-def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "config,count,words",
+    [
+        (dict(tp=5), 64, "does not divide gpt3-175b's 96 attention heads"),
+        (dict(pp=128), 1024, "more than gpt3-175b's 96 layers"),
+        (dict(ep=2), 64, "dense"),
+        (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not --count 64"),
+        (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "--global-batch 99 is not divisible by dp 2"),
+        (dict(cp=3), 48, "--cp 3 does not divide the sequence length 2048"),
+        (dict(pp=8, pp_schedule="interleaved:5"), 64, "do not split into 40 equal chunks"),
+        (dict(zero=0, offload="optimizer"), 8, "--offload optimizer needs ZeRO"),
+        (dict(engine="vllm"), 8, "--engine applies to --workload inference"),
+        (dict(tp=8, shard_group=3), 64, "--shard-group 3 does not divide"),
+    ],
+)
+def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:
     with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")):
         _predict(knowledge, count, **config)
 
 
-def test_moe_expert_parallel_must_divide_experts(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_moe_expert_parallel_must_divide_experts(knowledge) -> None:
     w = Workload(model="mixtral-8x7b", kind="pretrain", config=RunConfig(ep=3))
     with pytest.raises(InputError, match="--ep 3 does not divide mixtral-8x7b's 8 experts"):
         predict(knowledge, w, "h100-sxm", 48, Constraints(), PriorEfficiency(knowledge.assumptions))
@@ -70,14 +78,26 @@ def test_old_optimizer_name_is_read() -> None:
     assert Workload(model="llama-2-7b", optimizer="adam8bit").optimizer == "adamw-8bit"
 
 
-def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
-    p = predict(knowledge, Workload(model="waveglow"), "h100-sxm", 8, Constraints(),
-                PriorEfficiency(knowledge.assumptions))
+def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:
+    p = predict(
+        knowledge,
+        Workload(model="waveglow"),
+        "h100-sxm",
+        8,
+        Constraints(),
+        PriorEfficiency(knowledge.assumptions),
+    )
     assert p.throughput is None and p.refusal == "scale"
     assert "global batch" in p.notes[0] and "does not fit" not in p.notes[0]
 
 
-def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:  # type: ignore[no-untyped-def]
-    p = predict(knowledge, Workload(model="mpt-125m", kind="pretrain", precision="bf16"), "h100-sxm", 8,
-                Constraints(), PriorEfficiency(knowledge.assumptions))
+def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:
+    p = predict(
+        knowledge,
+        Workload(model="mpt-125m", kind="pretrain", precision="bf16"),
+        "h100-sxm",
+        8,
+        Constraints(),
+        PriorEfficiency(knowledge.assumptions),
+    )
     assert p.layout.tp == 1 and p.layout.pp == 1

@@ -21,14 +21,14 @@ def test_guide_example_corrected() -> None:
     assert total == pytest.approx(404.024)
 
 
-def test_volatility_ranges_follow_the_guide(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_volatility_ranges_follow_the_guide(knowledge) -> None:
     a = knowledge.assumptions
     assert volatility(Constraints(demand="static"), a) == (1.0, 1.0, 1.0)
     assert volatility(Constraints(demand="fluctuating"), a)[::2] == (1.2, 1.5)
     assert volatility(Constraints(demand="high"), a)[::2] == (1.3, 1.7)
 
 
-def test_plan_cost_is_a_range_with_prorated_storage(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_plan_cost_is_a_range_with_prorated_storage(knowledge) -> None:
     a = knowledge.assumptions
     c = plan_cost((10.0, 20.0, 30.0), 8.0, Constraints(demand="fluctuating"), a, dataset_gb=730.0)
     storage = 0.023 * 730.0 / 730.0  # $/GB-month x GB x (hours / 730)
@@ -39,8 +39,17 @@ def test_plan_cost_is_a_range_with_prorated_storage(knowledge) -> None:  # type:
 
 
 def _offer(gpus: int, usd: float, instance: str) -> Offer:
-    return Offer(provider="p", region="r", instance=instance, gpu="h100-sxm", gpus=gpus, pricing="on-demand",
-                 usd_per_hour=usd, date=dt.date(2026, 1, 1), source="s")
+    return Offer(
+        provider="p",
+        region="r",
+        instance=instance,
+        gpu="h100-sxm",
+        gpus=gpus,
+        pricing="on-demand",
+        usd_per_hour=usd,
+        date=dt.date(2026, 1, 1),
+        source="s",
+    )
 
 
 def test_best_offer_bills_whole_instances_and_keeps_servers_whole() -> None:
@@ -54,7 +63,7 @@ def test_best_offer_bills_whole_instances_and_keeps_servers_whole() -> None:
     assert sixteen is not None and sixteen.instances == 2 and sixteen.usd_per_hour == 160.0
 
 
-def test_spot_overhead_grows_with_instances(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_spot_overhead_grows_with_instances(knowledge) -> None:
     a = knowledge.assumptions
     one = spot_overhead(100.0, 1, a)
     many = spot_overhead(100.0, 16, a)

@@ -13,8 +13,20 @@ from advisor.job import resolve_job
 from advisor.job_shape import dense_arch_for
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
-SHAPE = ["--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--ffn", "14336",
-         "--vocab", "128256"]
+SHAPE = [
+    "--layers",
+    "32",
+    "--hidden",
+    "4096",
+    "--heads",
+    "32",
+    "--kv-heads",
+    "8",
+    "--ffn",
+    "14336",
+    "--vocab",
+    "128256",
+]
 
 
 def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, type-arg]
@@ -22,7 +34,7 @@ def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, 
     return json.loads(capsys.readouterr().out)
 
 
-def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:
     out = _predict_json(capsys, "--config", str(CONFIGS / "llama-3.1-8b.json"))
     assert any("8.03B parameters counted from the shape" in a for a in out["assumed"])
     from advisor.catalog.hf_config import read_hf_config
@@ -32,29 +44,47 @@ def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None: 
     assert spec.source.endswith("llama-3.1-8b.json")
 
 
-def test_quick_shape_matches_the_config(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_quick_shape_matches_the_config(capsys) -> None:
     out = _predict_json(capsys, *SHAPE)
     assert any("model shape from shape" in a for a in out["assumed"])
 
 
-@pytest.mark.parametrize("flags", [
-    ["--model", "llama-3.1-8b", "--config", str(CONFIGS / "llama-3.1-8b.json")],
-    ["--layers", "32", "--hidden", "4096"],
-    ["--config", "/no/such/config.json"],
-    [*SHAPE[:-2], "--vocab", "many"],
-])
-def test_bad_model_flags_are_one_line_exit_2(flags, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--model", "llama-3.1-8b", "--config", str(CONFIGS / "llama-3.1-8b.json")],
+        ["--layers", "32", "--hidden", "4096"],
+        ["--config", "/no/such/config.json"],
+        [*SHAPE[:-2], "--vocab", "many"],
+    ],
+)
+def test_bad_model_flags_are_one_line_exit_2(flags, capsys) -> None:
     assert main(["predict", *flags, "--gpu", "h100-sxm"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "error" in err
 
 
-def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> None:
     spec_file = tmp_path / "run.toml"
     config = tmp_path / "config.json"
     config.write_text((CONFIGS / "llama-3.2-1b.json").read_text())
-    assert main(["recommend", "--config", str(config), "--workload", "lora", "--gpu", "h100-sxm", "--max-gpus", "8",
-                 "--format", "toml", "-o", str(spec_file)]) in (0, 1)
+    assert main(
+        [
+            "recommend",
+            "--config",
+            str(config),
+            "--workload",
+            "lora",
+            "--gpu",
+            "h100-sxm",
+            "--max-gpus",
+            "8",
+            "--format",
+            "toml",
+            "-o",
+            str(spec_file),
+        ]
+    ) in (0, 1)
     config.unlink()  # --from must not need the original file
     capsys.readouterr()
     assert main(["recommend", "--from", str(spec_file), "--format", "json"]) in (0, 1)
@@ -62,18 +92,27 @@ def test_export_carries_the_shape_and_from_reproduces_it(tmp_path, capsys) -> No
     assert "config.json" in json.dumps(report["job"]) or report["job"]["model_id"]
 
 
-def test_generic_params_take_llama3_proportions(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_generic_params_take_llama3_proportions(knowledge) -> None:
     arch = dense_arch_for(8e9)
     spec = knowledge.model("llama-3.1-8b")
     assert (arch.layers, arch.hidden, arch.kv_heads, arch.ffn_hidden, arch.vocab) == (
-        spec.layers, spec.hidden, spec.kv_heads, spec.ffn_hidden, spec.vocab)
+        spec.layers,
+        spec.hidden,
+        spec.kv_heads,
+        spec.ffn_hidden,
+        spec.vocab,
+    )
     job = resolve_job(knowledge, Workload(params=70e9, kind="pretrain", tokens=1e9))
-    assert job.arch is not None and job.arch.kv_heads == 8 and any("Llama 3 proportions" in a for a in job.assumed)
+    assert (
+        job.arch is not None
+        and job.arch.kv_heads == 8
+        and any("Llama 3 proportions" in a for a in job.assumed)
+    )
 
 
 def test_memory_check_reports_every_source() -> None:
-    from advisor.memory_check import check_all, memory_validation_lines
     from advisor.catalog.loader import load_knowledge
+    from advisor.memory_check import check_all, memory_validation_lines
 
     checks = check_all(load_knowledge())
     assert len(checks) == 80

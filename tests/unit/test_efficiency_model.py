@@ -23,26 +23,26 @@ HELD_OUT = "pytorch/torchtitan"  # the fixed fold: 26 runs of a stack whose trai
 
 
 @pytest.fixture(scope="module")
-def meta(knowledge):  # type: ignore[no-untyped-def]
+def meta(knowledge):
     return tomllib.loads(knowledge.root.joinpath(META).read_text())
 
 
 @pytest.fixture(scope="module")
-def exported(knowledge) -> ExportedModel:  # type: ignore[no-untyped-def]
+def exported(knowledge) -> ExportedModel:
     return ExportedModel.from_json(knowledge.root.joinpath(ARTIFACT).read_text())
 
 
 @pytest.fixture(scope="module")
-def samples(knowledge) -> list[Sample]:  # type: ignore[no-untyped-def]
+def samples(knowledge) -> list[Sample]:
     return shipped_dataset(knowledge).samples
 
 
-def test_artifact_hash_matches_metadata(knowledge, meta) -> None:  # type: ignore[no-untyped-def]
+def test_artifact_hash_matches_metadata(knowledge, meta) -> None:
     text = knowledge.root.joinpath(ARTIFACT).read_bytes()
     assert hashlib.sha256(text).hexdigest() == meta["artifact_sha256"]
 
 
-def test_model_was_trained_on_the_current_knowledge(knowledge, meta, exported) -> None:  # type: ignore[no-untyped-def]
+def test_model_was_trained_on_the_current_knowledge(knowledge, meta, exported) -> None:
     assert data_hash(knowledge) == meta["data_sha256"], "knowledge changed since training: run `make train`"
     assert meta["feature_order"] == list(exported.features) == list(FEATURES)
     assert "llm by source" in meta["cv"] and f"llm by source / {HELD_OUT}" in meta["cv"]
@@ -56,7 +56,7 @@ def _subsample(samples: list[Sample]) -> list[Sample]:
     return [s for s in samples if s.family == "llm"] + others[::6]
 
 
-def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> None:
     import numpy as np
 
     sub = _subsample(samples)
@@ -69,7 +69,7 @@ def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> 
     fold = [i for i, s in enumerate(sub) if s.row.origin == HELD_OUT]
     assert len(fold) == 26
     logs = held_out(sub, fold, by_source, fit_predict)
-    const, phys = baselines(sub, fold, by_source, "llm")
+    const, _phys = baselines(sub, fold, by_source, "llm")
     model = apes([sub[i] for i in fold], [min(math.exp(logs[i]), 1.0) * sub[i].sol for i in fold])
     constant = apes([sub[i] for i in fold], [const[i] for i in fold])
     # Recomputed here: the model, fitted without torchtitan, against the best constant MFU of the other rows.
@@ -77,23 +77,39 @@ def test_a_held_out_source_is_recomputed_and_beats_the_constant_mfu(samples) -> 
     assert sum(e < 1.0 for e in model) / len(model) >= 0.6
 
 
-def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_retraining_is_reproducible_and_the_export_is_exact(samples, exported) -> None:
     import numpy as np
 
     sub = _subsample(samples)[::3]
     first, second = fit(sub), fit(sub)
     base1, trees1 = export_trees(first)
     assert (base1, trees1) == export_trees(second)  # same rows + seed = same trees
-    mine = ExportedModel(exported.features, base1, trees1, exported.interval, exported.feature_min,
-                         exported.feature_max, len(sub), {})
+    mine = ExportedModel(
+        exported.features,
+        base1,
+        trees1,
+        exported.interval,
+        exported.feature_min,
+        exported.feature_max,
+        len(sub),
+        {},
+    )
     X = np.array([s.features for s in sub])
-    assert max(abs(a - b) for a, b in zip([mine.predict_log(x) for x in X.tolist()], first.predict(X))) < 1e-9
+    assert (
+        max(
+            abs(a - b)
+            for a, b in zip([mine.predict_log(x) for x in X.tolist()], first.predict(X), strict=True)
+        )
+        < 1e-9
+    )
 
 
 @pytest.mark.slow
-def test_the_shipped_trees_are_what_training_produces(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_the_shipped_trees_are_what_training_produces(samples, exported) -> None:
     _, trees = export_trees(fit(samples))
-    assert trees == exported.trees, "the artifact is not what `gpu-advisor model train` fits: run `make train`"
+    assert trees == exported.trees, (
+        "the artifact is not what `gpu-advisor model train` fits: run `make train`"
+    )
 
 
 def test_conformal_offsets_weigh_every_group_equally() -> None:
@@ -101,7 +117,7 @@ def test_conformal_offsets_weigh_every_group_equally() -> None:
     assert weighted_quantile([1, 2, 3, 4], [0, 0, 0, 1], 0.1) == 4
 
 
-def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, exported) -> None:
     model = LearnedEfficiency(exported, knowledge.assumptions, PriorEfficiency(knowledge.assumptions))
     assert "learned from" in model.name and "stack" in model.name
     batch = FEATURES.index("log_items_per_gpu_step")
@@ -113,16 +129,17 @@ def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, expo
         assert exported.predict_log(bigger) >= log - 1e-12
 
 
-def _predict(knowledge, stack: str):  # type: ignore[no-untyped-def]
+def _predict(knowledge, stack: str):
     from advisor.predict import predict
 
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
-    workload = Workload(model="llama-3.1-70b", kind="pretrain", precision="bf16",
-                        config=RunConfig(stack=stack))  # type: ignore[arg-type]
+    workload = Workload(
+        model="llama-3.1-70b", kind="pretrain", precision="bf16", config=RunConfig(stack=stack)
+    )  # type: ignore[arg-type]
     return predict(knowledge, workload, "h100-sxm", 64, efficiency=learned)
 
 
-def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:
     megatron, hf = _predict(knowledge, "megatron"), _predict(knowledge, "hf")
     assert megatron.efficiency is not None and hf.efficiency is not None
     assert megatron.efficiency.p50 != pytest.approx(hf.efficiency.p50)
@@ -130,13 +147,17 @@ def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:  # ty
     assert "stack hf: eager kernels" in hf.efficiency_source
 
 
-def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:
     from advisor.efficiency.explicit import job_of_run, stated_layout
     from advisor.efficiency.runs import read_llm_runs
     from advisor.errors import InputError
 
     runs, skipped = read_llm_runs(knowledge)
-    run = next(r for r in runs if r.pp > 1 and r.virtual > 1 and r.workload == "llama-3.1-70b" and r.gpu == "h100-sxm")
+    run = next(
+        r
+        for r in runs
+        if r.pp > 1 and r.virtual > 1 and r.workload == "llama-3.1-70b" and r.gpu == "h100-sxm"
+    )
     job = job_of_run(knowledge, run)
     lay = stated_layout(job, run.count, run.nodes, run.precision, run.micro_batch or 1, run.grad_accum)
     assert (lay.tp, lay.pp, lay.cp, lay.virtual) == (run.tp, run.pp, run.cp, run.virtual)
@@ -147,15 +168,15 @@ def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:  # t
         stated_layout(job, 24, 3, run.precision, 1)
 
 
-def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None:  # type: ignore[no-untyped-def]
+def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None:
     lo, hi = exported.interval["llm"]
     assert lo < 0 < hi
     llm = [s for s in samples if s.family == "llm"]
     assert statistics.median(s.efficiency for s in llm) > 0.2
-    assert conformal_offsets(llm, {i: 0.0 for i in range(len(llm))}, by_source)[0] < 0
+    assert conformal_offsets(llm, dict.fromkeys(range(len(llm)), 0.0), by_source)[0] < 0
 
 
-def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:  # type: ignore[no-untyped-def]
+def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:
     from advisor.efficiency.linear_fit import fit_linear, linear_fit_predict, sample_inputs
 
     linear = exported.linear
@@ -163,7 +184,7 @@ def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, export
     llm = [s for s in samples if s.family == "llm"]
     # Refitted here on every LLM run at the shipped penalty: the same numbers as the artifact.
     again = fit_linear(llm, linear.meta["lambda"])
-    assert max(abs(a - b) for a, b in zip(again.coef, linear.coef)) < 1e-9
+    assert max(abs(a - b) for a, b in zip(again.coef, linear.coef, strict=True)) < 1e-9
     assert abs(again.intercept - linear.intercept) < 1e-9
     # Held out: the torchtitan fold, predicted by a fit without it, beats the best constant MFU of the rest.
     fold = [i for i, s in enumerate(llm) if s.row.origin == HELD_OUT]
@@ -183,11 +204,13 @@ def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, export
     assert lo < 0 < hi
 
 
-def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
-            "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
-            "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
+        "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
+        "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,25 +13,33 @@ from advisor.inputs import Constraints, Workload
 from advisor.recommend import recommend
 
 GOLDEN = Path(__file__).parent / "golden" / "recommend_llama2_7b_finetune.toml"
-WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
 
-def _report(knowledge):  # type: ignore[no-untyped-def]
-    return recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
-                     Constraints(budget_usd=2000, deadline_hours=24, gpus=("a100-80gb-sxm", "l40s", "h100-sxm"),
-                                 top=3), PriorEfficiency(knowledge.assumptions))
+def _report(knowledge):
+    return recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
+        Constraints(budget_usd=2000, deadline_hours=24, gpus=("a100-80gb-sxm", "l40s", "h100-sxm"), top=3),
+        PriorEfficiency(knowledge.assumptions),
+    )
 
 
-def test_golden_toml(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_golden_toml(knowledge) -> None:
     text = export_toml(_report(knowledge), knowledge, WHEN)
-    if os.environ.get("GPU_ADVISOR_UPDATE_GOLDEN") == "1":  # a deliberate refresh; review the diff, then commit
+    if (
+        os.environ.get("GPU_ADVISOR_UPDATE_GOLDEN") == "1"
+    ):  # a deliberate refresh; review the diff, then commit
         GOLDEN.write_text(text)
-    assert GOLDEN.exists(), f"{GOLDEN.name} is missing: run with GPU_ADVISOR_UPDATE_GOLDEN=1 once and review it"
-    assert text == GOLDEN.read_text(), ("export changed: review the diff, then refresh the golden file with "
-                                        "GPU_ADVISOR_UPDATE_GOLDEN=1")
+    assert GOLDEN.exists(), (
+        f"{GOLDEN.name} is missing: run with GPU_ADVISOR_UPDATE_GOLDEN=1 once and review it"
+    )
+    assert text == GOLDEN.read_text(), (
+        "export changed: review the diff, then refresh the golden file with GPU_ADVISOR_UPDATE_GOLDEN=1"
+    )
 
 
-def test_record_is_self_describing(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_record_is_self_describing(knowledge) -> None:
     data = tomllib.loads(export_toml(_report(knowledge), knowledge, WHEN))
     assert data["schema_version"] == 1 and data["tool"]["name"] == "gpu-advisor"
     assert data["generated_at"] == WHEN
@@ -40,17 +48,30 @@ def test_record_is_self_describing(knowledge) -> None:  # type: ignore[no-untype
     a = data["assumptions"]
     assert a["prices_as_of"] and a["price_sources"] and a["catalogue_version"] and a["efficiency_source"]
     chosen = data["chosen"]
-    assert {"gpu", "count", "nodes", "parallelism", "precision", "memory_per_gpu_gb", "hours", "cost_usd",
-            "reasons"} <= set(chosen)
+    assert {
+        "gpu",
+        "count",
+        "nodes",
+        "parallelism",
+        "precision",
+        "memory_per_gpu_gb",
+        "hours",
+        "cost_usd",
+        "reasons",
+    } <= set(chosen)
     assert chosen["hours"]["p10"] <= chosen["hours"]["p50"] <= chosen["hours"]["p90"]
     assert len(data["alternatives"]) == 2
     assert data["rules_fired"] and isinstance(data["advice"], list)
 
 
-def test_round_trip_reproduces_the_plans(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_round_trip_reproduces_the_plans(knowledge) -> None:
     report = _report(knowledge)
     data = tomllib.loads(export_toml(report, knowledge, WHEN))
-    again = recommend(knowledge, Workload.model_validate(data["inputs"]["workload"]),
-                      Constraints.model_validate(data["inputs"]["constraints"]), PriorEfficiency(knowledge.assumptions))
+    again = recommend(
+        knowledge,
+        Workload.model_validate(data["inputs"]["workload"]),
+        Constraints.model_validate(data["inputs"]["constraints"]),
+        PriorEfficiency(knowledge.assumptions),
+    )
     assert again.plans == report.plans
     assert export_record(again, knowledge, WHEN) == export_record(report, knowledge, WHEN)

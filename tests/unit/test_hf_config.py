@@ -1,4 +1,5 @@
-"""Unit tests of reading Hugging Face config.json files and quick shapes into model specs with parameter counts."""
+"""Unit tests of reading Hugging Face config.json files and quick shapes into model specs with parameter
+counts."""
 
 from __future__ import annotations
 
@@ -13,27 +14,35 @@ from advisor.errors import InputError
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 
-def _read(name: str):  # type: ignore[no-untyped-def]
+def _read(name: str):
     return read_hf_config(FIXTURES / f"{name}.json")
 
 
-def test_llama_31_8b_matches_the_catalogue(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_llama_31_8b_matches_the_catalogue(knowledge) -> None:
     spec = _read("llama-3.1-8b")
     catalogue = knowledge.model("llama-3.1-8b")
     assert spec.params == pytest.approx(catalogue.params, rel=0.01)
     assert spec.params == 8_030_261_248  # the catalogue's own derivation, to the parameter
     assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden, spec.vocab) == (
-        catalogue.layers, catalogue.hidden, catalogue.heads, catalogue.kv_heads, catalogue.ffn_hidden,
-        catalogue.vocab)
+        catalogue.layers,
+        catalogue.hidden,
+        catalogue.heads,
+        catalogue.kv_heads,
+        catalogue.ffn_hidden,
+        catalogue.vocab,
+    )
     assert spec.gated_ffn and not spec.tied_embeddings and spec.kv_channels is None
     assert spec.max_seq_len == 131072 and spec.architecture == "llama" and spec.id == "llama-3.1-8b"
 
 
-@pytest.mark.parametrize("name,total,active,rel", [
-    ("mixtral-8x7b", 46.7e9, 12.9e9, 0.005),      # Mixtral paper: 47B / 13B; catalogue 46.70B / 12.88B
-    ("deepseek-v3", 671e9, 37e9, 0.016),          # DeepSeek-V3 report: 671B total, 37B activated
-    ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02),       # its name: 30B total, A3B active
-])
+@pytest.mark.parametrize(
+    "name,total,active,rel",
+    [
+        ("mixtral-8x7b", 46.7e9, 12.9e9, 0.005),  # Mixtral paper: 47B / 13B; catalogue 46.70B / 12.88B
+        ("deepseek-v3", 671e9, 37e9, 0.016),  # DeepSeek-V3 report: 671B total, 37B activated
+        ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02),  # its name: 30B total, A3B active
+    ],
+)
 def test_moe_total_and_active(name: str, total: float, active: float, rel: float) -> None:
     spec = _read(name)
     assert spec.params == pytest.approx(total, rel=rel)
@@ -48,13 +57,16 @@ def test_deepseek_v3_latent_attention_and_shared_experts() -> None:
     assert (spec.ffn_hidden, spec.moe_ffn_hidden) == (18432, 2048)
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("qwen2.5-72b", 72.7e9),     # model card 72.7B (QKV biases counted)
-    ("gpt2", 124_439_808),       # GPT-2 small "124M", tied embeddings and 1024 learned positions
-    ("llama-3.2-1b", 1.236e9),   # tied embeddings, head_dim 64
-    ("phi-3-mini-4k", 3.82e9),   # Phi-3 report: 3.8B
-    ("falcon-7b", 6.92e9),       # multi-query, parallel attention, one LayerNorm a layer
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("qwen2.5-72b", 72.7e9),  # model card 72.7B (QKV biases counted)
+        ("gpt2", 124_439_808),  # GPT-2 small "124M", tied embeddings and 1024 learned positions
+        ("llama-3.2-1b", 1.236e9),  # tied embeddings, head_dim 64
+        ("phi-3-mini-4k", 3.82e9),  # Phi-3 report: 3.8B
+        ("falcon-7b", 6.92e9),  # multi-query, parallel attention, one LayerNorm a layer
+    ],
+)
 def test_dense_parameter_counts(name: str, expected: float) -> None:
     assert _read(name).params == pytest.approx(expected, rel=0.005)
 
@@ -84,7 +96,7 @@ def test_a_folder_holding_config_json_is_read(tmp_path: Path) -> None:
     assert read_hf_config(folder).id == "mixtral-8x7b-v0.1"
 
 
-def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:
     spec = spec_from_shape(32, 4096, 32, 8, 14336, 128256)
     assert spec.params == pytest.approx(knowledge.model("llama-3.1-8b").params, rel=1e-3)
     moe = spec_from_shape(32, 4096, 32, 8, 14336, 32000, experts=8, experts_per_token=2)
@@ -92,11 +104,14 @@ def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:  # type: i
     assert moe.active_params == pytest.approx(knowledge.model("mixtral-8x7b").active_params, rel=1e-3)
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"kv_heads": 5}, "--kv-heads 5 does not divide --heads 32"),
-    ({"heads": 0}, "--heads 0 is not accepted"),
-    ({"hidden": 4100}, "--heads 32 does not divide --hidden 4100"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"kv_heads": 5}, "--kv-heads 5 does not divide --heads 32"),
+        ({"heads": 0}, "--heads 0 is not accepted"),
+        ({"hidden": 4100}, "--heads 32 does not divide --hidden 4100"),
+    ],
+)
 def test_spec_from_shape_rejects_bad_shapes(kwargs: dict[str, int], message: str) -> None:
     args = {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256} | kwargs
     with pytest.raises(InputError, match=message):
@@ -136,13 +151,16 @@ def test_bad_value_is_one_line_naming_it() -> None:
         spec_from_hf_config(data, source="cfg.json")
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{not json", "is not JSON"),
-    ("[1, 2]", "holds one JSON object, not list"),
-    ("[" * 100 + "]" * 100, "nested deeper than 16 levels"),
-    ("[" * 100_000 + "]" * 100_000, "nested"),
-    (b"\xff\xfe{}", "is not JSON"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "holds one JSON object, not list"),
+        ("[" * 100 + "]" * 100, "nested deeper than 16 levels"),
+        ("[" * 100_000 + "]" * 100_000, "nested"),
+        (b"\xff\xfe{}", "is not JSON"),
+    ],
+)
 def test_bad_files_are_one_line(tmp_path: Path, content: str | bytes, message: str) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -154,7 +172,7 @@ def test_bad_files_are_one_line(tmp_path: Path, content: str | bytes, message: s
 def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
     huge = tmp_path / "config.json"
     huge.write_text('{"pad": "' + "x" * (1 << 20) + '"}')
-    with pytest.raises(InputError, match="accepted: a config.json up to 1 MiB") as exc:
+    with pytest.raises(InputError, match=r"accepted: a config\.json up to 1 MiB") as exc:
         read_hf_config(huge)
     _one_line(exc)
     with pytest.raises(InputError, match="is not a regular file") as exc:
@@ -166,17 +184,38 @@ def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
         read_hf_config(empty)  # a folder without config.json
 
 
-@pytest.mark.parametrize("fixture,model_id", [
-    ("deepseek-v3", "deepseek-v3"), ("qwen3-30b-a3b", "qwen3-30b-a3b"), ("mixtral-8x7b", "mixtral-8x7b"),
-    ("gemma-2-9b", "gemma-2-9b"), ("qwen2.5-72b", "qwen2.5-72b"), ("llama-3.2-1b", "llama-3.2-1b"),
-])
-def test_catalogue_entries_agree_with_their_config(knowledge, fixture: str, model_id: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "fixture,model_id",
+    [
+        ("deepseek-v3", "deepseek-v3"),
+        ("qwen3-30b-a3b", "qwen3-30b-a3b"),
+        ("mixtral-8x7b", "mixtral-8x7b"),
+        ("gemma-2-9b", "gemma-2-9b"),
+        ("qwen2.5-72b", "qwen2.5-72b"),
+        ("llama-3.2-1b", "llama-3.2-1b"),
+    ],
+)
+def test_catalogue_entries_agree_with_their_config(knowledge, fixture: str, model_id: str) -> None:
     spec, entry = _read(fixture), knowledge.model(model_id)
     assert spec.params == pytest.approx(entry.params, rel=1e-3)
     assert spec.active == pytest.approx(entry.active, rel=1e-3)
-    for field in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts", "experts_per_token",
-                  "kv_channels", "moe_ffn_hidden", "shared_experts", "dense_layers", "kv_lora_rank",
-                  "qk_rope_head_dim", "tied_embeddings"):
+    for field in (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "ffn_hidden",
+        "vocab",
+        "experts",
+        "experts_per_token",
+        "kv_channels",
+        "moe_ffn_hidden",
+        "shared_experts",
+        "dense_layers",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "tied_embeddings",
+    ):
         if field == "moe_ffn_hidden" and entry.experts == 1:
             continue
         assert getattr(spec, field) == getattr(entry, field), (model_id, field)

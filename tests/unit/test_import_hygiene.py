@@ -6,8 +6,15 @@ import subprocess
 import sys
 
 CORE_MODULES = [
-    "advisor.catalog", "advisor.recommend", "advisor.predict", "advisor.export", "advisor.checklist",
-    "advisor.efficiency.select", "advisor.efficiency.learned", "advisor.cli.commands", "advisor.ops.tco",
+    "advisor.catalog",
+    "advisor.recommend",
+    "advisor.predict",
+    "advisor.export",
+    "advisor.checklist",
+    "advisor.efficiency.select",
+    "advisor.efficiency.learned",
+    "advisor.cli.commands",
+    "advisor.ops.tco",
 ]
 
 
@@ -43,10 +50,17 @@ def test_catalogue_commands_import_no_pydantic_or_toml_parser_on_a_warm_cache(tm
     import os
 
     env = {**os.environ, "GPU_ADVISOR_CACHE_DIR": str(tmp_path)}
-    probe = ("import sys\nfrom advisor.cli.main import main\nmain({args!r})\n"
-             "print(' '.join(sorted(m for m in ('pydantic', 'tomllib') if m in sys.modules)), file=sys.stderr)")
+    probe = (
+        "import sys\nfrom advisor.cli.main import main\nmain({args!r})\n"
+        "print(' '.join(sorted(m for m in ('pydantic', 'tomllib') if m in sys.modules)), file=sys.stderr)"
+    )
     for args in (["gpus"], ["checklist", "oom"], ["models"]):
         for _ in range(2):
-            run = subprocess.run([sys.executable, "-c", probe.format(args=args)], capture_output=True, text=True,
-                                 env=env, check=True)
+            run = subprocess.run(
+                [sys.executable, "-c", probe.format(args=args)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
         assert run.stderr.strip().splitlines()[-1:] in ([], [""]), (args, run.stderr)

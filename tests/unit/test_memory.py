@@ -10,7 +10,7 @@ from advisor.layout import Layout
 from advisor.memory import GB, TrainingMemoryModel, inference_terms
 
 
-def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:  # type: ignore[no-untyped-def]
+def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:
     job = resolve_job(knowledge, Workload(params=params, kind="pretrain", tokens=1e9, optimizer=optimizer))
     model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
     sharding = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}[zero] if dp > 1 else "none"
@@ -19,17 +19,17 @@ def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "a
     return sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer")) / GB
 
 
-def test_mixed_precision_adamw_is_16_bytes_per_parameter(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_mixed_precision_adamw_is_16_bytes_per_parameter(knowledge) -> None:
     assert _states_gb(knowledge, 1e9, 1, 0) == pytest.approx(16.0)
 
 
 @pytest.mark.parametrize("zero,expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
-def test_zero_paper_figure_1(knowledge, zero: int, expected_gb: float) -> None:  # type: ignore[no-untyped-def]
+def test_zero_paper_figure_1(knowledge, zero: int, expected_gb: float) -> None:
     # ZeRO (Rajbhandari et al. 2019), figure 1: 7.5B parameters, 64 data-parallel GPUs, K = 12.
     assert _states_gb(knowledge, 7.5e9, 64, zero) == pytest.approx(expected_gb, abs=0.1)
 
 
-def test_optimizer_choice(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_optimizer_choice(knowledge) -> None:
     assert _states_gb(knowledge, 1e9, 1, 0, "adam8bit") == pytest.approx(10.0)  # 2 + 2 + 4 + 2 (old name)
     assert _states_gb(knowledge, 1e9, 1, 0, "adamw-8bit") == pytest.approx(10.0)
     assert _states_gb(knowledge, 1e9, 1, 0, "lion") == pytest.approx(12.0)  # 2 + 2 + 4 + 4
@@ -37,10 +37,11 @@ def test_optimizer_choice(knowledge) -> None:  # type: ignore[no-untyped-def]
     assert _states_gb(knowledge, 1e9, 1, 0, "sgd") == pytest.approx(12.0)
 
 
-def test_llama2_70b_kv_cache_at_4k(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_llama2_70b_kv_cache_at_4k(knowledge) -> None:
     # 2 (K, V) x 80 layers x 8 KV heads x 128 head dim x 2 bytes = 327,680 bytes per token.
-    job = resolve_job(knowledge, Workload(model="llama-2-70b", kind="inference", prompt_tokens=3072,
-                                          output_tokens=1024))
+    job = resolve_job(
+        knowledge, Workload(model="llama-2-70b", kind="inference", prompt_tokens=3072, output_tokens=1024)
+    )
     assert job.arch is not None
     assert job.arch.kv_bytes_per_token(2.0) == 327_680
     layout = Layout(count=1, nodes=1, node_size=8, precision="bf16")
@@ -48,7 +49,7 @@ def test_llama2_70b_kv_cache_at_4k(knowledge) -> None:  # type: ignore[no-untype
     assert terms.kv_per_seq_high / 1.01 / GB == pytest.approx(327_680 * 4096 / GB)  # 1.34 GB per sequence
 
 
-def test_korthikanti_activations(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_korthikanti_activations(knowledge) -> None:
     # Korthikanti et al. 2022: per layer s*b*h*(34 + 5*a*s/h) bytes without recomputation; 2*s*b*h with full.
     job = resolve_job(knowledge, Workload(model="gpt3-175b", kind="pretrain", tokens=1e9, seq_len=2048))
     v100 = knowledge.gpu("v100-32gb")  # no FlashAttention: the attention term stays
@@ -62,36 +63,49 @@ def test_korthikanti_activations(knowledge) -> None:  # type: ignore[no-untyped-
     assert model.per_sequence("full", 1) == pytest.approx(full)
 
 
-def _hf_per_token(knowledge, model_id: str, kind: str, master: bool, recompute: str) -> float:  # type: ignore[no-untyped-def]
+def _hf_per_token(knowledge, model_id: str, kind: str, master: bool, recompute: str) -> float:
     config = RunConfig(stack="hf", master_weights=master, recompute=recompute)
-    job = resolve_job(knowledge, Workload(model=model_id, kind=kind, tokens=1e8, seq_len=4096, lora_rank=16
-                                          if kind == "lora" else None, config=config))
+    job = resolve_job(
+        knowledge,
+        Workload(
+            model=model_id,
+            kind=kind,
+            tokens=1e8,
+            seq_len=4096,
+            lora_rank=16 if kind == "lora" else None,
+            config=config,
+        ),
+    )
     model = TrainingMemoryModel(job, knowledge.gpu("h200"), "bf16", knowledge.assumptions)
     return model.per_sequence(recompute, 1) / 4096
 
 
-def test_hf_activations_match_the_measured_h200_slopes(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_hf_activations_match_the_measured_h200_slopes(knowledge) -> None:
     # benchmarks/device/results/h200-hf-training-2026-11-30.jsonl: peak allocated grows 3.626 MB per token for
     # Llama-3.2-1B (fp32 weights, bf16 autocast, no checkpointing: 24.797 GB at 2048 tokens, 76.782 at 16384)
     # and 10.99 MB per token for Llama-3.1-8B PEFT LoRA (39.152 GB at 2048, 106.706 at 8192).
     mixed = (76.782 - 24.797) / (16384 - 2048) * 1e9
     lora = (106.706 - 39.152) / (8192 - 2048) * 1e9
-    assert _hf_per_token(knowledge, "llama-3.2-1b", "finetune", True, "none") == pytest.approx(mixed, rel=0.03)
+    assert _hf_per_token(knowledge, "llama-3.2-1b", "finetune", True, "none") == pytest.approx(
+        mixed, rel=0.03
+    )
     assert _hf_per_token(knowledge, "llama-3.1-8b", "lora", False, "none") == pytest.approx(lora, rel=0.03)
     # Gradient checkpointing: 1.691 MB per token measured (43.125 GB at 16384 tokens, 70.84 at 32768).
     ckpt = (70.84 - 43.125) / (32768 - 16384) * 1e9
     assert _hf_per_token(knowledge, "llama-3.2-1b", "finetune", True, "full") == pytest.approx(ckpt, rel=0.1)
 
 
-def test_high_estimate_carries_fragmentation(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_high_estimate_carries_fragmentation(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-3.1-8b", kind="pretrain", tokens=1e9, seq_len=4096))
     model = TrainingMemoryModel(job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
     m = knowledge.assumptions.memory
     ratio = model.per_sequence_high("full", 1) / model.per_sequence("full", 1)
-    assert ratio == pytest.approx((1 + m.activations_rel_error.value) * (1 + m.allocator_fragmentation.range[1]))
+    assert ratio == pytest.approx(
+        (1 + m.activations_rel_error.value) * (1 + m.allocator_fragmentation.range[1])
+    )
 
 
-def test_flash_attention_drops_the_attention_matrix(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_flash_attention_drops_the_attention_matrix(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-2-7b", kind="pretrain", tokens=1e9))
     with_flash = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
     without = TrainingMemoryModel(job, knowledge.gpu("v100-32gb"), "fp16", knowledge.assumptions)
@@ -99,19 +113,19 @@ def test_flash_attention_drops_the_attention_matrix(knowledge) -> None:  # type:
     assert with_flash.per_sequence("none", 1) == pytest.approx(without.per_sequence("selective", 1))
 
 
-def test_qlora_weights_are_4_bit_with_constants(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_qlora_weights_are_4_bit_with_constants(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-2-70b", kind="qlora", tokens=1e8))
     model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
     mem = model.components(Layout(count=1, nodes=1, node_size=8, precision="bf16", micro_batch=1), 72.0)
-    weights = dict((n, hi) for n, _, hi in mem.components)["weights"]
+    weights = {n: hi for n, _, hi in mem.components}["weights"]
     # NF4 blocks; the token embedding and output layer (2 x 32000 x 8192) stay 16-bit.
     embed = 2 * 32000 * 8192
     assert weights == pytest.approx(((68.98e9 - embed) * 4.127 / 8 + embed * 2) / GB, rel=0.03)
-    assert "optimizer" not in dict((n, hi) for n, _, hi in mem.components)
+    assert "optimizer" not in {n: hi for n, _, hi in mem.components}
     assert job.trainable_params < 0.01 * job.params  # adapters only
 
 
-def test_upper_estimate_includes_headroom_rule(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_upper_estimate_includes_headroom_rule(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=1e8))
     gpu = knowledge.gpu("a100-80gb-sxm")
     model = TrainingMemoryModel(job, gpu, "bf16", knowledge.assumptions)

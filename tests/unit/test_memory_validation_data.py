@@ -1,4 +1,5 @@
-"""Unit tests of benchmarks/memory_validation.csv: published measured peak memory rows, each valid and sourced."""
+"""Unit tests of benchmarks/memory_validation.csv: published measured peak memory rows, each valid and
+sourced."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def mv() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def ids(knowledge) -> tuple[set[str], set[str]]:  # type: ignore[no-untyped-def]
+def ids(knowledge) -> tuple[set[str], set[str]]:
     return {g.id for g in knowledge.gpus}, {m.id for m in knowledge.models}
 
 
@@ -41,7 +42,7 @@ def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
     assert any(r.outcome == "oom" for r in rows) and any(r.kind == "max_seq_len" for r in rows)
 
 
-def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:
     for row in mv.load_rows():
         if row.measured_peak_gb is None:
             continue
@@ -51,16 +52,21 @@ def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledg
     assert gib_row.measured_peak_gb == pytest.approx(gib_row.measured_peak * 1.073741824)
 
 
-@pytest.mark.parametrize("change,expected", [
-    ({"gpu": "h1000"}, "unknown gpu 'h1000'"),
-    ({"model": "", "layers": None}, "the shape layers"),
-    ({"dp": 3}, "!= gpu_count"),
-    ({"outcome": "maybe"}, "outcome 'maybe'"),
-    ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
-    ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
-    ({"source_ref": "a blog"}, "must cite"),
-])
-def test_bad_rows_are_caught(mv: ModuleType, ids: tuple[set[str], set[str]], change: dict, expected: str) -> None:
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ({"gpu": "h1000"}, "unknown gpu 'h1000'"),
+        ({"model": "", "layers": None}, "the shape layers"),
+        ({"dp": 3}, "!= gpu_count"),
+        ({"outcome": "maybe"}, "outcome 'maybe'"),
+        ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
+        ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
+        ({"source_ref": "a blog"}, "must cite"),
+    ],
+)
+def test_bad_rows_are_caught(
+    mv: ModuleType, ids: tuple[set[str], set[str]], change: dict, expected: str
+) -> None:
     row = dataclasses.replace(mv.load_rows()[0], **change)
     assert any(expected in p for p in mv.row_problems(row, *ids))
 

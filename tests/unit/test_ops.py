@@ -15,7 +15,7 @@ from advisor.ops.tco import TcoInputs, tco
 from advisor.recommend import recommend
 
 
-def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:
     out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, years=3, utilization=0.6))
     # One operations category: the guide's staff share and its 15% maintenance rule are not both charged.
     assert {c.component for c in out.lines} == {"hardware", "network", "power", "operations", "space"}
@@ -31,7 +31,7 @@ def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:  # type: ign
     assert sum(out.attribution_per_gpu_hour.values()) == pytest.approx(out.usd_per_gpu_hour, abs=1e-3)
 
 
-def test_operations_is_not_circular_and_staff_replaces_it(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_operations_is_not_circular_and_staff_replaces_it(knowledge) -> None:
     base = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
     ops = next(c for c in base.lines if c.component == "operations")
     hw = sum(c.usd for c in base.lines if c.component in ("hardware", "network"))
@@ -40,7 +40,7 @@ def test_operations_is_not_circular_and_staff_replaces_it(knowledge) -> None:  #
     assert next(c for c in given.lines if c.component == "operations").usd == pytest.approx(600_000)
 
 
-def test_staged_purchase_is_whole_servers_at_the_nearest_share(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_staged_purchase_is_whole_servers_at_the_nearest_share(knowledge) -> None:
     out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
     first = out.staged[0]
     assert first.gpus == 24 and "25.6" in first.action  # 40% of 64 = 25.6 -> 3 servers of 8
@@ -49,7 +49,7 @@ def test_staged_purchase_is_whole_servers_at_the_nearest_share(knowledge) -> Non
     assert first.usd > 24 * gpu.price.usd  # servers and fabric are part of each step's cost
 
 
-def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:
     from advisor.catalog.tco import load_tco
     from advisor.cli.main import build_parser
 
@@ -58,7 +58,7 @@ def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:  # type: igno
     assert f"default {pue:g}" in tco_parser.format_help()
 
 
-def test_buy_versus_rent_break_even(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_buy_versus_rent_break_even(knowledge) -> None:
     low = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, utilization=0.3)).buy_rent
     high = tco(knowledge, TcoInputs(gpu="h100-sxm", count=8, utilization=1.0)).buy_rent
     assert low.breakeven_utilization == pytest.approx(high.breakeven_utilization, rel=0.2)
@@ -70,7 +70,7 @@ def test_buy_versus_rent_break_even(knowledge) -> None:  # type: ignore[no-untyp
     assert high.breakeven_months is not None and high.breakeven_months > 0
 
 
-def test_options_and_staged_purchase(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_options_and_staged_purchase(knowledge) -> None:
     out = tco(knowledge, TcoInputs(gpu="a100-80gb-sxm", count=64))
     names = [o.name for o in out.options]
     assert names == ["purchase", "lease", "joint development"]
@@ -80,19 +80,28 @@ def test_options_and_staged_purchase(knowledge) -> None:  # type: ignore[no-unty
     assert [s.month for s in out.staged] == [0, 3, 6, 9][: len(out.staged)]
 
 
-def test_tco_refuses_gpus_without_a_price(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_tco_refuses_gpus_without_a_price(knowledge) -> None:
     with pytest.raises(InputError, match="no sourced purchase price"):
         tco(knowledge, TcoInputs(gpu="l4", count=1))
 
 
 @pytest.fixture(scope="module")
-def onprem(knowledge):  # type: ignore[no-untyped-def]
-    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=2e8),
-                     Constraints(deployment="on-prem", top=3), onprem={"utilization": 0.6, "years": 3.0})
+def onprem(knowledge):
+    return recommend(
+        knowledge,
+        Workload(model="llama-2-70b", kind="finetune", tokens=2e8),
+        Constraints(deployment="on-prem", top=3),
+        onprem={"utilization": 0.6, "years": 3.0},
+    )
 
 
-def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
-    assert onprem.plans and onprem.tco is not None and onprem.operations is not None and onprem.launch is not None
+def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) -> None:
+    assert (
+        onprem.plans
+        and onprem.tco is not None
+        and onprem.operations is not None
+        and onprem.launch is not None
+    )
     plan = onprem.plans[0]
     assert plan.price is None and onprem.tco.inputs.count == plan.count
     assert onprem.tco.inputs.utilization == 0.6
@@ -101,12 +110,29 @@ def test_onprem_recommendation_carries_tco_ops_and_artefacts(knowledge, onprem) 
     assert data["launch"]["torchrun"].startswith("torchrun")
 
 
-def test_operations_plan_items_have_reasons(onprem) -> None:  # type: ignore[no-untyped-def]
+def test_operations_plan_items_have_reasons(onprem) -> None:
     ops = onprem.operations
-    items = dict((i.name, i) for _, i in ops.items())
-    for name in ("min GPUs", "max GPUs", "scale out", "scale in", "reclaim window", "training cap", "off-peak",
-                 "urgent", "regular", "batch inference", "development", "utilisation", "queue wait",
-                 "hardware failures", "idle", "restart policy", "checkpoint interval", "core + inference split"):
+    items = {i.name: i for _, i in ops.items()}
+    for name in (
+        "min GPUs",
+        "max GPUs",
+        "scale out",
+        "scale in",
+        "reclaim window",
+        "training cap",
+        "off-peak",
+        "urgent",
+        "regular",
+        "batch inference",
+        "development",
+        "utilisation",
+        "queue wait",
+        "hardware failures",
+        "idle",
+        "restart policy",
+        "checkpoint interval",
+        "core + inference split",
+    ):
         assert items[name].reason and items[name].source, name
     assert "85%" in items["scale out"].setting and "22:00-06:00" in items["reclaim window"].setting
     assert "3 failures" in items["restart policy"].setting
@@ -123,7 +149,7 @@ def _check_xid_rules(rules: dict) -> None:  # type: ignore[type-arg]
     assert rules["GPUApplicationXid"]["labels"]["severity"] == "warning"
 
 
-def _check_image(gpu, image: str) -> None:  # type: ignore[no-untyped-def]
+def _check_image(gpu, image: str) -> None:
     """The container's CUDA (in its tag) is at least the GPU architecture's minimum."""
     import re
 
@@ -133,7 +159,7 @@ def _check_image(gpu, image: str) -> None:  # type: ignore[no-untyped-def]
     assert cuda >= MIN_CUDA[gpu.architecture.lower()], (gpu.id, image)
 
 
-def _check_training_artefacts(report, knowledge) -> None:  # type: ignore[no-untyped-def]
+def _check_training_artefacts(report, knowledge) -> None:
     plan, launch = report.plans[0], report.launch
     per_node = plan.count // plan.nodes
     assert f"--nproc-per-node {per_node}" in launch.torchrun
@@ -169,24 +195,30 @@ def _check_training_artefacts(report, knowledge) -> None:  # type: ignore[no-unt
         assert ("--bf16" in launch.framework_config) == (plan.precision in ("bf16", "fp8"))
 
 
-def test_artefacts_match_a_sharded_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
-                       Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"))
+def test_artefacts_match_a_sharded_plan(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="finetune", tokens=2e8),
+        Constraints(gpus=("a100-40gb-sxm",), objective="cheapest"),
+    )
     _check_training_artefacts(report, knowledge)
 
 
-def test_artefacts_match_a_model_parallel_plan(knowledge, onprem) -> None:  # type: ignore[no-untyped-def]
+def test_artefacts_match_a_model_parallel_plan(knowledge, onprem) -> None:
     _check_training_artefacts(onprem, knowledge)
 
 
-def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
-                       Constraints(gpus=("h100-sxm",), objective="fastest"))
+def test_artefacts_of_a_multi_node_tensor_parallel_plan(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-3.1-405b", kind="pretrain", tokens=1e10),
+        Constraints(gpus=("h100-sxm",), objective="fastest"),
+    )
     assert report.plans[0].nodes > 1
     _check_training_artefacts(report, knowledge)
 
 
-def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:
     from advisor.ops.launch import MIN_CUDA, container_image
 
     assert "cuda12.8" in container_image(knowledge, "b200") and MIN_CUDA["blackwell"] == (12, 8)
@@ -198,9 +230,10 @@ def test_blackwell_gets_a_container_with_its_cuda(knowledge) -> None:  # type: i
             _check_image(gpu, image)
 
 
-def test_serving_artefacts(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=5),
-                       Constraints(top=1))
+def test_serving_artefacts(knowledge) -> None:
+    report = recommend(
+        knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=5), Constraints(top=1)
+    )
     plan, launch = report.plans[0], report.launch
     assert launch.serve and f"--tensor-parallel-size {plan.layout.tp}" in launch.serve
     sky = yaml.safe_load(launch.skypilot_task)

@@ -1,4 +1,5 @@
-"""-o and --artefacts: checked before writing, all or nothing, normal modes, regular files only, faults one line."""
+"""-o and --artefacts: checked before writing, all or nothing, normal modes, regular files only, faults one
+line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
-from fuzz_cases import problems, run_in_process  # noqa: E402
+from fuzz_cases import problems, run_in_process
 
 BASE = ["recommend", "--model", "llama-2-7b", "--workload", "finetune", "--tokens", "1B"]
 
@@ -21,7 +22,7 @@ def _fail_writes_in(folder: Path, code: int, monkeypatch: pytest.MonkeyPatch) ->
     """A small fake filesystem fault: creating a file in folder fails as a read-only or full disk would."""
     real = tempfile.mkstemp
 
-    def mkstemp(*args, dir=None, **kwargs):  # type: ignore[no-untyped-def]
+    def mkstemp(*args, dir=None, **kwargs):
         if dir is not None and Path(dir).resolve() == folder.resolve():
             raise OSError(code, os.strerror(code), str(folder))
         return real(*args, dir=dir, **kwargs)
@@ -29,10 +30,17 @@ def _fail_writes_in(folder: Path, code: int, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
 
 
-@pytest.mark.parametrize("code,needle", [(errno.EROFS, "read-only file system"),
-                                         (errno.ENOSPC, "no space left on device"),
-                                         (errno.EACCES, "permission denied")])
-def test_output_faults_are_one_line(code: int, needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "code,needle",
+    [
+        (errno.EROFS, "read-only file system"),
+        (errno.ENOSPC, "no space left on device"),
+        (errno.EACCES, "permission denied"),
+    ],
+)
+def test_output_faults_are_one_line(
+    code: int, needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _fail_writes_in(tmp_path, code, monkeypatch)
     outcome = run_in_process([*BASE, "-o", str(tmp_path / "plan.toml")])
     assert outcome.code == 2 and not problems(outcome) and needle in outcome.stderr, outcome
@@ -47,7 +55,9 @@ def test_multi_file_output_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest
     assert outcome.code == 2 and "launch.sh" in outcome.stderr and "--force" in outcome.stderr
     assert not (tmp_path / "plan.toml").exists(), "nothing is written when one target is refused"
     _fail_writes_in(artefacts, errno.ENOSPC, monkeypatch)
-    outcome = run_in_process([*BASE, "-o", str(tmp_path / "plan.toml"), "--artefacts", str(artefacts), "--force"])
+    outcome = run_in_process(
+        [*BASE, "-o", str(tmp_path / "plan.toml"), "--artefacts", str(artefacts), "--force"]
+    )
     assert outcome.code == 2 and "no space left" in outcome.stderr
     assert not (tmp_path / "plan.toml").exists() and (artefacts / "launch.sh").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["launch.sh", "run"], "no temporary file left"
@@ -56,7 +66,9 @@ def test_multi_file_output_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest
 def test_modes_follow_the_umask(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
-        outcome = run_in_process([*BASE, "-o", str(tmp_path / "plan.toml"), "--artefacts", str(tmp_path / "a")])
+        outcome = run_in_process(
+            [*BASE, "-o", str(tmp_path / "plan.toml"), "--artefacts", str(tmp_path / "a")]
+        )
     finally:
         os.umask(old)
     assert outcome.code == 0, outcome
@@ -91,8 +103,10 @@ def test_force_replaces_a_regular_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["file-as-folder", "missing-folder"])
 def test_bad_places_are_one_line(where: str, tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
-    argv = {"file-as-folder": ["--artefacts", str(tmp_path / "f")],
-            "missing-folder": ["-o", str(tmp_path / "nope" / "x.toml")]}[where]
+    argv = {
+        "file-as-folder": ["--artefacts", str(tmp_path / "f")],
+        "missing-folder": ["-o", str(tmp_path / "nope" / "x.toml")],
+    }[where]
     outcome = run_in_process([*BASE, *argv])
     assert outcome.code == 2 and not problems(outcome), outcome
     assert (tmp_path / "f").read_text() == "x"

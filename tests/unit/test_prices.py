@@ -23,7 +23,7 @@ def pinned_today(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPU_ADVISOR_TODAY", TODAY)
 
 
-def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None:
     texts = read_folder(FIXTURE, ("aws", "gcp", "lambda"))
     update = build_update(knowledge, texts, "fixture")
     aws = update.parsed["aws"]
@@ -34,30 +34,39 @@ def test_fixture_parses_with_unknown_names_listed_not_guessed(knowledge) -> None
     spot = next(o for o in p5 if o.pricing == "spot")
     assert spot.usd_per_hour == pytest.approx(21.1543)  # median of the three us-east-1 zones
     lam = {o.instance: o.gpu for o in update.parsed["lambda"].offers}
-    assert lam == {"gpu_1x_h100_pcie": "h100-pcie", "gpu_8x_h100_sxm5": "h100-sxm", "gpu_1x_a100": "a100-40gb-pcie"}
+    assert lam == {
+        "gpu_1x_h100_pcie": "h100-pcie",
+        "gpu_8x_h100_sxm5": "h100-sxm",
+        "gpu_1x_a100": "a100-40gb-pcie",
+    }
     folded = next(o for o in update.parsed["lambda"].offers if o.instance == "gpu_8x_h100_sxm5")
     assert "2 regions" in folded.note  # same price in us-east-1 and us-west-1: one offer
     assert all(not o.includes_host for o in update.parsed["gcp"].offers)  # GCP prices the host VM apart
 
 
-def test_invalid_rows_are_skipped_and_named(knowledge) -> None:  # type: ignore[no-untyped-def]
-    text = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Region,Price,SpotPrice\n"
-            "p5.48xlarge,H100,8,192,2048,us-east-1,abc,\n"
-            "p5.48xlarge,H100,0.5,192,2048,us-east-1,55.04,\n"
-            "p5.48xlarge,H100,8,192,2048,us-east-1,55.04,\n")
+def test_invalid_rows_are_skipped_and_named(knowledge) -> None:
+    text = (
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Region,Price,SpotPrice\n"
+        "p5.48xlarge,H100,8,192,2048,us-east-1,abc,\n"
+        "p5.48xlarge,H100,0.5,192,2048,us-east-1,55.04,\n"
+        "p5.48xlarge,H100,8,192,2048,us-east-1,55.04,\n"
+    )
     parsed = parse_catalogue("aws", text, "vms.csv", knowledge, "test")
     assert len(parsed.invalid) == 2 and parsed.invalid[0].startswith("vms.csv:2:")
     assert len(parsed.offers) == 1
 
 
-def test_name_mapping_uses_form_factor_hints(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_name_mapping_uses_form_factor_hints(knowledge) -> None:
     known = {g.id for g in knowledge.gpus}
-    assert gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known) == "a100-80gb-pcie"
+    assert (
+        gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known)
+        == "a100-80gb-pcie"
+    )
     assert gpu_id("aws", "A100", "p4d.24xlarge", "", known) == "a100-40gb-sxm"
     assert gpu_id("aws", "Gaudi3", "x", "", known) is None
 
 
-def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> None:
     assert main(["prices", "update", "--from", str(FIXTURE), "--dry-run"]) == 0
     assert not user_prices_path().exists()
     assert "T4g" in capsys.readouterr().out
@@ -72,18 +81,21 @@ def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> Non
     assert {r["provider"] for r in fresh} == {"aws", "gcp", "lambda"}
     superseded = [r for r in rows if "superseded" in r["flags"]]
     assert any(r["instance"] == "p5.48xlarge" for r in superseded)  # the snapshot's p5 prices give way
-    central = next(r for r in fresh if r["region"] == "us-central1" and r["instance"] == "H100x1"
-                   and r["pricing"] == "on-demand")
+    central = next(
+        r
+        for r in fresh
+        if r["region"] == "us-central1" and r["instance"] == "H100x1" and r["pricing"] == "on-demand"
+    )
     assert any(f.startswith("region outlier") for f in central["flags"])  # $4.20 against a $10.42 median
 
 
-def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatch, capsys) -> None:
     import urllib.request
 
     assert main(["prices", "update", "--from", str(FIXTURE)]) == 0
     before = user_prices_path().read_text()
 
-    def offline(*_a, **_k):  # type: ignore[no-untyped-def]
+    def offline(*_a, **_k):
         raise urllib.error.URLError("Name or service not known")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
@@ -94,14 +106,23 @@ def test_offline_update_fails_in_one_line_and_keeps_prices(knowledge, monkeypatc
     assert user_prices_path().read_text() == before
 
 
-def test_missing_folder_is_a_one_line_error(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_missing_folder_is_a_one_line_error(capsys) -> None:
     assert main(["prices", "update", "--from", "/no/such/dir"]) == 2
     assert "no such folder" in capsys.readouterr().err
 
 
 def _offer(region: str, usd: float, date: dt.date = dt.date(2026, 6, 1)) -> Offer:
-    return Offer(provider="p", region=region, instance="x1", gpu="h100-sxm", gpus=1, pricing="on-demand",
-                 usd_per_hour=usd, date=date, source="s")
+    return Offer(
+        provider="p",
+        region=region,
+        instance="x1",
+        gpu="h100-sxm",
+        gpus=1,
+        pricing="on-demand",
+        usd_per_hour=usd,
+        date=date,
+        source="s",
+    )
 
 
 def test_outliers_are_regions_far_from_the_instance_median() -> None:
@@ -110,7 +131,7 @@ def test_outliers_are_regions_far_from_the_instance_median() -> None:
     assert set(flagged) == {id(offers[0])} and flagged[id(offers[0])] == pytest.approx(10.4)
 
 
-def test_stale_offers_are_excluded_and_counted(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_stale_offers_are_excluded_and_counted(knowledge) -> None:
     gpu = knowledge.gpu("h100-sxm")
     screened = screen_offers(knowledge, gpu, Constraints())
     assert screened.stale and all((dt.date(2026, 11, 30) - o.date).days > 365 for o in screened.stale)
@@ -121,16 +142,32 @@ def test_stale_offers_are_excluded_and_counted(knowledge) -> None:  # type: igno
     assert notes and "older than 12 months excluded" in notes[0] and "no fresh price from" in notes[0]
 
 
-def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["recommend", "--model", "resnet50", "--samples", "200k", "--epochs", "30", "--objective",
-                 "cheapest", "--format", "json"]) == 0
+def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:
+    assert (
+        main(
+            [
+                "recommend",
+                "--model",
+                "resnet50",
+                "--samples",
+                "200k",
+                "--epochs",
+                "30",
+                "--objective",
+                "cheapest",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     top = report["plans"][0]["price"]
     assert (dt.date(2026, 11, 30) - dt.date.fromisoformat(top["date"])).days <= 365
     assert any("older than 12 months excluded" in n for n in report["notes"])
 
 
-def test_all_offers_ignores_an_unreadable_user_file(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_all_offers_ignores_an_unreadable_user_file(knowledge) -> None:
     user_prices_path().parent.mkdir(parents=True, exist_ok=True)
     user_prices_path().write_text("{not json")
     assert len(all_offers(knowledge)) == len(knowledge.offers)

@@ -19,17 +19,34 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 
 @SETTINGS
-@given(small=st.floats(1e8, 5e11), factor=st.floats(1.01, 10.0), kind=st.sampled_from(["pretrain", "lora", "qlora"]),
-       dp=st.sampled_from([1, 8, 64]), tp=st.sampled_from([1, 2, 8]), zero=st.sampled_from(["ddp", "zero3"]))
-def test_larger_model_never_needs_less_memory_per_replica(small: float, factor: float, kind: str, dp: int, tp: int,
-                                                          zero: str) -> None:
+@given(
+    small=st.floats(1e8, 5e11),
+    factor=st.floats(1.01, 10.0),
+    kind=st.sampled_from(["pretrain", "lora", "qlora"]),
+    dp=st.sampled_from([1, 8, 64]),
+    tp=st.sampled_from([1, 2, 8]),
+    zero=st.sampled_from(["ddp", "zero3"]),
+)
+def test_larger_model_never_needs_less_memory_per_replica(
+    small: float, factor: float, kind: str, dp: int, tp: int, zero: str
+) -> None:
     gpu = KNOWLEDGE.gpu("h100-sxm")
-    layout = Layout(count=dp * tp, nodes=1, node_size=8, precision="bf16", tp=tp, dp=dp,
-                    sharding=zero if dp > 1 else "none", micro_batch=1)
+    layout = Layout(
+        count=dp * tp,
+        nodes=1,
+        node_size=8,
+        precision="bf16",
+        tp=tp,
+        dp=dp,
+        sharding=zero if dp > 1 else "none",
+        micro_batch=1,
+    )
     mems = []
     for params in (small, small * factor):
         job = resolve_job(KNOWLEDGE, Workload(params=params, kind=kind, tokens=1e9, seq_len=2048))
-        mems.append(TrainingMemoryModel(job, gpu, "bf16", KNOWLEDGE.assumptions).components(layout, 72.0).high_gb)
+        mems.append(
+            TrainingMemoryModel(job, gpu, "bf16", KNOWLEDGE.assumptions).components(layout, 72.0).high_gb
+        )
     assert mems[1] >= mems[0]
 
 
@@ -42,20 +59,33 @@ WORKLOADS = [
 
 @SETTINGS
 @given(workload=st.sampled_from(WORKLOADS), budget=st.floats(20.0, 20000.0), more=st.floats(1.0, 10.0))
-def test_larger_budget_never_yields_a_slower_best_plan(workload: Workload, budget: float, more: float) -> None:
+def test_larger_budget_never_yields_a_slower_best_plan(
+    workload: Workload, budget: float, more: float
+) -> None:
     low = recommend(KNOWLEDGE, workload, Constraints(budget_usd=budget, objective="fastest", top=1), PRIOR)
-    high = recommend(KNOWLEDGE, workload, Constraints(budget_usd=budget * more, objective="fastest", top=1), PRIOR)
+    high = recommend(
+        KNOWLEDGE, workload, Constraints(budget_usd=budget * more, objective="fastest", top=1), PRIOR
+    )
     if low.plans:
         assert high.plans and high.plans[0].hours.p50 <= low.plans[0].hours.p50 + 1e-9
 
 
 @SETTINGS
-@given(workload=st.sampled_from(WORKLOADS), budget=st.floats(10.0, 5000.0), deadline=st.floats(0.5, 200.0),
-       objective=st.sampled_from(["cheapest", "fastest", "balanced"]))
-def test_no_plan_exceeds_memory_budget_or_deadline(workload: Workload, budget: float, deadline: float,
-                                                   objective: str) -> None:
-    report = recommend(KNOWLEDGE, workload, Constraints(budget_usd=budget, deadline_hours=deadline,
-                                                        objective=objective, top=10), PRIOR)
+@given(
+    workload=st.sampled_from(WORKLOADS),
+    budget=st.floats(10.0, 5000.0),
+    deadline=st.floats(0.5, 200.0),
+    objective=st.sampled_from(["cheapest", "fastest", "balanced"]),
+)
+def test_no_plan_exceeds_memory_budget_or_deadline(
+    workload: Workload, budget: float, deadline: float, objective: str
+) -> None:
+    report = recommend(
+        KNOWLEDGE,
+        workload,
+        Constraints(budget_usd=budget, deadline_hours=deadline, objective=objective, top=10),
+        PRIOR,
+    )
     for plan in report.plans:
         assert plan.memory.per_gpu_gb <= plan.memory.usable_gb
         assert plan.cost_usd.high <= budget

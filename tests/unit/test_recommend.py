@@ -11,12 +11,15 @@ from advisor.recommend import recommend
 
 
 @pytest.fixture(scope="module")
-def finetune_70b(knowledge):  # type: ignore[no-untyped-def]
-    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", precision="bf16"),
-                     Constraints(budget_usd=20000))
+def finetune_70b(knowledge):
+    return recommend(
+        knowledge,
+        Workload(model="llama-2-70b", kind="finetune", precision="bf16"),
+        Constraints(budget_usd=20000),
+    )
 
 
-def test_issue_example_gives_fitting_plans_with_reasons(finetune_70b) -> None:  # type: ignore[no-untyped-def]
+def test_issue_example_gives_fitting_plans_with_reasons(finetune_70b) -> None:
     report = finetune_70b
     assert not report.nothing_fits and len(report.plans) == 5
     for plan in report.plans:
@@ -31,12 +34,12 @@ def test_issue_example_gives_fitting_plans_with_reasons(finetune_70b) -> None:  
     assert report.why_not and report.front
 
 
-def test_why_not_names_memory_of_too_few_gpus(finetune_70b) -> None:  # type: ignore[no-untyped-def]
+def test_why_not_names_memory_of_too_few_gpus(finetune_70b) -> None:
     memory_lines = [line for line in finetune_70b.why_not if "needs" in line and "GB per GPU" in line]
     assert memory_lines, finetune_70b.why_not
 
 
-def test_front_is_pareto(finetune_70b) -> None:  # type: ignore[no-untyped-def]
+def test_front_is_pareto(finetune_70b) -> None:
     front = finetune_70b.front
     for a in front:
         for b in front:
@@ -44,7 +47,7 @@ def test_front_is_pareto(finetune_70b) -> None:  # type: ignore[no-untyped-def]
     assert sum(p.chosen for p in front) <= 1
 
 
-def test_objectives_trade_cost_for_time(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_objectives_trade_cost_for_time(knowledge) -> None:
     w = Workload(model="llama-2-7b", kind="pretrain", tokens=2e10)
     cheapest = recommend(knowledge, w, Constraints(objective="cheapest")).plans[0]
     fastest = recommend(knowledge, w, Constraints(objective="fastest")).plans[0]
@@ -52,46 +55,60 @@ def test_objectives_trade_cost_for_time(knowledge) -> None:  # type: ignore[no-u
     assert fastest.hours.p50 <= cheapest.hours.p50
 
 
-def test_deadline_and_budget_are_respected(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_deadline_and_budget_are_respected(knowledge) -> None:
     w = Workload(model="llama-2-7b", kind="pretrain", tokens=2e10)
     report = recommend(knowledge, w, Constraints(deadline_hours=48, budget_usd=30000, objective="cheapest"))
     for plan in report.plans:
         assert plan.hours.p90 <= 48 and plan.cost_usd.high <= 30000
 
 
-def test_nothing_fits_says_why_and_what_would(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-7b", kind="pretrain", tokens=2e10),
-                       Constraints(budget_usd=50, objective="cheapest"))
+def test_nothing_fits_says_why_and_what_would(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="pretrain", tokens=2e10),
+        Constraints(budget_usd=50, objective="cheapest"),
+    )
     assert report.nothing_fits and not report.plans
     assert any("budget" in line for line in report.why_not)
     assert any(s.startswith("a budget of $") for s in report.suggestions)
 
 
-def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=1e8),
-                       Constraints(gpus=("l4",), max_gpus=8))
+def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-2-70b", kind="finetune", tokens=1e8),
+        Constraints(gpus=("l4",), max_gpus=8),
+    )
     assert report.nothing_fits
     assert any("qlora" in s or "lora" in s for s in report.suggestions), report.suggestions
 
 
-def test_gpu_filter_and_bf16_rule(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-7b", kind="lora", precision="bf16", tokens=1e8),
-                       Constraints(gpus=("v100-16gb", "a100-80gb-sxm")))
+def test_gpu_filter_and_bf16_rule(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="lora", precision="bf16", tokens=1e8),
+        Constraints(gpus=("v100-16gb", "a100-80gb-sxm")),
+    )
     assert {p.gpu for p in report.plans} == {"a100-80gb-sxm"}
     assert any("v100-16gb" in line and "bf16" in line for line in report.why_not)
 
 
-def test_tensor_parallel_never_crosses_nvlink_domain_in_training(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=1e8),
-                       Constraints(top=20))
+def test_tensor_parallel_never_crosses_nvlink_domain_in_training(knowledge) -> None:
+    report = recommend(
+        knowledge, Workload(model="llama-2-70b", kind="finetune", tokens=1e8), Constraints(top=20)
+    )
     by_id = {g.id: g for g in knowledge.gpus}
     for plan in report.plans:
         assert plan.layout.tp <= by_id[plan.gpu].nvlink_domain
 
 
-def test_inference_sizes_replicas_for_the_load(knowledge) -> None:  # type: ignore[no-untyped-def]
-    report = recommend(knowledge, Workload(model="llama-3.1-8b", kind="inference", requests_per_s=20,
-                                           tpot_ms=50), Constraints(), PriorEfficiency(knowledge.assumptions))
+def test_inference_sizes_replicas_for_the_load(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-3.1-8b", kind="inference", requests_per_s=20, tpot_ms=50),
+        Constraints(),
+        PriorEfficiency(knowledge.assumptions),
+    )
     assert report.plans
     for plan in report.plans:
         assert plan.serving is not None
@@ -100,15 +117,17 @@ def test_inference_sizes_replicas_for_the_load(knowledge) -> None:  # type: igno
         assert plan.count == plan.serving.replicas * plan.serving.gpus_per_replica
 
 
-def test_spot_costs_less_and_says_so(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_spot_costs_less_and_says_so(knowledge) -> None:
     w = Workload(model="llama-2-7b", kind="lora", tokens=1e8)
     on_demand = recommend(knowledge, w, Constraints(objective="cheapest", gpus=("h100-sxm",))).plans[0]
-    spot = recommend(knowledge, w, Constraints(objective="cheapest", pricing="spot", gpus=("h100-sxm",))).plans[0]
+    spot = recommend(
+        knowledge, w, Constraints(objective="cheapest", pricing="spot", gpus=("h100-sxm",))
+    ).plans[0]
     assert spot.cost_usd.mid < on_demand.cost_usd.mid
     assert any("preemption" in r for r in spot.reasons)
 
 
-def test_bad_combinations_are_input_errors(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_bad_combinations_are_input_errors(knowledge) -> None:
     with pytest.raises(InputError, match="needs a transformer"):
         recommend(knowledge, Workload(model="resnet50", kind="lora", samples=1e5), Constraints())
     with pytest.raises(InputError, match="unknown GPU"):

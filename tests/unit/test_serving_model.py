@@ -1,4 +1,5 @@
 """The serving model: its data, a reproducible fit, a prediction against a measured row, queueing sanity."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,11 @@ def cases():
 
 
 def test_serving_csv_is_what_the_curation_script_writes():
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "curate_serving_benchmarks.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "curate_serving_benchmarks.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -46,8 +50,16 @@ def test_fit_on_a_small_fold_is_reproducible(cases):
 def test_a_measured_row_lies_in_the_shipped_interval(cases):
     model = load_model()
     assert model is not None
-    row = next(c for c in cases if c.kind == "offline" and c.gpu == "h100-sxm" and c.model == "llama-3.1-8b"
-               and c.isl == 128 and c.osl == 2048 and "258c7540" in c.ref)
+    row = next(
+        c
+        for c in cases
+        if c.kind == "offline"
+        and c.gpu == "h100-sxm"
+        and c.model == "llama-3.1-8b"
+        and c.isl == 128
+        and c.osl == 2048
+        and "258c7540" in c.ref
+    )
     pred, measured = predicted(model, row)
     lo, hi = model.band("throughput")
     assert pred * lo <= measured <= pred * hi
@@ -66,7 +78,9 @@ def test_ttft_grows_with_load_and_diverges_at_capacity(cases):
 
 
 def test_prediction_modules_do_not_import_sklearn_or_scipy():
-    code = ("import sys, advisor.serving.model, advisor.serving.queueing;"
-            "print(any(m.split('.')[0] in ('sklearn', 'scipy') for m in sys.modules))")
+    code = (
+        "import sys, advisor.serving.model, advisor.serving.queueing;"
+        "print(any(m.split('.')[0] in ('sklearn', 'scipy') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr

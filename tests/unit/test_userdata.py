@@ -45,7 +45,7 @@ def test_lock_serialises_read_modify_write(tmp_path: Path) -> None:
     assert (tmp_path / "n").read_text() == "100"
 
 
-def test_unparsable_json_is_moved_aside_with_one_warning(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_unparsable_json_is_moved_aside_with_one_warning(tmp_path: Path, capsys) -> None:
     path = tmp_path / "store.json"
     path.write_text('{"half": ')
     assert read_json(path, {"default": 1}) == {"default": 1}
