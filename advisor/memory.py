@@ -10,8 +10,16 @@ from advisor.job import Arch, Job
 from advisor.layout import Layout
 
 GB = 1e9
-COMPONENT_ORDER = ("weights", "gradients", "master_weights", "optimizer", "adapters", "activations", "kv_cache",
-                   "overhead")
+COMPONENT_ORDER = (
+    "weights",
+    "gradients",
+    "master_weights",
+    "optimizer",
+    "adapters",
+    "activations",
+    "kv_cache",
+    "overhead",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +63,26 @@ def weight_bytes_per_param(precision: str, a: Assumptions, *, training: bool) ->
         return 4.0
     if training or precision in ("fp16", "bf16"):
         return 2.0
-    return {"fp8": 1.0, "int8": a.precision.int8_bits.value / 8, "int4": a.precision.int4_bits.value / 8}[precision]
+    return {"fp8": 1.0, "int8": a.precision.int8_bits.value / 8, "int4": a.precision.int4_bits.value / 8}[
+        precision
+    ]
 
 
 def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tuple[float, float]:
     """Runtime overhead in bytes, (low, high): CUDA context, allocator and workspaces, NCCL buffers per group.
 
-    Serving engines' 'other' memory (AIConfigurator: CUDA graphs, workspaces, allocator caching) bounds the high
-    end for inference. Training counts its allocator's fragmentation where it arises, in proportion to the
-    activations (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
+    Serving engines' 'other' memory (AIConfigurator: CUDA graphs, workspaces, allocator caching) bounds the
+    high end for inference. Training counts its allocator's fragmentation where it arises, in proportion to
+    the activations (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
     """
     m = a.memory
     nccl_lo, nccl_hi = m.nccl_buffers_gb.range
     low = m.cuda_context_gb.range[0] + groups * nccl_lo
-    other = m.cuda_context_gb.range[1] if training else max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1])
+    other = (
+        m.cuda_context_gb.range[1]
+        if training
+        else max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1])
+    )
     return low * GB, (other + groups * nccl_hi) * GB
 
 
@@ -79,8 +93,10 @@ def comm_groups(layout: Layout) -> int:
 
 
 def _ffn_width(arch: Arch) -> float:
-    """FFN units a token visits in one layer: the dense FFN, or each routed and shared expert it is sent to."""
-    return arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
+    """FFN units a token visits in one layer: the dense FFN, or each routed and shared expert it goes to."""
+    return (
+        arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
+    )
 
 
 def _mlp_bytes_per_token(arch: Arch) -> float:
@@ -93,16 +109,17 @@ def _hf_layer_bytes(arch: Arch, mode: str, adapter_width: float, adapter_bytes: 
     """(bytes a Hugging Face decoder layer saves for backward, bytes of its checkpointed input), per token.
 
     Derived from the tensors autograd saves in transformers' LlamaDecoderLayer (RMSNorm, SDPA, gated MLP):
-    - attention core, every mode: q and k after RoPE, v (SDPA saves them) and the SDPA output (o_proj's input):
+    - attention core, every mode: q and k after RoPE, v (SDPA saves them), the SDPA output (o_proj's input):
       2q + 4kv + 2q bytes;
     - 'mixed' (fp32 weights under bf16 autocast): the residual stream is fp32; each RMSNorm keeps its fp32
       input and fp32 normalised value (8h); autocast casts the norm's fp32 output to bf16 separately for each
       linear (q, k, v: 6h; gate, up: 4h); the MLP keeps gate, silu(gate), up and their product (8f);
     - 'pure' (bf16 weights): each RMSNorm keeps an fp32 copy (4h), the bf16 normalised value (2h) and its
       output, the linears' input (2h); the MLP 8f;
-    - 'peft' (frozen 16-bit base): a frozen linear keeps no input and a frozen norm weight no normalised value,
-      so each norm keeps only its fp32 copy (4h); the MLP keeps gate, silu(gate) and up (6f); every adapted
-      layer's input is cast to the fp32 adapter dtype and kept by lora_A (adapter_bytes per input feature).
+    - 'peft' (frozen 16-bit base): a frozen linear keeps no input and a frozen norm weight no normalised
+      value, so each norm keeps only its fp32 copy (4h); the MLP keeps gate, silu(gate) and up (6f); every
+      adapted layer's input is cast to the fp32 adapter dtype and kept by lora_A (adapter_bytes per input
+      feature).
     Checked on the H200 rows: Llama-3.2-1B mixed 3.62 MB per token derived vs 3.63 measured (slope of peak
     allocated over 2k-16k tokens); Llama-3.1-8B LoRA 10.98 vs 10.99.
     """
@@ -124,7 +141,9 @@ def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[tuple[float, float,
     assert arch is not None
     figure = a.loss.get(job.stack) or a.loss["pytorch"]
     lo, hi = figure.range
-    width = arch.hidden if "hidden" in figure.unit else arch.vocab  # chunked: one chunk of about hidden values
+    width = (
+        arch.hidden if "hidden" in figure.unit else arch.vocab
+    )  # chunked: one chunk of about hidden values
     return (lo * width, figure.value * width, hi * width), "tensor-parallel" in figure.unit
 
 
@@ -152,8 +171,8 @@ def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
 
 
 def _qlora_base_bytes(job: Job, a: Assumptions, w: float) -> float:
-    """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while the
-    token embedding and the output layer (not quantised by PEFT/bitsandbytes) stay 16-bit."""
+    """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while
+    the token embedding and the output layer (not quantised by PEFT/bitsandbytes) stay 16-bit."""
     nf4 = a.precision.nf4_bits.value / 8
     arch = job.arch
     if arch is None or job.params <= 0:
@@ -215,7 +234,9 @@ class TrainingMemoryModel:
         h = arch.hidden
         if job.stack in PEFT_STACKS:  # Hugging Face model code: derived from its autograd graph
             width = _adapter_input_width(arch, job.lora_targets) if self.peft else 0.0
-            layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, self.a.memory.peft_adapter_input_bytes.value)
+            layer, inputs = _hf_layer_bytes(
+                arch, self.hf_mode, width, self.a.memory.peft_adapter_input_bytes.value
+            )
             return layer * s, inputs * s
         # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
         full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
@@ -228,8 +249,11 @@ class TrainingMemoryModel:
         full_layer, inputs = self._full_layer(s)
         if recompute == "full":
             return inputs, full_layer
-        attention = 0.0 if (recompute == "selective" or self.gpu.features.flash_attention) else (
-            c.attention_coeff.value * arch.heads * s * s)
+        attention = (
+            0.0
+            if (recompute == "selective" or self.gpu.features.flash_attention)
+            else (c.attention_coeff.value * arch.heads * s * s)
+        )
         if recompute == "selective" and self.job.stack == "torchtitan":
             # torchtitan's selective checkpointing recomputes every second block whole.
             return (full_layer + inputs) / 2.0, full_layer
@@ -262,7 +286,8 @@ class TrainingMemoryModel:
         return block * self.a.memory.fsdp_gathered_layers.value * self.base_bytes + grad
 
     def _sharded_weights(self, layout: Layout) -> float:
-        """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between passes."""
+        """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between
+        passes."""
         if layout.zero >= 3 and layout.pp > 1 and self.job.stack == "torchtitan":
             return self._local_params(layout.with_(sharding="zero2"), 3) * self.base_bytes
         return self._local_params(layout, 3) * self.base_bytes
@@ -274,8 +299,12 @@ class TrainingMemoryModel:
         grads = self._local_params(layout, 2) * self.grad_bytes
         master = self._local_params(layout, 1) * self.master_bytes
         opt = self._local_params(layout, 1) * self.opt_bytes
-        out = {"weights": (weights, 0.0), "gradients": (grads, 0.0), "master_weights": (master, 0.0),
-               "optimizer": (opt, 0.0)}
+        out = {
+            "weights": (weights, 0.0),
+            "gradients": (grads, 0.0),
+            "master_weights": (master, 0.0),
+            "optimizer": (opt, 0.0),
+        }
         if self.peft:
             a = self.job.trainable_params / (layout.tp * layout.pp)
             shard = lambda stage: layout.shard_ranks if layout.zero >= stage else 1  # noqa: E731
@@ -288,13 +317,19 @@ class TrainingMemoryModel:
             out["master_weights"], out["optimizer"] = (0.0, master), (0.0, opt + out["optimizer"][1])
         if offload == "params":
             # ZeRO-Infinity keeps about two layers' gathered weights on the GPU; gradients go to the host too.
-            kept = min(weights, 2.0 * self._local_params(layout.with_(sharding="none"), 3) * self.base_bytes
-                       / max(self.layers // layout.pp, 1))
+            kept = min(
+                weights,
+                2.0
+                * self._local_params(layout.with_(sharding="none"), 3)
+                * self.base_bytes
+                / max(self.layers // layout.pp, 1),
+            )
             out["weights"], out["gradients"] = (kept, weights - kept), (0.0, grads)
         return out
 
     def fixed_high(self, layout: Layout) -> float:
-        """Upper bytes on the GPU of everything but activations (memoised: the search asks per count and batch)."""
+        """Upper bytes on the GPU of everything but activations (memoised: the search asks per count and
+        batch)."""
         key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.sharding, layout.shard_group)
         cached = self._fixed.get(key)
         if cached is None:
@@ -305,6 +340,25 @@ class TrainingMemoryModel:
         st = self.states(layout)
         total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
         return total + overhead_range(comm_groups(layout), self.a, training=True)[1]
+
+    def fixed_floor(self, count: int) -> float:
+        """A lower bound on fixed_high() of every layout over `count` GPUs: each state sharded over all of
+        them (no layout splits a parameter over more ranks than tp x pp x its shard ranks, at most the count),
+        no ZeRO-3 gather buffers, the fewest communicators (one, past one GPU); offloaded states count
+        zero."""
+        offload, per = self.job.offload, self.job.params / count
+        weights = 0.0 if offload == "params" else per * self.base_bytes
+        grads = 0.0 if offload == "params" else per * self.grad_bytes
+        on_host = offload in ("optimizer", "params")
+        master = 0.0 if on_host else per * self.master_bytes
+        opt = 0.0 if on_host or self.paged else per * self.opt_bytes
+        adapters = 0.0
+        if self.peft:
+            states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
+            adapters = self.job.trainable_params / count * (2.0 * self.adapter_w + states)
+        least_groups = 1 if count > 1 else 0
+        overhead = min(overhead_range(g, self.a, training=True)[1] for g in range(least_groups, 6))
+        return weights * (1 + self.werr) + grads + master + opt + adapters + overhead
 
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
         """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what
@@ -327,27 +381,31 @@ class TrainingMemoryModel:
         kept, working = self.per_layer[recompute]
         if recompute == "full" and job.stack == "unsloth":
             kept = 0.0  # Unsloth's checkpointing moves every kept layer input to host memory
-        split = tp * cp  # sequence parallelism with TP, and context parallelism, split every token's activations
+        split = (
+            tp * cp
+        )  # sequence parallelism with TP, and context parallelism, split every token's activations
         first = self.layers * kept * self.act_scale / split
         working = working * self.act_scale / split
         out = []
         for loss_seq in self.loss_range:
             loss = loss_seq / (tp if self.loss_tp else 1) / cp
-            # Backward frees the logits and loss before it recomputes the last block, so with recomputation the
-            # working set and the loss are never held together.
+            # Backward frees the logits and loss before it recomputes the last block, so with recomputation
+            # the working set and the loss are never held together.
             tail = loss + working if recompute == "none" else max(loss, working)
-            # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds the loss.
+            # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds
+            # the loss.
             out.append(max(first + working, first / pp + tail) if pp > 1 else first + tail)
         lo, nominal, hi = out
         return lo * (1 - self.aerr), nominal, hi * (1 + self.aerr) * (1 + self.frag.range[1])
 
     def per_sequence_high(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Upper activation bytes per sequence (or item) of micro-batch, the allocator's fragmentation included."""
+        """Upper activation bytes per sequence (or item) of micro-batch, the allocator's fragmentation
+        included."""
         return self._activation_range(recompute, tp, cp, pp)[2]
 
     def nominal_bytes(self, layout: Layout) -> float:
-        """The point estimate of the peak on the GPU: nominal states, context and NCCL, nominal activations with
-        the middle of the fragmentation range (what the longest trainable sequence is read from)."""
+        """The point estimate of the peak on the GPU: nominal states, context and NCCL, nominal activations
+        with the middle of the fragmentation range (what the longest trainable sequence is read from)."""
         st = self.states(layout)
         fixed = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
         lo_o, hi_o = overhead_range(comm_groups(layout), self.a, training=True)
@@ -363,7 +421,10 @@ class TrainingMemoryModel:
         comps = [("weights", weights * (1 - self.werr) + gathered, weights * (1 + self.werr) + gathered)]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
         comps += [(n, st[n][0], st[n][0]) for n in names if st[n][0] or n != "master_weights"]
-        comps += [("activations", act_lo * layout.micro_batch, act_hi * layout.micro_batch), ("overhead", lo_o, hi_o)]
+        comps += [
+            ("activations", act_lo * layout.micro_batch, act_hi * layout.micro_batch),
+            ("overhead", lo_o, hi_o),
+        ]
         host = sum(h for _, h in st.values())
         return _to_gb(comps, self.gpu, usable_gb, host)
 
@@ -392,8 +453,11 @@ def kv_bytes_per_value(precision: str) -> float:
     return 1.0 if precision == "fp8" else 2.0
 
 
-def inference_terms(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, context_tokens: int) -> InferenceTerms:
-    """Per-GPU serving memory: weights over tp x pp, KV per sequence of `context_tokens`, prefill working set."""
+def inference_terms(
+    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, context_tokens: int
+) -> InferenceTerms:
+    """Per-GPU serving memory: weights over tp x pp, KV per sequence of `context_tokens`, prefill working
+    set."""
     assert job.arch is not None
     arch, t, p = job.arch, layout.tp, layout.pp
     w = weight_bytes_per_param(layout.precision, a, training=False)
@@ -405,14 +469,18 @@ def inference_terms(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, context_
     chunk = min(job.prompt_tokens, 8192)
     working = a.activations.per_layer_coeff.value * chunk * arch.hidden / t
     low_o, high_o = overhead_range(int(t > 1) + int(p > 1), a)
-    fixed = (("weights", weights * (1 - werr), weights * (1 + werr)), ("activations", working, working),
-             ("overhead", low_o, high_o))
+    fixed = (
+        ("weights", weights * (1 - werr), weights * (1 + werr)),
+        ("activations", working, working),
+        ("overhead", low_o, high_o),
+    )
     kv_err = 0.01  # vllm-memory-estimator: KV per token within 1%
     return InferenceTerms(fixed, kv * (1 - kv_err), kv * (1 + kv_err))
 
 
-def inference_memory(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float,
-                     context_tokens: int) -> Memory:
+def inference_memory(
+    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float, context_tokens: int
+) -> Memory:
     """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica."""
     terms = inference_terms(job, gpu, layout, a, context_tokens)
     b = layout.micro_batch

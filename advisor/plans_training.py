@@ -1,12 +1,14 @@
-"""Provides search_training(): for one GPU, every count's fastest fitting layouts (and runner-ups), or the real
-reason none fits. Every value the user stated is held; the rest is searched, pruned only by a lower bound."""
+"""Provides search_training(): for one GPU, every count's fastest fitting layouts (and runner-ups), or the
+real reason none fits. Every value the user stated is held; the rest is searched, pruned only by a lower
+bound."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any, NamedTuple
 
 from advisor.catalog.gpus import Gpu
 from advisor.context import Context
@@ -23,9 +25,9 @@ BOUND_MARGIN = 1e-9  # a bound is exact in real numbers; this covers its roundin
 SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left."""
+class Shape(NamedTuple):
+    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left (a tuple:
+    the search keys its memos on it, and a tuple hashes without a Python call)."""
 
     tp: int
     pp: int
@@ -66,13 +68,24 @@ def _powers(limit: int) -> list[int]:
 class TrainingSearch:
     """The search of one job on one GPU type at one precision (constants precomputed once)."""
 
-    def __init__(self, ctx: Context, gpu: Gpu, precision: str, node_size: int, *, prune: bool = True,
-                 dominance: bool = True) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        gpu: Gpu,
+        precision: str,
+        node_size: int,
+        *,
+        prune: bool = True,
+        dominance: bool = True,
+        leanest: bool = True,
+    ) -> None:
         """`prune` skips shapes by their lower bound; `dominance` drops layouts another one always matches or
         beats (DDP where ZeRO-1 runs, a costlier recomputation or ZeRO-2 that fits no larger micro-batch):
-        both on in use; the exhaustive reference turns the bound off, the naive one both."""
+        both on in use; the exhaustive reference turns the bound off, the naive one both. `leanest` False
+        stops looking for the leanest layout once a hard rule has refused the count (the refusal then names
+        the rule, so only predict, which shows the leanest memory too, needs it)."""
         self.ctx, self.gpu, self.precision, self.node_size = ctx, gpu, precision, node_size
-        self.prune, self.dominance = prune, dominance
+        self.prune, self.dominance, self.keep_leanest = prune, dominance, leanest
         self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
         self.usable = gpu.memory_gb * (1 - ctx.headroom)
         self.room_total = self.usable * GB
@@ -90,7 +103,13 @@ class TrainingSearch:
         self.bounds: dict[tuple[Shape, str], float] = {}
         self.flops_per_item: dict[str, float] = {}
         self.floors: dict[tuple[int, int, int, int, str], float] = {}
+        self._shapes: dict[int, list[Shape]] = {}
         self.getters = _fact_getters(self.tested, gpu)
+        # When the hard rules test no fact of a trial's own (its recomputation or micro-batch), a rule that
+        # refuses one trial of a sharded shape refuses them all: judged once per shape and sharding.
+        self.per_base = self.getters is not None and not {"plan.recompute", "plan.micro_batch"} & set(
+            self.tested
+        )
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -104,16 +123,31 @@ class TrainingSearch:
         return ("none", "selective", "full")
 
     def shapes(self, count: int) -> list[Shape]:
-        """Every tp x pp x cp x ep x dp = count the model and the stated values allow."""
+        """Every tp x pp x cp x ep x dp = count the model and the stated values allow (memoised)."""
+        shapes = self._shapes.get(count)
+        if shapes is None:
+            shapes = self._shapes[count] = self._enumerate(count)
+        return shapes
+
+    def _enumerate(self, count: int) -> list[Shape]:
         arch, c = self.job.arch, self.cfg
         if arch is None:
             return [Shape(1, 1, 1, 1, count)] if c.dp in (None, count) else []
         tps = [c.tp] if c.tp else [t for t in _powers(min(count, self.node_size)) if arch.heads % t == 0]
-        pps = [c.pp] if c.pp else [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
+        pps = (
+            [c.pp]
+            if c.pp
+            else [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
+        )
         long_seq = self.job.seq_len >= 16384
-        cps = [c.cp] if c.cp else [x for x in _powers(16) if x == 1 or (long_seq and self.job.seq_len % x == 0)]
-        eps = [c.ep] if c.ep else ([e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe
-                                   else [1])
+        cps = (
+            [c.cp] if c.cp else [x for x in _powers(16) if x == 1 or (long_seq and self.job.seq_len % x == 0)]
+        )
+        eps = (
+            [c.ep]
+            if c.ep
+            else ([e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe else [1])
+        )
         out = []
         for tp in tps:
             for pp in pps:
@@ -174,7 +208,8 @@ class TrainingSearch:
             count = shape.dp * shape.tp * shape.pp * shape.cp
             floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
             bound = self.bounds[key] = self.compute_bound(shape, recompute, count) + floor / (
-                shape.dp * max(self.job.items_per_sequence, 1))
+                shape.dp * max(self.job.items_per_sequence, 1)
+            )
         return bound
 
     def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
@@ -185,7 +220,8 @@ class TrainingSearch:
         per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
         floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
         return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
-            shape.dp * max(self.job.items_per_sequence, 1))
+            shape.dp * max(self.job.items_per_sequence, 1)
+        )
 
     def _flops_per_item(self, recompute: str) -> float:
         flops = self.flops_per_item.get(recompute)
@@ -205,11 +241,22 @@ class TrainingSearch:
         if floor is None:
             from advisor.speed import _model_comm
 
-            probe = Layout(count=tp * pp * cp * ep, nodes=1, node_size=self.node_size, precision=self.precision,
-                           tp=tp, pp=pp, cp=cp, ep=ep, dp=ep, recompute=recompute)
+            probe = Layout(
+                count=tp * pp * cp * ep,
+                nodes=1,
+                node_size=self.node_size,
+                precision=self.precision,
+                tp=tp,
+                pp=pp,
+                cp=cp,
+                ep=ep,
+                dp=ep,
+                recompute=recompute,
+            )
             net = network_for(self.gpu, probe, self.fabric, self.a, max(tp * cp, 1))
-            net = type(net)(net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0,
-                            0.0)
+            net = type(net)(
+                net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0, 0.0
+            )
             tp_comm, _, _, ep_comm = _model_comm(self.job, probe, net, 0.0)
             floor = self.floors[key] = tp_comm + ep_comm
         return floor
@@ -224,10 +271,8 @@ class TrainingSearch:
             return res  # no peak for this precision: callers refuse it before searching
         nodes = max(1, math.ceil(count / self.node_size))
         cheapest = self.recomputes()[0]
-        ranked = sorted(((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
-                        key=lambda x: (x[0], x[1]))
         floor_scale = min(self._flops_per_item(r) for r in self.recomputes()) / self._flops_per_item(cheapest)
-        for quick, _, shape in ranked:
+        for quick, shape in self._ranked(count):
             if self.prune and quick * floor_scale > self._threshold(res):
                 break  # sorted: no later shape can beat the k-th best either
             if self.prune and self._shape_bound(shape) > self._threshold(res):
@@ -236,6 +281,43 @@ class TrainingSearch:
                 continue
             self._search_shape(shape, count, nodes, res)
         return res
+
+    def _ranked(self, count: int) -> list[tuple[float, Shape]]:
+        """The count's shapes by their compute bound at the cheapest recomputation (ties in enumeration
+        order)."""
+        cheapest = self.recomputes()[0]
+        ranked = sorted(
+            ((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
+            key=lambda x: (x[0], x[1]),
+        )
+        return [(quick, shape) for quick, _, shape in ranked]
+
+    # --- counts where nothing can fit ---------------------------------------------------------------------
+    def cannot_fit(self, count: int) -> bool:
+        """Whether no layout of this count can fit, by a lower bound on its memory: the states sharded over
+        all its ranks, the fewest communicators, and the leanest activations of any of its shapes at the
+        smallest micro-batch. Such a count is searched only to word its refusal, so that is left until it
+        is read."""
+        shapes = self.shapes(count)
+        if self.peak is None or not shapes:
+            return False
+        splits = {(s.tp, s.cp, s.pp) for s in shapes}
+        act = min(
+            self.model.per_sequence_high(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits
+        )
+        floor = self.model.fixed_floor(count) + act * (self.job.batch_size or 1)
+        return floor * (1.0 - BOUND_MARGIN) > self.room_total
+
+    def refusal(self, count: int) -> Miss | None:
+        """The miss of a count that cannot fit (cannot_fit): the global batch when no shape takes it, else a
+        memory miss whose wording, from the leanest layout, is searched for only when it is read."""
+        res = _CountResult()
+        for _, shape in self._ranked(count):
+            if self._batch_ok(shape, count, res):
+                return LazyMemoryMiss(
+                    self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
+                )
+        return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
         return min(self.bound_per_item(shape, r) for r in self.recomputes())
@@ -252,23 +334,36 @@ class TrainingSearch:
         job, g = self.job, self.job.global_batch_seqs
         if g and shape.dp > g:
             res.batch_miss = res.batch_miss or Miss(
-                self.gpu.id, count, "scale", f"a global batch of {g} sequences feeds at most {g} data-parallel "
-                                             f"ranks, not {shape.dp}", 2.5)
+                self.gpu.id,
+                count,
+                "scale",
+                f"a global batch of {g} sequences feeds at most {g} data-parallel ranks, not {shape.dp}",
+                2.5,
+            )
             return False
         if g and job.global_batch_given and g % shape.dp:
             res.batch_miss = res.batch_miss or Miss(
-                self.gpu.id, count, "scale", f"the global batch of {g} does not split evenly over {shape.dp} "
-                                             "data-parallel ranks", 2.5)
+                self.gpu.id,
+                count,
+                "scale",
+                f"the global batch of {g} does not split evenly over {shape.dp} data-parallel ranks",
+                2.5,
+            )
             return False
         if not g:
             cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
             if shape.dp > cap:
                 limit = self.a.defaults.max_global_batch_items.value
                 res.batch_miss = res.batch_miss or Miss(
-                    self.gpu.id, count, "scale", f"{shape.dp} data-parallel ranks need a global batch of at least "
-                                                 f"{shape.dp} samples; the default limit of {limit:,.0f} "
-                                                 f"{job.unit.removesuffix('/s')} allows {cap} (--global-batch "
-                                                 "sets yours)", 2.5)
+                    self.gpu.id,
+                    count,
+                    "scale",
+                    f"{shape.dp} data-parallel ranks need a global batch of at least "
+                    f"{shape.dp} samples; the default limit of {limit:,.0f} "
+                    f"{job.unit.removesuffix('/s')} allows {cap} (--global-batch "
+                    "sets yours)",
+                    2.5,
+                )
                 return False
         return True
 
@@ -278,10 +373,24 @@ class TrainingSearch:
             zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
         zero1_mb: dict[str, int] = {}
         for zero in zeros:
-            base = Layout(count=count, nodes=nodes, node_size=self.node_size, precision=self.precision, tp=shape.tp,
-                          pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, virtual=shape.virtual,
-                          sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
-                          shard_group=self.cfg.shard_group or 0)
+            base = Layout(
+                count=count,
+                nodes=nodes,
+                node_size=self.node_size,
+                precision=self.precision,
+                tp=shape.tp,
+                pp=shape.pp,
+                dp=shape.dp,
+                cp=shape.cp,
+                ep=shape.ep,
+                virtual=shape.virtual,
+                sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
+                shard_group=self.cfg.shard_group or 0,
+            )
+            hard = self._verdict(base) if self.per_base else None
+            if hard is not None:
+                self._refused(shape, zero, base, zero1_mb, res, hard, count)
+                continue
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
@@ -289,14 +398,43 @@ class TrainingSearch:
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
-                    if self.prune and shape.pp > 1 and self._trial_bound(shape, recompute, mb) > self._threshold(res):
+                    if (
+                        self.prune
+                        and shape.pp > 1
+                        and self._trial_bound(shape, recompute, mb) > self._threshold(res)
+                    ):
                         continue
                     self._try(base, recompute, mb, variant, count, res)
 
-    def _policies(self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int],
-                  res: _CountResult) -> list[tuple[str, int]]:
-        """The recomputation policies worth trying at this sharding, each with the largest micro-batch that fits
-        (and the leanest layout met, for the refusal when nothing fits)."""
+    def _refused(
+        self,
+        shape: Shape,
+        zero: int,
+        base: Layout,
+        zero1_mb: dict[str, int],
+        res: _CountResult,
+        hard: Any,
+        count: int,
+    ) -> None:
+        """A shape and sharding a hard rule refuses: no trial runs, but the bookkeeping does (the leanest
+        layout, ZeRO-1's micro-batches for the dominance rule), and the first refused trial names the
+        count's refusal.
+        That is the refusal the trial-by-trial search gives whenever nothing runs at the count: with nothing
+        kept, nothing is pruned, so the first trial of the first refused policy is reached."""
+        if res.constraint_miss is not None and not self.keep_leanest and zero != 1:
+            return  # the refusal is named: the leanest layout is not read, nor this sharding's micro-batches
+        policies = self._policies(shape, zero, base, zero1_mb, res)
+        if res.constraint_miss is None and any(self.micro_batches(shape, mb_max) for _, mb_max in policies):
+            res.constraint_miss = self._constraint_miss(hard, count)
+
+    def _constraint_miss(self, hard: Any, count: int) -> Miss:
+        return Miss(self.gpu.id, count, "constraint", f"{hard.message} (rule {hard.rule_id})", 2.0)
+
+    def _policies(
+        self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int], res: _CountResult
+    ) -> list[tuple[str, int]]:
+        """The recomputation policies worth trying at this sharding, each with the largest micro-batch that
+        fits (and the leanest layout met, for the refusal when nothing fits)."""
         room = self.room_total - self.model.fixed_high(base)
         out: list[tuple[str, int]] = []
         seen_mb = -1
@@ -316,16 +454,33 @@ class TrainingSearch:
             out.append((recompute, mb_max))
         return out
 
-    def _try(self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int,
-             res: _CountResult) -> None:
+    def _try(
+        self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int, res: _CountResult
+    ) -> None:
         g = self.job.global_batch_seqs
         accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
-        layout = Layout(base.count, base.nodes, base.node_size, base.precision, base.tp, base.pp, base.dp,
-                        base.sharding, recompute, mb, accum, base.cp, base.ep, base.shard_group, base.virtual)
-        hard = self._verdict(layout)
+        layout = Layout(
+            base.count,
+            base.nodes,
+            base.node_size,
+            base.precision,
+            base.tp,
+            base.pp,
+            base.dp,
+            base.sharding,
+            recompute,
+            mb,
+            accum,
+            base.cp,
+            base.ep,
+            base.shard_group,
+            base.virtual,
+        )
+        hard = (
+            None if self.per_base else self._verdict(layout)
+        )  # per_base: judged with its shape and sharding
         if hard is not None:
-            res.constraint_miss = res.constraint_miss or Miss(self.gpu.id, count, "constraint",
-                                                              f"{hard.message} (rule {hard.rule_id})", 2.0)
+            res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
             return
         per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
         step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
@@ -334,7 +489,8 @@ class TrainingSearch:
         res.evaluated += 1
         # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
         time = step.total_s / step.items
-        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not batch.
+        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not in
+        # batch.
         for kept in res.found:
             if kept.variant == variant:
                 if kept.time <= time:
@@ -361,20 +517,26 @@ class TrainingSearch:
         return self.verdicts[key]
 
     # --- results ------------------------------------------------------------------------------------------
-    def candidate(self, found: _Found) -> Candidate:
-        """A found layout with its memory breakdown and rule firings."""
+    def candidate(self, found: _Found, *, rules: bool = True) -> Candidate:
+        """A found layout with its memory breakdown and rule firings (without them when `rules` is False: a
+        runner-up shows no rules unless it becomes the chosen layout, and then with_rules() adds them)."""
         memory = self.model.components(found.layout, self.usable)
-        facts = plan_facts(self.gpu_facts, found.layout, memory, self.gpu, found.step.comm_fraction)
-        return Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step,
-                         firings=evaluate(self.others, facts), facts=facts)
+        cand = Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step)
+        return _judged(cand, self.gpu_facts, self.others) if rules else cand
 
     def miss(self, count: int, res: _CountResult) -> Miss | None:
         """The real reason nothing ran at this count: memory, the global batch, or a hard rule."""
         if res.leanest is not None and res.constraint_miss is None:
             memory = self.model.components(res.leanest[1], self.usable)
-            return Miss(self.gpu.id, count, "memory", f"needs {memory.high_gb:.0f} GB per GPU, has "
-                                                      f"{self.gpu.memory_gb:g} ({self.usable:.0f} usable; "
-                                                      f"largest: {memory.dominant})", 1.0 / count)
+            return Miss(
+                self.gpu.id,
+                count,
+                "memory",
+                f"needs {memory.high_gb:.0f} GB per GPU, has "
+                f"{self.gpu.memory_gb:g} ({self.usable:.0f} usable; "
+                f"largest: {memory.dominant})",
+                1.0 / count,
+            )
         return res.constraint_miss or res.batch_miss
 
     def leanest_memory(self, res: _CountResult) -> tuple[Layout, Memory] | None:
@@ -384,35 +546,85 @@ class TrainingSearch:
         return res.leanest[1], self.model.components(res.leanest[1], self.usable)
 
 
+class LazyMemoryMiss(Miss):
+    """A memory miss (a count that cannot fit) whose message, the leanest layout's breakdown, is found by that
+    count's full search the first time it is read: the why-not lines read only a few."""
+
+    __slots__ = ("_message", "_resolve")
+    _message: str | None
+    _resolve: Callable[[], Miss | None]
+
+    def __init__(self, gpu_id: str, count: int, rank: float, resolve: Callable[[], Miss | None]) -> None:
+        fields = (("gpu_id", gpu_id), ("count", count), ("kind", "memory"), ("rank", rank))
+        for name, value in (*fields, ("_message", None), ("_resolve", resolve)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def message(self) -> str:
+        if self._message is None:
+            full = self._resolve()
+            assert full is not None and full.kind == "memory", "cannot_fit() let through a count that fits"
+            object.__setattr__(self, "_message", full.message)
+        return self._message or ""
+
+
+def with_rules(ctx: Context, cand: Candidate) -> Candidate:
+    """The candidate with the facts the plan rules test and the soft rules that fire on them (once)."""
+    if cand.facts:
+        return cand
+    others = [r for r in ctx.rules_by_scope["plan"] if r.kind != "constraint"]
+    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others)
+
+
+def _judged(cand: Candidate, gpu_facts: dict[str, Any], others: list[Any]) -> Candidate:
+    assert cand.step is not None
+    cand.facts = plan_facts(gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction)
+    cand.firings = evaluate(others, cand.facts)
+    return cand
+
+
 def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] | None:
     """How to read each fact the hard rules test straight off a layout (the same values layout_facts gives),
     or None when a rule tests a fact not listed here (then the facts are built in full)."""
     nvlink = gpu.nvlink_domain
     known: dict[str, Callable[[Layout], Any]] = {
-        "plan.precision": attrgetter("precision"), "plan.count": attrgetter("count"),
-        "plan.nodes": attrgetter("nodes"), "plan.tp": attrgetter("tp"), "plan.cp": attrgetter("cp"),
-        "plan.ep": attrgetter("ep"), "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
-        "plan.pp": attrgetter("pp"), "plan.dp": attrgetter("dp"), "plan.sharding": attrgetter("sharding"),
-        "plan.recompute": attrgetter("recompute"), "plan.micro_batch": attrgetter("micro_batch"),
+        "plan.precision": attrgetter("precision"),
+        "plan.count": attrgetter("count"),
+        "plan.nodes": attrgetter("nodes"),
+        "plan.tp": attrgetter("tp"),
+        "plan.cp": attrgetter("cp"),
+        "plan.ep": attrgetter("ep"),
+        "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
+        "plan.pp": attrgetter("pp"),
+        "plan.dp": attrgetter("dp"),
+        "plan.sharding": attrgetter("sharding"),
+        "plan.recompute": attrgetter("recompute"),
+        "plan.micro_batch": attrgetter("micro_batch"),
     }
     if any(f not in known for f in tested):
         return None
     return [known[f] for f in tested]
 
 
-def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
-                    counts: list[int] | None = None) -> tuple[list[Candidate], list[Miss]]:
+def search_training(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, counts: list[int] | None = None
+) -> tuple[list[Candidate], list[Miss]]:
     """Every count of this GPU (or the given ones) with its fastest fitting layout and runner-ups, and the
     misses with their real reasons."""
-    search = TrainingSearch(ctx, gpu, precision, node_size)
+    search = TrainingSearch(ctx, gpu, precision, node_size, leanest=False)
     candidates: list[Candidate] = []
     misses: list[Miss] = []
     for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
+        if search.cannot_fit(count):
+            refusal = search.refusal(count)
+            if refusal is not None:
+                misses.append(refusal)
+            continue
         res = search.search_count(count)
         if res.found:
             ordered = sorted(res.found)
             best = search.candidate(ordered[0])
-            best.alternatives = [search.candidate(f) for f in ordered[1:]]
+            best.alternatives = [search.candidate(f, rules=False) for f in ordered[1:]]
             candidates.append(best)
         else:
             miss = search.miss(count, res)
@@ -421,8 +633,9 @@ def search_training(ctx: Context, gpu: Gpu, precision: str, node_size: int,
     return candidates, misses
 
 
-def exhaustive_found(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int, *,
-                     dominance: bool = True) -> list[_Found]:
+def exhaustive_found(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int, *, dominance: bool = True
+) -> list[_Found]:
     """Every fitting layout of one count tried, no bound (and without the dominance rules when asked): the
     best and runner-ups, fastest first, that the pruned search must reproduce exactly."""
     search = TrainingSearch(ctx, gpu, precision, node_size, prune=False, dominance=dominance)

@@ -13,7 +13,8 @@ from advisor.inputs import Constraints, RunConfig, Workload
 from advisor.job import resolve_job
 from advisor.layout import Layout
 from advisor.memory import GB, TrainingMemoryModel
-from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found
+from advisor.plans import counts_for
+from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found, search_training
 from advisor.speed import training_step
 
 
@@ -22,12 +23,21 @@ def _ctx(knowledge, **w):  # type: ignore[no-untyped-def]
     return Context(knowledge, job, Constraints(), PriorEfficiency(knowledge.assumptions))
 
 
-@pytest.mark.parametrize("model,kind,gpu,count", [
-    ("llama-2-7b", "finetune", "a100-80gb-sxm", 8), ("llama-2-7b", "pretrain", "l40s", 16),
-    ("llama-2-70b", "finetune", "h100-sxm", 32), ("mixtral-8x7b", "pretrain", "h100-sxm", 16),
-    ("mpt-125m", "pretrain", "h100-sxm", 8), ("llama-2-13b", "lora", "a10g", 4), ("bert-large", "pretrain", "v100-32gb", 8),
-])
-def test_pruned_search_finds_the_brute_force_best(knowledge, model: str, kind: str, gpu: str, count: int) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "model,kind,gpu,count",
+    [
+        ("llama-2-7b", "finetune", "a100-80gb-sxm", 8),
+        ("llama-2-7b", "pretrain", "l40s", 16),
+        ("llama-2-70b", "finetune", "h100-sxm", 32),
+        ("mixtral-8x7b", "pretrain", "h100-sxm", 16),
+        ("mpt-125m", "pretrain", "h100-sxm", 8),
+        ("llama-2-13b", "lora", "a10g", 4),
+        ("bert-large", "pretrain", "v100-32gb", 8),
+    ],
+)
+def test_pruned_search_finds_the_brute_force_best(
+    knowledge, model: str, kind: str, gpu: str, count: int
+) -> None:  # type: ignore[no-untyped-def]
     g = knowledge.gpu(gpu)
     precision = "bf16" if g.tflops.bf16 else "fp16"
     ctx = _ctx(knowledge, model=model, kind=kind, precision=precision)
@@ -60,8 +70,15 @@ EXACT_CASES = [
     ({"model": "resnet50"}, "t4", (1, 4, 32)),
     ({"model": "bert-large", "kind": "pretrain"}, "h100-pcie", (1, 16, 256)),
     ({"model": "mpt-125m", "kind": "pretrain"}, "h100-sxm", (1, 8, 4096)),
-    ({"model": "llama-2-70b", "kind": "finetune", "config": {"global_batch": 64, "pp_schedule": "interleaved:2"}},
-     "h100-sxm", (16, 64)),
+    (
+        {
+            "model": "llama-2-70b",
+            "kind": "finetune",
+            "config": {"global_batch": 64, "pp_schedule": "interleaved:2"},
+        },
+        "h100-sxm",
+        (16, 64),
+    ),
     ({"model": "llama-3.1-70b", "kind": "pretrain", "config": {"zero": 3}}, "b200", (8, 64, 1024)),
 ]
 
@@ -69,7 +86,8 @@ EXACT_CASES = [
 @pytest.mark.parametrize("workload,gpu,counts", EXACT_CASES, ids=lambda v: str(v)[:40])
 def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str, counts: tuple) -> None:  # type: ignore[no-untyped-def,type-arg]
     # The pruned search keeps exactly what the exhaustive one keeps: the best layout, the runner-ups (top k,
-    # one per shape, sharding and recomputation, ties in the same order) and, when nothing runs, the same reason.
+    # one per shape, sharding and recomputation, ties in the same order) and, when nothing runs, the same
+    # reason.
     w = dict(workload)
     if "config" in w:
         w["config"] = RunConfig(**w["config"])
@@ -81,7 +99,9 @@ def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str,
     for count in counts:
         res = pruned.search_count(count)
         exact = exhaustive_found(ctx, g, precision, node, count)
-        assert [(f.time, f.layout, f.step) for f in sorted(res.found)] == [(f.time, f.layout, f.step) for f in exact]
+        assert [(f.time, f.layout, f.step) for f in sorted(res.found)] == [
+            (f.time, f.layout, f.step) for f in exact
+        ]
         if not exact:
             reference = TrainingSearch(ctx, g, precision, node, prune=False)
             ref_res = reference.search_count(count)
@@ -89,12 +109,65 @@ def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str,
             assert pruned.leanest_memory(res) == reference.leanest_memory(ref_res)
 
 
+REFUSAL_CASES = [
+    ({"model": "llama-2-70b", "kind": "finetune"}, "l40s"),
+    ({"model": "llama-2-70b", "kind": "finetune"}, "a10g"),
+    ({"model": "llama-3.1-405b", "kind": "pretrain"}, "h100-sxm"),
+    ({"model": "mixtral-8x7b", "kind": "qlora"}, "t4"),
+    ({"model": "llama-2-70b", "kind": "lora", "config": {"offload": "optimizer"}}, "rtx-4090"),
+    ({"model": "llama-2-70b", "kind": "finetune", "batch_size": 4}, "a100-80gb-sxm"),
+    ({"model": "llama-2-7b", "kind": "finetune", "optimizer": "paged-adamw-8bit"}, "rtx-4090"),
+    ({"model": "resnet50"}, "t4"),
+]
+
+
+@pytest.mark.parametrize("workload,gpu", REFUSAL_CASES, ids=lambda v: str(v)[:40])
+def test_counts_that_cannot_fit_are_refused_as_the_full_search_refuses(
+    knowledge, workload: dict, gpu: str
+) -> None:  # type: ignore[no-untyped-def]
+    # The memory floor only skips counts where the full search finds nothing, and the lazily worded refusal
+    # reads exactly as the full search's (same kind, rank and message).
+    w = dict(workload)
+    if "config" in w:
+        w["config"] = RunConfig(**w["config"])
+    g = knowledge.gpu(gpu)
+    precision = "bf16" if g.tflops.bf16 else "fp16"
+    ctx = _ctx(knowledge, precision=precision, **w)
+    node = g.gpus_per_node
+    counts = counts_for(node, 4096)
+    search = TrainingSearch(ctx, g, precision, node)
+    expected, skipped = [], 0
+    for count in counts:
+        res = search.search_count(count)
+        if search.cannot_fit(count):
+            skipped += 1
+            assert not res.found, f"x{count} cannot fit by the floor, yet the search found a layout"
+        if not res.found and (miss := search.miss(count, res)) is not None:
+            expected.append((miss.gpu_id, miss.count, miss.kind, miss.rank, miss.message))
+    _, misses = search_training(ctx, g, precision, node, counts)
+    assert [(m.gpu_id, m.count, m.kind, m.rank, m.message) for m in misses] == expected
+    assert (
+        skipped or w["model"] == "resnet50"
+    )  # the floor does skip the hopeless counts (resnet50 fits on one)
+
+
 def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-untyped-def]
     ctx = _ctx(knowledge, model="gpt3-175b", kind="pretrain", precision="bf16", seq_len=2048)
     gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
     for v in (1, 2, 4):
-        lay = Layout(count=64, nodes=8, node_size=8, precision="bf16", tp=8, pp=8, dp=1, recompute="full",
-                     micro_batch=1, grad_accum=32, virtual=v)
+        lay = Layout(
+            count=64,
+            nodes=8,
+            node_size=8,
+            precision="bf16",
+            tp=8,
+            pp=8,
+            dp=1,
+            recompute="full",
+            micro_batch=1,
+            grad_accum=32,
+            virtual=v,
+        )
         step = training_step(ctx.job, gpu, lay, ctx.fabric(gpu), a, 0.0)
         assert step is not None
         assert step.bubble_s == pytest.approx(step.roofline_s * 7 / (32 * v))  # (p - 1) / (m v)
@@ -145,8 +218,11 @@ def test_hf_loss_is_larger_than_megatron(knowledge) -> None:  # type: ignore[no-
     gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
     per = {}
     for stack in ("hf", "megatron", "unsloth"):
-        job = resolve_job(knowledge, Workload(model="llama-3.1-8b", kind="finetune", seq_len=8192,
-                                              config=RunConfig(stack=stack)), need_data=False)
+        job = resolve_job(
+            knowledge,
+            Workload(model="llama-3.1-8b", kind="finetune", seq_len=8192, config=RunConfig(stack=stack)),
+            need_data=False,
+        )
         per[stack] = TrainingMemoryModel(job, gpu, "bf16", a).loss_per_seq / GB
     assert per["hf"] == pytest.approx(12 * 8192 * 128256 / GB)
     assert per["unsloth"] < per["megatron"] < per["hf"]
