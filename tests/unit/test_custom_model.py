@@ -24,7 +24,7 @@ def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, 
 
 def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:  # type: ignore[no-untyped-def]
     out = _predict_json(capsys, "--config", str(CONFIGS / "llama-3.1-8b.json"))
-    assert any("8.03B parameters counted from the shape" in a for a in out["assumed"])
+    assert any("8.03B parameters counted from the shape" in a["text"] for a in out["assumed"])
     from advisor.catalog.hf_config import read_hf_config
 
     spec = read_hf_config(CONFIGS / "llama-3.1-8b.json")
@@ -34,7 +34,7 @@ def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None: 
 
 def test_quick_shape_matches_the_config(capsys) -> None:  # type: ignore[no-untyped-def]
     out = _predict_json(capsys, *SHAPE)
-    assert any("model shape from shape" in a for a in out["assumed"])
+    assert any("model shape from shape" in a["text"] for a in out["assumed"])
 
 
 @pytest.mark.parametrize("flags", [
@@ -68,7 +68,7 @@ def test_generic_params_take_llama3_proportions(knowledge) -> None:  # type: ign
     assert (arch.layers, arch.hidden, arch.kv_heads, arch.ffn_hidden, arch.vocab) == (
         spec.layers, spec.hidden, spec.kv_heads, spec.ffn_hidden, spec.vocab)
     job = resolve_job(knowledge, Workload(params=70e9, kind="pretrain", tokens=1e9))
-    assert job.arch is not None and job.arch.kv_heads == 8 and any("Llama 3 proportions" in a for a in job.assumed)
+    assert job.arch is not None and job.arch.kv_heads == 8 and any("Llama 3 proportions" in (a.note or "") for a in job.assumed)
 
 
 def test_memory_check_reports_every_source() -> None:

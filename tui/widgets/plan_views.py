@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widget import Widget
 
+from tui.form import LABELS
 from tui.formatting import fmt_hours, gpus, money
 
 if TYPE_CHECKING:
@@ -231,7 +232,8 @@ class AdvicePanel(PlanPanel):
             out.append(Content.from_markup("[b]Advice[/b]"))
             out += _bullets(list(dict.fromkeys(advice)))
         out.append(Content.from_markup("[b]Assumed[/b]"))
-        out += _bullets((*report.job.assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
+        assumed = [a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None) for a in report.job.assumed]
+        out += _bullets((*assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
         if report.notes:
             out += _bullets(report.notes, "$text-muted")
         return out
