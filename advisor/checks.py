@@ -82,29 +82,33 @@ def finite(value: object, what: str) -> float:
     return number
 
 
-def in_bound(value: object, what: str, bound: Bound, given: object = None) -> float | int:
+def in_bound(value: object, what: str, bound: Bound, given: object = None, field: str | None = None) -> float | int:
     """value checked against bound: finite, in range, whole when the bound says so; messages show given (what
-    the user typed, e.g. '20k') when it differs from the parsed value."""
+    the user typed, e.g. '20k') when it differs from the parsed value. field: the input's model name, given to
+    the error so that a front end can name the input its own way."""
     number = finite(value, what)
     value = value if given is None else given
+
+    def fail(problem: str) -> InputError:
+        return InputError(f"{what}: {shown(value)} {problem} (accepted: {bound.accepted()})", field=field,
+                          value=value, problem=problem, accepted=bound.accepted())
+
     too_low = number <= bound.lo if bound.lo_open else number < bound.lo
     too_high = number >= bound.hi if bound.hi_open else number > bound.hi
     if too_low:
-        need = f"greater than {bound.lo:g}" if bound.lo_open else f"at least {bound.lo:g}"
-        raise InputError(f"{what}: {shown(value)} must be {need} (accepted: {bound.accepted()})")
+        raise fail("must be " + (f"greater than {bound.lo:g}" if bound.lo_open else f"at least {bound.lo:g}"))
     if too_high:
-        need = f"less than {bound.hi:g}" if bound.hi_open else f"at most {bound.hi:g}"
-        raise InputError(f"{what}: {shown(value)} must be {need} (accepted: {bound.accepted()})")
+        raise fail("must be " + (f"less than {bound.hi:g}" if bound.hi_open else f"at most {bound.hi:g}"))
     if bound.integer:
         if number != int(number):
-            raise InputError(f"{what}: {shown(value)} must be a whole number (accepted: {bound.accepted()})")
+            raise fail("must be a whole number")
         return int(number)
     return number
 
 
 def checked(field: str, value: object, what: str | None = None, given: object = None) -> float | int:
     """A value of a named field (see BOUNDS) checked against its range; what names it in the message."""
-    return in_bound(value, what or field, BOUNDS[field], given)
+    return in_bound(value, what or field, BOUNDS[field], given, field=field)
 
 
 def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -> dict[str, object]:

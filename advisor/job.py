@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from advisor.assumed import Assumed
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
 from advisor.errors import InputError
@@ -48,7 +49,7 @@ class Job:
     ttft_ms: float | None
     precision: str = "auto"
     """As asked: 'auto' resolves per GPU to bf16 or fp16."""
-    assumed: tuple[str, ...] = field(default=())
+    assumed: tuple[Assumed, ...] = field(default=())
     spec: ModelSpec | None = None
     config: RunConfig = field(default_factory=RunConfig)
     """The configuration the user stated; the search holds every given value."""
@@ -72,37 +73,37 @@ class Job:
         return self.params / 1e9
 
 
-def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[str]) -> _Shape:
+def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed]) -> _Shape:
     spec = knowledge.model(workload.model) if workload.model else workload.spec
     if spec is not None:
         if workload.spec is not None:
-            assumed.append(f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
-                           f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
-                           f"{human(spec.params)} parameters counted from the shape")
+            assumed.append(Assumed(text=f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
+                                   f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
+                                   f"{human(spec.params)} parameters counted from the shape"))
         return _Shape(spec, arch_of(spec), spec.params, spec.active, spec.id, spec.name, spec.kind)
     params = float(workload.params or 0)
     arch = dense_arch_for(params)
-    assumed.append(f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads "
-                   f"({arch.kv_heads} KV), gated FFN {arch.ffn_hidden}, vocab {arch.vocab} (Llama 3 proportions, "
-                   "arXiv:2407.21783; give --config or --layers ... for the real shape)")
+    assumed.append(Assumed(text=f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads "
+                           f"({arch.kv_heads} KV), gated FFN {arch.ffn_hidden}, vocab {arch.vocab}",
+                           note="Llama 3 proportions, arXiv:2407.21783", field="spec"))
     return _Shape(None, arch, params, params, f"custom-{human(params)}",
                   f"custom dense transformer, {human(params)} parameters", "llm")
 
 
-def _workload_kind(workload: Workload, shape: _Shape, assumed: list[str]) -> str:
+def _workload_kind(workload: Workload, shape: _Shape, assumed: list[Assumed]) -> str:
     kind = workload.kind
     if kind is None:
         # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from scratch.
         from_shape = shape.spec is not None and shape.spec.source == "shape"
         kind = "finetune" if shape.kind == "llm" and shape.spec is not None and not from_shape else "pretrain"
-        assumed.append(f"workload: {kind} (pass --workload)")
+        assumed.append(Assumed(text=f"workload: {kind}", field="kind"))
     if kind in ("lora", "qlora", "inference") and shape.arch is None:
         raise InputError(f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "
                          "(use pretrain or finetune)")
     return kind
 
 
-def _seq_len(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, assumed: list[str]) -> int:
+def _seq_len(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, assumed: list[Assumed]) -> int:
     """The user's, else the workload's own (BERT, ViT), else the model's context or a default."""
     spec = shape.spec
     if workload.seq_len:
@@ -113,7 +114,7 @@ def _seq_len(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str,
         default = int(knowledge.assumptions.defaults.llm_seq_len.value)
         seq_len = min(spec.max_seq_len, default) if spec is not None and spec.max_seq_len else default
         if kind != "inference":  # serving sizes by prompt and output tokens instead
-            assumed.append(f"sequence length {seq_len} tokens (pass --seq-len)")
+            assumed.append(Assumed(text=f"sequence length {seq_len} tokens", field="seq_len"))
         return seq_len
     return 0
 
@@ -150,7 +151,7 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
     """
     from advisor.job_data import data_size, run_settings, serving_inputs, trainable
 
-    assumed: list[str] = []
+    assumed: list[Assumed] = []
     shape = _model_shape(knowledge, workload, assumed)
     kind = _workload_kind(workload, shape, assumed)
     seq_len = _seq_len(knowledge, workload, shape, kind, assumed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from advisor.assumed import Assumed
 from advisor.catalog.loader import Knowledge
 from advisor.errors import InputError
 from advisor.inputs import Workload
@@ -16,20 +17,20 @@ if TYPE_CHECKING:
 
 
 def trainable(knowledge: Knowledge, workload: Workload, arch: Arch | None, kind: str, params: float,
-              assumed: list[str]) -> tuple[int, float]:
+              assumed: list[Assumed]) -> tuple[int, float]:
     """The LoRA rank and the parameters that train (all of them, or the adapters)."""
     rank = workload.lora_rank or int(knowledge.assumptions.defaults.lora_rank.value)
     targets = workload.config.lora_targets or "all"
     if kind in ("lora", "qlora") and workload.lora_rank is None:
         where = "every linear layer" if targets == "all" else "the attention projections"
-        assumed.append(f"LoRA rank {rank} on {where} (pass --lora-rank)")
+        assumed.append(Assumed(text=f"LoRA rank {rank} on {where}", field="lora_rank"))
     if kind in ("lora", "qlora") and arch is not None:
         return rank, arch.lora_params(rank, targets)
     return rank, params
 
 
 def _total_items(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, work: _Work,
-                 need_data: bool, assumed: list[str]) -> float:
+                 need_data: bool, assumed: list[Assumed]) -> float:
     d = knowledge.assumptions.defaults
     per_token = shape.kind == "llm" or shape.spec is None
     if workload.tokens is not None:
@@ -43,12 +44,13 @@ def _total_items(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: 
         return 0.0
     if kind == "pretrain" and per_token:
         total = d.pretrain_tokens_per_param.value * shape.params
-        assumed.append(f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
-                       "parameter, compute-optimal (pass --tokens)")
+        assumed.append(Assumed(text=f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
+                               "parameter, compute-optimal", field="tokens"))
         return total
     if per_token:
         total = d.finetune_tokens.value * workload.epochs
-        assumed.append(f"{human(total)} fine-tuning tokens (an Alpaca-sized data set; pass --tokens)")
+        assumed.append(Assumed(text=f"{human(total)} fine-tuning tokens", note="an Alpaca-sized data set",
+                               field="tokens"))
         return total
     raise InputError(f"training {shape.model_id!r} needs a data size: --samples N [--epochs E]")
 
@@ -68,14 +70,14 @@ def _global_batch(knowledge: Knowledge, workload: Workload, shape: _Shape, kind:
 
 
 def data_size(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, work: _Work, seq_len: int,
-              need_data: bool, assumed: list[str]) -> tuple[float, int]:
+              need_data: bool, assumed: list[Assumed]) -> tuple[float, int]:
     """Items the job processes, and its global batch in sequences."""
     return (_total_items(knowledge, workload, shape, kind, work, need_data, assumed),
             _global_batch(knowledge, workload, shape, kind, seq_len))
 
 
 def serving_inputs(knowledge: Knowledge, workload: Workload, shape: _Shape, training: bool,
-                   assumed: list[str]) -> dict[str, Any]:
+                   assumed: list[Assumed]) -> dict[str, Any]:
     """Prompt and output lengths, latency targets and load, defaults named."""
     d = knowledge.assumptions.defaults
     prompt = workload.prompt_tokens or int(d.prompt_tokens.value)
@@ -84,14 +86,14 @@ def serving_inputs(knowledge: Knowledge, workload: Workload, shape: _Shape, trai
     rps = workload.requests_per_s or 0.0
     if not training:
         if workload.prompt_tokens is None:
-            assumed.append(f"{prompt} prompt tokens per request (pass --prompt-tokens)")
+            assumed.append(Assumed(text=f"{prompt} prompt tokens per request", field="prompt_tokens"))
         if workload.output_tokens is None:
-            assumed.append(f"{output} output tokens per request (pass --output-tokens)")
+            assumed.append(Assumed(text=f"{output} output tokens per request", field="output_tokens"))
         if workload.tpot_ms is None:
-            assumed.append(f"latency target {tpot:g} ms per output token (pass --tpot-ms)")
+            assumed.append(Assumed(text=f"latency target {tpot:g} ms per output token", field="tpot_ms"))
         if workload.requests_per_s is None:
             rps = 1.0
-            assumed.append("load 1 request/s (pass --requests-per-s)")
+            assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
         spec = shape.spec
         if shape.arch is not None and spec is not None and spec.max_seq_len and prompt + output > spec.max_seq_len:
             raise InputError(f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {shape.model_id}'s "
@@ -100,7 +102,7 @@ def serving_inputs(knowledge: Knowledge, workload: Workload, shape: _Shape, trai
             "ttft_ms": workload.ttft_ms}
 
 
-def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[str]) -> dict[str, Any]:
+def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[Assumed]) -> dict[str, Any]:
     """The stack, master weights, offload and LoRA targets; a default stack is named in `assumed`."""
     c = workload.config
     stack = c.stack
@@ -108,7 +110,7 @@ def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[str
         # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face Transformers.
         model_parallel = any((v or 1) > 1 for v in (c.tp, c.pp, c.cp, c.ep))
         stack = "megatron" if kind == "pretrain" or model_parallel else "hf"
-        assumed.append(f"training stack: {stack} (its loss path and runtime overhead; pass --stack)")
+        assumed.append(Assumed(text=f"training stack: {stack}", note="its loss path and runtime overhead", field="stack"))
     master = c.master_weights if c.master_weights is not None else True
     return {"stack": stack or "pytorch", "master_weights": master, "offload": c.offload or "none",
             "lora_targets": c.lora_targets or "all"}

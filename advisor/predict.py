@@ -6,6 +6,7 @@ import math
 
 from pydantic import Field
 
+from advisor.assumed import Assumed
 from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.gpus import Gpu
@@ -50,7 +51,7 @@ class Prediction(Strict):
     """Throughput at 100% efficiency, same unit."""
     serving_ttft_ms: Range3 | None = None
     serving_tpot_ms: Range3 | None = None
-    assumed: tuple[str, ...] = ()
+    assumed: tuple[Assumed, ...] = ()
     notes: tuple[str, ...] = Field(default=())
     configuration: dict[str, ConfigValue] = {}
     alternatives: tuple[AlternativeOut, ...] = ()
@@ -96,7 +97,7 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     precision = resolve_precision(job.precision, gpu)
     _check_precision(ctx, gpu, precision, node_size)
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
-    assumed = tuple(a for a in job.assumed if not a.startswith(("load ", "latency target")))
+    assumed = tuple(a for a in job.assumed if a.field not in ("requests_per_s", "tpot_ms"))
     stack_note = getattr(model, "stack_note", None)  # the learned model says what the stack changes
     source = (model.name + (stack_note(job.stack) if stack_note else "")) if job.training else (
         "learned from measured serving runs (knowledge/serving_model.json)" if load_model() and job.arch
@@ -237,8 +238,8 @@ def _serving_notes(ctx: Context, gpu, precision: str, layout: Layout, learned) -
     engine, given = engine_of(getattr(ctx, "workload", None) or ctx.job)
     notes = [learned.note, f"engine {engine}" + ("" if given else " (default; no engine given)"),
              "priors still used: memory headroom, KV-cache layout, TP all-reduce cost"]
-    defaulted = any(a.startswith("load ") for a in ctx.job.assumed)   # predict answers a load only when given
+    defaulted = any(a.field == "requests_per_s" for a in ctx.job.assumed)   # predict answers a load only when given
     rate = None if defaulted else ctx.job.requests_per_s
-    targets = not any(a.startswith("latency target") for a in ctx.job.assumed)
+    targets = not any(a.field == "tpot_ms" for a in ctx.job.assumed)
     fig = load_figures(ctx.job, gpu, precision, layout.tp, layout.dp, engine, rate, targets)
     return tuple(notes) + (describe_load(fig, rate) if fig else ())

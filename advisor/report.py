@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from advisor.assumed import Assumed
 from advisor.catalog.common import Strict
 from advisor.inputs import Constraints, Workload
 from advisor.ops.launch import LaunchArtefacts
@@ -194,7 +195,7 @@ class JobOut(Strict):
     seq_len: int
     unit: str
     total_items: float
-    assumed: tuple[str, ...] = ()
+    assumed: tuple[Assumed, ...] = ()
 
 
 class Report(Strict):

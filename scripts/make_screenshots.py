@@ -79,6 +79,25 @@ async def results_operations_second(pilot: Pilot) -> None:
     await settle(pilot)
 
 
+async def wizard_advanced(pilot: Pilot) -> None:
+    """The model step's Advanced section open, with a stated layout (tp 8, pp 7, ZeRO-1, selective)."""
+    await preset(pilot, "pretrain-175b")
+    wizard = pilot.app.screen
+    wizard.query_one("#advanced").collapsed = False  # type: ignore[attr-defined]
+    wizard.apply_values({"tp": "8", "pp": "7", "zero": "1", "recompute": "selective"})  # type: ignore[attr-defined]
+    await settle(pilot)
+    wizard.query_one("#tp").focus()
+    wizard.query_one("#tp").scroll_visible(top=True, animate=False)
+    await settle(pilot)
+
+
+async def results_rules(pilot: Pilot) -> None:
+    """The Rules & advice tab: the plan's configuration marked given or chosen, and what was assumed."""
+    await results(pilot, "lora-70b")
+    pilot.app.screen.query_one("#plan-tabs").active = "tab-advice"  # type: ignore[attr-defined]
+    await settle(pilot)
+
+
 async def checklist(pilot: Pilot) -> None:
     await results(pilot, "lora-70b")
     await pilot.press("c")
@@ -95,9 +114,11 @@ SHOTS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
     "wizard": wizard_start,
     "wizard-model": wizard_model,
     "wizard-budget": wizard_budget,
+    "wizard-advanced": wizard_advanced,
     "results": results_memory,
     "results-chart": results_chart,
     "results-operations": results_operations_second,
+    "results-rules": results_rules,
     "results-80x24": results_memory,
     "checklist": checklist,
     "export": export,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from advisor.errors import InputError
 from advisor.inputs import TRAINING_PRECISIONS, Constraints, Workload
+from advisor.checks import checked
 from advisor.units import parse_count, parse_hours
 from tui.presets import KINDS
 
@@ -21,6 +22,31 @@ Values = Mapping[str, Any]
 """Raw field values by field id: text for inputs, the chosen value for selects, tuples for multi-selects."""
 
 STEP_TITLES = ("Workload", "Model", "Budget & constraints")
+
+CONFIG_FIELDS: tuple[str, ...] = (
+    "tp", "pp", "cp", "ep", "dp", "zero", "shard_group", "recompute", "global_batch", "global_batch_tokens",
+    "pp_schedule", "master_weights", "offload", "lora_targets", "stack", "engine",
+)
+"""The Advanced fields that make up the run's configuration (advisor.inputs.RunConfig)."""
+
+ADVANCED_FIELDS: tuple[str, ...] = (
+    "tp", "pp", "cp", "ep", "dp", "zero", "shard_group", "recompute", "batch_size", "global_batch",
+    "global_batch_tokens", "pp_schedule", "optimizer", "master_weights", "offload", "lora_rank", "lora_targets",
+    "stack", "engine", "headroom",
+)
+"""The model step's collapsed Advanced section, in the order shown."""
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "zero": ("auto", "0", "1", "2", "3"),
+    "recompute": ("auto", "none", "selective", "full"),
+    "optimizer": ("auto", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"),
+    "master_weights": ("auto", "on", "off"),
+    "offload": ("auto", "none", "optimizer", "params"),
+    "lora_targets": ("auto", "all", "attention"),
+    "stack": ("auto", "megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"),
+    "engine": ("auto", "vllm", "sglang", "trtllm"),
+}
+"""The Advanced choices; 'auto' leaves the value to the search (or the model's default)."""
 
 STEP_FIELDS: tuple[tuple[str, ...], ...] = (
     ("kind",),
@@ -37,6 +63,7 @@ STEP_FIELDS: tuple[tuple[str, ...], ...] = (
         "output_tokens",
         "tpot_ms",
         "ttft_ms",
+        *ADVANCED_FIELDS,
     ),
     (
         "budget_usd",
@@ -59,12 +86,17 @@ DEFAULTS: dict[str, Any] = {
     "objective": "balanced",
     "providers": (),
     "gpus": (),
+    **{name: "auto" for name in CHOICES},
 }
 """Every field's value before the user touches it (the models' own defaults)."""
 
-WORKLOAD_FIELDS = frozenset(STEP_FIELDS[0] + STEP_FIELDS[1])
-TRAINING_ONLY = frozenset({"tokens", "samples", "epochs", "deadline_hours"})
-INFERENCE_ONLY = frozenset({"requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms"})
+WORKLOAD_FIELDS = frozenset(STEP_FIELDS[0] + STEP_FIELDS[1]) - {"headroom"}
+TRAINING_ONLY = frozenset({"tokens", "samples", "epochs", "deadline_hours", "cp", "ep", "dp", "zero", "shard_group",
+                           "recompute", "batch_size", "global_batch", "global_batch_tokens", "pp_schedule",
+                           "optimizer", "master_weights", "offload", "lora_rank", "lora_targets", "stack"})
+INFERENCE_ONLY = frozenset({"requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms", "engine"})
+LORA_ONLY = frozenset({"lora_rank", "lora_targets"})
+SPLITS_TRANSFORMER = frozenset({"tp", "pp", "cp", "ep", "pp_schedule"})
 
 
 def _count(text: str, name: str) -> float:
@@ -78,6 +110,26 @@ def _whole(text: str, name: str) -> int:
 
 def _hours(text: str, name: str) -> float:
     return parse_hours(text, name, field=name)
+
+
+def _bounded(text: str, name: str) -> float | int:
+    # '8', '1k' or '2M' read as on the command line, then held to the core's range for the input (BOUNDS).
+    return checked(name, parse_count(text, name, field=name), name, given=text)
+
+
+def _fraction(text: str, name: str) -> float | int:
+    # Headroom as a fraction (0.1) or a percentage (10%).
+    if text.endswith("%"):
+        return checked(name, parse_count(text[:-1], name, field=name) / 100, name, given=text)
+    return checked(name, parse_count(text, name, positive=False, field=name), name, given=text)
+
+
+def _choice(text: str, name: str) -> Any:
+    if name == "zero":
+        return int(text)
+    if name == "master_weights":
+        return text == "on"
+    return text
 
 
 # How each free-text field is read: the core's own parsers, so '20k', '1.5T' and '3d' mean what they mean
@@ -95,6 +147,10 @@ PARSERS: dict[str, Callable[[str, str], Any]] = {
     "ttft_ms": _count,
     "budget_usd": _count,
     "deadline_hours": _hours,
+    **{name: _bounded for name in ("tp", "pp", "cp", "ep", "dp", "shard_group", "batch_size", "global_batch",
+                                   "global_batch_tokens", "lora_rank")},
+    "headroom": _fraction,
+    **{name: _choice for name in CHOICES},
 }
 
 LABELS: dict[str, str] = {
@@ -119,6 +175,26 @@ LABELS: dict[str, str] = {
     "providers": "Providers",
     "gpus": "GPUs",
     "objective": "Optimise for",
+    "tp": "Tensor parallel",
+    "pp": "Pipeline parallel",
+    "cp": "Context parallel",
+    "ep": "Expert parallel",
+    "dp": "Data parallel",
+    "zero": "ZeRO stage",
+    "shard_group": "Shard group",
+    "recompute": "Recompute",
+    "batch_size": "Micro-batch",
+    "global_batch": "Global batch",
+    "global_batch_tokens": "Global batch tokens",
+    "pp_schedule": "Pipeline schedule",
+    "optimizer": "Optimizer",
+    "master_weights": "Master weights",
+    "offload": "Offload",
+    "lora_rank": "LoRA rank",
+    "lora_targets": "LoRA targets",
+    "stack": "Training stack",
+    "engine": "Serving engine",
+    "headroom": "Memory headroom",
 }
 """Each field's label: the UI names inputs by these, never by the command line's flags."""
 
@@ -179,6 +255,10 @@ def applicable_fields(values: Values, spec: ModelSpec | None) -> frozenset[str]:
         names.discard("seq_len")  # CNNs and the like have no sequence length to set
     if values.get("deployment") == "on-prem":
         names -= {"pricing", "providers"}
+    if values.get("kind") not in ("lora", "qlora"):
+        names -= LORA_ONLY
+    if spec is not None and not spec.is_transformer:
+        names -= SPLITS_TRANSFORMER  # data parallel only
     return frozenset(names)
 
 
@@ -196,7 +276,7 @@ def _parse(values: Values, names: frozenset[str], errors: dict[str, str]) -> dic
     data: dict[str, Any] = {}
     for name in names:
         raw = values.get(name)
-        if raw is None or raw == "" or raw == ():
+        if raw is None or raw == "" or raw == () or (name in CHOICES and raw == "auto"):
             continue
         parser = PARSERS.get(name)
         if parser is None:
@@ -220,7 +300,8 @@ def _validate(model: type[BaseModel], data: dict[str, Any], errors: dict[str, st
                 _place(cause, errors)  # a model-level check that says which input it is about
                 continue
             msg = str(err["msg"]).removeprefix("Value error, ")
-            loc = str(err["loc"][0]) if err["loc"] else FORM
+            path = [str(x) for x in err["loc"]]
+            loc = (path[1] if path[0] == "config" and len(path) > 1 else path[0]) if path else FORM
             errors.setdefault(loc, msg)
         return None
 
@@ -268,11 +349,14 @@ def check(values: Values, knowledge: Knowledge | None) -> Checked:
     _own_checks(values, data, spec, applicable, errors)
     if spec is not None:
         data["model"] = spec.id
+    config = {k: data.pop(k) for k in CONFIG_FIELDS if k in data}
+    if config:
+        data["config"] = config
     workload = _workload(data, errors, knowledge)
     constraint_data = {
         k: tuple(v) if isinstance(v, (list, tuple)) else v
         for k, v in data.items()
-        if k not in WORKLOAD_FIELDS
+        if k not in WORKLOAD_FIELDS and k != "config"
     }
     blocked = any(k in STEP_FIELDS[2] for k in errors)
     constraints = None if blocked else _validate(Constraints, constraint_data, errors)
@@ -283,13 +367,14 @@ def _workload(data: dict[str, Any], errors: dict[str, str], knowledge: Knowledge
     """The Workload, checked by the core's own resolution too (what the fields alone cannot tell)."""
     if any(k in WORKLOAD_FIELDS or k == FORM for k in errors):
         return None
-    workload = _validate(Workload, {k: v for k, v in data.items() if k in WORKLOAD_FIELDS}, errors)
+    workload = _validate(Workload, {k: v for k, v in data.items() if k in WORKLOAD_FIELDS or k == "config"}, errors)
     if workload is None or knowledge is None:
         return workload
+    from advisor.config_check import check_config
     from advisor.job import resolve_job
 
     try:
-        resolve_job(knowledge, workload)
+        check_config(resolve_job(knowledge, workload))  # the clashes a stated configuration can have
     except InputError as exc:
         _place(exc, errors)
         return None

@@ -12,8 +12,20 @@ if TYPE_CHECKING:
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.prices import Offer
+    from advisor.assumed import Assumed
     from advisor.predict import Prediction
     from advisor.report import Report
+
+# How the CLI says which input would replace an assumption (its flag; a model shape takes several).
+ASSUMED_HINT = {"kind": "pass --workload", "spec": "give --config or --layers ... for the real shape"}
+
+
+def assumed_text(a: Assumed) -> str:
+    """An assumption in the CLI's words: 'sequence length 4096 tokens (pass --seq-len)'."""
+    hint = None
+    if a.field:
+        hint = ASSUMED_HINT.get(a.field, f"pass --{a.field.replace('_', '-')}")
+    return a.phrase(hint)
 
 
 def _f(x: float | None, spec: str = ".0f") -> str:
@@ -97,7 +109,7 @@ def prediction_text(p: Prediction) -> str:
     if p.memory.host_gb:
         lines.append(f"  {'host memory':<15} {p.memory.host_gb:8.2f} GB per GPU (offloaded)")
     lines += configuration_lines(p.configuration, p.alternatives)
-    lines += [f"assumed: {a}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
+    lines += [f"assumed: {assumed_text(a)}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
 
 
@@ -121,7 +133,7 @@ def report_text(r: Report) -> str:
     if j.total_items:
         head += f", {human(j.total_items)} {j.unit.removesuffix('/s')}"
     lines = [head]
-    lines += [f"  assumed: {a}" for a in j.assumed]
+    lines += [f"  assumed: {assumed_text(a)}" for a in j.assumed]
     lines.append("")
     inference = j.kind == "inference"
     if r.plans:

@@ -83,3 +83,28 @@ def test_results_operations_of_the_second_plan(snap_compare, snapshot_app) -> No
         await settle(pilot)
 
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=operations)
+
+
+def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    """The Advanced section expanded, one stated value refused beside its field (tp 3 on 64 heads)."""
+
+    async def advanced(pilot: Pilot) -> None:
+        await pick_preset(pilot, "lora-70b")
+        wizard = pilot.app.screen
+        wizard.query_one("#advanced").collapsed = False  # type: ignore[attr-defined]
+        wizard.apply_values({"tp": "3", "zero": "3", "optimizer": "adamw-8bit"})  # type: ignore[attr-defined]
+        await settle(pilot)
+        wizard.query_one("#tp").focus()
+        wizard.query_one("#tp").scroll_visible(top=True, animate=False)
+        await settle(pilot)
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=advanced)
+
+
+def test_results_rules_tab_with_configuration(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+    """The Rules & advice tab: why the plan, its configuration marked given or chosen, what was assumed."""
+
+    async def rules(pilot: Pilot) -> None:
+        await results(pilot, "lora-70b", tab="tab-advice")
+
+    assert snap_compare(snapshot_app(), terminal_size=(100, 40), run_before=rules)

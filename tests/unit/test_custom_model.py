@@ -36,7 +36,7 @@ def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, 
 
 def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:
     out = _predict_json(capsys, "--config", str(CONFIGS / "llama-3.1-8b.json"))
-    assert any("8.03B parameters counted from the shape" in a for a in out["assumed"])
+    assert any("8.03B parameters counted from the shape" in a["text"] for a in out["assumed"])
     from advisor.catalog.hf_config import read_hf_config
 
     spec = read_hf_config(CONFIGS / "llama-3.1-8b.json")
@@ -46,7 +46,7 @@ def test_config_gives_the_catalogue_parameter_count(knowledge, capsys) -> None:
 
 def test_quick_shape_matches_the_config(capsys) -> None:
     out = _predict_json(capsys, *SHAPE)
-    assert any("model shape from shape" in a for a in out["assumed"])
+    assert any("model shape from shape" in a["text"] for a in out["assumed"])
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_generic_params_take_llama3_proportions(knowledge) -> None:
     assert (
         job.arch is not None
         and job.arch.kv_heads == 8
-        and any("Llama 3 proportions" in a for a in job.assumed)
+        and any("Llama 3 proportions" in (a.note or "") for a in job.assumed)
     )
 
 

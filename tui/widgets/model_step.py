@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from advisor.inputs import PRECISIONS
 from tui.formatting import human
+from tui.widgets.advanced import AdvancedSection
 from tui.widgets.field import FieldRow
 from tui.widgets.segmented import Segmented
 
@@ -99,6 +100,7 @@ class ModelStep(VerticalScroll):
         yield FieldRow(
             "ttft_ms", "First-token target", _input("ttft_ms", "optional"), hint="ms to the first token"
         )
+        yield AdvancedSection()
 
     def on_mount(self) -> None:
         """Search the catalogue once the app has loaded it."""

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widget import Widget
 
+from tui.form import LABELS
 from tui.formatting import fmt_hours, gpus, money
 
 if TYPE_CHECKING:
@@ -199,6 +200,21 @@ class CostPanel(PlanPanel):
         return out
 
 
+SOURCE_STYLE = {"given": "$success", "chosen": "$accent", "default": "$text-muted"}
+OUTPUT_NAMES = {"micro_batch": "Micro-batch", "grad_accum": "Grad accumulation", "replicas": "Replicas",
+                "batch": "Batch"}
+
+
+def configuration_lines(plan: PlanOut) -> list[Content]:
+    """Each configuration value of the plan, marked given (yours), chosen (by the search) or default."""
+    out = [Content.from_markup("[b]Configuration[/b] [$text-muted](given: yours; chosen: by the search)[/]")]
+    for key, item in plan.configuration.items():
+        value = {True: "on", False: "off"}.get(item.value, item.value) if isinstance(item.value, bool) else item.value
+        out.append(Content.assemble(f"  {OUTPUT_NAMES.get(key) or LABELS.get(key, key):<20} {value!s:<14} ",
+                                    (item.source, SOURCE_STYLE.get(item.source, ""))))
+    return out
+
+
 class AdvicePanel(PlanPanel):
     """Why this plan, the rules that fired, the advice, and what was assumed."""
 
@@ -224,6 +240,8 @@ class AdvicePanel(PlanPanel):
                     )
                     for r in plan.rules
                 ]
+        if plan is not None and plan.configuration:
+            out += configuration_lines(plan)
         advice = list(plan.advice if plan else ()) + [
             r.message for r in report.job_advice if r.kind == "advice"
         ]
@@ -231,7 +249,8 @@ class AdvicePanel(PlanPanel):
             out.append(Content.from_markup("[b]Advice[/b]"))
             out += _bullets(list(dict.fromkeys(advice)))
         out.append(Content.from_markup("[b]Assumed[/b]"))
-        out += _bullets((*report.job.assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
+        assumed = [a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None) for a in report.job.assumed]
+        out += _bullets((*assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
         if report.notes:
             out += _bullets(report.notes, "$text-muted")
         return out
