@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from textual.widgets import Collapsible, Input, TabbedContent
 from pilot_flows import changed, choose_preset, open_results, settle
+from textual.widgets import Collapsible, Input, TabbedContent
 
 from tui.app import GpuAdvisorApp
 from tui.screens.results import ResultsScreen
 from tui.screens.wizard import WizardScreen
-from tui.widgets.field import FieldRow
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, WhyNotPanel
 from tui.widgets.segmented import Segmented
 
@@ -53,7 +52,9 @@ async def test_advanced_values_are_checked_and_reach_the_plan_as_given(make_app)
         assert isinstance(results, ResultsScreen) and results.report is not None
         plan = results.report.plans[0]
         assert plan.layout.tp == 8 and plan.configuration["tp"].source == "given"
-        assert plan.configuration["lora_rank"].value == 32 and plan.configuration["lora_rank"].source == "given"
+        assert (
+            plan.configuration["lora_rank"].value == 32 and plan.configuration["lora_rank"].source == "given"
+        )
         assert plan.configuration["optimizer"].value == "adamw-8bit"
         assert plan.configuration["optimizer"].source == "given"
         assert plan.configuration["pp"].source == "chosen"

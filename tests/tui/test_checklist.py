@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import Input, OptionList, Static
 from pilot_flows import settle
+from textual.widgets import Input, OptionList, Static
 
 from tui.screens.checklist import ChecklistScreen
 from tui.screens.help import HelpScreen

@@ -26,5 +26,10 @@ async def test_every_step_keeps_its_last_line(make_app) -> None:  # type: ignore
             width = steps.scrollable_content_region.width
             padding = steps.get_component_styles("option-list--option").padding.width
             for i in range(steps.option_count):
-                needed = steps._get_visual(steps.get_option_at_index(i)).get_height(steps.styles, width - padding)
-                assert steps._line_cache.heights[i] == needed, (screen.current.id if screen.current else None, i)
+                needed = steps._get_visual(steps.get_option_at_index(i)).get_height(
+                    steps.styles, width - padding
+                )
+                assert steps._line_cache.heights[i] == needed, (
+                    screen.current.id if screen.current else None,
+                    i,
+                )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from textual.widgets import Input, Static
 from pilot_flows import open_results, settle
+from textual.widgets import Input, Static
 
 from tui.app import GpuAdvisorApp
 from tui.screens.checklist import ChecklistScreen

@@ -109,7 +109,9 @@ def test_small_cost_ranges_keep_both_ends() -> None:
     assert money_range(350.2, 350.4) == "$350"
 
 
-async def test_export_dialog_drops_a_stale_error_and_asks_before_making_a_folder(make_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_export_dialog_drops_a_stale_error_and_asks_before_making_a_folder(
+    make_app, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         await open_results(pilot, "lora-70b")

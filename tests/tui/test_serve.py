@@ -20,10 +20,14 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
-                       reason="playwright is not installed (pip install playwright)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None,
+        reason="playwright is not installed (pip install playwright)",
+    ),
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install -y chromium)"),
-    pytest.mark.skipif(importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed"
+    ),
 ]
 
 
@@ -49,7 +53,10 @@ def served(workdir: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli.main", "serve", "--port", str(port)],
-        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         wait_for_port(port, proc)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from textual.widgets import Button, Input, Static
 from pilot_flows import changed, choose_preset, settle
+from textual.widgets import Button, Input, Static
 
 from advisor.catalog import Knowledge
 from tui.app import GpuAdvisorApp
@@ -170,8 +170,12 @@ async def test_mouse_alone_reaches_the_results(make_app) -> None:  # type: ignor
 def test_combinations_the_core_refuses_block_the_step(fixture_knowledge) -> None:  # type: ignore[no-untyped-def]
     from tui.form import check
 
-    refused = check({"kind": "lora", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge)
+    refused = check(
+        {"kind": "lora", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge
+    )
     assert refused.workload is None and "needs a transformer" in refused.errors["kind"]
     assert "--" not in refused.errors["kind"]  # no CLI flags in the UI's words
-    fine = check({"kind": "pretrain", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge)
+    fine = check(
+        {"kind": "pretrain", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge
+    )
     assert fine.workload is not None and not fine.errors

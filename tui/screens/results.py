@@ -26,8 +26,8 @@ from tui.screens.confirm import ConfirmDialog
 from tui.screens.export import ExportDialog
 from tui.widgets.field import FieldRow
 from tui.widgets.front_chart import FrontChart
-from tui.widgets.plan_table import PlanTable
 from tui.widgets.ops_view import OperationsPanel
+from tui.widgets.plan_table import PlanTable
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, WhyNotPanel
 
 if TYPE_CHECKING:
@@ -193,8 +193,12 @@ class ResultsScreen(Screen[None]):
         try:
             ops = self.engine.plan_operations(report, plan)
         except Exception as exc:  # the tab says so; the rest of the screen is unaffected
-            self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}",
-                                      title="Could not work out the operations plan", severity="error")
+            self.app.call_from_thread(
+                self.notify,
+                f"{type(exc).__name__}: {exc}",
+                title="Could not work out the operations plan",
+                severity="error",
+            )
             return
         if not get_current_worker().is_cancelled:
             self.post_message(OperationsReady(ops, generation))
@@ -290,7 +294,8 @@ class ResultsScreen(Screen[None]):
                     self.action_export(str(path))
 
             self.app.push_screen(
-                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"), create
+                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"),
+                create,
             )
         elif path.exists():
 
