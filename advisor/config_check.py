@@ -199,16 +199,15 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
             accepted="none or optimizer",
         )
     gb = job.global_batch_seqs if job.global_batch_given else None
-    if gb and dp:
-        if gb % dp or (job.batch_size and gb % (dp * job.batch_size)):
-            mb = job.batch_size or 1
-            raise InputError(
-                f"--global-batch {gb} is not divisible by dp {dp} x micro-batch {mb}",
-                field="global_batch",
-                value=gb,
-                problem=f"is not divisible by dp {dp} x micro-batch {mb}",
-                accepted=f"a multiple of {dp * mb}",
-            )
+    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
+        mb = job.batch_size or 1
+        raise InputError(
+            f"--global-batch {gb} is not divisible by dp {dp} x micro-batch {mb}",
+            field="global_batch",
+            value=gb,
+            problem=f"is not divisible by dp {dp} x micro-batch {mb}",
+            accepted=f"a multiple of {dp * mb}",
+        )
 
 
 def check_config(job: Job, count: int | None = None) -> None:

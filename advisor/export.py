@@ -19,6 +19,12 @@ def drop_none(value: Any) -> Any:
     return value
 
 
+def _source_ref(knowledge: Knowledge, key: str) -> str:
+    """A price source's citation, or its key where the knowledge has no such source."""
+    source = knowledge.source(key)
+    return source.ref if source else key
+
+
 def export_record(
     report: Report, knowledge: Knowledge, generated_at: dt.datetime | None = None
 ) -> dict[str, Any]:
@@ -32,16 +38,14 @@ def export_record(
         "generated_at": when,
         "tool": {"name": "gpu-advisor", "version": __version__},
         "inputs": {
-            # What the user gave, and only that: a re-run marks the same values given (the rest stay defaults).
+            # What the user gave, and only that: a re-run marks the same values given (the rest stay
+            # defaults).
             "workload": report.workload.model_dump(mode="python", exclude_none=True, exclude_unset=True),
             "constraints": report.constraints.model_dump(mode="python", exclude_none=True),
         },
         "assumptions": {
             "prices_as_of": report.prices_as_of,
-            "price_sources": {
-                key: (knowledge.source(key).ref if knowledge.source(key) else key)
-                for key in report.price_sources
-            },
+            "price_sources": {key: _source_ref(knowledge, key) for key in report.price_sources},
             "catalogue_version": report.catalogue_version,
             "efficiency_source": report.efficiency_source,
             "memory_headroom": report.constraints.headroom

@@ -110,7 +110,8 @@ def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed
 def _workload_kind(workload: Workload, shape: _Shape, assumed: list[Assumed]) -> str:
     kind = workload.kind
     if kind is None:
-        # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from scratch.
+        # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from
+        # scratch.
         from_shape = shape.spec is not None and shape.spec.source == "shape"
         kind = "finetune" if shape.kind == "llm" and shape.spec is not None and not from_shape else "pretrain"
         assumed.append(Assumed(text=f"workload: {kind}", field="kind"))

@@ -1,4 +1,4 @@
-"""Provides the steps of resolve_job after the model's shape: trainable size, data, serving inputs, run settings."""
+"""Provides the steps of resolve_job after the model's shape: trainable size, data, serving, run settings."""
 
 from __future__ import annotations
 
@@ -153,7 +153,8 @@ def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[Ass
     c = workload.config
     stack = c.stack
     if stack is None and kind != "inference" and shape.arch is not None:
-        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face Transformers.
+        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face
+        # Transformers.
         model_parallel = any((v or 1) > 1 for v in (c.tp, c.pp, c.cp, c.ep))
         stack = "megatron" if kind == "pretrain" or model_parallel else "hf"
         assumed.append(

@@ -107,16 +107,16 @@ GQA_FROM_PARAMS = 7e9
 
 def dense_arch_for(params: float) -> Arch:
     """A generic dense decoder of about `params` parameters: Llama 3 proportions (gated FFN 3.5x, vocab 128k),
-    grouped-query attention with 8 KV heads from 7B up (smaller: one KV head per head; under 1B a 32k vocabulary)."""
+    grouped-query attention with 8 KV heads from 7B up (smaller: one KV head per head; under 1B a 32k
+    vocabulary)."""
     hidden = max(_ASPECT, round((params * _ASPECT / 12.0) ** (1 / 3) / _ASPECT) * _ASPECT)
     if hidden >= 2048:  # widths of 8 x 128 at scale, so that 8 KV heads divide the heads
         hidden = round(hidden / 1024) * 1024
-    vocab = (
-        MODERN_VOCAB if params >= 1e9 else CUSTOM_VOCAB
-    )  # a 128k table would outweigh a small model's layers
+    # A 128k table would outweigh a small model's layers.
+    vocab = MODERN_VOCAB if params >= 1e9 else CUSTOM_VOCAB
     heads = hidden // _ASPECT
     kv_heads = MODERN_KV_HEADS if params >= GQA_FROM_PARAMS and heads % MODERN_KV_HEADS == 0 else heads
-    ffn = int(round(MODERN_FFN_RATIO * hidden / _ASPECT)) * _ASPECT
+    ffn = round(MODERN_FFN_RATIO * hidden / _ASPECT) * _ASPECT
     per_layer = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * _ASPECT + 3.0 * hidden * ffn
     layers = max(1, round(max(params - 2.0 * vocab * hidden, per_layer) / per_layer))
     return Arch(

@@ -1,4 +1,4 @@
-"""Provides predict(): throughput with its interval, memory and step time of one workload on one GPU x count."""
+"""Provides predict(): throughput with its interval, memory and step time of a workload on one GPU x count."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from advisor.plans import Candidate, efficiency_query, largest_batch_within, res
 from advisor.plans_training import TrainingSearch, _CountResult
 from advisor.report import AlternativeOut, ConfigValue, GoodputOut, LayoutOut, MemoryOut, Range3, Throughput
 from advisor.rules import evaluate
-from advisor.serving.advise import describe_load, engine_of, learned_efficiency, load_figures
+from advisor.serving.advise import Learned, describe_load, engine_of, learned_efficiency, load_figures
 from advisor.serving.model import load_model
 from advisor.speed import peak_flops
 
@@ -150,7 +150,7 @@ def _predict_training(
         return _refusal(ctx, search, res, count, common)
     cands = [search.candidate(f) for f in sorted(res.found)]
     effs = model.estimate([efficiency_query(c, ctx) for c in cands])
-    timed = sorted(zip(cands, effs), key=lambda ce: ce[0].predicted_s(ce[1].p50))
+    timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
     cand, eff = timed[0]
     assert cand.step is not None
     sol = cand.sol_items_per_s
@@ -234,11 +234,11 @@ def _fully_given(ctx: Context) -> bool:
 
 def _predict_serving(
     ctx: Context,
-    gpu,
+    gpu: Gpu,
     precision: str,
     count: int,
     node_size: int,
-    usable: float,  # type: ignore[no-untyped-def]
+    usable: float,
     model: EfficiencyModel,
     common: dict,
     tpot_target_ms: float,
@@ -326,7 +326,9 @@ def _predict_serving(
     )
 
 
-def _serving_notes(ctx: Context, gpu, precision: str, layout: Layout, learned) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def _serving_notes(
+    ctx: Context, gpu: Gpu, precision: str, layout: Layout, learned: Learned | None
+) -> tuple[str, ...]:
     """Which serving figures are learned (and from what) and which are priors; latency at the user's load."""
     if learned is None:
         return (
@@ -339,9 +341,8 @@ def _serving_notes(ctx: Context, gpu, precision: str, layout: Layout, learned) -
         f"engine {engine}" + ("" if given else " (default; no engine given)"),
         "priors still used: memory headroom, KV-cache layout, TP all-reduce cost",
     ]
-    defaulted = any(
-        a.field == "requests_per_s" for a in ctx.job.assumed
-    )  # predict answers a load only when given
+    # predict answers a load only when given
+    defaulted = any(a.field == "requests_per_s" for a in ctx.job.assumed)
     rate = None if defaulted else ctx.job.requests_per_s
     targets = not any(a.field == "tpot_ms" for a in ctx.job.assumed)
     fig = load_figures(ctx.job, gpu, precision, layout.tp, layout.dp, engine, rate, targets)

@@ -1,4 +1,4 @@
-"""Times `recommend` over the whole catalogue: in-process after load, and as a whole process (prints figures)."""
+"""Times `recommend` over the catalogue: in-process after load, and as a whole process (prints figures)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def in_process() -> None:
     knowledge = load_knowledge()
     model = efficiency_model(knowledge)
     print(
-        f"load knowledge + efficiency model: {(time.perf_counter() - t0) * 1000:.0f} ms (first run after install "
-        "also parses TOML into the cache)"
+        f"load knowledge + efficiency model: {(time.perf_counter() - t0) * 1000:.0f} ms "
+        "(first run after install also parses TOML into the cache)"
     )
     for name, workload, constraints in CASES:
         recommend(knowledge, workload, constraints, model)  # warm: schema builds, rule compilation

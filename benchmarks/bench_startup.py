@@ -1,4 +1,4 @@
-"""Prints the start-up cost of each command as CPU time in ratio to `python -c pass`, measured in the same run.
+"""Prints each command's start-up cost as CPU time in ratio to `python -c pass`, measured in the same run.
 
 CPU time (user + system of the child, from resource.getrusage) rather than wall time, because these machines
 are shared: another process's load changes wall time, not a command's own CPU time. Each figure is the median
@@ -124,9 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, args in COMMANDS.items():
             cpu = median_cpu(CLI.format(args=args), env, opts.repeats)
             results[name] = cpu / floor
-            print(
-                f"  {name:<24} {cpu * 1000:6.0f} ms  {cpu / floor:5.1f}x python   imports {heavy_modules(args, env)}"
-            )
+            heavy = heavy_modules(args, env)
+            print(f"  {name:<24} {cpu * 1000:6.0f} ms  {cpu / floor:5.1f}x python   imports {heavy}")
         if not opts.no_ui:
             hello = median_cpu(UI_PROBE.format(setup=HELLO), env, opts.repeats)
             ui = median_cpu(UI_PROBE.format(setup=ADVISOR_UI), env, opts.repeats)

@@ -201,7 +201,21 @@ PARSERS: dict[str, Callable[[str, str], Any]] = {
     "ttft_ms": _count,
     "budget_usd": _count,
     "deadline_hours": _hours,
-    **dict.fromkeys(("tp", "pp", "cp", "ep", "dp", "shard_group", "batch_size", "global_batch", "global_batch_tokens", "lora_rank"), _bounded),
+    **dict.fromkeys(
+        (
+            "tp",
+            "pp",
+            "cp",
+            "ep",
+            "dp",
+            "shard_group",
+            "batch_size",
+            "global_batch",
+            "global_batch_tokens",
+            "lora_rank",
+        ),
+        _bounded,
+    ),
     "headroom": _fraction,
     **dict.fromkeys(CHOICES, _choice),
 }

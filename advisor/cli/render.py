@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.prices import Offer
+    from advisor.ops.tco import TcoOut
     from advisor.predict import Prediction
     from advisor.report import Report
 
@@ -85,7 +86,8 @@ def models_table(k: Knowledge) -> str:
 def prices_table(
     offers: Sequence[Offer], flags: dict[int, list[str]] | None = None, max_age: float = 12.0
 ) -> str:
-    """Cloud offers: current ones cheapest per GPU first, then superseded and stale ones; each with its date."""
+    """Cloud offers: current ones cheapest per GPU first, then superseded and stale ones; each with its
+    date."""
     flags = flags or {}
     order = sorted(offers, key=lambda o: (o.gpu, bool(flags.get(id(o))), o.usd_per_gpu_hour))
     rows = [
@@ -151,9 +153,10 @@ def prediction_text(p: Prediction) -> str:
             s = p.step_time_s
             lines.append(f"step time   {_interval(s.p10, s.p50, s.p90, '.3g')} s")
         if p.serving_ttft_ms and p.serving_tpot_ms:
+            ttft, tpot = p.serving_ttft_ms, p.serving_tpot_ms
             lines.append(
-                f"first token {_interval(p.serving_ttft_ms.p10, p.serving_ttft_ms.p50, p.serving_ttft_ms.p90, ',.0f')} ms, "
-                f"per token {_interval(p.serving_tpot_ms.p10, p.serving_tpot_ms.p50, p.serving_tpot_ms.p90, ',.1f')} ms"
+                f"first token {_interval(ttft.p10, ttft.p50, ttft.p90, ',.0f')} ms, "
+                f"per token {_interval(tpot.p10, tpot.p50, tpot.p90, ',.1f')} ms"
             )
         e = p.efficiency
         if e:
@@ -165,8 +168,8 @@ def prediction_text(p: Prediction) -> str:
             g = p.goodput
             lines.append(
                 f"goodput     {g.fraction:.1%} of wall time is useful: an interruption every "
-                f"{g.mtbf_h:,.1f} h, checkpoint {g.checkpoint_s:,.0f} s every {g.checkpoint_interval_h * 60:,.0f} "
-                f"min, restart {g.restart_h:g} h"
+                f"{g.mtbf_h:,.1f} h, checkpoint {g.checkpoint_s:,.0f} s "
+                f"every {g.checkpoint_interval_h * 60:,.0f} min, restart {g.restart_h:g} h"
             )
         lines.append(
             f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
@@ -194,8 +197,8 @@ def configuration_lines(config: dict[str, Any], alternatives: Sequence[Any]) -> 
     ]
     for alt in alternatives:
         lines.append(
-            f"  instead: {alt.parallelism}, micro-batch {alt.layout.micro_batch}: step {alt.step_time_s:.3g} s "
-            f"({alt.slower - 1:+.0%}), {alt.memory_per_gpu_gb:.0f} GB per GPU"
+            f"  instead: {alt.parallelism}, micro-batch {alt.layout.micro_batch}: "
+            f"step {alt.step_time_s:.3g} s ({alt.slower - 1:+.0%}), {alt.memory_per_gpu_gb:.0f} GB per GPU"
         )
     return lines
 
@@ -345,7 +348,7 @@ def checklist_text(entries: Sequence[ChecklistEntry], k: Knowledge, *, full: boo
     return "\n".join(out).rstrip()
 
 
-def tco_text(result: object) -> str:
+def tco_text(result: TcoOut) -> str:
     """TCO as text (advisor.cli.tco_text, imported only by the tco command)."""
     from advisor.cli.tco_text import tco_text as render_tco
 

@@ -1,4 +1,4 @@
-"""Provides the monkey: random keys, pastes, clicks and resizes (fixed seed) through every screen of the UI."""
+"""Provides the monkey: random keys, pastes, clicks and resizes (fixed seed) through every UI screen."""
 
 from __future__ import annotations
 

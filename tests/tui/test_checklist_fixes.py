@@ -9,7 +9,7 @@ from tui.screens.checklist import ChecklistScreen
 from tui.widgets.tick_list import TickList
 
 
-async def test_every_step_keeps_its_last_line(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_every_step_keeps_its_last_line(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -1,4 +1,4 @@
-"""`gpu-advisor serve` in a real browser: headless Chromium drives the wizard to a recommendation and an export."""
+"""`gpu-advisor serve` in a real browser: headless Chromium drives the wizard to a ranking and an export."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def workdir_shot(workdir: Path, step: int) -> Path:
     return workdir / f"step-{step}.png"
 
 
-def _export(page, workdir: Path, timeout: float = 90.0) -> Path:  # type: ignore[no-untyped-def]
+def _export(page, workdir: Path, timeout: float = 90.0) -> Path:
     """Press e (export) and Enter until the TOML lands: e does nothing until the ranking is done."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

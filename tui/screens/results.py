@@ -132,7 +132,7 @@ class ResultsScreen(Screen[None]):
         except AdvisorError as exc:
             self.post_message(RecommendFailed(str(exc), generation))
             return
-        except Exception as exc:  # the screen reports any failure instead of dying
+        except Exception as exc:  # noqa: BLE001 - a worker thread: the screen reports any failure instead of dying
             self.post_message(RecommendFailed(f"{type(exc).__name__}: {exc}", generation))
             return
         if not get_current_worker().is_cancelled:
@@ -192,7 +192,7 @@ class ResultsScreen(Screen[None]):
     def _operations(self, report: Report, plan: PlanOut, generation: int) -> None:
         try:
             ops = self.engine.plan_operations(report, plan)
-        except Exception as exc:  # the tab says so; the rest of the screen is unaffected
+        except Exception as exc:  # noqa: BLE001 - the tab says so; the rest of the screen is unaffected
             self.app.call_from_thread(
                 self.notify,
                 f"{type(exc).__name__}: {exc}",
@@ -327,7 +327,7 @@ class ResultsScreen(Screen[None]):
             self.post_message(ExportWritten(self.engine.write_export(report, path)))
         except OSError as exc:
             self.post_message(ExportFailed(path, exc.strerror or str(exc)))
-        except Exception as exc:  # reported in the dialog rather than lost in a failed worker
+        except Exception as exc:  # noqa: BLE001 - reported in the dialog rather than lost in a failed worker
             self.post_message(ExportFailed(path, f"{type(exc).__name__}: {exc}"))
 
     @on(ExportWritten)

@@ -48,7 +48,7 @@ def _row(name: str) -> FieldRow:
 
 
 class AdvancedSection(Collapsible):
-    """Layout, batch, optimizer, LoRA, stack or engine and headroom; 'auto' or blank leaves a value to the search."""
+    """Layout, batch, optimizer, LoRA, stack or engine, headroom; 'auto' or blank leaves it to the search."""
 
     def __init__(self) -> None:
         super().__init__(

@@ -27,7 +27,7 @@ SECTIONS = {
 
 
 class OperationsPanel(PlanPanel):
-    """How to run the highlighted plan: scaling, power, queues, monitoring, fault tolerance; TCO on-prem; launch."""
+    """How to run the highlighted plan: scaling, power, queues, monitoring, faults, on-prem TCO, launch."""
 
     ops: var[PlanOps | None] = var(None)
 

@@ -105,7 +105,8 @@ class MemoryPanel(PlanPanel):
         )
         out.append(
             Content.from_markup(
-                f"[$text-muted]{'':<{LABEL_WIDTH}}░ usable memory left; bars: share of {m.capacity_gb:g} GB[/]"
+                f"[$text-muted]{'':<{LABEL_WIDTH}}░ usable memory left; "
+                f"bars: share of {m.capacity_gb:g} GB[/]"
             )
         )
         return out
