@@ -82,7 +82,9 @@ def finite(value: object, what: str) -> float:
     return number
 
 
-def in_bound(value: object, what: str, bound: Bound, given: object = None, field: str | None = None) -> float | int:
+def in_bound(
+    value: object, what: str, bound: Bound, given: object = None, field: str | None = None
+) -> float | int:
     """value checked against bound: finite, in range, whole when the bound says so; messages show given (what
     the user typed, e.g. '20k') when it differs from the parsed value. field: the input's model name, given to
     the error so that a front end can name the input its own way."""
@@ -90,8 +92,13 @@ def in_bound(value: object, what: str, bound: Bound, given: object = None, field
     value = value if given is None else given
 
     def fail(problem: str) -> InputError:
-        return InputError(f"{what}: {shown(value)} {problem} (accepted: {bound.accepted()})", field=field,
-                          value=value, problem=problem, accepted=bound.accepted())
+        return InputError(
+            f"{what}: {shown(value)} {problem} (accepted: {bound.accepted()})",
+            field=field,
+            value=value,
+            problem=problem,
+            accepted=bound.accepted(),
+        )
 
     too_low = number <= bound.lo if bound.lo_open else number < bound.lo
     too_high = number >= bound.hi if bound.hi_open else number > bound.hi

@@ -64,8 +64,9 @@ def newest_only(offers: list[Offer]) -> list[Offer]:
 
 
 def outlier_medians(offers: list[Offer]) -> dict[int, float]:
-    """id(offer) -> the median $/GPU-hour of the same instance across the provider's regions, for offers beyond
-    OUTLIER_FACTOR of it (instances are compared with themselves: a bigger host is not a region outlier)."""
+    """id(offer) -> the median $/GPU-hour of the same instance across the provider's regions, for offers
+    beyond OUTLIER_FACTOR of it (instances are compared with themselves: a bigger host is not a region
+    outlier)."""
     groups: dict[tuple[str, str, str, str], list[Offer]] = {}
     for o in offers:
         groups.setdefault((o.provider, o.instance, o.gpu, o.pricing), []).append(o)
@@ -83,8 +84,8 @@ def outlier_medians(offers: list[Offer]) -> dict[int, float]:
 def screen_offers(
     knowledge: Knowledge, gpu: Gpu, constraints: Constraints, now: dt.date | None = None
 ) -> Screened:
-    """The offers of a GPU under the pricing plan and provider filter: newest snapshot per instance, then those
-    older than the age limit set aside, then region outliers set aside (they are never ranked first
+    """The offers of a GPU under the pricing plan and provider filter: newest snapshot per instance, then
+    those older than the age limit set aside, then region outliers set aside (they are never ranked first
     silently)."""
     kinds = PRICING_ROWS[constraints.pricing]
     providers = {p.lower() for p in constraints.providers}

@@ -58,12 +58,20 @@ class RunConfig(Strict):
         if self.pp_schedule is not None:
             virtual_stages(self.pp_schedule)
         if self.global_batch is not None and self.global_batch_tokens is not None:
-            raise InputError("give either --global-batch (sequences) or --global-batch-tokens, not both",
-                             field="global_batch_tokens", value=self.global_batch_tokens,
-                             problem="is given with a global batch in sequences", accepted="one of the two, not both")
+            raise InputError(
+                "give either --global-batch (sequences) or --global-batch-tokens, not both",
+                field="global_batch_tokens",
+                value=self.global_batch_tokens,
+                problem="is given with a global batch in sequences",
+                accepted="one of the two, not both",
+            )
         if self.shard_group is not None and self.zero is not None and self.zero == 0:
-            raise InputError("--shard-group (hybrid sharding) needs --zero 1, 2 or 3, not 0", field="shard_group",
-                             value=self.shard_group, problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0")
+            raise InputError(
+                "--shard-group (hybrid sharding) needs --zero 1, 2 or 3, not 0",
+                field="shard_group",
+                value=self.shard_group,
+                problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0",
+            )
         return self
 
     def given(self) -> dict[str, object]:
@@ -78,8 +86,13 @@ def virtual_stages(schedule: str) -> int:
     head, _, tail = schedule.partition(":")
     if head == "interleaved" and tail.isdigit() and int(tail) >= 2:
         return int(tail)
-    raise InputError(f"--pp-schedule {schedule!r}: accepted 1f1b or interleaved:V with V >= 2", field="pp_schedule",
-                     value=schedule, problem="is not a schedule", accepted="1f1b or interleaved:V with V >= 2")
+    raise InputError(
+        f"--pp-schedule {schedule!r}: accepted 1f1b or interleaved:V with V >= 2",
+        field="pp_schedule",
+        value=schedule,
+        problem="is not a schedule",
+        accepted="1f1b or interleaved:V with V >= 2",
+    )
 
 
 class Workload(Strict):

@@ -14,6 +14,7 @@ from advisor.units import human
 
 __all__ = ["Arch", "Job", "dense_arch_for", "resolve_job", "transformer_flops_per_token"]
 
+
 @dataclass(frozen=True)
 class Job:
     """A resolved workload: what the memory, speed and cost models compute from."""
@@ -77,33 +78,54 @@ def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed
     spec = knowledge.model(workload.model) if workload.model else workload.spec
     if spec is not None:
         if workload.spec is not None:
-            assumed.append(Assumed(text=f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
-                                   f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
-                                   f"{human(spec.params)} parameters counted from the shape"))
+            assumed.append(
+                Assumed(
+                    text=f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
+                    f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
+                    f"{human(spec.params)} parameters counted from the shape"
+                )
+            )
         return _Shape(spec, arch_of(spec), spec.params, spec.active, spec.id, spec.name, spec.kind)
     params = float(workload.params or 0)
     arch = dense_arch_for(params)
-    assumed.append(Assumed(text=f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads "
-                           f"({arch.kv_heads} KV), gated FFN {arch.ffn_hidden}, vocab {arch.vocab}",
-                           note="Llama 3 proportions, arXiv:2407.21783", field="spec"))
-    return _Shape(None, arch, params, params, f"custom-{human(params)}",
-                  f"custom dense transformer, {human(params)} parameters", "llm")
+    assumed.append(
+        Assumed(
+            text=f"custom model shape: {arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads "
+            f"({arch.kv_heads} KV), gated FFN {arch.ffn_hidden}, vocab {arch.vocab}",
+            note="Llama 3 proportions, arXiv:2407.21783",
+            field="spec",
+        )
+    )
+    return _Shape(
+        None,
+        arch,
+        params,
+        params,
+        f"custom-{human(params)}",
+        f"custom dense transformer, {human(params)} parameters",
+        "llm",
+    )
 
 
 def _workload_kind(workload: Workload, shape: _Shape, assumed: list[Assumed]) -> str:
     kind = workload.kind
     if kind is None:
-        # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from scratch.
+        # A catalogue LLM or a published config.json is fine-tuned; a bare shape or size is trained from
+        # scratch.
         from_shape = shape.spec is not None and shape.spec.source == "shape"
         kind = "finetune" if shape.kind == "llm" and shape.spec is not None and not from_shape else "pretrain"
         assumed.append(Assumed(text=f"workload: {kind}", field="kind"))
     if kind in ("lora", "qlora", "inference") and shape.arch is None:
-        raise InputError(f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "
-                         "(use pretrain or finetune)")
+        raise InputError(
+            f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "
+            "(use pretrain or finetune)"
+        )
     return kind
 
 
-def _seq_len(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, assumed: list[Assumed]) -> int:
+def _seq_len(
+    knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, assumed: list[Assumed]
+) -> int:
     """The user's, else the workload's own (BERT, ViT), else the model's context or a default."""
     spec = shape.spec
     if workload.seq_len:
@@ -158,21 +180,44 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
     work = _work(shape, seq_len)
     rank, trainable_params = trainable(knowledge, workload, shape.arch, kind, shape.params, assumed)
     training = kind != "inference"
-    total_items, global_seqs = data_size(knowledge, workload, shape, kind, work, seq_len, need_data, assumed) \
-        if training else (0.0, 0)
+    total_items, global_seqs = (
+        data_size(knowledge, workload, shape, kind, work, seq_len, need_data, assumed)
+        if training
+        else (0.0, 0)
+    )
     serving = serving_inputs(knowledge, workload, shape, training, assumed)
     settings = run_settings(workload, shape, kind, assumed)
     return Job(
-        kind=kind, training=training, model_id=shape.model_id, model_name=shape.name, model_kind=shape.kind,
-        params=shape.params, active_params=shape.active, arch=shape.arch, seq_len=seq_len, unit=work.unit,
-        items_per_sequence=work.items_per_seq, fwd_flops_per_item=work.fwd, train_flops_per_item=work.train,
-        activation_bytes_per_item=work.act_bytes, total_items=total_items, global_batch_seqs=global_seqs,
-        trainable_params=trainable_params, lora_rank=rank, optimizer=workload.optimizer,
-        batch_size=workload.batch_size, dataset_gb=workload.dataset_gb, precision=workload.precision,
-        assumed=tuple(assumed), spec=shape.spec, config=workload.config,
+        kind=kind,
+        training=training,
+        model_id=shape.model_id,
+        model_name=shape.name,
+        model_kind=shape.kind,
+        params=shape.params,
+        active_params=shape.active,
+        arch=shape.arch,
+        seq_len=seq_len,
+        unit=work.unit,
+        items_per_sequence=work.items_per_seq,
+        fwd_flops_per_item=work.fwd,
+        train_flops_per_item=work.train,
+        activation_bytes_per_item=work.act_bytes,
+        total_items=total_items,
+        global_batch_seqs=global_seqs,
+        trainable_params=trainable_params,
+        lora_rank=rank,
+        optimizer=workload.optimizer,
+        batch_size=workload.batch_size,
+        dataset_gb=workload.dataset_gb,
+        precision=workload.precision,
+        assumed=tuple(assumed),
+        spec=shape.spec,
+        config=workload.config,
         given_workload=frozenset(workload.model_fields_set),
-        global_batch_given=workload.config.global_batch is not None or workload.config.global_batch_tokens is not None,
-        **serving, **settings,
+        global_batch_given=workload.config.global_batch is not None
+        or workload.config.global_batch_tokens is not None,
+        **serving,
+        **settings,
     )
 
 

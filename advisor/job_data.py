@@ -1,4 +1,4 @@
-"""Provides the steps of resolve_job after the model's shape: trainable size, data, serving inputs, run settings."""
+"""Provides the steps of resolve_job after the model's shape: trainable size, data, serving, run settings."""
 
 from __future__ import annotations
 
@@ -16,8 +16,14 @@ if TYPE_CHECKING:
     from advisor.job import _Shape, _Work
 
 
-def trainable(knowledge: Knowledge, workload: Workload, arch: Arch | None, kind: str, params: float,
-              assumed: list[Assumed]) -> tuple[int, float]:
+def trainable(
+    knowledge: Knowledge,
+    workload: Workload,
+    arch: Arch | None,
+    kind: str,
+    params: float,
+    assumed: list[Assumed],
+) -> tuple[int, float]:
     """The LoRA rank and the parameters that train (all of them, or the adapters)."""
     rank = workload.lora_rank or int(knowledge.assumptions.defaults.lora_rank.value)
     targets = workload.config.lora_targets or "all"
@@ -29,14 +35,23 @@ def trainable(knowledge: Knowledge, workload: Workload, arch: Arch | None, kind:
     return rank, params
 
 
-def _total_items(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, work: _Work,
-                 need_data: bool, assumed: list[Assumed]) -> float:
+def _total_items(
+    knowledge: Knowledge,
+    workload: Workload,
+    shape: _Shape,
+    kind: str,
+    work: _Work,
+    need_data: bool,
+    assumed: list[Assumed],
+) -> float:
     d = knowledge.assumptions.defaults
     per_token = shape.kind == "llm" or shape.spec is None
     if workload.tokens is not None:
         if work.unit != "tokens/s":
-            raise InputError(f"--tokens applies to token-based models; {shape.model_id!r} counts {work.unit}: "
-                             "use --samples")
+            raise InputError(
+                f"--tokens applies to token-based models; {shape.model_id!r} counts {work.unit}: "
+                "use --samples"
+            )
         return workload.tokens * workload.epochs
     if workload.samples is not None:
         return workload.samples * workload.epochs * work.items_per_seq
@@ -44,13 +59,21 @@ def _total_items(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: 
         return 0.0
     if kind == "pretrain" and per_token:
         total = d.pretrain_tokens_per_param.value * shape.params
-        assumed.append(Assumed(text=f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
-                               "parameter, compute-optimal", field="tokens"))
+        assumed.append(
+            Assumed(
+                text=f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
+                "parameter, compute-optimal",
+                field="tokens",
+            )
+        )
         return total
     if per_token:
         total = d.finetune_tokens.value * workload.epochs
-        assumed.append(Assumed(text=f"{human(total)} fine-tuning tokens", note="an Alpaca-sized data set",
-                               field="tokens"))
+        assumed.append(
+            Assumed(
+                text=f"{human(total)} fine-tuning tokens", note="an Alpaca-sized data set", field="tokens"
+            )
+        )
         return total
     raise InputError(f"training {shape.model_id!r} needs a data size: --samples N [--epochs E]")
 
@@ -69,15 +92,26 @@ def _global_batch(knowledge: Knowledge, workload: Workload, shape: _Shape, kind:
     return int(d.finetune_global_batch_seqs.value)
 
 
-def data_size(knowledge: Knowledge, workload: Workload, shape: _Shape, kind: str, work: _Work, seq_len: int,
-              need_data: bool, assumed: list[Assumed]) -> tuple[float, int]:
+def data_size(
+    knowledge: Knowledge,
+    workload: Workload,
+    shape: _Shape,
+    kind: str,
+    work: _Work,
+    seq_len: int,
+    need_data: bool,
+    assumed: list[Assumed],
+) -> tuple[float, int]:
     """Items the job processes, and its global batch in sequences."""
-    return (_total_items(knowledge, workload, shape, kind, work, need_data, assumed),
-            _global_batch(knowledge, workload, shape, kind, seq_len))
+    return (
+        _total_items(knowledge, workload, shape, kind, work, need_data, assumed),
+        _global_batch(knowledge, workload, shape, kind, seq_len),
+    )
 
 
-def serving_inputs(knowledge: Knowledge, workload: Workload, shape: _Shape, training: bool,
-                   assumed: list[Assumed]) -> dict[str, Any]:
+def serving_inputs(
+    knowledge: Knowledge, workload: Workload, shape: _Shape, training: bool, assumed: list[Assumed]
+) -> dict[str, Any]:
     """Prompt and output lengths, latency targets and load, defaults named."""
     d = knowledge.assumptions.defaults
     prompt = workload.prompt_tokens or int(d.prompt_tokens.value)
@@ -95,11 +129,23 @@ def serving_inputs(knowledge: Knowledge, workload: Workload, shape: _Shape, trai
             rps = 1.0
             assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
         spec = shape.spec
-        if shape.arch is not None and spec is not None and spec.max_seq_len and prompt + output > spec.max_seq_len:
-            raise InputError(f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {shape.model_id}'s "
-                             f"context of {spec.max_seq_len} tokens")
-    return {"prompt_tokens": prompt, "output_tokens": output, "requests_per_s": rps, "tpot_ms": tpot,
-            "ttft_ms": workload.ttft_ms}
+        if (
+            shape.arch is not None
+            and spec is not None
+            and spec.max_seq_len
+            and prompt + output > spec.max_seq_len
+        ):
+            raise InputError(
+                f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {shape.model_id}'s "
+                f"context of {spec.max_seq_len} tokens"
+            )
+    return {
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "requests_per_s": rps,
+        "tpot_ms": tpot,
+        "ttft_ms": workload.ttft_ms,
+    }
 
 
 def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[Assumed]) -> dict[str, Any]:
@@ -107,10 +153,17 @@ def run_settings(workload: Workload, shape: _Shape, kind: str, assumed: list[Ass
     c = workload.config
     stack = c.stack
     if stack is None and kind != "inference" and shape.arch is not None:
-        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face Transformers.
+        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face
+        # Transformers.
         model_parallel = any((v or 1) > 1 for v in (c.tp, c.pp, c.cp, c.ep))
         stack = "megatron" if kind == "pretrain" or model_parallel else "hf"
-        assumed.append(Assumed(text=f"training stack: {stack}", note="its loss path and runtime overhead", field="stack"))
+        assumed.append(
+            Assumed(text=f"training stack: {stack}", note="its loss path and runtime overhead", field="stack")
+        )
     master = c.master_weights if c.master_weights is not None else True
-    return {"stack": stack or "pytorch", "master_weights": master, "offload": c.offload or "none",
-            "lora_targets": c.lora_targets or "all"}
+    return {
+        "stack": stack or "pytorch",
+        "master_weights": master,
+        "offload": c.offload or "none",
+        "lora_targets": c.lora_targets or "all",
+    }

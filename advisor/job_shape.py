@@ -85,7 +85,8 @@ class Arch:
         per_ffn = lambda f: (h + f) * (2 if self.gated else 1) + (f + h)  # noqa: E731
         dense = self.layers - self.moe_layers
         ffn = dense * per_ffn(self.ffn_hidden) + self.moe_layers * (
-            self.experts * per_ffn(self.expert_ffn) + self.shared_experts * per_ffn(self.expert_ffn))
+            self.experts * per_ffn(self.expert_ffn) + self.shared_experts * per_ffn(self.expert_ffn)
+        )
         return float(rank * (self.layers * attention + ffn))
 
     def mlp_activation_scale(self) -> float:
@@ -106,18 +107,21 @@ GQA_FROM_PARAMS = 7e9
 
 def dense_arch_for(params: float) -> Arch:
     """A generic dense decoder of about `params` parameters: Llama 3 proportions (gated FFN 3.5x, vocab 128k),
-    grouped-query attention with 8 KV heads from 7B up (smaller: one KV head per head; under 1B a 32k vocabulary)."""
+    grouped-query attention with 8 KV heads from 7B up (smaller: one KV head per head; under 1B a 32k
+    vocabulary)."""
     hidden = max(_ASPECT, round((params * _ASPECT / 12.0) ** (1 / 3) / _ASPECT) * _ASPECT)
     if hidden >= 2048:  # widths of 8 x 128 at scale, so that 8 KV heads divide the heads
         hidden = round(hidden / 1024) * 1024
-    vocab = MODERN_VOCAB if params >= 1e9 else CUSTOM_VOCAB  # a 128k table would outweigh a small model's layers
+    # A 128k table would outweigh a small model's layers.
+    vocab = MODERN_VOCAB if params >= 1e9 else CUSTOM_VOCAB
     heads = hidden // _ASPECT
     kv_heads = MODERN_KV_HEADS if params >= GQA_FROM_PARAMS and heads % MODERN_KV_HEADS == 0 else heads
-    ffn = int(round(MODERN_FFN_RATIO * hidden / _ASPECT)) * _ASPECT
+    ffn = round(MODERN_FFN_RATIO * hidden / _ASPECT) * _ASPECT
     per_layer = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * _ASPECT + 3.0 * hidden * ffn
     layers = max(1, round(max(params - 2.0 * vocab * hidden, per_layer) / per_layer))
-    return Arch(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn, gated=True,
-                vocab=vocab)
+    return Arch(
+        layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn, gated=True, vocab=vocab
+    )
 
 
 def arch_of(spec: Any) -> Arch | None:
@@ -125,13 +129,24 @@ def arch_of(spec: Any) -> Arch | None:
     if not spec.is_transformer:
         return None
     opt = lambda name, default=None: getattr(spec, name, default)  # noqa: E731
-    return Arch(layers=spec.layers or 0, hidden=spec.hidden or 0, heads=spec.heads or 0,
-                kv_heads=spec.kv_heads or spec.heads or 0, ffn_hidden=spec.ffn_hidden or 0, gated=spec.gated_ffn,
-                vocab=spec.vocab or CUSTOM_VOCAB, experts=spec.experts, experts_per_token=spec.experts_per_token,
-                kv_channels=opt("kv_channels"), moe_ffn_hidden=opt("moe_ffn_hidden"),
-                shared_experts=opt("shared_experts", 0) or 0, dense_layers=opt("dense_layers", 0) or 0,
-                kv_lora_rank=opt("kv_lora_rank"), qk_rope_head_dim=opt("qk_rope_head_dim", 0) or 0,
-                tied_embeddings=bool(opt("tied_embeddings", False)))
+    return Arch(
+        layers=spec.layers or 0,
+        hidden=spec.hidden or 0,
+        heads=spec.heads or 0,
+        kv_heads=spec.kv_heads or spec.heads or 0,
+        ffn_hidden=spec.ffn_hidden or 0,
+        gated=spec.gated_ffn,
+        vocab=spec.vocab or CUSTOM_VOCAB,
+        experts=spec.experts,
+        experts_per_token=spec.experts_per_token,
+        kv_channels=opt("kv_channels"),
+        moe_ffn_hidden=opt("moe_ffn_hidden"),
+        shared_experts=opt("shared_experts", 0) or 0,
+        dense_layers=opt("dense_layers", 0) or 0,
+        kv_lora_rank=opt("kv_lora_rank"),
+        qk_rope_head_dim=opt("qk_rope_head_dim", 0) or 0,
+        tied_embeddings=bool(opt("tied_embeddings", False)),
+    )
 
 
 def transformer_flops_per_token(active_params: float, arch: Arch, seq_len: int) -> float:

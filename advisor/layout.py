@@ -67,7 +67,8 @@ class Layout:
         shard = SHARDING_LABEL.get(self.sharding, self.sharding)
         if self.sharding in ("zero1", "zero2", "zero3"):
             if self.shard_group:
-                shard = f"{shard} hybrid (shard {self.shard_group}, replicate {self.dp * self.cp // self.shard_group})"
+                replicas = self.dp * self.cp // self.shard_group
+                shard = f"{shard} hybrid (shard {self.shard_group}, replicate {replicas})"
             text = f"{text}, {shard}" if text else f"{shard} x{self.dp}"
         elif not text:
             text = "single GPU" if self.count == 1 else f"DDP x{self.dp}"

@@ -1,4 +1,4 @@
-"""Provides the memory model checked against benchmarks/memory_validation.csv: fit verdicts, GB error, longest sequence."""
+"""Provides the memory model checked against benchmarks/memory_validation.csv: fit, GB error, max sequence."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class Check:
     """Even the lower estimate exceeds the whole memory: 'does not fit' in the three-way verdict."""
     seq_strict: int | None = None
     seq_loose: int | None = None
-    """The longest sequence by the upper estimate within the headroom, and by the lower one within the memory."""
+    """The longest sequence by the upper estimate within the headroom, and by the lower one within memory."""
 
     @property
     def verdict3(self) -> str:
@@ -185,7 +185,7 @@ def _layout(row: dict[str, str], precision: str, recompute: str) -> Layout:
 
 
 def _variants(row: dict[str, str]) -> list[tuple[str, str]]:
-    """(recompute, optimizer) settings the row allows: an unstated one spans its extremes (a range, not a guess)."""
+    """(recompute, optimizer) settings a row allows: unstated ones span their extremes (a range, no guess)."""
     recomputes = (row["recompute"],) if row["recompute"] else UNKNOWN_RECOMPUTE
     optimizers = (row["optimizer"],) if row["optimizer"] else UNKNOWN_OPTIMIZER
     return [(r, o) for r in recomputes for o in optimizers]
@@ -210,7 +210,7 @@ def _estimates(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> list[
 def row_memory(
     knowledge: Knowledge, row: dict[str, str], seq_len: int | None = None
 ) -> tuple[float, float, Memory]:
-    """Predicted per-GPU (low, high) GB of a row's configuration over its unstated settings, and one breakdown."""
+    """Predicted per-GPU (low, high) GB of a row's config over its unstated settings, and one breakdown."""
     est = _estimates(knowledge, row, seq_len or int(row["seq_len"]))
     widest = max(est, key=lambda e: e[0].high_gb)[0]
     return min(e[0].low_gb for e in est), max(e[0].high_gb for e in est), widest
@@ -346,7 +346,8 @@ def detail_lines(checks: list[Check]) -> list[str]:
     for c in checks:
         measured = f"{c.measured_gb:6.1f}" if c.measured_gb is not None else "     -"
         seq = (
-            f" seq {c.predicted_seq}/{c.measured_seq} ({c.seq_error:+.0%}; range {c.seq_strict}-{c.seq_loose})"
+            f" seq {c.predicted_seq}/{c.measured_seq} "
+            f"({c.seq_error:+.0%}; range {c.seq_strict}-{c.seq_loose})"
             if c.seq_error is not None
             else ""
         )

@@ -54,8 +54,8 @@ class Network:
         return Placement(per_node, nodes_per_pod, pods)
 
     def allreduce_s(self, nbytes: float, group: int, stride: int = 1) -> float:
-        """Hierarchical all-reduce: a ring in each server, then each rank's shard over its rail inside the pod,
-        then across pods at the oversubscribed bandwidth (NCCL's tree/ring on multi-NIC servers)."""
+        """Hierarchical all-reduce: a ring in each server, then each rank's shard over its rail inside the
+        pod, then across pods at the oversubscribed bandwidth (NCCL's tree/ring on multi-NIC servers)."""
         if group <= 1 or nbytes <= 0:
             return 0.0
         p = self.place(group, stride)

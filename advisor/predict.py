@@ -1,4 +1,4 @@
-"""Provides predict(): throughput with its interval, memory and step time of one workload on one GPU x count."""
+"""Provides predict(): throughput with its interval, memory and step time of a workload on one GPU x count."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pydantic import Field
 
 from advisor.assumed import Assumed
 from advisor.catalog.common import Strict
-from advisor.catalog.loader import Knowledge
 from advisor.catalog.gpus import Gpu
+from advisor.catalog.loader import Knowledge
 from advisor.config_check import check_config
 from advisor.configuration import configuration, goodput_out, layout_out, memory_out, serving_configuration
 from advisor.context import Context
@@ -24,7 +24,7 @@ from advisor.plans import Candidate, efficiency_query, largest_batch_within, res
 from advisor.plans_training import TrainingSearch, _CountResult
 from advisor.report import AlternativeOut, ConfigValue, GoodputOut, LayoutOut, MemoryOut, Range3, Throughput
 from advisor.rules import evaluate
-from advisor.serving.advise import describe_load, engine_of, learned_efficiency, load_figures
+from advisor.serving.advise import Learned, describe_load, engine_of, learned_efficiency, load_figures
 from advisor.serving.model import load_model
 from advisor.speed import peak_flops
 
@@ -68,24 +68,40 @@ def _node_size(gpu: Gpu, count: int) -> int:
     if count < 1 or count > MAX_COUNT:
         raise InputError(f"--count {count}: must be between 1 and {MAX_COUNT:,}")
     if count > gpu.gpus_per_node and count % gpu.gpus_per_node:
-        raise InputError(f"--count {count}: past one server, {gpu.id} comes in whole servers of "
-                         f"{gpu.gpus_per_node} GPUs")
+        raise InputError(
+            f"--count {count}: past one server, {gpu.id} comes in whole servers of {gpu.gpus_per_node} GPUs"
+        )
     return min(count, gpu.gpus_per_node)
 
 
 def _check_precision(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> None:
     facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
-    hard = [f for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts) if f.kind == "constraint"]
+    hard = [
+        f
+        for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts)
+        if f.kind == "constraint"
+    ]
     if hard:
-        raise InputError(f"{hard[0].message} (rule {hard[0].rule_id}); accepted precisions here: fp16"
-                         + (", bf16" if gpu.features.bf16 else "") + (", fp8" if gpu.features.fp8 else ""))
+        raise InputError(
+            f"{hard[0].message} (rule {hard[0].rule_id}); accepted precisions here: fp16"
+            + (", bf16" if gpu.features.bf16 else "")
+            + (", fp8" if gpu.features.fp8 else "")
+        )
     if peak_flops(gpu, precision) is None:
-        raise InputError(f"--precision {precision}: {gpu.id} has no {precision} peak "
-                         f"({gpu.missing.get('tflops.' + precision, 'unsupported')})")
+        raise InputError(
+            f"--precision {precision}: {gpu.id} has no {precision} peak "
+            f"({gpu.missing.get('tflops.' + precision, 'unsupported')})"
+        )
 
 
-def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
-            constraints: Constraints | None = None, efficiency: EfficiencyModel | None = None) -> Prediction:
+def predict(
+    knowledge: Knowledge,
+    workload: Workload,
+    gpu_name: str,
+    count: int,
+    constraints: Constraints | None = None,
+    efficiency: EfficiencyModel | None = None,
+) -> Prediction:
     """Predict one GPU x count: the stated configuration exactly, the rest chosen as the fastest that fits."""
     constraints = constraints or Constraints()
     gpu = knowledge.gpu(gpu_name)
@@ -99,11 +115,24 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
     assumed = tuple(a for a in job.assumed if a.field not in ("requests_per_s", "tpot_ms"))
     stack_note = getattr(model, "stack_note", None)  # the learned model says what the stack changes
-    source = (model.name + (stack_note(job.stack) if stack_note else "")) if job.training else (
-        "learned from measured serving runs (knowledge/serving_model.json)" if load_model() and job.arch
-        else "priors for serving (decode bandwidth, prefill compute)")
-    common = dict(model=job.model_id, workload=job.kind, gpu=gpu.id, count=count, precision=precision,
-                  efficiency_source=source, assumed=assumed)
+    source = (
+        (model.name + (stack_note(job.stack) if stack_note else ""))
+        if job.training
+        else (
+            "learned from measured serving runs (knowledge/serving_model.json)"
+            if load_model() and job.arch
+            else "priors for serving (decode bandwidth, prefill compute)"
+        )
+    )
+    common = dict(
+        model=job.model_id,
+        workload=job.kind,
+        gpu=gpu.id,
+        count=count,
+        precision=precision,
+        efficiency_source=source,
+        assumed=assumed,
+    )
     if job.training:
         return _predict_training(ctx, gpu, precision, count, node_size, model, common)
     usable = gpu.memory_gb * (1 - ctx.headroom)
@@ -112,37 +141,50 @@ def predict(knowledge: Knowledge, workload: Workload, gpu_name: str, count: int,
     return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)
 
 
-def _predict_training(ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, model: EfficiencyModel,
-                      common: dict) -> Prediction:
+def _predict_training(
+    ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, model: EfficiencyModel, common: dict
+) -> Prediction:
     search = TrainingSearch(ctx, gpu, precision, node_size)
     res = search.search_count(count)
     if not res.found:
         return _refusal(ctx, search, res, count, common)
     cands = [search.candidate(f) for f in sorted(res.found)]
     effs = model.estimate([efficiency_query(c, ctx) for c in cands])
-    timed = sorted(zip(cands, effs), key=lambda ce: ce[0].predicted_s(ce[1].p50))
+    timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
     cand, eff = timed[0]
     assert cand.step is not None
     sol = cand.sol_items_per_s
     tput = eff.scaled(sol)
     step = eff.inverted(cand.step.total_s)
     good = goodput(ctx.job, count, ctx.knowledge.assumptions)
-    return Prediction(**common, nodes=cand.layout.nodes, parallelism=cand.layout.label(),
-                      layout=layout_out(cand.layout),
-                      throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=ctx.job.unit),
-                      memory=memory_out(cand.memory), step_time_s=_r3(step), efficiency=_r3(eff),
-                      bound=cand.step.bound, speed_of_light=sol, configuration=configuration(ctx.job, cand.layout),
-                      alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
-                      goodput=goodput_out(good))
+    return Prediction(
+        **common,
+        nodes=cand.layout.nodes,
+        parallelism=cand.layout.label(),
+        layout=layout_out(cand.layout),
+        throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=ctx.job.unit),
+        memory=memory_out(cand.memory),
+        step_time_s=_r3(step),
+        efficiency=_r3(eff),
+        bound=cand.step.bound,
+        speed_of_light=sol,
+        configuration=configuration(ctx.job, cand.layout),
+        alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
+        goodput=goodput_out(good),
+    )
 
 
 def alternative_out(cand: Candidate, eff: Interval, chosen_step_s: float) -> AlternativeOut:
     """A runner-up layout with its P50 step time against the chosen one's."""
     assert cand.step is not None
     t = cand.step.total_s / eff.p50
-    return AlternativeOut(parallelism=cand.layout.label(), layout=layout_out(cand.layout),
-                          memory_per_gpu_gb=round(cand.memory.high_gb, 2), step_time_s=t,
-                          slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0)
+    return AlternativeOut(
+        parallelism=cand.layout.label(),
+        layout=layout_out(cand.layout),
+        memory_per_gpu_gb=round(cand.memory.high_gb, 2),
+        step_time_s=t,
+        slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0,
+    )
 
 
 def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int, common: dict) -> Prediction:
@@ -151,21 +193,38 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
     lean = search.leanest_memory(res)
     kind = miss.kind if miss else "memory"
     if lean is None:  # refused before memory was looked at (the global batch): show data parallel, as stated
-        layout = Layout(count=count, nodes=max(1, math.ceil(count / search.node_size)), node_size=search.node_size,
-                        precision=search.precision, dp=count, sharding="ddp" if count > 1 else "none",
-                        micro_batch=ctx.job.batch_size or 1)
+        layout = Layout(
+            count=count,
+            nodes=max(1, math.ceil(count / search.node_size)),
+            node_size=search.node_size,
+            precision=search.precision,
+            dp=count,
+            sharding="ddp" if count > 1 else "none",
+            micro_batch=ctx.job.batch_size or 1,
+        )
         mem = search.model.components(layout, search.usable)
     else:
         layout, mem = lean
     given = ctx.job.config.given()
-    what = "the configuration as given" if _fully_given(ctx) else (
-        "the leanest layout holding the given values" if given else "the leanest layout")
+    what = (
+        "the configuration as given"
+        if _fully_given(ctx)
+        else ("the leanest layout holding the given values" if given else "the leanest layout")
+    )
     note = miss.message if miss else "no layout fits"
     if kind == "memory":
         note = f"does not fit: {mem.high_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
-    return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=layout_out(layout),
-                      throughput=None, memory=memory_out(mem), notes=(note,), refusal=kind,
-                      configuration=configuration(ctx.job, layout))
+    return Prediction(
+        **common,
+        nodes=layout.nodes,
+        parallelism=layout.label(),
+        layout=layout_out(layout),
+        throughput=None,
+        memory=memory_out(mem),
+        notes=(note,),
+        refusal=kind,
+        configuration=configuration(ctx.job, layout),
+    )
 
 
 def _fully_given(ctx: Context) -> bool:
@@ -173,8 +232,17 @@ def _fully_given(ctx: Context) -> bool:
     return all(v is not None for v in (c.tp, c.pp, c.zero, c.recompute)) and ctx.job.batch_size is not None
 
 
-def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: int, usable: float,  # type: ignore[no-untyped-def]
-                     model: EfficiencyModel, common: dict, tpot_target_ms: float) -> Prediction:
+def _predict_serving(
+    ctx: Context,
+    gpu: Gpu,
+    precision: str,
+    count: int,
+    node_size: int,
+    usable: float,
+    model: EfficiencyModel,
+    common: dict,
+    tpot_target_ms: float,
+) -> Prediction:
     a, job = ctx.knowledge.assumptions, ctx.job
     context = job.prompt_tokens + job.output_tokens
     probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
@@ -183,10 +251,21 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
     leanest = None
     given_tp, pp = job.config.tp, job.config.pp or 1
     for tp in (given_tp,) if given_tp else (1, 2, 4, 8, 16):
-        if (not given_tp and tp > min(count, node_size)) or count % (tp * pp) or (job.arch and job.arch.heads % tp):
+        if (
+            (not given_tp and tp > min(count, node_size))
+            or count % (tp * pp)
+            or (job.arch and job.arch.heads % tp)
+        ):
             continue
-        layout = Layout(count=count, nodes=math.ceil(count / node_size), node_size=node_size, precision=precision,
-                        tp=tp, pp=pp, dp=count // (tp * pp))
+        layout = Layout(
+            count=count,
+            nodes=math.ceil(count / node_size),
+            node_size=node_size,
+            precision=precision,
+            tp=tp,
+            pp=pp,
+            dp=count // (tp * pp),
+        )
         terms = inference_terms(job, gpu, layout, a, context)
         room = usable * GB - sum(hi for _, _, hi in terms.fixed)
         b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
@@ -210,35 +289,60 @@ def _predict_serving(ctx: Context, gpu, precision: str, count: int, node_size: i
             raise InputError(f"--tp {given_tp} x --pp {pp} does not divide --count {count}")
         layout, mem = leanest
         latency = tpot_target_ms != float("inf")
-        return Prediction(**common, nodes=layout.nodes, parallelism=layout.label(), layout=layout_out(layout),
-                          throughput=None, memory=memory_out(mem), refusal="latency" if latency else "memory",
-                          configuration=serving_configuration(job, layout),
-                          notes=(f"nothing meets {tpot_target_ms:g} ms per token with this memory"
-                                 if tpot_target_ms != float("inf") else "not one sequence fits in memory",))
+        return Prediction(
+            **common,
+            nodes=layout.nodes,
+            parallelism=layout.label(),
+            layout=layout_out(layout),
+            throughput=None,
+            memory=memory_out(mem),
+            refusal="latency" if latency else "memory",
+            configuration=serving_configuration(job, layout),
+            notes=(
+                f"nothing meets {tpot_target_ms:g} ms per token with this memory"
+                if tpot_target_ms != float("inf")
+                else "not one sequence fits in memory",
+            ),
+        )
     (sol_tokens, layout, t, _), (decode, prefill, learned) = best
     mem = inference_memory(job, gpu, layout, a, usable, context)
     notes = _serving_notes(ctx, gpu, precision, layout, learned)
     tput = decode.scaled(sol_tokens)
     return Prediction(
-        **common, nodes=layout.nodes, parallelism=layout.serving_label(), layout=layout_out(layout),
+        **common,
+        nodes=layout.nodes,
+        parallelism=layout.serving_label(),
+        layout=layout_out(layout),
         throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
-        memory=memory_out(mem), configuration=serving_configuration(job, layout), step_time_s=_r3(decode.inverted(t.decode_step_s)), efficiency=_r3(decode),
-        bound=t.decode_bound, speed_of_light=sol_tokens,
+        memory=memory_out(mem),
+        configuration=serving_configuration(job, layout),
+        step_time_s=_r3(decode.inverted(t.decode_step_s)),
+        efficiency=_r3(decode),
+        bound=t.decode_bound,
+        speed_of_light=sol_tokens,
         serving_ttft_ms=_r3(prefill.inverted(t.prefill_s * 1000)),
         serving_tpot_ms=_r3(decode.inverted(t.decode_step_s * 1000)),
         notes=notes,
     )
 
 
-def _serving_notes(ctx: Context, gpu, precision: str, layout: Layout, learned) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def _serving_notes(
+    ctx: Context, gpu: Gpu, precision: str, layout: Layout, learned: Learned | None
+) -> tuple[str, ...]:
     """Which serving figures are learned (and from what) and which are priors; latency at the user's load."""
     if learned is None:
-        return ("inference: no learned serving model for this workload; efficiency is a prior "
-                "(decode MBU, prefill MFU)",)
+        return (
+            "inference: no learned serving model for this workload; efficiency is a prior "
+            "(decode MBU, prefill MFU)",
+        )
     engine, given = engine_of(getattr(ctx, "workload", None) or ctx.job)
-    notes = [learned.note, f"engine {engine}" + ("" if given else " (default; no engine given)"),
-             "priors still used: memory headroom, KV-cache layout, TP all-reduce cost"]
-    defaulted = any(a.field == "requests_per_s" for a in ctx.job.assumed)   # predict answers a load only when given
+    notes = [
+        learned.note,
+        f"engine {engine}" + ("" if given else " (default; no engine given)"),
+        "priors still used: memory headroom, KV-cache layout, TP all-reduce cost",
+    ]
+    # predict answers a load only when given
+    defaulted = any(a.field == "requests_per_s" for a in ctx.job.assumed)
     rate = None if defaulted else ctx.job.requests_per_s
     targets = not any(a.field == "tpot_ms" for a in ctx.job.assumed)
     fig = load_figures(ctx.job, gpu, precision, layout.tp, layout.dp, engine, rate, targets)

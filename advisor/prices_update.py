@@ -100,8 +100,8 @@ def _rows(text: str, where: str) -> list[dict[str, str]]:
 
 
 def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, source: str) -> Parsed:
-    """Offers of one cloud's vms.csv: on-demand per region, spot as the median of its zones, same-price regions
-    folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
+    """Offers of one cloud's vms.csv: on-demand per region, spot as the median of its zones, same-price
+    regions folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
     known = {g.id for g in knowledge.gpus}
     out = Parsed()
     groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]] = {}

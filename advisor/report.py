@@ -1,4 +1,4 @@
-"""Provides the result models: ranked plans, the cost-time front and the reasons, as frozen pydantic models."""
+"""Provides the result models: ranked plans, the cost-time front and reasons, as frozen pydantic models."""
 
 from __future__ import annotations
 

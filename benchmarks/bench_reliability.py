@@ -1,4 +1,4 @@
-"""Runs the fault and bad-input campaign at full size; prints inputs tried, exit codes, tracebacks and data lost.
+"""Runs the fault and bad-input campaign at full size; prints inputs tried, exit codes, tracebacks, data lost.
 
 In-process: every hostile value on every flag, random combinations, hostile --from files and calibration CSVs,
 and stored files gone bad. Through the real entry point: a sample of the same, devices, no terminal, a full

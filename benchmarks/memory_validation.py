@@ -1,4 +1,4 @@
-"""Loads and checks benchmarks/memory_validation.csv (published measured peak memory) and prints a per-source summary.
+"""Loads and checks benchmarks/memory_validation.csv (published peak memory); prints a summary per source.
 
 Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
 row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict

@@ -361,7 +361,8 @@ def h200_rows(src: SourceTable) -> list[dict[str, str]]:
     """This repository's own single-H200 measurements (HF-style training loop, eager modules with SDPA)."""
     out = []
     modes = {
-        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with bf16=True)",
+        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW "
+        "(HF Trainer default with bf16=True)",
         "pure-bf16": "bf16 weights and AdamW states (no master copy)",
         "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)",
     }

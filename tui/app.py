@@ -99,7 +99,7 @@ class GpuAdvisorApp(App[int]):
         try:
             self.post_message(KnowledgeLoaded(self.engine.knowledge()))
             self.post_message(EfficiencyLoaded(self.engine.efficiency_model().name))
-        except Exception as exc:  # any failure is shown to the user; the app stays usable for the checklist
+        except Exception as exc:  # noqa: BLE001 - any load failure is shown; the checklist stays usable
             self.post_message(LoadFailed(f"{type(exc).__name__}: {exc}"))
 
     @on(KnowledgeLoaded)

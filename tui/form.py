@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from advisor.checks import checked
 from advisor.errors import InputError
 from advisor.inputs import TRAINING_PRECISIONS, Constraints, Workload
-from advisor.checks import checked
 from advisor.units import parse_count, parse_hours
 from tui.presets import KINDS
 
@@ -24,15 +24,46 @@ Values = Mapping[str, Any]
 STEP_TITLES = ("Workload", "Model", "Budget & constraints")
 
 CONFIG_FIELDS: tuple[str, ...] = (
-    "tp", "pp", "cp", "ep", "dp", "zero", "shard_group", "recompute", "global_batch", "global_batch_tokens",
-    "pp_schedule", "master_weights", "offload", "lora_targets", "stack", "engine",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "zero",
+    "shard_group",
+    "recompute",
+    "global_batch",
+    "global_batch_tokens",
+    "pp_schedule",
+    "master_weights",
+    "offload",
+    "lora_targets",
+    "stack",
+    "engine",
 )
 """The Advanced fields that make up the run's configuration (advisor.inputs.RunConfig)."""
 
 ADVANCED_FIELDS: tuple[str, ...] = (
-    "tp", "pp", "cp", "ep", "dp", "zero", "shard_group", "recompute", "batch_size", "global_batch",
-    "global_batch_tokens", "pp_schedule", "optimizer", "master_weights", "offload", "lora_rank", "lora_targets",
-    "stack", "engine", "headroom",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "zero",
+    "shard_group",
+    "recompute",
+    "batch_size",
+    "global_batch",
+    "global_batch_tokens",
+    "pp_schedule",
+    "optimizer",
+    "master_weights",
+    "offload",
+    "lora_rank",
+    "lora_targets",
+    "stack",
+    "engine",
+    "headroom",
 )
 """The model step's collapsed Advanced section, in the order shown."""
 
@@ -86,15 +117,38 @@ DEFAULTS: dict[str, Any] = {
     "objective": "balanced",
     "providers": (),
     "gpus": (),
-    **{name: "auto" for name in CHOICES},
+    **dict.fromkeys(CHOICES, "auto"),
 }
 """Every field's value before the user touches it (the models' own defaults)."""
 
 WORKLOAD_FIELDS = frozenset(STEP_FIELDS[0] + STEP_FIELDS[1]) - {"headroom"}
-TRAINING_ONLY = frozenset({"tokens", "samples", "epochs", "deadline_hours", "cp", "ep", "dp", "zero", "shard_group",
-                           "recompute", "batch_size", "global_batch", "global_batch_tokens", "pp_schedule",
-                           "optimizer", "master_weights", "offload", "lora_rank", "lora_targets", "stack"})
-INFERENCE_ONLY = frozenset({"requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms", "engine"})
+TRAINING_ONLY = frozenset(
+    {
+        "tokens",
+        "samples",
+        "epochs",
+        "deadline_hours",
+        "cp",
+        "ep",
+        "dp",
+        "zero",
+        "shard_group",
+        "recompute",
+        "batch_size",
+        "global_batch",
+        "global_batch_tokens",
+        "pp_schedule",
+        "optimizer",
+        "master_weights",
+        "offload",
+        "lora_rank",
+        "lora_targets",
+        "stack",
+    }
+)
+INFERENCE_ONLY = frozenset(
+    {"requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms", "engine"}
+)
 LORA_ONLY = frozenset({"lora_rank", "lora_targets"})
 SPLITS_TRANSFORMER = frozenset({"tp", "pp", "cp", "ep", "pp_schedule"})
 
@@ -147,10 +201,23 @@ PARSERS: dict[str, Callable[[str, str], Any]] = {
     "ttft_ms": _count,
     "budget_usd": _count,
     "deadline_hours": _hours,
-    **{name: _bounded for name in ("tp", "pp", "cp", "ep", "dp", "shard_group", "batch_size", "global_batch",
-                                   "global_batch_tokens", "lora_rank")},
+    **dict.fromkeys(
+        (
+            "tp",
+            "pp",
+            "cp",
+            "ep",
+            "dp",
+            "shard_group",
+            "batch_size",
+            "global_batch",
+            "global_batch_tokens",
+            "lora_rank",
+        ),
+        _bounded,
+    ),
     "headroom": _fraction,
-    **{name: _choice for name in CHOICES},
+    **dict.fromkeys(CHOICES, _choice),
 }
 
 LABELS: dict[str, str] = {
@@ -307,7 +374,11 @@ def _validate(model: type[BaseModel], data: dict[str, Any], errors: dict[str, st
 
 
 def _own_checks(
-    values: Values, data: dict[str, Any], spec: ModelSpec | None, applicable: frozenset[str], errors: dict[str, str]
+    values: Values,
+    data: dict[str, Any],
+    spec: ModelSpec | None,
+    applicable: frozenset[str],
+    errors: dict[str, str],
 ) -> None:
     """What the wizard can tell from its own fields, in its own words, before asking the core."""
     kind = values.get("kind")
@@ -318,19 +389,27 @@ def _own_checks(
         errors.setdefault("model", "pick a model from the list, or give a custom size below")
     precision = values.get("precision")
     if kind and kind != "inference" and precision in ("int8", "int4"):
-        errors.setdefault("precision", f"{precision} is for inference; training takes {', '.join(TRAINING_PRECISIONS)}"
-                          " (QLoRA's 4-bit base comes with the QLoRA workload)")
+        errors.setdefault(
+            "precision",
+            f"{precision} is for inference; training takes {', '.join(TRAINING_PRECISIONS)}"
+            " (QLoRA's 4-bit base comes with the QLoRA workload)",
+        )
     if spec is not None and not spec.is_transformer and kind in ("lora", "qlora", "inference"):
         title = next((t for k, t, _ in KINDS if k == kind), kind)
-        errors.setdefault("kind", f"{title} needs a transformer; {spec.name} is a {spec.kind} "
-                          "(choose Pre-training or Full fine-tuning)")
+        errors.setdefault(
+            "kind",
+            f"{title} needs a transformer; {spec.name} is a {spec.kind} "
+            "(choose Pre-training or Full fine-tuning)",
+        )
     if "samples" in applicable and spec is not None and not str(values.get("samples") or "").strip():
         errors.setdefault("samples", f"how many {spec.item or 'sample'}s per epoch, e.g. 200k")
     context = spec.max_seq_len if spec is not None else None
     prompt, output = data.get("prompt_tokens"), data.get("output_tokens")
     if kind == "inference" and context and prompt and output and prompt + output > context:
-        errors.setdefault("output_tokens", f"prompt + output = {prompt + output} tokens, past {spec.name}'s "
-                          f"context of {context}")
+        errors.setdefault(
+            "output_tokens",
+            f"prompt + output = {prompt + output} tokens, past {spec.name}'s context of {context}",
+        )
 
 
 def check(values: Values, knowledge: Knowledge | None) -> Checked:
@@ -367,7 +446,9 @@ def _workload(data: dict[str, Any], errors: dict[str, str], knowledge: Knowledge
     """The Workload, checked by the core's own resolution too (what the fields alone cannot tell)."""
     if any(k in WORKLOAD_FIELDS or k == FORM for k in errors):
         return None
-    workload = _validate(Workload, {k: v for k, v in data.items() if k in WORKLOAD_FIELDS or k == "config"}, errors)
+    workload = _validate(
+        Workload, {k: v for k, v in data.items() if k in WORKLOAD_FIELDS or k == "config"}, errors
+    )
     if workload is None or knowledge is None:
         return workload
     from advisor.config_check import check_config

@@ -11,14 +11,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "fmt_hours",
-    "human",
-    "money",
-    "money_range",
     "gpus",
     "hours_range",
-    "plan_timing",
-    "plan_cost",
+    "human",
     "job_line",
+    "money",
+    "money_range",
+    "plan_cost",
+    "plan_timing",
 ]
 
 

@@ -1,6 +1,7 @@
-"""Provides the pydantic schemas of the knowledge files, used only to validate (a cache miss, a `model_validate`):
-commands run on the plain types of advisor.catalog.{common,gpus,models,prices,checklist,assumptions} and
-advisor.rules, which carry the same field names in the same order (tests/unit/test_knowledge.py checks it)."""
+"""Provides the pydantic schemas of the knowledge files, used only to validate (a cache miss, a
+`model_validate`): commands run on the plain types of
+advisor.catalog.{common,gpus,models,prices,checklist,assumptions} and advisor.rules, which carry the same
+field names in the same order (tests/unit/test_knowledge.py checks it)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ class Moe:
     per_token: int
     ffn: int
     shared_ffn: int = 0
-    """Total width of the shared expert(s): n_shared x expert width for DeepSeek, one wide MLP for Qwen-MoE."""
+    """Total width of shared expert(s): n_shared x expert width for DeepSeek, one wide MLP for Qwen-MoE."""
     shared_gate: bool = False
     """Qwen-MoE gates its shared expert with a one-output linear layer."""
     dense_layers: int = 0

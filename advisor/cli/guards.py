@@ -1,5 +1,5 @@
-"""Provides the checks every command's flags pass before any work: no empty or control-laden values, numbers in
-range, and no flag that the workload would silently ignore."""
+"""Provides the checks every command's flags pass before any work: no empty or control-laden values, numbers
+in range, and no flag that the workload would silently ignore."""
 
 from __future__ import annotations
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import table
 from advisor.units import fmt_hours, human
 
 if TYPE_CHECKING:
+    from advisor.assumed import Assumed
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.prices import Offer
-    from advisor.assumed import Assumed
+    from advisor.ops.tco import TcoOut
     from advisor.predict import Prediction
     from advisor.report import Report
 
@@ -37,13 +39,30 @@ def gpus_table(k: Knowledge) -> str:
     rows = []
     for g in k.gpus:
         t = g.tflops
-        link = f"{g.interconnect.kind} {_f(g.interconnect.gbs)}" if g.interconnect.gbs else g.interconnect.kind
+        link = (
+            f"{g.interconnect.kind} {_f(g.interconnect.gbs)}" if g.interconnect.gbs else g.interconnect.kind
+        )
         price = f"${g.price.usd:,.0f} ({g.price.date.year})" if g.price else "-"
-        rows.append([g.id, g.name, f"{g.memory_gb:g}", _f(g.memory_bw_gbs), _f(t.fp32, ".1f"), _f(t.tf32, ".0f"),
-                     _f(t.bf16 or t.fp16, ".0f"), _f(t.fp8, ".0f"), _f(g.tdp_w), link, price])
+        rows.append(
+            [
+                g.id,
+                g.name,
+                f"{g.memory_gb:g}",
+                _f(g.memory_bw_gbs),
+                _f(t.fp32, ".1f"),
+                _f(t.tf32, ".0f"),
+                _f(t.bf16 or t.fp16, ".0f"),
+                _f(t.fp8, ".0f"),
+                _f(g.tdp_w),
+                link,
+                price,
+            ]
+        )
     head = ["id", "name", "GB", "GB/s", "fp32", "tf32", "16-bit", "fp8", "W", "link (GB/s)", "price"]
-    return (table(head, rows, right=range(2, 9)) + "\n\nTFLOPS are dense peaks (no sparsity). "
-            f"Catalogue {k.catalogue_version}; every figure's source: gpu-advisor gpus --format json")
+    return (
+        table(head, rows, right=range(2, 9)) + "\n\nTFLOPS are dense peaks (no sparsity). "
+        f"Catalogue {k.catalogue_version}; every figure's source: gpu-advisor gpus --format json"
+    )
 
 
 def models_table(k: Knowledge) -> str:
@@ -54,23 +73,63 @@ def models_table(k: Knowledge) -> str:
         heads = f"{m.heads}/{m.kv_heads}" if m.heads else "-"
         unit = m.throughput_unit or "tokens/s"
         moe = f"{m.experts}x top-{m.experts_per_token}" if m.experts > 1 else ""
-        rows.append([m.id, m.kind, human(m.params), shape, heads, m.max_seq_len or m.seq_len or "-", unit, moe])
-    return table(["id", "kind", "params", "layers x hidden", "heads/kv", "context", "unit", "experts"], rows,
-                 right=(2,))
+        rows.append(
+            [m.id, m.kind, human(m.params), shape, heads, m.max_seq_len or m.seq_len or "-", unit, moe]
+        )
+    return table(
+        ["id", "kind", "params", "layers x hidden", "heads/kv", "context", "unit", "experts"],
+        rows,
+        right=(2,),
+    )
 
 
-def prices_table(offers: Sequence[Offer], flags: dict[int, list[str]] | None = None, max_age: float = 12.0) -> str:
-    """Cloud offers: current ones cheapest per GPU first, then superseded and stale ones; each with its date."""
+def prices_table(
+    offers: Sequence[Offer], flags: dict[int, list[str]] | None = None, max_age: float = 12.0
+) -> str:
+    """Cloud offers: current ones cheapest per GPU first, then superseded and stale ones; each with its
+    date."""
     flags = flags or {}
     order = sorted(offers, key=lambda o: (o.gpu, bool(flags.get(id(o))), o.usd_per_gpu_hour))
-    rows = [[o.gpu, o.provider, o.region, o.instance, o.gpus, o.pricing, f"{o.usd_per_hour:.2f}",
-             f"{o.usd_per_gpu_hour:.2f}", o.date.isoformat(), o.source,
-             "; ".join((["GPU only"] if not o.includes_host else []) + flags.get(id(o), []))] for o in order]
-    out = table(["gpu", "provider", "region", "instance", "GPUs", "pricing", "$/h", "$/GPU-h", "as of", "source",
-                 "flags"], rows, right=(4, 6, 7))
+    rows = [
+        [
+            o.gpu,
+            o.provider,
+            o.region,
+            o.instance,
+            o.gpus,
+            o.pricing,
+            f"{o.usd_per_hour:.2f}",
+            f"{o.usd_per_gpu_hour:.2f}",
+            o.date.isoformat(),
+            o.source,
+            "; ".join((["GPU only"] if not o.includes_host else []) + flags.get(id(o), [])),
+        ]
+        for o in order
+    ]
+    out = table(
+        [
+            "gpu",
+            "provider",
+            "region",
+            "instance",
+            "GPUs",
+            "pricing",
+            "$/h",
+            "$/GPU-h",
+            "as of",
+            "source",
+            "flags",
+        ],
+        rows,
+        right=(4, 6, 7),
+    )
     stale = sum(1 for o in offers if any(f.startswith("stale") for f in flags.get(id(o), [])))
-    return out + (f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
-                  "(--max-price-age to change); refresh: gpu-advisor prices update" if stale else "")
+    return out + (
+        f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
+        "(--max-price-age to change); refresh: gpu-advisor prices update"
+        if stale
+        else ""
+    )
 
 
 def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:
@@ -83,8 +142,10 @@ def prediction_text(p: Prediction) -> str:
     if p.throughput is None and p.refusal not in (None, "memory"):
         lines.append(f"refused ({p.refusal}): {p.notes[0] if p.notes else 'no layout runs'}")
     elif p.throughput is None:
-        lines.append(f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
-                     f"of {p.memory.capacity_gb:g} (largest: {p.memory.dominant})")
+        lines.append(
+            f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
+            f"of {p.memory.capacity_gb:g} (largest: {p.memory.dominant})"
+        )
     else:
         t = p.throughput
         lines.append(f"throughput  {_interval(t.p10, t.value, t.p90, ',.0f')} {t.unit}  (P50, P10-P90)")
@@ -92,19 +153,28 @@ def prediction_text(p: Prediction) -> str:
             s = p.step_time_s
             lines.append(f"step time   {_interval(s.p10, s.p50, s.p90, '.3g')} s")
         if p.serving_ttft_ms and p.serving_tpot_ms:
-            lines.append(f"first token {_interval(p.serving_ttft_ms.p10, p.serving_ttft_ms.p50, p.serving_ttft_ms.p90, ',.0f')} ms, "
-                         f"per token {_interval(p.serving_tpot_ms.p10, p.serving_tpot_ms.p50, p.serving_tpot_ms.p90, ',.1f')} ms")
+            ttft, tpot = p.serving_ttft_ms, p.serving_tpot_ms
+            lines.append(
+                f"first token {_interval(ttft.p10, ttft.p50, ttft.p90, ',.0f')} ms, "
+                f"per token {_interval(tpot.p10, tpot.p50, tpot.p90, ',.1f')} ms"
+            )
         e = p.efficiency
         if e:
-            lines.append(f"efficiency  {_interval(e.p10, e.p50, e.p90, '.0%')} of speed of light "
-                         f"({p.speed_of_light:,.0f} {t.unit}), {p.bound} bound; {p.efficiency_source}")
+            lines.append(
+                f"efficiency  {_interval(e.p10, e.p50, e.p90, '.0%')} of speed of light "
+                f"({p.speed_of_light:,.0f} {t.unit}), {p.bound} bound; {p.efficiency_source}"
+            )
         if p.goodput is not None:
             g = p.goodput
-            lines.append(f"goodput     {g.fraction:.1%} of wall time is useful: an interruption every "
-                         f"{g.mtbf_h:,.1f} h, checkpoint {g.checkpoint_s:,.0f} s every {g.checkpoint_interval_h * 60:,.0f} "
-                         f"min, restart {g.restart_h:g} h")
-        lines.append(f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
-                     f"(largest: {p.memory.dominant})")
+            lines.append(
+                f"goodput     {g.fraction:.1%} of wall time is useful: an interruption every "
+                f"{g.mtbf_h:,.1f} h, checkpoint {g.checkpoint_s:,.0f} s "
+                f"every {g.checkpoint_interval_h * 60:,.0f} min, restart {g.restart_h:g} h"
+            )
+        lines.append(
+            f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
+            f"(largest: {p.memory.dominant})"
+        )
     lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
     if p.memory.host_gb:
         lines.append(f"  {'host memory':<15} {p.memory.host_gb:8.2f} GB per GPU (offloaded)")
@@ -117,12 +187,19 @@ def configuration_lines(config: dict[str, Any], alternatives: Sequence[Any]) -> 
     """'configuration: tp 8 (given), pp 8 (given), ...' and the runner-up layouts with their cost in time."""
     if not config:
         return []
-    parts = [f"{k} {v.value}{'' if v.source == 'chosen' else ' (' + v.source + ')'}" for k, v in config.items()]
-    lines = [textwrap.fill("configuration: " + ", ".join(parts) + "  [unmarked: chosen]", width=110,
-                           subsequent_indent="  ")]
+    parts = [
+        f"{k} {v.value}{'' if v.source == 'chosen' else ' (' + v.source + ')'}" for k, v in config.items()
+    ]
+    lines = [
+        textwrap.fill(
+            "configuration: " + ", ".join(parts) + "  [unmarked: chosen]", width=110, subsequent_indent="  "
+        )
+    ]
     for alt in alternatives:
-        lines.append(f"  instead: {alt.parallelism}, micro-batch {alt.layout.micro_batch}: step {alt.step_time_s:.3g} s "
-                     f"({alt.slower - 1:+.0%}), {alt.memory_per_gpu_gb:.0f} GB per GPU")
+        lines.append(
+            f"  instead: {alt.parallelism}, micro-batch {alt.layout.micro_batch}: "
+            f"step {alt.step_time_s:.3g} s ({alt.slower - 1:+.0%}), {alt.memory_per_gpu_gb:.0f} GB per GPU"
+        )
     return lines
 
 
@@ -145,13 +222,42 @@ def report_text(r: Report) -> str:
                 timing = f"{fmt_hours(p.hours.p50)} ({fmt_hours(p.hours.p10)}-{fmt_hours(p.hours.p90)})"
             cost = f"${p.cost_usd.low:,.0f}-{p.cost_usd.high:,.0f}"
             where = f"{p.price.provider} {p.price.pricing}" if p.price else "on-prem"
-            rows.append([p.rank, p.gpu, p.count, p.nodes, p.parallelism, p.precision,
-                         f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:g}", timing, cost, where,
-                         "*" if p.on_front else ""])
+            rows.append(
+                [
+                    p.rank,
+                    p.gpu,
+                    p.count,
+                    p.nodes,
+                    p.parallelism,
+                    p.precision,
+                    f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:g}",
+                    timing,
+                    cost,
+                    where,
+                    "*" if p.on_front else "",
+                ]
+            )
         time_head = "TTFT / per token" if inference else "time P50 (P10-P90)"
         cost_head = "cost per month" if inference else "cost"
-        lines.append(table(["#", "gpu", "n", "nodes", "parallelism", "prec", "GB/GPU", time_head, cost_head, "where",
-                            "front"], rows, right=(0, 2, 3)))
+        lines.append(
+            table(
+                [
+                    "#",
+                    "gpu",
+                    "n",
+                    "nodes",
+                    "parallelism",
+                    "prec",
+                    "GB/GPU",
+                    time_head,
+                    cost_head,
+                    "where",
+                    "front",
+                ],
+                rows,
+                right=(0, 2, 3),
+            )
+        )
         if r.constraints.deployment == "on-prem":
             lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
         else:
@@ -165,9 +271,12 @@ def report_text(r: Report) -> str:
             lines += ["", "Advice:"] + [_wrap(a) for a in advice]
         if r.tco is not None:
             t = r.tco
-            lines += ["", f"Owning {t.inputs.count} x {best.gpu}: ${t.total_usd:,.0f} over {t.inputs.years:g} years, "
-                          f"${t.usd_per_gpu_hour:.2f} per used GPU-hour; {t.buy_rent.verdict}",
-                      f"  (full breakdown: gpu-advisor tco --gpu {best.gpu} --count {best.count})"]
+            lines += [
+                "",
+                f"Owning {t.inputs.count} x {best.gpu}: ${t.total_usd:,.0f} over {t.inputs.years:g} years, "
+                f"${t.usd_per_gpu_hour:.2f} per used GPU-hour; {t.buy_rent.verdict}",
+                f"  (full breakdown: gpu-advisor tco --gpu {best.gpu} --count {best.count})",
+            ]
         if r.operations is not None:
             ops = r.operations
             lines += ["", "Operations:"]
@@ -176,11 +285,19 @@ def report_text(r: Report) -> str:
                     lines.append(_wrap(f"{item.name}: {item.setting} ({item.reason})"))
             if ops.power_effect is not None:
                 e = ops.power_effect
-                lines.append(_wrap(f"a {e.cap_w:.0f} W cap: {e.energy_kwh:,.0f} -> {e.energy_kwh_capped:,.0f} kWh, "
-                                   f"{fmt_hours(e.hours_p50)} -> {fmt_hours(e.hours_p50_capped)}"))
+                lines.append(
+                    _wrap(
+                        f"a {e.cap_w:.0f} W cap: {e.energy_kwh:,.0f} -> {e.energy_kwh_capped:,.0f} kWh, "
+                        f"{fmt_hours(e.hours_p50)} -> {fmt_hours(e.hours_p50_capped)}"
+                    )
+                )
         if r.launch is not None:
-            lines += ["", "Launch:", "  " + (r.launch.serve or r.launch.torchrun),
-                      "  (every artefact: --artefacts DIR, or --format toml)"]
+            lines += [
+                "",
+                "Launch:",
+                "  " + (r.launch.serve or r.launch.torchrun),
+                "  (every artefact: --artefacts DIR, or --format toml)",
+            ]
     else:
         lines.append("No plan fits.")
         if r.suggestions:
@@ -201,13 +318,19 @@ def checklist_text(entries: Sequence[ChecklistEntry], k: Knowledge, *, full: boo
         return "No error type matches."
     if not full:
         rows = [[e.id, e.category, e.title] for e in entries]
-        return table(["id", "category", "title"], rows) + "\n\nShow one: gpu-advisor checklist ID; search: --search TEXT"
+        return (
+            table(["id", "category", "title"], rows)
+            + "\n\nShow one: gpu-advisor checklist ID; search: --search TEXT"
+        )
     out = []
     for e in entries:
         out += [f"{e.title}  [{e.id}, {e.category}]", "Symptoms:"] + [_wrap(s) for s in e.symptoms]
         if e.thresholds:
             out.append("Thresholds:")
-            out += [_wrap(f"{t.metric} {t.op} {t.value:g} {t.unit}: {t.meaning} [{t.source}]") for t in e.thresholds]
+            out += [
+                _wrap(f"{t.metric} {t.op} {t.value:g} {t.unit}: {t.meaning} [{t.source}]")
+                for t in e.thresholds
+            ]
         out.append("Steps:")
         for i, s in enumerate(e.steps, 1):
             out.append(textwrap.fill(s.text, width=100, initial_indent=f"  {i}. ", subsequent_indent="     "))
@@ -225,7 +348,7 @@ def checklist_text(entries: Sequence[ChecklistEntry], k: Knowledge, *, full: boo
     return "\n".join(out).rstrip()
 
 
-def tco_text(result: object) -> str:
+def tco_text(result: TcoOut) -> str:
     """TCO as text (advisor.cli.tco_text, imported only by the tco command)."""
     from advisor.cli.tco_text import tco_text as render_tco
 

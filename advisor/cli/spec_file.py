@@ -15,9 +15,9 @@ MAX_DEPTH = 32
 
 
 def read_spec_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(workload fields, constraint fields) of a file written by `recommend --format toml`; InputError (one line)
-    for anything else: not a regular file, too large, not TOML, too deep, a missing or unknown schema_version,
-    a string with control characters or a number out of range."""
+    """(workload fields, constraint fields) of a file written by `recommend --format toml`; InputError (one
+    line) for anything else: not a regular file, too large, not TOML, too deep, a missing or unknown
+    schema_version, a string with control characters or a number out of range."""
     where = f"--from {shown(path)}"
     text = read_input_text(path, "--from", MAX_SPEC_BYTES)
     try:

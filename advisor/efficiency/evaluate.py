@@ -1,4 +1,4 @@
-"""Provides the efficiency model's evaluation: held-out sources and GPUs, against two baselines on the same rows.
+"""Provides the efficiency model's evaluation: held-out sources and GPUs, against two baselines, same rows.
 
 Baselines, each fitted on the training folds only:
 - constant MFU: throughput = c(precision class) x peak x GPUs / training FLOPs per item, c the median measured

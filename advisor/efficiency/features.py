@@ -132,7 +132,7 @@ class Sample:
     row: Run
     features: list[float]
     sol: float
-    """Whole-system throughput at 100% efficiency (the core's step: roofline, bubble, exposed communication)."""
+    """Whole-system throughput at 100% efficiency (core step: roofline, bubble, exposed communication)."""
     efficiency: float
     """measured / sol."""
     regime: str

@@ -1,4 +1,4 @@
-"""Provides the operations plan of a chosen plan: scaling, power, queues, monitoring, fault tolerance, hybrid."""
+"""Provides a chosen plan's operations plan: scaling, power, queues, monitoring, fault tolerance, hybrid."""
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         OpsItem(
             name="max GPUs",
             setting=str(top),
-            reason=f"the plan's {plan.count} plus a {reserve:.0%} elastic reserve, in whole servers of {node}",
+            reason=f"the plan's {plan.count} plus a {reserve:.0%} elastic reserve, "
+            f"in whole servers of {node}",
             source=op.elastic_reserve_fraction.source,
         ),
         OpsItem(
@@ -138,8 +139,9 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             name="training cap",
             setting=f"none (performance), or {cap_w} W ({pc.cap_fraction.value:.0%} of "
             f"{tdp} W TDP) when energy matters more than time",
-            reason=f"measured: capping at {pc.cap_fraction.value:.0%} of TDP saved {pc.energy_saving_fraction.value:.1%} "
-            f"energy for {pc.slowdown_fraction.value:.1%} longer training"
+            reason=f"measured: capping at {pc.cap_fraction.value:.0%} of TDP "
+            f"saved {pc.energy_saving_fraction.value:.1%} energy "
+            f"for {pc.slowdown_fraction.value:.1%} longer training"
             + (
                 f"; the guide's {guide_train:.0f} W example is above this GPU's {tdp} W TDP"
                 if guide_train >= tdp
@@ -217,8 +219,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         OpsItem(
             name="hardware failures",
             setting=f"< {op.hardware_failure_target_per_month.value:.1%} of GPUs a month",
-            reason=f"measured at scale: {op.hardware_failure_rate_per_month.value:.2%} of H100s interrupted a job "
-            "per month (Llama 3); above the target, drain and test",
+            reason=f"measured at scale: {op.hardware_failure_rate_per_month.value:.2%} of H100s "
+            "interrupted a job per month (Llama 3); above the target, drain and test",
             source=op.hardware_failure_target_per_month.source,
         ),
         OpsItem(
@@ -229,8 +231,12 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         ),
     )
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
+    write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
     if job.training and plan.step_time_s and interval >= plan.hours.p50:
-        ckpt = f"at the end only: the job (P50 {plan.hours.p50 * 60:.0f} min) is shorter than the optimum interval"
+        ckpt = (
+            f"at the end only: the job (P50 {plan.hours.p50 * 60:.0f} min) "
+            "is shorter than the optimum interval"
+        )
     elif job.training and plan.step_time_s:
         steps = max(1, round(interval * 3600 / plan.step_time_s.p50))
         ckpt = f"every {steps} steps (~{interval * 60:.0f} min)"
@@ -240,14 +246,16 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         OpsItem(
             name="restart policy",
             setting=f"stop after {op.restart_limit.value:.0f} failures",
-            reason="restart on failure, but give up on a job that keeps failing: Kubeflow backoffLimit, torchrun --max-restarts",
+            reason="restart on failure, but give up on a job that keeps failing: Kubeflow backoffLimit, "
+            "torchrun --max-restarts",
             source=op.restart_limit.source,
         ),
         OpsItem(
             name="checkpoint interval",
             setting=ckpt,
-            reason=f"Young's optimum for a {knowledge.assumptions.defaults.checkpoint_write_s.value:.0f} s write "
-            f"and one interruption every {mtbi:,.0f} h ({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
+            reason=f"Young's optimum for a {write_s:.0f} s write "
+            f"and one interruption every {mtbi:,.0f} h "
+            f"({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
             + (", plus spot preemptions" if constraints.pricing == "spot" else "")
             + ")",
             source="young-1974",
@@ -260,8 +268,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             setting=f"{_whole_nodes(plan.count, node)} GPUs training : "
             f"{_whole_nodes(plan.count * (1 - share) / share, node)} GPUs inference, plus "
             f"{_whole_nodes(plan.count * reserve, node)} GPUs elastic",
-            reason="if this cluster also serves models: the guide's 3:1 training:inference ratio and 20% elastic "
-            "reserve",
+            reason="if this cluster also serves models: the guide's 3:1 training:inference ratio "
+            "and 20% elastic reserve",
             source=op.hybrid_train_share.source,
         ),
     )

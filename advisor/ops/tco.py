@@ -1,4 +1,4 @@
-"""Provides the total cost of ownership of a GPU cluster, its attribution per GPU-hour, and buy versus rent."""
+"""Provides the total cost of ownership of a GPU cluster, its attribution per GPU-hour and buy versus rent."""
 
 from __future__ import annotations
 
@@ -132,7 +132,10 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     if nodes > 1:
         if fabric.startswith(("ib", "roce")):
             network_usd = n * t.hardware.network_ib_per_gpu_usd.value
-            network_basis = f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} per GPU (switches, optics)"
+            network_basis = (
+                f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} "
+                "per GPU (switches, optics)"
+            )
         else:
             network_basis = f"{fabric}: no sourced price for Ethernet switching (left out)"
             notes.append("network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
@@ -167,8 +170,8 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
             "hardware",
             hardware_usd - residual,
             s.hardware,
-            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) + {nodes} x ${server_each:,.0f} "
-            f"{server_kind} - ${residual:,.0f} resale after {years:g} years",
+            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) "
+            f"+ {nodes} x ${server_each:,.0f} {server_kind} - ${residual:,.0f} resale after {years:g} years",
             gpu.price.source,
         ),
         ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
@@ -252,13 +255,17 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
         ),
     )
     staged = _staged(gpu, n, t, server_each, network_usd / n if n else 0.0)
+    util_from = "given" if inputs.utilization is not None else "the guide target, field-guide-002"
+    tariff_from = "given" if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source
+    colo = t.space.colocation_usd_per_kw_month
     assumptions = (
-        f"utilisation {util:.0%} ({'given' if inputs.utilization is not None else 'the guide target, field-guide-002'})",
-        f"electricity ${tariff:g}/kWh ({'given' if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source})",
+        f"utilisation {util:.0%} ({util_from})",
+        f"electricity ${tariff:g}/kWh ({tariff_from})",
         f"PUE {pue:g} ({'given' if inputs.pue else t.power.pue.source})",
-        f"amortised over {years:g} years; resale {residual / gpus_usd:.0%} of the GPU price ({residual_fig.source})",
+        f"amortised over {years:g} years; resale {residual / gpus_usd:.0%} of the GPU price "
+        f"({residual_fig.source})",
         f"server without GPUs ${server_each:,.0f} ({server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
-        f"colocation ${t.space.colocation_usd_per_kw_month.value:g}/kW-month ({t.space.colocation_usd_per_kw_month.source})",
+        f"colocation ${colo.value:g}/kW-month ({colo.source})",
         f"operations (staff and maintenance, one category): {ops_basis}",
     )
     return TcoOut(
@@ -375,8 +382,8 @@ def _staged(
         ""
         if abs(first - n * share) < 1e-9
         else (
-            f" ({share:.0%} of {n} is {n * share:g} GPUs; nearest whole servers: {servers} x {node} = {first}, "
-            f"{first / n:.1%})"
+            f" ({share:.0%} of {n} is {n * share:g} GPUs; "
+            f"nearest whole servers: {servers} x {node} = {first}, {first / n:.1%})"
         )
     )
     steps = [

@@ -17,6 +17,15 @@ def _scalar(value: Any) -> str:
     return json.dumps(str(value))  # a JSON string is a valid double-quoted YAML scalar
 
 
+def _leaf(value: Any) -> str:
+    """A mapping value written inline: a scalar, or an empty dict or list in flow style."""
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _scalar(value)
+
+
 def dump(value: Any, indent: int = 0) -> str:
     """YAML text of nested dicts, lists and scalars."""
     pad = "  " * indent
@@ -27,10 +36,7 @@ def dump(value: Any, indent: int = 0) -> str:
                 lines.append(f"{pad}{key}:")
                 lines.append(dump(item, indent + 1))
             else:
-                lines.append(
-                    f"{pad}{key}: "
-                    f"{_scalar(item) if not isinstance(item, (dict, list)) else ('{}' if isinstance(item, dict) else '[]')}"
-                )
+                lines.append(f"{pad}{key}: {_leaf(item)}")
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, (dict, list)) and item:

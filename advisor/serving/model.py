@@ -1,4 +1,4 @@
-"""The learned serving model: prefill and decode efficiencies against their speed of light, as plain parameters.
+"""The learned serving model: prefill and decode efficiencies against speed of light, as plain parameters.
 
 efficiency = logistic(z), z linear in a few physical features (precision class, tensor-parallel degree, prompt
 length, MoE, context) plus an engine offset; no GPU id is a feature. Parameters live in

@@ -1,4 +1,4 @@
-"""Appends the H200 measurements in results/*.jsonl to benchmarks/memory_validation.csv as source gpu-advisor-h200.
+"""Appends H200 measurements (results/*.jsonl) to benchmarks/memory_validation.csv as source gpu-advisor-h200.
 
 Run from the repository root after a new measurement: `python3 benchmarks/device/to_memory_rows.py`. Rows of
 this source already in the CSV are replaced, so the script is idempotent.

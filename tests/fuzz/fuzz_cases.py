@@ -1,4 +1,4 @@
-"""The fault and bad-input campaign as data: hostile flag values, --from files, calibration CSVs and stored files.
+"""The fault and bad-input campaign as data: hostile flags, --from files, calibration CSVs, stored files.
 
 Shared by the fuzz tests (a sample) and benchmarks/bench_reliability.py (all of it, and more).
 """
@@ -285,15 +285,15 @@ def run_process(
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         timeout=timeout,
         **kwargs,
-    )  # type: ignore[call-overload]
+    )
     return Outcome(
         result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")
     )
 
 
 def problems(outcome: Outcome) -> list[str]:
-    """What is wrong with an outcome: a traceback, an internal error, an unknown exit code, a multi-line error,
-    or raw control characters reaching the terminal."""
+    """What is wrong with an outcome: a traceback, an internal error, an unknown exit code, a multi-line
+    error, or raw control characters reaching the terminal."""
     found = []
     if "Traceback" in outcome.stderr or outcome.code == 70:
         found.append("traceback")

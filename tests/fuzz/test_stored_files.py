@@ -65,7 +65,7 @@ def test_one_warning_line_names_the_file_set_aside() -> None:
 def test_stored_runs_that_go_bad_are_kept_aside(name: str) -> None:
     good = (
         str(CSV_FILES["good"]) + CSV_FILES["good"].splitlines()[1].replace("our cluster a", "second") + "\n"
-    )  # type: ignore[union-attr]
+    )
     bad = RUNS_CORRUPTIONS[name](good)
     runs = write_file(_calibration() / "runs.csv", bad)
     outcome = run_in_process(["calibrate", "--list", "--format", "json"])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from pilot_flows import choose_preset as pick_preset
+from pilot_flows import open_results, settle
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from pilot_flows import choose_preset as pick_preset
-from pilot_flows import open_results, settle
 from tui.screens.results import ResultsScreen
 
 

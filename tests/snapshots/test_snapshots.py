@@ -6,15 +6,15 @@ from snapshot_flows import invalid_model_step, pick_preset, results, settle
 from textual.pilot import Pilot
 
 
-def test_wizard_workload_step_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_wizard_workload_step_80x24(snap_compare, snapshot_app) -> None:
     assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=settle)
 
 
-def test_wizard_model_step_with_an_error(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_wizard_model_step_with_an_error(snap_compare, snapshot_app) -> None:
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=invalid_model_step)
 
 
-def test_wizard_budget_step(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_wizard_budget_step(snap_compare, snapshot_app) -> None:
     async def budget_step(pilot: Pilot) -> None:
         await pick_preset(pilot, "lora-70b")
         await pilot.press("ctrl+n")
@@ -23,21 +23,21 @@ def test_wizard_budget_step(snap_compare, snapshot_app) -> None:  # type: ignore
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=budget_step)
 
 
-def test_results_memory(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_results_memory(snap_compare, snapshot_app) -> None:
     async def memory(pilot: Pilot) -> None:
         await results(pilot, "lora-70b")
 
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=memory)
 
 
-def test_results_chart_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_results_chart_80x24(snap_compare, snapshot_app) -> None:
     async def chart(pilot: Pilot) -> None:
         await results(pilot, "inspection", tab="tab-front")
 
     assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=chart)
 
 
-def test_checklist_for_a_plan(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_checklist_for_a_plan(snap_compare, snapshot_app) -> None:
     async def plan_checklist(pilot: Pilot) -> None:
         await results(pilot, "lora-70b")
         await pilot.press("c")
@@ -46,7 +46,7 @@ def test_checklist_for_a_plan(snap_compare, snapshot_app) -> None:  # type: igno
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=plan_checklist)
 
 
-def test_export_dialog(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_export_dialog(snap_compare, snapshot_app) -> None:
     async def export(pilot: Pilot) -> None:
         await results(pilot, "chat-8b")
         await pilot.press("e")
@@ -55,7 +55,7 @@ def test_export_dialog(snap_compare, snapshot_app) -> None:  # type: ignore[no-u
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=export)
 
 
-def test_help(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_help(snap_compare, snapshot_app) -> None:
     async def help_screen(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press("f1")
@@ -64,7 +64,7 @@ def test_help(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-de
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=help_screen)
 
 
-def test_results_memory_80x24(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_results_memory_80x24(snap_compare, snapshot_app) -> None:
     """The cost column, the footer and the memory legend all on screen at 80x24."""
 
     async def memory(pilot: Pilot) -> None:
@@ -73,7 +73,7 @@ def test_results_memory_80x24(snap_compare, snapshot_app) -> None:  # type: igno
     assert snap_compare(snapshot_app(), terminal_size=(80, 24), run_before=memory)
 
 
-def test_results_operations_of_the_second_plan(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_results_operations_of_the_second_plan(snap_compare, snapshot_app) -> None:
     """The operations tab follows the highlighted row (plan #2 here)."""
 
     async def operations(pilot: Pilot) -> None:
@@ -85,7 +85,7 @@ def test_results_operations_of_the_second_plan(snap_compare, snapshot_app) -> No
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=operations)
 
 
-def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:
     """The Advanced section expanded, one stated value refused beside its field (tp 3 on 64 heads)."""
 
     async def advanced(pilot: Pilot) -> None:
@@ -101,7 +101,7 @@ def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:  # ty
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=advanced)
 
 
-def test_results_rules_tab_with_configuration(snap_compare, snapshot_app) -> None:  # type: ignore[no-untyped-def]
+def test_results_rules_tab_with_configuration(snap_compare, snapshot_app) -> None:
     """The Rules & advice tab: why the plan, its configuration marked given or chosen, what was assumed."""
 
     async def rules(pilot: Pilot) -> None:

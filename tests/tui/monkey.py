@@ -1,4 +1,4 @@
-"""Provides the monkey: random keys, pastes, clicks and resizes (fixed seed) through every screen of the UI."""
+"""Provides the monkey: random keys, pastes, clicks and resizes (fixed seed) through every UI screen."""
 
 from __future__ import annotations
 
@@ -12,14 +12,59 @@ from textual.pilot import Pilot
 # Keys a user might press anywhere. q, Ctrl+Q and Ctrl+C are left out: they quit, which ends the run early.
 KEYS = (
     *"abcdefghijklmnoprstuvwxyz0123456789.$-/ ",
-    "tab", "shift+tab", "enter", "escape", "up", "down", "left", "right", "home", "end", "pageup", "pagedown",
-    "backspace", "delete", "space", "ctrl+n", "ctrl+r", "ctrl+p", "f1", "f2", "f3", "e", "c", "b", "x", "a",
-    "y", "n", "slash",
+    "tab",
+    "shift+tab",
+    "enter",
+    "escape",
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    "backspace",
+    "delete",
+    "space",
+    "ctrl+n",
+    "ctrl+r",
+    "ctrl+p",
+    "f1",
+    "f2",
+    "f3",
+    "e",
+    "c",
+    "b",
+    "x",
+    "a",
+    "y",
+    "n",
+    "slash",
 )
 # What people paste: numbers with suffixes, ambiguous or absurd values, markup, paths, long text.
 PASTES = (
-    "20k", "1e30", "0.5", "30m", "3d", "-5", "nan", "inf", "$1,000", "llama", "resnet50", "70b", "[b]bold[/b]",
-    "../../etc/", "plan.toml", "x" * 300, "12345678901234567890", "\t\n", "😀", "100M", "2T",
+    "20k",
+    "1e30",
+    "0.5",
+    "30m",
+    "3d",
+    "-5",
+    "nan",
+    "inf",
+    "$1,000",
+    "llama",
+    "resnet50",
+    "70b",
+    "[b]bold[/b]",
+    "../../etc/",
+    "plan.toml",
+    "x" * 300,
+    "12345678901234567890",
+    "\t\n",
+    "😀",
+    "100M",
+    "2T",
 )
 SIZES = ((40, 12), (250, 80), (80, 24), (120, 36), (60, 20), (100, 32))
 JOURNEYS = ("inspection", "lora-70b", "chat-8b", "pretrain-175b")
@@ -52,9 +97,9 @@ def screen_name(pilot: Pilot) -> str:
 async def check_renders(pilot: Pilot, run: MonkeyRun) -> None:
     """The app is up and its screen paints every line (a widget that fails to render raises here)."""
     app = pilot.app
-    assert app._exception is None, app._exception  # noqa: SLF001
+    assert app._exception is None, app._exception
     assert app.is_running, "the app stopped"
-    app.screen._compositor.render_update(full=True)  # noqa: SLF001  # the same full paint a terminal gets
+    app.screen._compositor.render_update(full=True)  # the same full paint a terminal gets
     run.renders += 1
 
 
@@ -85,7 +130,7 @@ async def monkey(pilot: Pilot, actions: int, seed: int = 11, check_every: int = 
     def stay(*args: object, **kwargs: object) -> None:
         # A quit the user asked for (the palette's Quit, say) is counted, not obeyed: the run goes on.
         # A crash still ends the app, and check_renders reports it.
-        if app._exception is not None:  # noqa: SLF001
+        if app._exception is not None:
             leave(*args, **kwargs)  # type: ignore[arg-type]
         else:
             run.actions["quit asked"] += 1

@@ -1,14 +1,13 @@
-"""Pilot tests of the wizard's Advanced section and of every results tab (each rendered with a real report)."""
+"""Pilot tests of the wizard's Advanced section and of every results tab (each with a real report)."""
 
 from __future__ import annotations
 
-from textual.widgets import Collapsible, Input, TabbedContent
 from pilot_flows import changed, choose_preset, open_results, settle
+from textual.widgets import Collapsible, Input, TabbedContent
 
 from tui.app import GpuAdvisorApp
 from tui.screens.results import ResultsScreen
 from tui.screens.wizard import WizardScreen
-from tui.widgets.field import FieldRow
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, WhyNotPanel
 from tui.widgets.segmented import Segmented
 
@@ -17,7 +16,7 @@ def _message(wizard: WizardScreen, field: str) -> str:
     return str(wizard.rows()[field].query_one(".field-message").render())
 
 
-async def _type(pilot, wizard: WizardScreen, field: str, text: str) -> None:  # type: ignore[no-untyped-def]
+async def _type(pilot, wizard: WizardScreen, field: str, text: str) -> None:
     control = wizard.rows()[field].control
     assert isinstance(control, Input)
     control.focus()
@@ -26,7 +25,7 @@ async def _type(pilot, wizard: WizardScreen, field: str, text: str) -> None:  # 
     await changed(pilot)
 
 
-async def test_advanced_values_are_checked_and_reach_the_plan_as_given(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_advanced_values_are_checked_and_reach_the_plan_as_given(make_app) -> None:
     app: GpuAdvisorApp = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         wizard = await choose_preset(pilot, "lora-70b")
@@ -53,7 +52,9 @@ async def test_advanced_values_are_checked_and_reach_the_plan_as_given(make_app)
         assert isinstance(results, ResultsScreen) and results.report is not None
         plan = results.report.plans[0]
         assert plan.layout.tp == 8 and plan.configuration["tp"].source == "given"
-        assert plan.configuration["lora_rank"].value == 32 and plan.configuration["lora_rank"].source == "given"
+        assert (
+            plan.configuration["lora_rank"].value == 32 and plan.configuration["lora_rank"].source == "given"
+        )
         assert plan.configuration["optimizer"].value == "adamw-8bit"
         assert plan.configuration["optimizer"].source == "given"
         assert plan.configuration["pp"].source == "chosen"
@@ -63,7 +64,7 @@ async def test_advanced_values_are_checked_and_reach_the_plan_as_given(make_app)
         assert "Configuration" in text and "Tensor parallel" in text and "given" in text and "chosen" in text
 
 
-async def test_advanced_shows_only_what_applies(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_advanced_shows_only_what_applies(make_app) -> None:
     app: GpuAdvisorApp = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         wizard = await choose_preset(pilot, "chat-8b")
@@ -80,7 +81,7 @@ async def test_advanced_shows_only_what_applies(make_app) -> None:  # type: igno
         assert not wizard.rows()["tp"].display and wizard.rows()["dp"].display  # a CNN is data parallel only
 
 
-async def test_a_clash_in_the_core_lands_beside_its_field(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_a_clash_in_the_core_lands_beside_its_field(make_app) -> None:
     app: GpuAdvisorApp = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         wizard = await choose_preset(pilot, "pretrain-175b")
@@ -94,7 +95,7 @@ async def test_a_clash_in_the_core_lands_beside_its_field(make_app) -> None:  # 
         assert "less than 0.9" in _message(wizard, "headroom")
 
 
-async def test_every_results_tab_renders(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_every_results_tab_renders(make_app) -> None:
     from tui.widgets.front_chart import FrontChart
     from tui.widgets.ops_view import OperationsPanel
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import Input, OptionList, Static
 from pilot_flows import settle
+from textual.widgets import Input, OptionList, Static
 
 from tui.screens.checklist import ChecklistScreen
 from tui.screens.help import HelpScreen
 from tui.widgets.tick_list import TickList
 
 
-async def open_checklist(pilot, query: str) -> ChecklistScreen:  # type: ignore[no-untyped-def]
+async def open_checklist(pilot, query: str) -> ChecklistScreen:
     """F2, type a search, open the first hit's steps."""
     await settle(pilot)
     await pilot.press("f2")
@@ -31,7 +31,7 @@ async def open_checklist(pilot, query: str) -> ChecklistScreen:  # type: ignore[
     return screen
 
 
-async def test_search_tick_restart_keeps_ticks_then_clear(make_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_search_tick_restart_keeps_ticks_then_clear(make_app, tmp_path: Path) -> None:
     data_dir = tmp_path / "ticks"
     app = make_app(data_dir)
     async with app.run_test(size=(100, 32)) as pilot:
@@ -56,7 +56,7 @@ async def test_search_tick_restart_keeps_ticks_then_clear(make_app, tmp_path: Pa
     assert json.loads((data_dir / "checklist-ticks.json").read_text(encoding="utf-8")) == {}
 
 
-async def test_browse_search_and_show_all(make_app, fixture_knowledge) -> None:  # type: ignore[no-untyped-def]
+async def test_browse_search_and_show_all(make_app, fixture_knowledge) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -9,7 +9,7 @@ from tui.screens.checklist import ChecklistScreen
 from tui.widgets.tick_list import TickList
 
 
-async def test_every_step_keeps_its_last_line(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_every_step_keeps_its_last_line(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -26,5 +26,10 @@ async def test_every_step_keeps_its_last_line(make_app) -> None:  # type: ignore
             width = steps.scrollable_content_region.width
             padding = steps.get_component_styles("option-list--option").padding.width
             for i in range(steps.option_count):
-                needed = steps._get_visual(steps.get_option_at_index(i)).get_height(steps.styles, width - padding)
-                assert steps._line_cache.heights[i] == needed, (screen.current.id if screen.current else None, i)
+                needed = steps._get_visual(steps.get_option_at_index(i)).get_height(
+                    steps.styles, width - padding
+                )
+                assert steps._line_cache.heights[i] == needed, (
+                    screen.current.id if screen.current else None,
+                    i,
+                )

@@ -12,7 +12,9 @@ ACTIONS = 150
 
 
 async def test_the_app_survives_random_keys_pastes_clicks_and_resizes(
-    make_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    make_app,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # exports the monkey saves land here
     app = make_app()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from textual.widgets import Input, Static
 from pilot_flows import open_results, settle
+from textual.widgets import Input, Static
 
 from tui.app import GpuAdvisorApp
 from tui.screens.checklist import ChecklistScreen
@@ -17,7 +17,7 @@ from tui.screens.wizard import WizardScreen
 from tui.widgets.plan_table import PlanTable
 
 
-async def export_to(pilot, path: Path) -> None:  # type: ignore[no-untyped-def]
+async def export_to(pilot, path: Path) -> None:
     """Open the export dialog with `e`, type the path, press Enter."""
     await pilot.press("e")
     await pilot.pause()
@@ -29,7 +29,7 @@ async def export_to(pilot, path: Path) -> None:  # type: ignore[no-untyped-def]
     await settle(pilot)
 
 
-async def test_budget_change_recomputes_and_reaches_the_wizard(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_budget_change_recomputes_and_reaches_the_wizard(make_app) -> None:
     app: GpuAdvisorApp = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
@@ -64,7 +64,7 @@ async def test_budget_change_recomputes_and_reaches_the_wizard(make_app) -> None
         assert wizard.values()["budget_usd"] == "150"
 
 
-async def test_export_parses_back_to_the_same_plan(make_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_export_parses_back_to_the_same_plan(make_app, tmp_path: Path) -> None:
     app = make_app()
     target = tmp_path / "out" / "plan.toml"
     async with app.run_test(size=(100, 32)) as pilot:
@@ -118,7 +118,7 @@ async def test_export_parses_back_to_the_same_plan(make_app, tmp_path: Path) -> 
         assert blocker.read_text(encoding="utf-8") == "a file where a folder should be"
 
 
-async def test_inference_results_and_plan_checklist(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_inference_results_and_plan_checklist(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         results = await open_results(pilot, "chat-8b")
@@ -137,7 +137,7 @@ async def test_inference_results_and_plan_checklist(make_app) -> None:  # type: 
         assert plan.memory.dominant in header and "This plan" in header
 
 
-async def test_results_fit_small_and_large_terminals(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_results_fit_small_and_large_terminals(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         results = await open_results(pilot, "lora-70b")
@@ -150,7 +150,7 @@ async def test_results_fit_small_and_large_terminals(make_app) -> None:  # type:
             assert tabs.region.height >= 6 and tabs.region.bottom <= size[1] - 1
 
 
-async def test_operations_tab_shows_the_plan_tco_and_launch(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_operations_tab_shows_the_plan_tco_and_launch(make_app) -> None:
     from tui.widgets.ops_view import OperationsPanel
 
     app: GpuAdvisorApp = make_app()

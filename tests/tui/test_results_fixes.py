@@ -1,4 +1,4 @@
-"""Pilot tests of the results' fixes: resize then re-rank, table widths, operations per plan, 80x24, export."""
+"""Pilot tests of the results fixes: resize then re-rank, table widths, operations per plan, 80x24, export."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tui.widgets.plan_table import PlanTable
 from tui.widgets.plan_views import MemoryPanel
 
 
-async def rerank(pilot, screen: ResultsScreen, budget: str) -> None:  # type: ignore[no-untyped-def]
+async def rerank(pilot, screen: ResultsScreen, budget: str) -> None:
     """Type a budget and press Enter, then wait for the new ranking."""
     screen.query_one("#budget-usd", Input).value = budget
     screen.query_one("#budget-usd", Input).focus()
@@ -30,7 +30,7 @@ def table_text(table: PlanTable) -> list[str]:
     return [table.render_line(y).text for y in range(table.size.height)]
 
 
-async def test_resize_then_rerank_on_the_chart_does_not_crash(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_resize_then_rerank_on_the_chart_does_not_crash(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_results(pilot, "lora-70b", "tab-front")
@@ -43,7 +43,7 @@ async def test_resize_then_rerank_on_the_chart_does_not_crash(make_app) -> None:
             assert app.is_running and app.screen is screen
 
 
-async def test_table_after_a_rerank_matches_a_fresh_layout(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_table_after_a_rerank_matches_a_fresh_layout(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_results(pilot, "lora-70b")
@@ -58,7 +58,7 @@ async def test_table_after_a_rerank_matches_a_fresh_layout(make_app) -> None:  #
             assert table_text(table) == after
 
 
-async def test_operations_follow_the_highlighted_plan_and_scroll(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_operations_follow_the_highlighted_plan_and_scroll(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_results(pilot, "lora-70b", "tab-ops")
@@ -81,7 +81,7 @@ async def test_operations_follow_the_highlighted_plan_and_scroll(make_app) -> No
         assert "Launch" in text and "--" not in text.split("Launch")[1].split("\n", 2)[2]
 
 
-async def test_80x24_shows_cost_footer_and_memory_legend(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_80x24_shows_cost_footer_and_memory_legend(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_results(pilot, "lora-70b")
@@ -109,7 +109,9 @@ def test_small_cost_ranges_keep_both_ends() -> None:
     assert money_range(350.2, 350.4) == "$350"
 
 
-async def test_export_dialog_drops_a_stale_error_and_asks_before_making_a_folder(make_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_export_dialog_drops_a_stale_error_and_asks_before_making_a_folder(
+    make_app, tmp_path: Path
+) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         await open_results(pilot, "lora-70b")

@@ -1,4 +1,4 @@
-"""`gpu-advisor serve` in a real browser: headless Chromium drives the wizard to a recommendation and an export."""
+"""`gpu-advisor serve` in a real browser: headless Chromium drives the wizard to a ranking and an export."""
 
 from __future__ import annotations
 
@@ -20,10 +20,14 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
-                       reason="playwright is not installed (pip install playwright)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None,
+        reason="playwright is not installed (pip install playwright)",
+    ),
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install -y chromium)"),
-    pytest.mark.skipif(importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed"
+    ),
 ]
 
 
@@ -49,7 +53,10 @@ def served(workdir: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli.main", "serve", "--port", str(port)],
-        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         wait_for_port(port, proc)
@@ -100,7 +107,7 @@ def workdir_shot(workdir: Path, step: int) -> Path:
     return workdir / f"step-{step}.png"
 
 
-def _export(page, workdir: Path, timeout: float = 90.0) -> Path:  # type: ignore[no-untyped-def]
+def _export(page, workdir: Path, timeout: float = 90.0) -> Path:
     """Press e (export) and Enter until the TOML lands: e does nothing until the ranking is done."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from textual.widgets import Button, Input, Static
 from pilot_flows import changed, choose_preset, settle
+from textual.widgets import Button, Input, Static
 
 from advisor.catalog import Knowledge
 from tui.app import GpuAdvisorApp
@@ -41,7 +41,7 @@ async def test_wizard_paints_before_the_knowledge_loads(fixture_knowledge: Knowl
         assert app.knowledge is fixture_knowledge
 
 
-async def test_invalid_input_shows_the_message_and_blocks_next(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_invalid_input_shows_the_message_and_blocks_next(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
@@ -86,7 +86,7 @@ async def test_invalid_input_shows_the_message_and_blocks_next(make_app) -> None
         assert wizard.checked.constraints.budget_usd == 20_000
 
 
-async def test_pydantic_error_shows_beside_its_field(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_pydantic_error_shows_beside_its_field(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "inspection")
@@ -96,7 +96,7 @@ async def test_pydantic_error_shows_beside_its_field(make_app) -> None:  # type:
         assert wizard.check_action("next", ()) is None
 
 
-async def test_back_keeps_values(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_back_keeps_values(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "lora-70b")
@@ -115,7 +115,7 @@ async def test_back_keeps_values(make_app) -> None:  # type: ignore[no-untyped-d
         assert wizard.query_one("#tokens", Input).value == "250M"
 
 
-async def test_fields_follow_the_workload_and_model(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_fields_follow_the_workload_and_model(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "chat-8b")
@@ -130,7 +130,7 @@ async def test_fields_follow_the_workload_and_model(make_app) -> None:  # type: 
         assert "images per epoch" in message(wizard, "samples")
 
 
-async def test_each_preset_reaches_a_recommendation(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_each_preset_reaches_a_recommendation(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         for p in PRESETS:
@@ -148,7 +148,7 @@ async def test_each_preset_reaches_a_recommendation(make_app) -> None:  # type: 
             assert all(row.value == row.default for row in wizard.query(FieldRow))
 
 
-async def test_mouse_alone_reaches_the_results(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_mouse_alone_reaches_the_results(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -167,11 +167,15 @@ async def test_mouse_alone_reaches_the_results(make_app) -> None:  # type: ignor
         assert app.screen.report is not None and app.screen.report.plans
 
 
-def test_combinations_the_core_refuses_block_the_step(fixture_knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_combinations_the_core_refuses_block_the_step(fixture_knowledge) -> None:
     from tui.form import check
 
-    refused = check({"kind": "lora", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge)
+    refused = check(
+        {"kind": "lora", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge
+    )
     assert refused.workload is None and "needs a transformer" in refused.errors["kind"]
     assert "--" not in refused.errors["kind"]  # no CLI flags in the UI's words
-    fine = check({"kind": "pretrain", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge)
+    fine = check(
+        {"kind": "pretrain", "model": "resnet50", "samples": "200k", "epochs": "3"}, fixture_knowledge
+    )
     assert fine.workload is not None and not fine.errors

@@ -16,7 +16,7 @@ def message(screen: WizardScreen, field: str) -> str:
     return str(screen.rows()[field].query_one(".field-message", Static).render())
 
 
-async def test_fast_ctrl_n_plans_on_the_value_on_screen(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_fast_ctrl_n_plans_on_the_value_on_screen(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "lora-70b")
@@ -36,7 +36,7 @@ async def test_fast_ctrl_n_plans_on_the_value_on_screen(make_app) -> None:  # ty
         assert wizard.query_one("#budget-usd", Input).value == "7777"  # going back keeps what was typed
 
 
-async def test_a_preset_starts_from_a_clean_form(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_a_preset_starts_from_a_clean_form(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "chat-8b")
@@ -57,13 +57,13 @@ async def test_a_preset_starts_from_a_clean_form(make_app) -> None:  # type: ign
         assert wizard.rows()["deadline_hours"].value == ""
 
 
-async def choose_preset_again(pilot, wizard: WizardScreen, preset_id: str) -> None:  # type: ignore[no-untyped-def]
+async def choose_preset_again(pilot, wizard: WizardScreen, preset_id: str) -> None:
     wizard.step = 0
     await settle(pilot)
     await choose_preset(pilot, preset_id)
 
 
-async def test_model_suggestions_down_and_enter(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_model_suggestions_down_and_enter(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "lora-70b")
@@ -83,7 +83,7 @@ async def test_model_suggestions_down_and_enter(make_app) -> None:  # type: igno
         assert "unknown" not in message(wizard, "model")
 
 
-async def test_q_quits_but_types_in_a_field(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_q_quits_but_types_in_a_field(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "lora-70b")
@@ -129,7 +129,7 @@ def test_no_flag_names_in_any_wizard_message(fixture_knowledge: Knowledge) -> No
         assert not any("--" in m for m in checked.errors.values()), checked.errors
 
 
-async def test_changing_the_kind_drops_the_other_kinds_values(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_changing_the_kind_drops_the_other_kinds_values(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         wizard = await choose_preset(pilot, "chat-8b")
@@ -149,7 +149,7 @@ async def test_changing_the_kind_drops_the_other_kinds_values(make_app) -> None:
         assert values["epochs"] == "" and values["deadline_hours"] == "" and values["samples"] == ""
 
 
-async def test_tiny_and_huge_terminals_render(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_tiny_and_huge_terminals_render(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)

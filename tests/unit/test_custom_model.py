@@ -29,7 +29,7 @@ SHAPE = [
 ]
 
 
-def _predict_json(capsys, *flags: str) -> dict:  # type: ignore[no-untyped-def, type-arg]
+def _predict_json(capsys, *flags: str) -> dict:
     assert main(["predict", *flags, "--gpu", "h100-sxm", "--count", "8", "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 

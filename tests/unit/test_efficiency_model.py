@@ -135,7 +135,7 @@ def _predict(knowledge, stack: str):
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
     workload = Workload(
         model="llama-3.1-70b", kind="pretrain", precision="bf16", config=RunConfig(stack=stack)
-    )  # type: ignore[arg-type]
+    )
     return predict(knowledge, workload, "h100-sxm", 64, efficiency=learned)
 
 

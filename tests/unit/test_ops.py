@@ -139,7 +139,7 @@ def test_operations_plan_items_have_reasons(onprem) -> None:
     assert ops.power_effect is not None and ops.power_effect.energy_kwh_capped < ops.power_effect.energy_kwh
 
 
-def _check_xid_rules(rules: dict) -> None:  # type: ignore[type-arg]
+def _check_xid_rules(rules: dict) -> None:
     """DCGM_FI_DEV_XID_ERRORS is a gauge (the last Xid): alert on its changes, application Xids apart."""
     hard, app = rules["GPUXidError"]["expr"], rules["GPUApplicationXid"]["expr"]
     assert "increase(" not in hard + app and hard.startswith("changes(DCGM_FI_DEV_XID_ERRORS[")

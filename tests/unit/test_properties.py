@@ -27,8 +27,16 @@ def _memory(workload: Workload, layout: Layout, kind_of: str = "high") -> dict[s
 
 
 def _layout(dp: int, tp: int, zero: str) -> Layout:
-    return Layout(count=dp * tp, nodes=1, node_size=8, precision="bf16", tp=tp, dp=dp,
-                  sharding=zero if dp > 1 else "none", micro_batch=1)
+    return Layout(
+        count=dp * tp,
+        nodes=1,
+        node_size=8,
+        precision="bf16",
+        tp=tp,
+        dp=dp,
+        sharding=zero if dp > 1 else "none",
+        micro_batch=1,
+    )
 
 
 @SETTINGS
@@ -46,10 +54,16 @@ def test_a_deeper_model_never_needs_less_memory_per_replica(
 ) -> None:
     totals = []
     for depth in (layers, layers + extra):
-        spec = spec_from_shape(layers=depth, hidden=hidden, heads=hidden // 128, kv_heads=8, ffn=hidden * 7 // 2,
-                               vocab=128256)
-        totals.append(sum(_memory(Workload(spec=spec, kind=kind, tokens=1e9, seq_len=2048), _layout(dp, tp, zero))
-                          .values()))
+        spec = spec_from_shape(
+            layers=depth, hidden=hidden, heads=hidden // 128, kv_heads=8, ffn=hidden * 7 // 2, vocab=128256
+        )
+        totals.append(
+            sum(
+                _memory(
+                    Workload(spec=spec, kind=kind, tokens=1e9, seq_len=2048), _layout(dp, tp, zero)
+                ).values()
+            )
+        )
     assert totals[1] >= totals[0]
 
 

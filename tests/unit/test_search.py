@@ -18,7 +18,7 @@ from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_
 from advisor.speed import training_step
 
 
-def _ctx(knowledge, **w):  # type: ignore[no-untyped-def]
+def _ctx(knowledge, **w):
     job = resolve_job(knowledge, Workload(**w), need_data=False)
     return Context(knowledge, job, Constraints(), PriorEfficiency(knowledge.assumptions))
 
@@ -37,7 +37,7 @@ def _ctx(knowledge, **w):  # type: ignore[no-untyped-def]
 )
 def test_pruned_search_finds_the_brute_force_best(
     knowledge, model: str, kind: str, gpu: str, count: int
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     g = knowledge.gpu(gpu)
     precision = "bf16" if g.tflops.bf16 else "fp16"
     ctx = _ctx(knowledge, model=model, kind=kind, precision=precision)
@@ -84,7 +84,7 @@ EXACT_CASES = [
 
 
 @pytest.mark.parametrize("workload,gpu,counts", EXACT_CASES, ids=lambda v: str(v)[:40])
-def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str, counts: tuple) -> None:  # type: ignore[no-untyped-def,type-arg]
+def test_branch_and_bound_equals_exhaustive(knowledge, workload: dict, gpu: str, counts: tuple) -> None:
     # The pruned search keeps exactly what the exhaustive one keeps: the best layout, the runner-ups (top k,
     # one per shape, sharding and recomputation, ties in the same order) and, when nothing runs, the same
     # reason.
@@ -124,7 +124,7 @@ REFUSAL_CASES = [
 @pytest.mark.parametrize("workload,gpu", REFUSAL_CASES, ids=lambda v: str(v)[:40])
 def test_counts_that_cannot_fit_are_refused_as_the_full_search_refuses(
     knowledge, workload: dict, gpu: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The memory floor only skips counts where the full search finds nothing, and the lazily worded refusal
     # reads exactly as the full search's (same kind, rank and message).
     w = dict(workload)
@@ -151,7 +151,7 @@ def test_counts_that_cannot_fit_are_refused_as_the_full_search_refuses(
     )  # the floor does skip the hopeless counts (resnet50 fits on one)
 
 
-def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_interleaved_bubble_closed_form(knowledge) -> None:
     ctx = _ctx(knowledge, model="gpt3-175b", kind="pretrain", precision="bf16", seq_len=2048)
     gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
     for v in (1, 2, 4):
@@ -173,7 +173,7 @@ def test_interleaved_bubble_closed_form(knowledge) -> None:  # type: ignore[no-u
         assert step.bubble_s == pytest.approx(step.roofline_s * 7 / (32 * v))  # (p - 1) / (m v)
 
 
-def test_fsdp_with_tensor_parallel_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_fsdp_with_tensor_parallel_memory(knowledge) -> None:
     # 2D: FSDP over 8 data-parallel ranks x TP 8: weights, gradients and states each / (tp x dp).
     ctx = _ctx(knowledge, model="llama-2-70b", kind="pretrain", precision="bf16")
     model = TrainingMemoryModel(ctx.job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
@@ -185,7 +185,7 @@ def test_fsdp_with_tensor_parallel_memory(knowledge) -> None:  # type: ignore[no
     assert st["optimizer"][0] + st["master_weights"][0] == pytest.approx(per * 12)
 
 
-def test_expert_parallel_memory(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_expert_parallel_memory(knowledge) -> None:
     # Mixtral: experts split over EP, attention and embeddings replicated; all experts are in memory.
     ctx = _ctx(knowledge, model="mixtral-8x7b", kind="pretrain", precision="bf16")
     arch = ctx.job.arch
@@ -207,14 +207,14 @@ def test_young_daly_goodput() -> None:
     assert goodput_fraction(60.0, tau, 900.0, 36000.0) == pytest.approx(1 - waste)
 
 
-def test_goodput_falls_with_scale(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_goodput_falls_with_scale(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-3.1-405b", kind="pretrain"), need_data=False)
     small, large = goodput(job, 1024, knowledge.assumptions), goodput(job, 16384, knowledge.assumptions)
     assert large.mtbf_h == pytest.approx(1 / (1.973e-5 * 16384))  # Llama 3: about 3 h between interruptions
     assert 0.85 < large.fraction < small.fraction < 1.0
 
 
-def test_hf_loss_is_larger_than_megatron(knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_hf_loss_is_larger_than_megatron(knowledge) -> None:
     gpu, a = knowledge.gpu("h100-sxm"), knowledge.assumptions
     per = {}
     for stack in ("hf", "megatron", "unsloth"):

@@ -11,7 +11,6 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-
 HINT = "The plans, what was assumed and the launch files, as TOML (the same as the command line's export)."
 
 

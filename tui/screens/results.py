@@ -26,8 +26,8 @@ from tui.screens.confirm import ConfirmDialog
 from tui.screens.export import ExportDialog
 from tui.widgets.field import FieldRow
 from tui.widgets.front_chart import FrontChart
-from tui.widgets.plan_table import PlanTable
 from tui.widgets.ops_view import OperationsPanel
+from tui.widgets.plan_table import PlanTable
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, WhyNotPanel
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class ResultsScreen(Screen[None]):
         except AdvisorError as exc:
             self.post_message(RecommendFailed(str(exc), generation))
             return
-        except Exception as exc:  # the screen reports any failure instead of dying
+        except Exception as exc:  # noqa: BLE001 - a worker thread: the screen reports any failure instead of dying
             self.post_message(RecommendFailed(f"{type(exc).__name__}: {exc}", generation))
             return
         if not get_current_worker().is_cancelled:
@@ -192,9 +192,13 @@ class ResultsScreen(Screen[None]):
     def _operations(self, report: Report, plan: PlanOut, generation: int) -> None:
         try:
             ops = self.engine.plan_operations(report, plan)
-        except Exception as exc:  # the tab says so; the rest of the screen is unaffected
-            self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}",
-                                      title="Could not work out the operations plan", severity="error")
+        except Exception as exc:  # noqa: BLE001 - the tab says so; the rest of the screen is unaffected
+            self.app.call_from_thread(
+                self.notify,
+                f"{type(exc).__name__}: {exc}",
+                title="Could not work out the operations plan",
+                severity="error",
+            )
             return
         if not get_current_worker().is_cancelled:
             self.post_message(OperationsReady(ops, generation))
@@ -290,7 +294,8 @@ class ResultsScreen(Screen[None]):
                     self.action_export(str(path))
 
             self.app.push_screen(
-                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"), create
+                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"),
+                create,
             )
         elif path.exists():
 
@@ -322,7 +327,7 @@ class ResultsScreen(Screen[None]):
             self.post_message(ExportWritten(self.engine.write_export(report, path)))
         except OSError as exc:
             self.post_message(ExportFailed(path, exc.strerror or str(exc)))
-        except Exception as exc:  # reported in the dialog rather than lost in a failed worker
+        except Exception as exc:  # noqa: BLE001 - reported in the dialog rather than lost in a failed worker
             self.post_message(ExportFailed(path, f"{type(exc).__name__}: {exc}"))
 
     @on(ExportWritten)

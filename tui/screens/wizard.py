@@ -15,7 +15,17 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, ContentSwitcher, Footer, Input, SelectionList, Static
 
-from tui.form import DEFAULTS, FORM, INFERENCE_ONLY, TRAINING_ONLY, STEP_FIELDS, STEP_TITLES, Checked, catalogue_model, check
+from tui.form import (
+    DEFAULTS,
+    FORM,
+    INFERENCE_ONLY,
+    STEP_FIELDS,
+    STEP_TITLES,
+    TRAINING_ONLY,
+    Checked,
+    catalogue_model,
+    check,
+)
 from tui.presets import preset
 from tui.widgets.budget_step import BudgetStep
 from tui.widgets.choice_list import ChoiceList

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.widgets import Collapsible, Input
 
 from tui.form import ADVANCED_FIELDS, CHOICES, LABELS
@@ -43,12 +42,18 @@ def _row(name: str) -> FieldRow:
         control = Segmented(CHOICES[name], "auto", id=control_id)
         return FieldRow(name, LABELS[name], control, hint=CHOICE_HINTS[name])
     placeholder, hint = TYPED[name]
-    return FieldRow(name, LABELS[name], Input(placeholder=placeholder, id=control_id, select_on_focus=False), hint=hint)
+    return FieldRow(
+        name, LABELS[name], Input(placeholder=placeholder, id=control_id, select_on_focus=False), hint=hint
+    )
 
 
 class AdvancedSection(Collapsible):
-    """Layout, batch, optimizer, LoRA, stack or engine and headroom; 'auto' or blank leaves a value to the search."""
+    """Layout, batch, optimizer, LoRA, stack or engine, headroom; 'auto' or blank leaves it to the search."""
 
     def __init__(self) -> None:
-        super().__init__(*(_row(name) for name in ADVANCED_FIELDS),
-                         title="Advanced: configuration (blank or auto: chosen for you)", collapsed=True, id="advanced")
+        super().__init__(
+            *(_row(name) for name in ADVANCED_FIELDS),
+            title="Advanced: configuration (blank or auto: chosen for you)",
+            collapsed=True,
+            id="advanced",
+        )

@@ -132,7 +132,10 @@ class FrontChart(PlotextPlot):
         try:
             return super().render()
         except (ValueError, ZeroDivisionError, IndexError) as exc:
-            return f"The chart cannot be drawn at this size ({type(exc).__name__}); the Cost tab has the figures."
+            return (
+                f"The chart cannot be drawn at this size ({type(exc).__name__}); "
+                "the Cost tab has the figures."
+            )
 
     def _selected_point(self, front: list[FrontPoint], chosen: FrontPoint | None) -> FrontPoint | None:
         """The highlighted plan's point, when it is on the front and is not the chosen one."""

@@ -43,8 +43,8 @@ class ModelStep(VerticalScroll):
     """Step 2: which model, at what precision, on how much data or under what load."""
 
     HELP = (
-        "Type to search the catalogue; Enter takes the first suggestion, Down walks the list (Enter or a click "
-        "picks one). Or give a custom size "
+        "Type to search the catalogue; Enter takes the first suggestion, Down walks the list "
+        "(Enter or a click picks one). Or give a custom size "
         "(e.g. 13B). Sizes accept k, M, B, T suffixes: 200k, 100M, 2T."
     )
 

@@ -105,7 +105,8 @@ class MemoryPanel(PlanPanel):
         )
         out.append(
             Content.from_markup(
-                f"[$text-muted]{'':<{LABEL_WIDTH}}░ usable memory left; bars: share of {m.capacity_gb:g} GB[/]"
+                f"[$text-muted]{'':<{LABEL_WIDTH}}░ usable memory left; "
+                f"bars: share of {m.capacity_gb:g} GB[/]"
             )
         )
         return out
@@ -201,17 +202,29 @@ class CostPanel(PlanPanel):
 
 
 SOURCE_STYLE = {"given": "$success", "chosen": "$accent", "default": "$text-muted"}
-OUTPUT_NAMES = {"micro_batch": "Micro-batch", "grad_accum": "Grad accumulation", "replicas": "Replicas",
-                "batch": "Batch"}
+OUTPUT_NAMES = {
+    "micro_batch": "Micro-batch",
+    "grad_accum": "Grad accumulation",
+    "replicas": "Replicas",
+    "batch": "Batch",
+}
 
 
 def configuration_lines(plan: PlanOut) -> list[Content]:
     """Each configuration value of the plan, marked given (yours), chosen (by the search) or default."""
     out = [Content.from_markup("[b]Configuration[/b] [$text-muted](given: yours; chosen: by the search)[/]")]
     for key, item in plan.configuration.items():
-        value = {True: "on", False: "off"}.get(item.value, item.value) if isinstance(item.value, bool) else item.value
-        out.append(Content.assemble(f"  {OUTPUT_NAMES.get(key) or LABELS.get(key, key):<20} {value!s:<14} ",
-                                    (item.source, SOURCE_STYLE.get(item.source, ""))))
+        value = (
+            {True: "on", False: "off"}.get(item.value, item.value)
+            if isinstance(item.value, bool)
+            else item.value
+        )
+        out.append(
+            Content.assemble(
+                f"  {OUTPUT_NAMES.get(key) or LABELS.get(key, key):<20} {value!s:<14} ",
+                (item.source, SOURCE_STYLE.get(item.source, "")),
+            )
+        )
     return out
 
 
@@ -249,7 +262,9 @@ class AdvicePanel(PlanPanel):
             out.append(Content.from_markup("[b]Advice[/b]"))
             out += _bullets(list(dict.fromkeys(advice)))
         out.append(Content.from_markup("[b]Assumed[/b]"))
-        assumed = [a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None) for a in report.job.assumed]
+        assumed = [
+            a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None) for a in report.job.assumed
+        ]
         out += _bullets((*assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
         if report.notes:
             out += _bullets(report.notes, "$text-muted")
