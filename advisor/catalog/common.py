@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import inspect
 import re
 from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
@@ -23,64 +22,18 @@ def normalise_id(text: str) -> str:
 
 # dataclass_transform tells type checkers what `record` makes, so constructor calls are checked field by
 # field.
-@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field,))
+@dataclass_transform(frozen_default=True, kw_only_default=True)
 def record(cls: type[R]) -> type[R]:
-    """Make a Record subclass a frozen, slotted, keyword-only value type and register it by name.
+    """Make a Record subclass a frozen, slotted, keyword-only dataclass and register it by name.
 
     Knowledge is validated by the pydantic twin of the same name in advisor.catalog.schemas (on a cache miss
-    only); commands then read these plain objects, which cost nothing to import or build. They behave as
-    frozen dataclasses do (keyword __init__, defaults and default_factory, ==, hash, repr,
-    FrozenInstanceError) but are not made by dataclasses.dataclass: it compiles six methods and builds each
-    class twice (for its slots), which for the thirty knowledge types was a quarter of a `gpus` command."""
-    names = tuple(inspect.get_annotations(cls))
-    namespace = {
-        k: v for k, v in cls.__dict__.items() if k not in names and k not in ("__dict__", "__weakref__")
-    }
-    defaults: dict[str, Any] = {}
-    factories: dict[str, Any] = {}
-    for name in names:
-        value = cls.__dict__.get(name, dataclasses.MISSING)
-        if isinstance(value, dataclasses.Field):
-            if value.default_factory is not dataclasses.MISSING:
-                factories[name] = value.default_factory
-            elif value.default is not dataclasses.MISSING:
-                defaults[name] = value.default
-        elif value is not dataclasses.MISSING:
-            defaults[name] = value
-    init = _make_init(cls.__qualname__, names, defaults, factories)
-    namespace.update(__slots__=names, _FIELDS=names, _DEFAULTS=defaults, _FACTORIES=factories, __init__=init)
-    metaclass: Any = type(cls)
-    made = cast(type[R], metaclass(cls.__name__, cls.__bases__, namespace))
+    only); commands then read these plain objects, which cost nothing to import or build."""
+    made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
+    made._FIELDS = tuple(
+        f.name for f in dataclasses.fields(cast(Any, made))
+    )  # a dataclass from the line above
     RECORDS[made.__name__] = made
     return made
-
-
-def _make_init(
-    qualname: str, names: tuple[str, ...], defaults: dict[str, Any], factories: dict[str, Any]
-) -> Any:
-    """A keyword-only __init__ setting each field once (compiled: a generic loop would slow every load)."""
-    params, body = [], []
-    for name in names:
-        if name in defaults:
-            params.append(f"{name}=_d[{name!r}]")
-            body.append(f" _set(self, {name!r}, {name})")
-        elif name in factories:
-            params.append(f"{name}=_MISSING")
-            body.append(f" _set(self, {name!r}, _f[{name!r}]() if {name} is _MISSING else {name})")
-        else:
-            params.append(name)
-            body.append(f" _set(self, {name!r}, {name})")
-    source = (
-        f"def __init__(self, *, {', '.join(params)}):\n" + ("\n".join(body) or " pass")
-        if params
-        else "def __init__(self):\n pass"
-    )
-    scope: dict[str, Any] = {"_d": defaults, "_f": factories, "_MISSING": dataclasses.MISSING}
-    scope["_set"] = object.__setattr__
-    exec(source, scope)  # source built above from the class's own field names
-    init = scope["__init__"]
-    init.__qualname__ = f"{qualname}.__init__"
-    return init
 
 
 class Record:
@@ -88,29 +41,6 @@ class Record:
 
     __slots__ = ()
     _FIELDS: ClassVar[tuple[str, ...]] = ()
-    _DEFAULTS: ClassVar[dict[str, Any]] = {}
-    _FACTORIES: ClassVar[dict[str, Any]] = {}
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
-        return f"{type(self).__qualname__}({inner})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     def model_dump(
         self, *, mode: str = "python", exclude_none: bool = False, exclude_defaults: bool = False
@@ -137,9 +67,15 @@ class Record:
         return to_plain(getattr(schemas, cls.__name__).model_validate(data))
 
 
-def _defaults(cls: type[Record]) -> dict[str, Any]:
+def _defaults(cls: type) -> dict[str, Any]:
     """Each field's default value, where it has one."""
-    return {**cls._DEFAULTS, **{name: factory() for name, factory in cls._FACTORIES.items()}}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
 
 
 def _dump(value: Any, mode: str, exclude_none: bool) -> Any:
