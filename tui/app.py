@@ -18,13 +18,14 @@ from textual.screen import Screen
 
 from tui.engine import EfficiencyChoice, Engine
 from tui.messages import EfficiencyLoaded, KnowledgeLoaded, LoadFailed
-from tui.screens.checklist import ChecklistScreen
-from tui.screens.help import HelpScreen
-from tui.screens.results import ResultsScreen
 from tui.screens.wizard import WizardScreen
 
 if TYPE_CHECKING:
     from advisor.catalog import Knowledge
+    from tui.screens.results import ResultsScreen
+
+# The results, checklist and help screens (the chart, markdown and the core's report types behind them) are
+# imported on first use, or by the load worker once the wizard is up: the first frame needs only the wizard.
 
 DARK, LIGHT = "textual-dark", "textual-light"
 
@@ -86,7 +87,8 @@ class GpuAdvisorApp(App[int]):
             if self._tty:
                 self.set_interval(2.0, self._check_terminal)
         self.push_screen(WizardScreen())
-        self._load()
+        # After the wizard's first frame: the load's imports must not compete with painting it.
+        self.call_after_refresh(self._load)
 
     def _check_terminal(self) -> None:
         if self._tty and not os.path.exists(self._tty):
@@ -99,6 +101,7 @@ class GpuAdvisorApp(App[int]):
         try:
             self.post_message(KnowledgeLoaded(self.engine.knowledge()))
             self.post_message(EfficiencyLoaded(self.engine.efficiency_model().name))
+            _import_later_screens()
         except Exception as exc:  # noqa: BLE001 - any load failure is shown; the checklist stays usable
             self.post_message(LoadFailed(f"{type(exc).__name__}: {exc}"))
 
@@ -118,10 +121,12 @@ class GpuAdvisorApp(App[int]):
 
     @on(WizardScreen.Completed)
     def _wizard_completed(self, message: WizardScreen.Completed) -> None:
+        from tui.screens.results import ResultsScreen
+
         self.push_screen(ResultsScreen(self.engine, message.workload, message.constraints))
 
-    @on(ResultsScreen.ConstraintsAdjusted)
-    def _constraints_adjusted(self, message: ResultsScreen.ConstraintsAdjusted) -> None:
+    # Named for ResultsScreen.ConstraintsAdjusted rather than @on(...), which would import the results screen.
+    def on_results_screen_constraints_adjusted(self, message: ResultsScreen.ConstraintsAdjusted) -> None:
         """Budget or deadline changed on the results: the wizard shows them when the user goes back."""
         for screen in self.screen_stack:
             if isinstance(screen, WizardScreen):
@@ -129,11 +134,15 @@ class GpuAdvisorApp(App[int]):
 
     def action_help(self) -> None:
         """F1: the help screen."""
+        from tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_checklist(self, entry_ids: Iterable[str] = ()) -> None:
         """The troubleshooting checklist (once the knowledge is loaded)."""
+        from tui.screens.checklist import ChecklistScreen
+
         if self.knowledge is None:
             self.notify("The knowledge base is still loading.", severity="warning")
             return
@@ -155,11 +164,15 @@ class GpuAdvisorApp(App[int]):
 
     def action_export(self) -> None:
         """Export the plans on the results screen."""
+        from tui.screens.results import ResultsScreen
+
         if isinstance(self.screen, ResultsScreen):
             self.screen.action_export()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The built-in commands plus export, restart, checklist and the light/dark switch."""
+        from tui.screens.results import ResultsScreen
+
         yield from super().get_system_commands(screen)
         if isinstance(screen, ResultsScreen) and screen.report is not None:
             yield SystemCommand(
@@ -178,6 +191,13 @@ class GpuAdvisorApp(App[int]):
             "Toggle between textual-light and textual-dark",
             self.action_toggle_dark,
         )
+
+
+def _import_later_screens() -> None:
+    """Import the screens the wizard leads to, so the first visit to each does not stall on its imports."""
+    import tui.screens.checklist
+    import tui.screens.help
+    import tui.screens.results  # noqa: F401 - imported for its side effect of loading the module
 
 
 def run_app() -> int:

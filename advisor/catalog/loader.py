@@ -15,10 +15,8 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
@@ -28,6 +26,9 @@ from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
 from advisor.errors import InputError, KnowledgeError
 from advisor.rules import RuleBook
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 # Bump when the cached form changes in a way the schemas' source does not show.
 CACHE_FORMAT = b"records-1"
@@ -377,4 +378,18 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
 @functools.lru_cache(maxsize=1)
 def load_knowledge() -> Knowledge:
     """The knowledge shipped with the package (cached: it is read once per process)."""
-    return load_knowledge_from(resources.files("knowledge"))
+    return load_knowledge_from(_shipped_root())
+
+
+def _shipped_root() -> Traversable | Path:
+    """The shipped knowledge package's folder: importlib.resources gives the same Path for a package on disk,
+    but importing it costs more than a `gpus` command's own work, so it is used only for other installs (a
+    zip)."""
+    import knowledge
+
+    folders = list(getattr(knowledge, "__path__", ()))
+    if len(folders) == 1 and Path(folders[0]).is_dir():
+        return Path(folders[0])
+    from importlib import resources
+
+    return resources.files("knowledge")
