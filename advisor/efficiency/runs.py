@@ -145,6 +145,12 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
     ), ""
 
 
+def _rack_scale(knowledge: Knowledge, gpu_id: str) -> bool:
+    """Whether a GPU's NVLink domain reaches beyond its server (GB200/GB300 NVL72)."""
+    gpu = next((g for g in knowledge.gpus if g.id == gpu_id), None)
+    return gpu is not None and gpu.nvlink_domain > gpu.gpus_per_node
+
+
 def read_llm_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
     """The usable runs of knowledge/llm_benchmarks.csv, and (row ref, why) for the others."""
     path = knowledge.root.joinpath(LLM_TABLE)
@@ -155,6 +161,13 @@ def read_llm_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]
     runs, skipped = [], []
     for r in csv.DictReader(io.StringIO(text)):
         run, why = run_of_llm_record(r)
+        if run is not None and _rack_scale(knowledge, run.gpu):
+            # The speed of light treats traffic between the trays of an NVL72 rack as network traffic, not
+            # NVLink: its label for these runs would be wrong, so they wait until the network model has racks.
+            run, why = (
+                None,
+                f"{run.gpu}: NVLink spans the rack, which the speed-of-light model does not yet model",
+            )
         if run is None:
             skipped.append((f"{r['source'].split('@')[0]} {r['row_ref']}", why))
         else:
