@@ -164,10 +164,8 @@ def read_llm_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]
         if run is not None and _rack_scale(knowledge, run.gpu):
             # The speed of light treats traffic between the trays of an NVL72 rack as network traffic, not
             # NVLink: its label for these runs would be wrong, so they wait until the network model has racks.
-            run, why = (
-                None,
-                f"{run.gpu}: NVLink spans the rack, which the speed-of-light model does not yet model",
-            )
+            why = f"{run.gpu}: NVLink spans the rack, which the speed-of-light model does not yet model"
+            run = None
         if run is None:
             skipped.append((f"{r['source'].split('@')[0]} {r['row_ref']}", why))
         else:
