@@ -9,23 +9,28 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from advisor.catalog.common import Strict
 from advisor.catalog.models import ModelSpec
 from advisor.errors import InputError
+from advisor.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
+    OPTIMIZERS,
+    PRECISIONS,
+    STACKS,
+    TRAINING_PRECISIONS,
+    WORKLOADS,
+    BudgetPeriod,
+    Demand,
+    Deployment,
+    Engine,
+    LoraTargets,
+    Objective,
+    Offload,
+    Optimizer,
+    Precision,
+    PricingPlan,
+    Recompute,
+    Stack,
+    WorkloadKind,
+)
 
-WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
-Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
-OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor")
-Stack = Literal["megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"]
-STACKS: tuple[str, ...] = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth")
-Engine = Literal["vllm", "sglang", "trtllm"]
 MAX_COUNT = 65536
-Objective = Literal["cheapest", "fastest", "balanced"]
-Deployment = Literal["cloud", "on-prem"]
-PricingPlan = Literal["on-demand", "spot", "reserved"]
-Demand = Literal["static", "fluctuating", "high"]
-
-WORKLOADS: tuple[str, ...] = ("pretrain", "finetune", "lora", "qlora", "inference")
-TRAINING_PRECISIONS: tuple[str, ...] = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8")
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 
 
 class RunConfig(Strict):
@@ -40,7 +45,7 @@ class RunConfig(Strict):
     """0 = DDP (or a single replica), 3 = FSDP full shard."""
     shard_group: PositiveInt | None = None
     """Hybrid sharding (HSDP): shard within groups of this many data-parallel ranks, replicate across them."""
-    recompute: Literal["none", "selective", "full"] | None = None
+    recompute: Recompute | None = None
     global_batch: PositiveInt | None = None
     """Sequences (or samples) per optimizer step."""
     global_batch_tokens: PositiveFloat | None = None
@@ -48,8 +53,8 @@ class RunConfig(Strict):
     """'1f1b' or 'interleaved:V' (V virtual stages per GPU)."""
     master_weights: bool | None = None
     """False: pure 16-bit training without an fp32 master copy."""
-    offload: Literal["none", "optimizer", "params"] | None = None
-    lora_targets: Literal["all", "attention"] | None = None
+    offload: Offload | None = None
+    lora_targets: LoraTargets | None = None
     stack: Stack | None = None
     engine: Engine | None = None
 
@@ -151,7 +156,7 @@ class Constraints(Strict):
     """What the answer must respect and optimise."""
 
     budget_usd: PositiveFloat | None = None
-    budget_period: Literal["job", "month"] = "job"
+    budget_period: BudgetPeriod = "job"
     deadline_hours: PositiveFloat | None = None
     deployment: Deployment = "cloud"
     pricing: PricingPlan = "on-demand"

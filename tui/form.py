@@ -12,6 +12,7 @@ from advisor.checks import checked
 from advisor.errors import InputError
 from advisor.inputs import TRAINING_PRECISIONS, Constraints, Workload
 from advisor.units import parse_count, parse_hours
+from advisor.vocab import ENGINES, LORA_TARGETS, OFFLOADS, OPTIMIZERS, RECOMPUTES, STACKS
 from tui.presets import KINDS
 
 if TYPE_CHECKING:
@@ -69,13 +70,13 @@ ADVANCED_FIELDS: tuple[str, ...] = (
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "zero": ("auto", "0", "1", "2", "3"),
-    "recompute": ("auto", "none", "selective", "full"),
-    "optimizer": ("auto", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"),
+    "recompute": ("auto", *RECOMPUTES),
+    "optimizer": ("auto", *OPTIMIZERS),
     "master_weights": ("auto", "on", "off"),
-    "offload": ("auto", "none", "optimizer", "params"),
-    "lora_targets": ("auto", "all", "attention"),
-    "stack": ("auto", "megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"),
-    "engine": ("auto", "vllm", "sglang", "trtllm"),
+    "offload": ("auto", *OFFLOADS),
+    "lora_targets": ("auto", *LORA_TARGETS),
+    "stack": ("auto", *STACKS),
+    "engine": ("auto", *ENGINES),
 }
 """The Advanced choices; 'auto' leaves the value to the search (or the model's default)."""
 

@@ -11,11 +11,22 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from advisor import __version__
-
-WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
-PRECISIONS = ("auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor", "adam8bit")
-STACKS = ("megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth")
+from advisor.vocab import (
+    BUDGET_PERIODS,
+    DEMANDS,
+    DEPLOYMENTS,
+    ENGINES,
+    LORA_TARGETS,
+    OBJECTIVES,
+    OFFLOADS,
+    OPTIMIZER_ALIASES,
+    OPTIMIZERS,
+    PRECISIONS,
+    PRICING_PLANS,
+    RECOMPUTES,
+    STACKS,
+    WORKLOADS,
+)
 
 USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what cost, for one ML workload.
 
@@ -68,7 +79,11 @@ def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> Non
         dest="batch_size",
         help="micro-batch per GPU (default: the benchmarks' batch, or the fastest that fits)",
     )
-    g.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (adam8bit is read as adamw-8bit)")
+    g.add_argument(
+        "--optimizer",
+        choices=(*OPTIMIZERS, *OPTIMIZER_ALIASES),
+        help="default adamw (adam8bit is read as adamw-8bit)",
+    )
     g.add_argument("--lora-rank", help="LoRA rank (default 16)")
     _config_args(p)
     if inference:
@@ -108,17 +123,15 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--shard-group", help="hybrid sharding (HSDP): shard within groups of N ranks, replicate across"
     )
-    g.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation")
+    g.add_argument("--recompute", choices=RECOMPUTES, help="activation recomputation")
     g.add_argument("--global-batch", help="sequences (samples) per optimizer step")
     g.add_argument("--global-batch-tokens", help="tokens per optimizer step, e.g. 4M")
     g.add_argument("--pp-schedule", help="1f1b or interleaved:V")
     g.add_argument("--no-master-weights", action="store_true", help="pure 16-bit: no fp32 master copy")
-    g.add_argument("--offload", choices=("none", "optimizer", "params"), help="move states to host memory")
-    g.add_argument(
-        "--lora-targets", choices=("all", "attention"), help="LoRA on every linear layer or attention"
-    )
+    g.add_argument("--offload", choices=OFFLOADS, help="move states to host memory")
+    g.add_argument("--lora-targets", choices=LORA_TARGETS, help="LoRA on every linear layer or attention")
     g.add_argument("--stack", choices=STACKS, help="training stack (decides the loss path and overhead)")
-    g.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), help="serving engine")
+    g.add_argument("--engine", choices=ENGINES, help="serving engine")
 
 
 def _format_arg(p: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
@@ -147,7 +160,7 @@ def build_parser() -> Parser:
     )
     p.add_argument("--gpu", help="only this GPU")
     p.add_argument("--provider", help="only this provider")
-    p.add_argument("--pricing", choices=("on-demand", "spot", "reserved"), help="only this pricing plan")
+    p.add_argument("--pricing", choices=PRICING_PLANS, help="only this pricing plan")
     p.add_argument(
         "--max-price-age", metavar="MONTHS", help="flag offers older than this as stale (default 12)"
     )
@@ -182,19 +195,19 @@ def build_parser() -> Parser:
     g = p.add_argument_group("constraints")
     g.add_argument("--budget", help="USD, e.g. 20000 or 20k")
     g.add_argument(
-        "--budget-period", choices=("job", "month"), help="the budget is per job (default) or per month"
+        "--budget-period", choices=BUDGET_PERIODS, help="the budget is per job (default) or per month"
     )
     g.add_argument("--deadline", help="hours (72), or 3d, 2w, 1mo")
-    g.add_argument("--deployment", choices=("cloud", "on-prem"), help="default cloud")
-    g.add_argument("--pricing", choices=("on-demand", "spot", "reserved"), help="default on-demand")
+    g.add_argument("--deployment", choices=DEPLOYMENTS, help="default cloud")
+    g.add_argument("--pricing", choices=PRICING_PLANS, help="default on-demand")
     g.add_argument(
         "--demand",
-        choices=("static", "fluctuating", "high"),
+        choices=DEMANDS,
         help="demand volatility: static 1.0x, fluctuating 1.2-1.5x, high 1.3-1.7x (default static)",
     )
     g.add_argument("--provider", help="comma-separated providers to allow, e.g. aws,gcp,lambda")
     g.add_argument("--gpu", help="comma-separated GPU ids to allow")
-    g.add_argument("--objective", choices=("cheapest", "fastest", "balanced"), help="default balanced")
+    g.add_argument("--objective", choices=OBJECTIVES, help="default balanced")
     g.add_argument("--max-gpus", help="largest count to consider, up to 65536 (default 1024)")
     g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
     g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
@@ -308,7 +321,7 @@ def _cost_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hours", help="hours of use")
     p.add_argument(
         "--demand",
-        choices=("static", "fluctuating", "high"),
+        choices=DEMANDS,
         help="demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7 (default static)",
     )
     p.add_argument("--volatility", help="your own demand multiplier instead of --demand")

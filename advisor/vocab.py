@@ -1,0 +1,38 @@
+"""Provides the closed vocabularies of the inputs, defined once: the Literal types and the CLI's choices.
+
+Pydantic-free on purpose: `gpu-advisor --help` builds its choice lists from here without importing the models.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
+Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
+Stack = Literal["megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"]
+Engine = Literal["vllm", "sglang", "trtllm"]
+Recompute = Literal["none", "selective", "full"]
+Offload = Literal["none", "optimizer", "params"]
+LoraTargets = Literal["all", "attention"]
+Objective = Literal["cheapest", "fastest", "balanced"]
+Deployment = Literal["cloud", "on-prem"]
+PricingPlan = Literal["on-demand", "spot", "reserved"]
+Demand = Literal["static", "fluctuating", "high"]
+BudgetPeriod = Literal["job", "month"]
+
+WORKLOADS: tuple[str, ...] = get_args(WorkloadKind)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+TRAINING_PRECISIONS: tuple[str, ...] = tuple(p for p in PRECISIONS if p not in ("int8", "int4"))
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+OPTIMIZER_ALIASES = {"adam8bit": "adamw-8bit"}  # the name before adamw-8bit, still read
+STACKS: tuple[str, ...] = get_args(Stack)
+ENGINES: tuple[str, ...] = get_args(Engine)
+RECOMPUTES: tuple[str, ...] = get_args(Recompute)
+OFFLOADS: tuple[str, ...] = get_args(Offload)
+LORA_TARGETS: tuple[str, ...] = get_args(LoraTargets)
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+DEPLOYMENTS: tuple[str, ...] = get_args(Deployment)
+PRICING_PLANS: tuple[str, ...] = get_args(PricingPlan)
+DEMANDS: tuple[str, ...] = get_args(Demand)
+BUDGET_PERIODS: tuple[str, ...] = get_args(BudgetPeriod)
