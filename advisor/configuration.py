@@ -7,11 +7,11 @@ from typing import Any
 
 from advisor.goodput import Goodput
 from advisor.job import Job
-from advisor.layout import Layout
+from advisor.layout import ZERO_STAGE, Layout
 from advisor.memory import Memory
 from advisor.report import ConfigValue, GoodputOut, LayoutOut, MemoryOut
 
-ZERO_OF = {"none": 0, "ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
+ZERO_OF = {"none": 0, "ddp": 0, **ZERO_STAGE}
 
 
 def layout_out(lay: Layout) -> LayoutOut:

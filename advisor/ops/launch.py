@@ -11,6 +11,7 @@ from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import load_tco
 from advisor.inputs import Constraints
 from advisor.job import Job
+from advisor.layout import ZERO_STAGE
 from advisor.ops import yaml
 
 if TYPE_CHECKING:  # report.py embeds LaunchArtefacts: import its PlanOut for types only
@@ -96,7 +97,7 @@ def _gpus_per_node(plan: PlanOut) -> int:
 
 def deepspeed_config(plan: PlanOut) -> dict:
     """DeepSpeed JSON for a data-parallel / ZeRO plan."""
-    stage = {"zero1": 1, "zero2": 2, "zero3": 3}.get(plan.layout.sharding, 0)
+    stage = ZERO_STAGE.get(plan.layout.sharding, 0)
     config: dict = {
         "train_micro_batch_size_per_gpu": plan.layout.micro_batch,
         "gradient_accumulation_steps": plan.layout.grad_accum,
