@@ -198,9 +198,12 @@ class Knowledge:
         """Resolve a model id or alias (case-insensitive); InputError names the accepted ids."""
         found = self._model_index.get(normalise_id(name))
         if found is None:
+            # Said without a front end's words; field and value let each name the input its own way.
             raise InputError(
                 f"unknown model {name!r}; accepted: {', '.join(m.id for m in self.models)} "
-                "(or --params N for a custom dense transformer)"
+                "(or a custom size or shape instead of a catalogue model)",
+                field="model",
+                value=name,
             )
         return found
 

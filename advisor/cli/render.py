@@ -6,28 +6,17 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from advisor.cli.hints import assumed_text
 from advisor.cli.output import table
 from advisor.units import fmt_hours, human
 
 if TYPE_CHECKING:
-    from advisor.assumed import Assumed
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.prices import Offer
     from advisor.ops.tco import TcoOut
     from advisor.predict import Prediction
     from advisor.report import Report
-
-# How the CLI says which input would replace an assumption (its flag; a model shape takes several).
-ASSUMED_HINT = {"kind": "pass --workload", "spec": "give --config or --layers ... for the real shape"}
-
-
-def assumed_text(a: Assumed) -> str:
-    """An assumption in the CLI's words: 'sequence length 4096 tokens (pass --seq-len)'."""
-    hint = None
-    if a.field:
-        hint = ASSUMED_HINT.get(a.field, f"pass --{a.field.replace('_', '-')}")
-    return a.phrase(hint)
 
 
 def _f(x: float | None, spec: str = ".0f") -> str:

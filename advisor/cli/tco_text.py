@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from advisor.cli.hints import assumed_text
 from advisor.cli.output import table
 
 if TYPE_CHECKING:
@@ -44,5 +45,7 @@ def tco_text(r: TcoOut) -> str:
         f"  month {s.month}: {s.gpus} GPUs, ${s.usd:,.0f}: {s.action}" for s in r.staged
     ]
     lines += ["", "Components:"] + [f"  {c.component}: {c.basis} [{c.source}]" for c in r.lines]
-    lines += ["Assumptions:"] + [f"  {a}" for a in r.assumptions] + [f"note: {n}" for n in r.notes]
+    lines += (
+        ["Assumptions:"] + [f"  {a}" for a in r.assumptions] + [f"note: {assumed_text(n)}" for n in r.notes]
+    )
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pydantic import Field
 
+from advisor.assumed import Assumed
 from advisor.catalog.common import Strict
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
@@ -94,7 +95,8 @@ class TcoOut(Strict):
     options: tuple[FinanceOption, ...]
     staged: tuple[StagedStep, ...]
     assumptions: tuple[str, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[Assumed, ...] = ()
+    """What the figures could not source, each with the input that would supply it (front ends name it)."""
 
 
 def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
@@ -120,7 +122,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     pue = inputs.pue or t.power.pue.value
     nodes = math.ceil(n / gpu.gpus_per_node)
     server_each, server_kind = _server_cost(gpu, t)
-    notes: list[str] = []
+    notes: list[Assumed] = []
 
     gpus_usd = n * gpu.price.usd
     servers_usd = nodes * server_each
@@ -138,7 +140,9 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
             )
         else:
             network_basis = f"{fabric}: no sourced price for Ethernet switching (left out)"
-            notes.append("network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
+            notes.append(
+                Assumed(text="network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
+            )
     tdp = gpu.tdp_w or 0
     overhead_w = t.power.server_overhead_w_per_gpu.value
     it_kw_capacity = n * (tdp + overhead_w) / 1000.0
@@ -156,14 +160,23 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
             f"use, PUE {pue:g}) at ${tariff:g}/kWh"
         )
         notes.append(
-            "off-peak tariff: "
-            + t.missing.get("power.off_peak_usd_kwh", "unsourced")
-            + "; pass --off-peak-usd-kwh to use yours"
+            Assumed(
+                text="off-peak tariff: " + t.missing.get("power.off_peak_usd_kwh", "unsourced"),
+                field="off_peak_usd_kwh",
+            )
         )
     power_year = kwh_year * blended
     space_year = t.space.colocation_usd_per_kw_month.value * it_kw_capacity * 12
     base_usd = hardware_usd - residual + network_usd
     ops_usd, ops_basis = _operations(inputs, t, base_usd, years)
+    if inputs.staff_usd_year is None:
+        notes.append(
+            Assumed(
+                text="operations at the guide's share of the hardware and network cost",
+                note="no sourced GPUs-per-engineer ratio exists",
+                field="staff_usd_year",
+            )
+        )
     s = t.typical_shares
     raw = [
         (
@@ -359,7 +372,7 @@ def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float)
     return share * base_usd, (
         f"the guide's {share:.0%} of the amortised hardware and network cost "
         f"(${base_usd:,.0f}); no sourced GPUs-per-engineer ratio exists (an engineer costs "
-        f"${t.staff.engineer_usd_year.value:,.0f}/yr): pass --staff-usd-year for yours"
+        f"${t.staff.engineer_usd_year.value:,.0f}/yr)"
     )
 
 
