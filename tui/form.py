@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from advisor.checks import checked
+from advisor.config_check import TRAINING_ONLY as CONFIG_TRAINING_ONLY
 from advisor.errors import InputError
-from advisor.inputs import TRAINING_PRECISIONS, Constraints, Workload
+from advisor.inputs import TRAINING_PRECISIONS, Constraints, RunConfig, Workload
 from advisor.units import parse_count, parse_hours
 from advisor.vocab import ENGINES, LORA_TARGETS, OFFLOADS, OPTIMIZERS, RECOMPUTES, STACKS
 from tui.presets import KINDS
@@ -24,24 +25,7 @@ Values = Mapping[str, Any]
 
 STEP_TITLES = ("Workload", "Model", "Budget & constraints")
 
-CONFIG_FIELDS: tuple[str, ...] = (
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "dp",
-    "zero",
-    "shard_group",
-    "recompute",
-    "global_batch",
-    "global_batch_tokens",
-    "pp_schedule",
-    "master_weights",
-    "offload",
-    "lora_targets",
-    "stack",
-    "engine",
-)
+CONFIG_FIELDS: tuple[str, ...] = tuple(RunConfig.model_fields)
 """The Advanced fields that make up the run's configuration (advisor.inputs.RunConfig)."""
 
 ADVANCED_FIELDS: tuple[str, ...] = (
@@ -129,22 +113,11 @@ TRAINING_ONLY = frozenset(
         "samples",
         "epochs",
         "deadline_hours",
-        "cp",
-        "ep",
-        "dp",
-        "zero",
-        "shard_group",
-        "recompute",
         "batch_size",
-        "global_batch",
-        "global_batch_tokens",
-        "pp_schedule",
         "optimizer",
-        "master_weights",
-        "offload",
         "lora_rank",
         "lora_targets",
-        "stack",
+        *CONFIG_TRAINING_ONLY,  # the configuration's own, as the core checks them
     }
 )
 INFERENCE_ONLY = frozenset(
