@@ -16,11 +16,11 @@ from pathlib import Path
 
 from advisor.catalog import load_knowledge
 from advisor.catalog.benchmarks import parse_benchmarks
-from advisor.efficiency.dataset import build_dataset, shipped_dataset
-from advisor.efficiency.evaluate import PRECISION_CLASS, percentile
-from advisor.efficiency.learned import load_learned
-from advisor.efficiency.prior import PriorEfficiency
-from advisor.efficiency.runs import run_of_row
+from advisor.learned.efficiency.dataset import build_dataset, shipped_dataset
+from advisor.learned.efficiency.evaluate import PRECISION_CLASS, percentile
+from advisor.learned.efficiency.learned import load_learned
+from advisor.learned.efficiency.prior import PriorEfficiency
+from advisor.learned.efficiency.runs import run_of_row
 
 EXTERNAL = Path(__file__).with_name("external_validation.csv")
 
@@ -89,7 +89,7 @@ def external() -> None:
 if __name__ == "__main__":
     if "--cv" in sys.argv:
         from advisor.cli.evaluate_out import goals, scores_table
-        from advisor.efficiency.train import evaluation
+        from advisor.learned.efficiency.train import evaluation
 
         scores, notes = evaluation(load_knowledge())
         print(scores_table(scores))

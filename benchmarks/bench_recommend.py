@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from advisor.answer.recommend import recommend
 from advisor.catalog import load_knowledge
-from advisor.efficiency.select import efficiency_model
-from advisor.inputs import Constraints, Workload
-from advisor.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
+from advisor.learned.efficiency.select import efficiency_model
 
 CASES = [
     (

@@ -94,7 +94,7 @@ def stored(t: Tally, tmp: Path) -> None:
             "utf-8", "surrogatepass"
         ):
             t.lost += 1
-    from advisor.userdata import ChecklistTicks
+    from advisor.catalog.userdata import ChecklistTicks
 
     for name, bad in fc.TICKS_CORRUPTIONS.items():
         path = fc.write_file(tmp / f"ticks-{name}" / "checklist-ticks.json", bad)

@@ -1,7 +1,7 @@
 """Loads and checks benchmarks/memory_validation.csv (published peak memory); prints a summary per source.
 
 Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
-row is malformed, then prints the memory model against the rows (advisor/memory_check.py: fit-verdict
+row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py: fit-verdict
 agreement,
 GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
 """
@@ -205,7 +205,7 @@ def main() -> int:
     for line, problem in bad:
         print(f"memory_validation.csv line {line}: {problem}", file=sys.stderr)
     print("\n".join(summary(rows)))
-    from advisor.memory_check import memory_validation_lines
+    from advisor.physics.memory_check import memory_validation_lines
 
     print()
     print("\n".join(memory_validation_lines(knowledge, detail="--detail" in sys.argv)))

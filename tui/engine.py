@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from advisor.answer.report import PlanOut, Report
     from advisor.catalog import Knowledge
-    from advisor.efficiency.base import EfficiencyModel
-    from advisor.inputs import Constraints, Workload
+    from advisor.catalog.userdata import ChecklistTicks
+    from advisor.job.inputs import Constraints, Workload
+    from advisor.learned.efficiency.base import EfficiencyModel
     from advisor.ops.launch import LaunchArtefacts
     from advisor.ops.plan import OpsPlan
     from advisor.ops.tco import TcoOut
-    from advisor.report import PlanOut, Report
-    from advisor.userdata import ChecklistTicks
 
 EfficiencyChoice = Literal["learned", "prior"]
 
@@ -70,33 +70,33 @@ class Engine:
         knowledge = self.knowledge()
         with self._lock:
             if self._efficiency is None:
-                from advisor.efficiency.select import efficiency_model
+                from advisor.learned.efficiency.select import efficiency_model
 
                 self._efficiency = efficiency_model(knowledge, prior=self._efficiency_choice == "prior")
             return self._efficiency
 
     def recommend(self, workload: Workload, constraints: Constraints) -> Report:
-        """The ranked answer; raises advisor.errors.InputError for combinations the core refuses."""
-        from advisor.recommend import recommend
+        """The ranked answer; raises advisor.question.errors.InputError for combinations the core refuses."""
+        from advisor.answer.recommend import recommend
 
         return recommend(self.knowledge(), workload, constraints, self.efficiency_model())
 
     def export_toml(self, report: Report) -> str:
         """The same TOML as `gpu-advisor recommend --format toml`."""
-        from advisor.export import export_toml
+        from advisor.answer.export import export_toml
 
         return export_toml(report, self.knowledge())
 
     def write_export(self, report: Report, path: Path) -> Path:
         """Write the report's TOML atomically: a failed write leaves any old file as it was."""
-        from advisor.userdata import write_text_atomic
+        from advisor.catalog.userdata import write_text_atomic
 
         write_text_atomic(path, self.export_toml(report))
         return path
 
     def ticks(self) -> ChecklistTicks:
         """The checklist ticks kept in the user's data directory (or the directory given to the app)."""
-        from advisor.userdata import ChecklistTicks
+        from advisor.catalog.userdata import ChecklistTicks
 
         with self._ticks_lock:
             if self._ticks is None:
@@ -118,7 +118,7 @@ class Engine:
         """How to run one plan of the report: the report's own for plan #1, else worked out for this one."""
         if report.plans and plan.rank == report.plans[0].rank:
             return PlanOps(plan, report.operations, report.launch, report.tco)
-        from advisor.job import resolve_job
+        from advisor.job.resolve import resolve_job
         from advisor.ops.launch import launch_artefacts
         from advisor.ops.plan import operations_plan
 
@@ -132,13 +132,13 @@ class Engine:
             tco_out = tco(knowledge, TcoInputs(gpu=plan.gpu, count=plan.count), constraints)
         return PlanOps(
             plan,
-            operations_plan(knowledge, job, constraints, plan),
-            launch_artefacts(knowledge, job, constraints, plan),
+            operations_plan(knowledge, job, constraints, plan.facts()),
+            launch_artefacts(knowledge, job, constraints, plan.facts()),
             tco_out,
         )
 
     def entries_for_plan(self, report: Report, plan: PlanOut) -> list[str]:
         """Ids of the checklist entries worth reading before running this plan, most likely first."""
-        from advisor.checklist import entries_for_plan
+        from advisor.answer.checklist import entries_for_plan
 
         return [entry.id for entry, _ in entries_for_plan(self.knowledge(), report, plan)]

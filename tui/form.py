@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from advisor.checks import checked
-from advisor.config_check import TRAINING_ONLY as CONFIG_TRAINING_ONLY
-from advisor.errors import InputError
-from advisor.inputs import TRAINING_PRECISIONS, Constraints, RunConfig, Workload
-from advisor.units import parse_count, parse_hours
-from advisor.vocab import ENGINES, LORA_TARGETS, OFFLOADS, OPTIMIZERS, RECOMPUTES, STACKS
+from advisor.job.config_check import TRAINING_ONLY as CONFIG_TRAINING_ONLY
+from advisor.job.inputs import TRAINING_PRECISIONS, Constraints, RunConfig, Workload
+from advisor.question.checks import checked
+from advisor.question.errors import InputError
+from advisor.question.units import parse_count, parse_hours
+from advisor.question.vocab import ENGINES, LORA_TARGETS, OFFLOADS, OPTIMIZERS, RECOMPUTES, STACKS
 from tui.presets import KINDS
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ Values = Mapping[str, Any]
 STEP_TITLES = ("Workload", "Model", "Budget & constraints")
 
 CONFIG_FIELDS: tuple[str, ...] = tuple(RunConfig.model_fields)
-"""The Advanced fields that make up the run's configuration (advisor.inputs.RunConfig)."""
+"""The Advanced fields that make up the run's configuration (advisor.job.inputs.RunConfig)."""
 
 ADVANCED_FIELDS: tuple[str, ...] = (
     "tp",
@@ -128,7 +128,7 @@ SPLITS_TRANSFORMER = frozenset({"tp", "pp", "cp", "ep", "pp_schedule"})
 
 
 def _count(text: str, name: str) -> float:
-    # The core's parser with the field's own bounds (whole numbers, upper limits) from advisor.units.
+    # The core's parser with the field's own bounds (whole numbers, upper limits) from advisor.question.units.
     return parse_count(text, name, field=name)
 
 
@@ -425,8 +425,8 @@ def _workload(data: dict[str, Any], errors: dict[str, str], knowledge: Knowledge
     )
     if workload is None or knowledge is None:
         return workload
-    from advisor.config_check import check_config
-    from advisor.job import resolve_job
+    from advisor.job.config_check import check_config
+    from advisor.job.resolve import resolve_job
 
     try:
         check_config(resolve_job(knowledge, workload))  # the clashes a stated configuration can have

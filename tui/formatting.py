@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.units import fmt_hours, human
+from advisor.question.units import fmt_hours, human
 
 if TYPE_CHECKING:
-    from advisor.report import PlanOut, Report
+    from advisor.answer.report import PlanOut, Report
 
 __all__ = [
     "fmt_hours",

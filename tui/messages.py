@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from advisor.answer.report import Report
     from advisor.catalog import Knowledge
-    from advisor.report import Report
     from tui.engine import PlanOps
 
 

@@ -11,7 +11,7 @@ __all__ = ["Knowledge", "load_knowledge"]
 
 
 def __getattr__(name: str) -> Any:
-    # Deferred: importing advisor.inputs (which needs advisor.catalog.common) must not build every schema.
+    # Deferred: importing advisor.job.inputs (which needs advisor.catalog.common) must not build every schema.
     if name in __all__:
         from advisor.catalog import loader
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import (
     Field,
@@ -19,7 +20,10 @@ from pydantic import (
 )
 
 from advisor.catalog.common import Strict
-from advisor.errors import KnowledgeError
+from advisor.question.errors import KnowledgeError
+
+if TYPE_CHECKING:
+    from advisor.catalog.loader import Knowledge
 
 COLUMNS = (
     "workload",
@@ -106,3 +110,13 @@ def read_benchmarks(root: Traversable | Path) -> list[BenchmarkRow]:
     return parse_benchmarks(
         root.joinpath("benchmarks.csv").read_text(encoding="utf-8"), "knowledge/benchmarks.csv"
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _benchmarks_of(knowledge: Knowledge) -> tuple[BenchmarkRow, ...]:
+    return tuple(read_benchmarks(knowledge.root))
+
+
+def benchmarks_of(knowledge: Knowledge) -> tuple[BenchmarkRow, ...]:
+    """The benchmark table of a knowledge base (read once, on first use)."""
+    return _benchmarks_of(knowledge)

@@ -122,6 +122,15 @@ def encode(value: Any) -> Any:
     return value
 
 
+def drop_none(value: Any) -> Any:
+    """TOML has no null: leave absent what is None (dicts and lists, all the way down)."""
+    if isinstance(value, dict):
+        return {k: drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [drop_none(v) for v in value if v is not None]
+    return value
+
+
 def decode_object(obj: dict[str, Any]) -> Any:
     """json.loads object_hook undoing encode()."""
     if "~r" in obj:

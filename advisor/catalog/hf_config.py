@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.shape_params import Latent, Moe, Shape, count_params
-from advisor.errors import InputError
+from advisor.question.errors import InputError
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 16

@@ -24,8 +24,8 @@ from advisor.catalog.common import Source, decode_object, encode, normalise_id, 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
-from advisor.errors import InputError, KnowledgeError
-from advisor.rules import RuleBook
+from advisor.catalog.rules import RuleBook
+from advisor.question.errors import InputError, KnowledgeError
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -47,7 +47,7 @@ def _schema_key() -> bytes:
     """The schemas' own hash: a changed schema or record type must not read records cached by the old one."""
     here = Path(__file__).parent
     digest = hashlib.sha256(CACHE_FORMAT)
-    for name in ("schemas.py", "common.py", "../rules.py"):
+    for name in ("schemas.py", "common.py", "rules.py", "gpus.py", "models.py", "prices.py", "checklist.py"):
         # An installation without sources: the file hash and CACHE_FORMAT still key it.
         with contextlib.suppress(OSError):
             digest.update((here / name).read_bytes())

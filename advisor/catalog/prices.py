@@ -64,7 +64,7 @@ def age_months(date: dt.date, now: dt.date | None = None) -> float:
 
 def user_prices_path() -> Path:
     """Where refreshed offers live (the user data directory)."""
-    from advisor.userdata import data_dir
+    from advisor.catalog.userdata import data_dir
 
     return data_dir() / USER_PRICES
 

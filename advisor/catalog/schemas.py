@@ -1,7 +1,7 @@
 """Provides the pydantic schemas of the knowledge files, used only to validate (a cache miss, a
 `model_validate`): commands run on the plain types of
-advisor.catalog.{common,gpus,models,prices,checklist,assumptions} and advisor.rules, which carry the same
-field names in the same order (tests/unit/test_knowledge.py checks it)."""
+advisor.catalog.{common,gpus,models,prices,checklist,assumptions,rules}, which carry the same field
+names in the same order (tests/unit/test_knowledge.py checks it)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from pydantic import (
 from advisor.catalog.assumptions import PRIOR_REGIMES
 from advisor.catalog.models import ModelKind
 from advisor.catalog.prices import Pricing
+from advisor.catalog.rules import _ORDERED_OPS, _PLACEHOLDER, FIELDS, Op
 from advisor.catalog.strict import Strict
-from advisor.rules import _ORDERED_OPS, _PLACEHOLDER, FIELDS, Op
 
 
 class Source(Strict):

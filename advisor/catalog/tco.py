@@ -9,7 +9,7 @@ from typing import Literal
 from advisor.catalog.assumptions import Figure
 from advisor.catalog.common import Record, Source, record
 from advisor.catalog.loader import Knowledge, cached_records, validate
-from advisor.errors import KnowledgeError
+from advisor.question.errors import KnowledgeError
 
 
 @record

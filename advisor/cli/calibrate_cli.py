@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.catalog.benchmarks import COLUMNS
-from advisor.checks import shown
-from advisor.errors import InputError
+from advisor.question.checks import shown
+from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
     from advisor.catalog.loader import Knowledge
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def calibrate_cli(args: argparse.Namespace) -> int:
     """Add the runs in FILE to the user's calibration set and refit; --list shows them, --reset removes
     them."""
-    from advisor.efficiency.learned import calibration_dir
+    from advisor.learned.efficiency.learned import calibration_dir
 
     folder = calibration_dir()
     listing = bool(getattr(args, "list", False))
@@ -41,7 +41,7 @@ def calibrate_cli(args: argparse.Namespace) -> int:
 
 
 def _reset(folder: Path) -> int:
-    from advisor.efficiency.calibrate import reset_calibration
+    from advisor.learned.efficiency.calibrate import reset_calibration
 
     removed, kept = reset_calibration(folder)
     print(f"removed {', '.join(removed)} from {folder}" if removed else "no calibration to remove")
@@ -52,7 +52,7 @@ def _reset(folder: Path) -> int:
 
 def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
     from advisor.cli.output import table
-    from advisor.efficiency.calibrate import RUNS, list_runs
+    from advisor.learned.efficiency.calibrate import RUNS, list_runs
 
     rows = list_runs(knowledge, folder)
     if fmt == "json":
@@ -86,7 +86,7 @@ def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
 
 
 def _calibrate(knowledge: Knowledge, folder: Path, file: str) -> int:
-    from advisor.efficiency.calibrate import USER_WEIGHT, calibrate, read_new_runs
+    from advisor.learned.efficiency.calibrate import USER_WEIGHT, calibrate, read_new_runs
 
     new, configs, errors = read_new_runs(knowledge, file)
     for e in errors:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
-from advisor.errors import InputError
-from advisor.units import parse_count, parse_hours
+from advisor.question.errors import InputError
+from advisor.question.units import parse_count, parse_hours
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -185,7 +185,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
-    from advisor.efficiency.select import efficiency_model
+    from advisor.learned.efficiency.select import efficiency_model
 
     return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
 
@@ -210,7 +210,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_prices(args: argparse.Namespace) -> int:
     from advisor.catalog.prices import all_offers
-    from advisor.cost import offer_flags
+    from advisor.search.cost import offer_flags
 
     if getattr(args, "prices_command", None) == "update":
         from advisor.cli.prices_cli import update_cli
@@ -247,8 +247,8 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from advisor.inputs import Constraints, Workload
-    from advisor.predict import predict
+    from advisor.answer.predict import predict
+    from advisor.job.inputs import Constraints, Workload
 
     knowledge = load_knowledge()
     workload = _validated(Workload, workload_fields(args))
@@ -265,7 +265,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     from advisor.cli.spec_file import read_spec_file
-    from advisor.inputs import RunConfig
+    from advisor.job.inputs import RunConfig
 
     workload, constraints = read_spec_file(path)
     config = workload.pop("config", {})
@@ -279,14 +279,14 @@ def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from advisor.export import export_toml
-    from advisor.inputs import Constraints, Workload
-    from advisor.recommend import recommend
+    from advisor.answer.export import export_toml
+    from advisor.answer.recommend import recommend
+    from advisor.job.inputs import Constraints, Workload
 
     knowledge = load_knowledge()
     base_w, base_c = _spec_inputs(args.from_file) if args.from_file else ({}, {})
     if getattr(args, "scenario", None):  # a named scenario's inputs, under the user's flags
-        from advisor.scenarios import scenario_inputs
+        from advisor.answer.scenarios import scenario_inputs
 
         sw, sc = scenario_inputs(knowledge, args.scenario, _efficiency(knowledge, args))
         base_w = {**sw.model_dump(exclude_defaults=True), **base_w}
@@ -373,7 +373,7 @@ def write_artefacts(report, folder: Path, force: bool) -> None:
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:
-    from advisor.checklist import find_entries
+    from advisor.answer.checklist import find_entries
 
     knowledge = load_knowledge()
     entries = find_entries(knowledge, args.error_type, args.search)

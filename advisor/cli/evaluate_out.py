@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advisor.efficiency.evaluate import Scores
+from advisor.learned.efficiency.evaluate import Scores
 
 # The goals of issue 9 for held-out-source LLM rows.
 GOAL_MEDIAN = 0.15
@@ -23,7 +23,7 @@ GOAL_COVERAGE = (0.75, 0.85)
 
 def extra_sections() -> list[str]:
     """Further sections of `model evaluate`: the memory model's validation against measured peaks."""
-    from advisor.memory_check import memory_validation_lines
+    from advisor.physics.memory_check import memory_validation_lines
 
     return ["\n".join(memory_validation_lines())]
 
@@ -139,7 +139,7 @@ NOTES = [
 
 
 def _serving_section() -> list[str]:
-    from advisor.serving.evaluate import evaluation_report
+    from advisor.learned.serving.evaluate import evaluation_report
 
     return ["", "serving (learned from measured runs):", evaluation_report()]
 
@@ -147,7 +147,7 @@ def _serving_section() -> list[str]:
 def model_evaluate(args: argparse.Namespace) -> int:
     """`gpu-advisor model evaluate`: refit per fold and print every figure in one table."""
     from advisor.catalog import load_knowledge
-    from advisor.efficiency.train import evaluation
+    from advisor.learned.efficiency.train import evaluation
 
     knowledge = load_knowledge()
     print("refitting per held-out source and GPU (about a minute) ...", file=sys.stderr)
@@ -171,7 +171,7 @@ def _nan_none(value: Any) -> Any:
 def model_train(args: argparse.Namespace) -> int:
     """`gpu-advisor model train`: refit, cross-validate, write the artifact and its metadata."""
     from advisor.catalog import load_knowledge
-    from advisor.efficiency.train import META, SEED, train, write_artifact
+    from advisor.learned.efficiency.train import META, SEED, train, write_artifact
 
     knowledge = load_knowledge()
     folder = Path(args.out_dir) if args.out_dir else Path(str(resources.files("knowledge")))

@@ -7,8 +7,8 @@ import argparse
 import re
 from typing import Any
 
-from advisor.checks import BOUNDS, checked, escape_controls
-from advisor.errors import InputError
+from advisor.question.checks import BOUNDS, checked, escape_controls
+from advisor.question.errors import InputError
 
 # argparse dest -> the field of checks.BOUNDS it fills, where the names differ.
 FIELD_OF = {"budget": "budget_usd", "deadline": "deadline_hours"}
@@ -47,7 +47,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _number(dest: str, value: str) -> float:
-    from advisor.units import parse_count, parse_hours
+    from advisor.question.units import parse_count, parse_hours
 
     if dest == "deadline":
         return parse_hours(value, "--deadline")

@@ -7,9 +7,9 @@ import argparse
 import json
 
 from advisor.catalog import Knowledge, load_knowledge
-from advisor.cost import guide_cost
-from advisor.errors import InputError
-from advisor.units import parse_count
+from advisor.question.errors import InputError
+from advisor.question.units import parse_count
+from advisor.search.cost import guide_cost
 
 
 def _num(args: argparse.Namespace, name: str, flag: str, *, positive: bool = True) -> float | None:
@@ -30,7 +30,7 @@ def _volatility(args: argparse.Namespace, knowledge: Knowledge) -> tuple[float, 
 
 def user_cost(args: argparse.Namespace, knowledge: Knowledge) -> dict:
     """The guide's formula on the user's numbers, low/mid/high over the demand multiplier's range."""
-    from advisor.storage import storage_price
+    from advisor.catalog.storage import storage_price
 
     price, gpus, hours = (
         _num(args, "gpu_usd_hour", "--gpu-usd-hour"),
@@ -88,7 +88,7 @@ def user_text(r: dict) -> str:
 
 def example_text(knowledge: Knowledge) -> str:
     """The guide's worked example, its errors, the corrected result, and its cost table against today."""
-    from advisor.scenarios import cost_table, guide_example, guide_source
+    from advisor.answer.scenarios import cost_table, guide_example, guide_source
 
     g = guide_example(knowledge)
     i = g.inputs
@@ -128,7 +128,7 @@ def example_text(knowledge: Knowledge) -> str:
 
 def scenario_text(knowledge: Knowledge, name: str, efficiency: object) -> str:
     """The case study as the guide states it, then today's prices and the model."""
-    from advisor.scenarios import SCENARIOS, case_study
+    from advisor.answer.scenarios import SCENARIOS, case_study
 
     if name not in SCENARIOS:
         raise InputError(f"--scenario {name!r}: unknown; accepted: {', '.join(SCENARIOS)}")
@@ -165,8 +165,8 @@ def cost_cli(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     fmt = args.format or "text"
     if args.scenario:
-        from advisor.efficiency.select import efficiency_model
-        from advisor.scenarios import case_study
+        from advisor.answer.scenarios import case_study
+        from advisor.learned.efficiency.select import efficiency_model
 
         eff = efficiency_model(knowledge, prior=False)
         if fmt == "json":
@@ -176,7 +176,7 @@ def cost_cli(args: argparse.Namespace) -> int:
             print(scenario_text(knowledge, args.scenario, eff))
         return 0
     if args.guide_example:
-        from advisor.scenarios import cost_table, guide_example
+        from advisor.answer.scenarios import cost_table, guide_example
 
         if fmt == "json":
             print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the catalogue commands import this module and must not import pydantic
-    from advisor.assumed import Assumed
+    from advisor.question.assumed import Assumed
 
 # How the CLI says which input would replace an assumption (its flag; a model shape takes several).
 ASSUMED_HINT = {"kind": "pass --workload", "spec": "give --config or --layers ... for the real shape"}

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from advisor import __version__
-from advisor.vocab import (
+from advisor.question.vocab import (
     BUDGET_PERIODS,
     DEMANDS,
     DEPLOYMENTS,
@@ -388,7 +388,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _say(message: str, prefix: str = "error") -> None:
-    from advisor.checks import escape_controls
+    from advisor.question.checks import escape_controls
 
     where = f"gpu-advisor {_STATE['command']}".rstrip()
     line = escape_controls(" ".join(message.split()))
@@ -415,7 +415,7 @@ def _run_safely(run: Callable[[], int]) -> int:
 
 
 def _report(exc: BaseException) -> int:
-    from advisor.errors import AdvisorError, InputError, KnowledgeError
+    from advisor.question.errors import AdvisorError, InputError, KnowledgeError
 
     if isinstance(exc, KnowledgeError):
         _say(f"knowledge error: {exc}", "")

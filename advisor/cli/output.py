@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.checks import shown
-from advisor.errors import InputError
-from advisor.userdata import stage_text
+from advisor.catalog.userdata import stage_text
+from advisor.question.checks import shown
+from advisor.question.errors import InputError
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = ()) -> str:

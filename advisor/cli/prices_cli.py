@@ -1,4 +1,4 @@
-"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs advisor.prices_update, prints,
+"""Provides `gpu-advisor prices update`'s handler: reads the flags, runs the catalogue's refresh, prints,
 saves."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 from advisor.catalog.prices import today, user_prices_path
-from advisor.errors import InputError
-from advisor.prices_update import CLOUDS, DEFAULT_URL, build_update, read_folder, read_url, summary
+from advisor.catalog.prices_update import CLOUDS, DEFAULT_URL, build_update, read_folder, read_url, summary
+from advisor.question.errors import InputError
 
 
 def update_cli(args: argparse.Namespace) -> int:
     """`gpu-advisor prices update [--from DIR | --url URL] [--cloud ...] [--dry-run]`."""
     from advisor.catalog import load_knowledge
-    from advisor.userdata import write_text_atomic
+    from advisor.catalog.userdata import write_text_atomic
 
     clouds = tuple(c.strip().lower() for c in (args.cloud or ",".join(CLOUDS)).split(",") if c.strip())
     bad = [c for c in clouds if c not in CLOUDS]

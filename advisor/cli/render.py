@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.cli.hints import assumed_text
 from advisor.cli.output import table
-from advisor.units import fmt_hours, human
+from advisor.question.units import fmt_hours, human
 
 if TYPE_CHECKING:
+    from advisor.answer.predict import Prediction
+    from advisor.answer.report import Report
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.prices import Offer
     from advisor.ops.tco import TcoOut
-    from advisor.predict import Prediction
-    from advisor.report import Report
 
 
 def _f(x: float | None, spec: str = ".0f") -> str:

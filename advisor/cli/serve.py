@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from advisor.errors import InputError
+from advisor.question.errors import InputError
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_HOST = "127.0.0.1"

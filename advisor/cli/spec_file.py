@@ -5,9 +5,9 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from advisor.checks import check_fields, read_input_text, shown
 from advisor.cli.guards import given_strings
-from advisor.errors import InputError
+from advisor.question.checks import check_fields, read_input_text, shown
+from advisor.question.errors import InputError
 
 # An exported recommendation is a few kilobytes and nests five tables deep.
 MAX_SPEC_BYTES = 1 << 20
@@ -45,7 +45,7 @@ def read_spec_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _check_version(data: dict[str, Any], where: str) -> None:
-    from advisor.report import SCHEMA_VERSION
+    from advisor.answer.report import SCHEMA_VERSION
 
     version = data.get("schema_version")
     if version is None:

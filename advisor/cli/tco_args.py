@@ -6,9 +6,9 @@ import argparse
 
 from pydantic import ValidationError
 
-from advisor.errors import InputError
 from advisor.ops.tco import TcoInputs
-from advisor.units import parse_count
+from advisor.question.errors import InputError
+from advisor.question.units import parse_count
 
 FLAGS = (
     ("years", "--years"),

@@ -4,18 +4,15 @@ Kubeflow PyTorchJob and Prometheus alert rules, all derived from the plan's numb
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import load_tco
-from advisor.inputs import Constraints
-from advisor.job import Job
-from advisor.layout import ZERO_STAGE
+from advisor.job.inputs import Constraints
+from advisor.job.layout import ZERO_STAGE
+from advisor.job.resolve import Job
 from advisor.ops import yaml
-
-if TYPE_CHECKING:  # report.py embeds LaunchArtefacts: import its PlanOut for types only
-    from advisor.report import PlanOut
+from advisor.ops.plan_facts import PlanFacts
 
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
@@ -91,17 +88,17 @@ class LaunchArtefacts(Strict):
     serve: str | None = None
 
 
-def _gpus_per_node(plan: PlanOut) -> int:
+def _gpus_per_node(plan: PlanFacts) -> int:
     return max(1, plan.count // max(plan.nodes, 1))
 
 
-def deepspeed_config(plan: PlanOut) -> dict:
+def deepspeed_config(plan: PlanFacts) -> dict:
     """DeepSpeed JSON for a data-parallel / ZeRO plan."""
-    stage = ZERO_STAGE.get(plan.layout.sharding, 0)
+    stage = ZERO_STAGE.get(plan.sharding, 0)
     config: dict = {
-        "train_micro_batch_size_per_gpu": plan.layout.micro_batch,
-        "gradient_accumulation_steps": plan.layout.grad_accum,
-        "train_batch_size": plan.layout.micro_batch * plan.layout.grad_accum * plan.layout.dp,
+        "train_micro_batch_size_per_gpu": plan.micro_batch,
+        "gradient_accumulation_steps": plan.grad_accum,
+        "train_batch_size": plan.micro_batch * plan.grad_accum * plan.dp,
         "zero_optimization": {"stage": stage, "overlap_comm": True, "contiguous_gradients": True},
         "gradient_clipping": 1.0,
         "steps_per_print": 100,
@@ -112,23 +109,23 @@ def deepspeed_config(plan: PlanOut) -> dict:
         config["bf16"] = {"enabled": True}
     elif plan.precision in ("fp16", "fp8"):
         config["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
-    if plan.layout.recompute != "none":
+    if plan.recompute != "none":
         config["activation_checkpointing"] = {
-            "partition_activations": plan.layout.tp > 1,
+            "partition_activations": plan.tp > 1,
             "contiguous_memory_optimization": False,
         }
     return config
 
 
-def megatron_args(plan: PlanOut) -> list[str]:
+def megatron_args(plan: PlanFacts) -> list[str]:
     """Megatron-LM arguments for a tensor/pipeline-parallel plan."""
     args = [
-        f"--tensor-model-parallel-size {plan.layout.tp}",
-        f"--pipeline-model-parallel-size {plan.layout.pp}",
-        f"--micro-batch-size {plan.layout.micro_batch}",
-        f"--global-batch-size {plan.layout.micro_batch * plan.layout.grad_accum * plan.layout.dp}",
-        "--sequence-parallel" if plan.layout.tp > 1 else "",
-        "--use-distributed-optimizer" if plan.layout.sharding in ("zero1", "zero2") else "",
+        f"--tensor-model-parallel-size {plan.tp}",
+        f"--pipeline-model-parallel-size {plan.pp}",
+        f"--micro-batch-size {plan.micro_batch}",
+        f"--global-batch-size {plan.micro_batch * plan.grad_accum * plan.dp}",
+        "--sequence-parallel" if plan.tp > 1 else "",
+        "--use-distributed-optimizer" if plan.sharding in ("zero1", "zero2") else "",
         "--overlap-grad-reduce",
     ]
     if plan.precision in ("bf16", "fp8"):
@@ -137,14 +134,14 @@ def megatron_args(plan: PlanOut) -> list[str]:
         args.append("--fp8-format hybrid")
     if plan.precision == "fp16":
         args.append("--fp16")
-    if plan.layout.recompute != "none":
-        args.append(f"--recompute-granularity {plan.layout.recompute}")
-        if plan.layout.recompute == "full":
+    if plan.recompute != "none":
+        args.append(f"--recompute-granularity {plan.recompute}")
+        if plan.recompute == "full":
             args.append("--recompute-method uniform")
     return [a for a in args if a]
 
 
-def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
+def prometheus_rules(knowledge: Knowledge, plan: PlanFacts) -> dict:
     """Alert rules on DCGM-exporter (and Kueue) metrics for the monitoring targets."""
     op = load_tco(knowledge).operations
     util = round(op.target_utilization.value * 100)
@@ -218,7 +215,7 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanOut) -> dict:
 
 
 def launch_artefacts(
-    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanOut
+    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts
 ) -> LaunchArtefacts:
     """Every artefact for one plan."""
     per_node = _gpus_per_node(plan)
@@ -226,16 +223,14 @@ def launch_artefacts(
     restarts = int(load_tco(knowledge).operations.restart_limit.value)
     rules = yaml.dump(prometheus_rules(knowledge, plan)) + "\n"
     resources: dict = {"accelerators": accel, "use_spot": constraints.pricing == "spot"}
-    if plan.price is not None:
+    if plan.provider is not None:
         resources["cloud"] = (
-            plan.price.provider
-            if plan.price.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod")
-            else None
+            plan.provider if plan.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod") else None
         )
-        resources["instance_type"] = plan.price.instance
+        resources["instance_type"] = plan.instance
         resources = {k: v for k, v in resources.items() if v is not None}
     if not job.training:
-        assert plan.serving is not None
+        assert plan.replicas is not None and plan.gpus_per_replica is not None
         dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(plan.precision, "auto")
         quant = {
             "int8": " --quantization fp8",
@@ -243,14 +238,14 @@ def launch_artefacts(
             "fp8": " --quantization fp8",
         }.get(plan.precision, "")
         serve = (
-            f"vllm serve {job.model_id} --tensor-parallel-size {plan.layout.tp} --pipeline-parallel-size "
-            f"{plan.layout.pp} --max-num-seqs {plan.layout.micro_batch} --max-model-len "
+            f"vllm serve {job.model_id} --tensor-parallel-size {plan.tp} --pipeline-parallel-size "
+            f"{plan.pp} --max-num-seqs {plan.micro_batch} --max-model-len "
             f"{job.prompt_tokens + job.output_tokens} --dtype {dtype}{quant}"
         )
         task: dict[str, object] = {
             "name": f"serve-{job.model_id}",
             "resources": {**resources, "ports": 8000},
-            "service": {"readiness_probe": "/v1/models", "replicas": plan.serving.replicas},
+            "service": {"readiness_probe": "/v1/models", "replicas": plan.replicas},
             "run": serve,
         }
         return LaunchArtefacts(
@@ -268,7 +263,7 @@ def launch_artefacts(
         )
     else:
         torchrun = f"torchrun --standalone --nproc-per-node {per_node} --max-restarts {restarts} train.py"
-    if plan.layout.tp > 1 or plan.layout.pp > 1:
+    if plan.tp > 1 or plan.pp > 1:
         name = "megatron-args.txt"
         config = " \\\n  ".join(megatron_args(plan)) + "\n"
         launch = torchrun.replace("train.py", "pretrain_gpt.py " + " ".join(megatron_args(plan)))

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import load_tco
-from advisor.inputs import Constraints
-from advisor.job import Job
-
-if TYPE_CHECKING:  # report.py embeds OpsPlan: import its PlanOut for types only
-    from advisor.report import PlanOut
+from advisor.job.inputs import Constraints
+from advisor.job.resolve import Job
+from advisor.ops.plan_facts import PlanFacts
 
 
 class OpsItem(Strict):
@@ -59,7 +56,7 @@ def _whole_nodes(gpus: float, node: int) -> int:
 
 
 def checkpoint_interval_h(
-    knowledge: Knowledge, plan: PlanOut, constraints: Constraints
+    knowledge: Knowledge, plan: PlanFacts, constraints: Constraints
 ) -> tuple[float, float]:
     """Young's optimum checkpoint interval and the job's mean time between interruptions, in hours."""
     a, t = knowledge.assumptions, load_tco(knowledge)
@@ -67,7 +64,7 @@ def checkpoint_interval_h(
         plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost.hours_per_month.value
     )
     if constraints.pricing == "spot":
-        instances = plan.price.instances if plan.price else plan.nodes
+        instances = plan.instances or plan.nodes
         failures_per_hour += (
             instances * a.cost.spot_interruptions_per_month.value / a.cost.hours_per_month.value
         )
@@ -76,7 +73,7 @@ def checkpoint_interval_h(
     return math.sqrt(2.0 * write_h * mtbi), mtbi
 
 
-def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanOut) -> OpsPlan:
+def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts) -> OpsPlan:
     """The operations plan for one plan, every item with its reason and source."""
     t = load_tco(knowledge)
     op, pc = t.operations, t.power_cap
@@ -90,8 +87,8 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             "a data-parallel training job restarts, rather than resizes, to change its size",
         )
     else:
-        assert plan.serving is not None
-        low = plan.serving.gpus_per_replica
+        assert plan.replicas is not None and plan.gpus_per_replica is not None
+        low = plan.gpus_per_replica
         why_low = "one replica stays up to keep the service answering"
     budget_rule = (
         f"scale in when the month's spend runs above ${constraints.budget_usd:,.0f}"
@@ -169,13 +166,13 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     effect = None
     if job.training and tdp:
         overhead = t.power.server_overhead_w_per_gpu.value
-        kwh = plan.count * (tdp + overhead) * plan.hours.p50 / 1000.0 * t.power.pue.value
+        kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
         effect = PowerEffect(
             cap_w=cap_w,
             energy_kwh=round(kwh, 1),
             energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
-            hours_p50=round(plan.hours.p50, 3),
-            hours_p50_capped=round(plan.hours.p50 * (1 + pc.slowdown_fraction.value), 3),
+            hours_p50=round(plan.hours_p50, 3),
+            hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
         )
     queue = (
         OpsItem(
@@ -232,13 +229,13 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     )
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
     write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
-    if job.training and plan.step_time_s and interval >= plan.hours.p50:
+    if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
         ckpt = (
-            f"at the end only: the job (P50 {plan.hours.p50 * 60:.0f} min) "
+            f"at the end only: the job (P50 {plan.hours_p50 * 60:.0f} min) "
             "is shorter than the optimum interval"
         )
-    elif job.training and plan.step_time_s:
-        steps = max(1, round(interval * 3600 / plan.step_time_s.p50))
+    elif job.training and plan.step_s_p50 is not None:
+        steps = max(1, round(interval * 3600 / plan.step_s_p50))
         ckpt = f"every {steps} steps (~{interval * 60:.0f} min)"
     else:
         ckpt = "not applicable (stateless serving)"

@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from advisor.assumed import Assumed
 from advisor.catalog.common import Strict
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import TcoFigures, load_tco
-from advisor.errors import InputError
-from advisor.inputs import Constraints
+from advisor.job.inputs import Constraints
+from advisor.question.assumed import Assumed
+from advisor.question.errors import InputError
 
 HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
@@ -310,7 +310,7 @@ def _buy_rent(
     capex: float,
     constraints: Constraints | None,
 ) -> BuyRent:
-    from advisor.cost import best_offer, node_size_for, usable_offers
+    from advisor.search.cost import best_offer, node_size_for, usable_offers
 
     offers = usable_offers(knowledge, gpu, Constraints())
     choice = best_offer(offers, n, node_size_for(gpu, offers)) if offers else None

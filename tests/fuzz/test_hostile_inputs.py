@@ -60,7 +60,7 @@ def test_calibration_csvs(name: str, tmp_path: Path) -> None:
         name in CSV_ACCEPTED
     ):  # accepted rows are only validated here (the refit is tested in test_concurrency)
         from advisor.catalog import load_knowledge
-        from advisor.efficiency.calibrate import validate_rows
+        from advisor.learned.efficiency.calibrate import validate_rows
 
         rows, errors = validate_rows(load_knowledge(), path.read_text(encoding="utf-8"), path.name)
         assert len(rows) == 1 and not errors

@@ -81,7 +81,7 @@ def test_stored_runs_that_go_bad_are_kept_aside(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(TICKS_CORRUPTIONS))
 def test_bad_ticks_file_is_moved_aside_then_ticks_save(name: str, tmp_path: Path) -> None:
-    from advisor.userdata import ChecklistTicks
+    from advisor.catalog.userdata import ChecklistTicks
 
     path = write_file(tmp_path / "checklist-ticks.json", TICKS_CORRUPTIONS[name])
     ticks = ChecklistTicks(path)

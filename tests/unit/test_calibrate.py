@@ -102,7 +102,7 @@ def test_calibration_refits_reports_and_resets(tmp_path: Path) -> None:
 
 
 def test_configuration_columns_are_read_and_bad_ones_named(knowledge) -> None:
-    from advisor.efficiency.calibrate import CONFIG_COLUMNS, runs_of, validate_runs
+    from advisor.learned.efficiency.calibrate import CONFIG_COLUMNS, runs_of, validate_runs
 
     def text(extra: dict[str, object]) -> str:
         out = io.StringIO()

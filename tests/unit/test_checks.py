@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.checks import BOUNDS, Bound, checked, escape_controls, in_bound
-from advisor.errors import InputError
+from advisor.question.checks import BOUNDS, Bound, checked, escape_controls, in_bound
+from advisor.question.errors import InputError
 
 
 @given(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.efficiency import PriorEfficiency
-from advisor.errors import InputError
-from advisor.inputs import Constraints, RunConfig, Workload
-from advisor.predict import predict
+from advisor.answer.predict import predict
+from advisor.job.inputs import Constraints, RunConfig, Workload
+from advisor.learned.efficiency import PriorEfficiency
+from advisor.question.errors import InputError
 
 GPT3 = dict(model="gpt3-175b", precision="bf16", seq_len=2048)
 

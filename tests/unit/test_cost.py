@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from advisor.catalog.prices import Offer
-from advisor.cost import best_offer, guide_cost, plan_cost, spot_overhead, volatility
-from advisor.inputs import Constraints
+from advisor.job.inputs import Constraints
+from advisor.search.cost import best_offer, guide_cost, plan_cost, spot_overhead, volatility
 
 
 def test_guide_example_corrected() -> None:

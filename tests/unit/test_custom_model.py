@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.main import main
-from advisor.inputs import Workload
-from advisor.job import resolve_job
-from advisor.job_shape import dense_arch_for
+from advisor.job.inputs import Workload
+from advisor.job.resolve import resolve_job
+from advisor.job.shape import dense_arch_for
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 SHAPE = [
@@ -112,7 +112,7 @@ def test_generic_params_take_llama3_proportions(knowledge) -> None:
 
 def test_memory_check_reports_every_source() -> None:
     from advisor.catalog.loader import load_knowledge
-    from advisor.memory_check import check_all, memory_validation_lines
+    from advisor.physics.memory_check import check_all, memory_validation_lines
 
     checks = check_all(load_knowledge())
     assert len(checks) == 80

@@ -10,14 +10,20 @@ import tomllib
 
 import pytest
 
-from advisor.efficiency.dataset import data_hash, shipped_dataset
-from advisor.efficiency.evaluate import apes, baselines, conformal_offsets, held_out, weighted_quantile
-from advisor.efficiency.features import FEATURES, Sample
-from advisor.efficiency.gbdt import ExportedModel
-from advisor.efficiency.learned import LearnedEfficiency, load_learned
-from advisor.efficiency.prior import PriorEfficiency
-from advisor.efficiency.train import ARTIFACT, META, by_source, default_weights, export_trees, fit
-from advisor.inputs import RunConfig, Workload
+from advisor.job.inputs import RunConfig, Workload
+from advisor.learned.efficiency.dataset import data_hash, shipped_dataset
+from advisor.learned.efficiency.evaluate import (
+    apes,
+    baselines,
+    conformal_offsets,
+    held_out,
+    weighted_quantile,
+)
+from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.gbdt import ExportedModel
+from advisor.learned.efficiency.learned import LearnedEfficiency, load_learned
+from advisor.learned.efficiency.prior import PriorEfficiency
+from advisor.learned.efficiency.train import ARTIFACT, META, by_source, default_weights, export_trees, fit
 
 HELD_OUT = "pytorch/torchtitan"  # the fixed fold: 26 runs of a stack whose traits two other sources share
 
@@ -130,7 +136,7 @@ def test_predictions_are_bounded_and_monotonic_in_batch(knowledge, samples, expo
 
 
 def _predict(knowledge, stack: str):
-    from advisor.predict import predict
+    from advisor.answer.predict import predict
 
     learned = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
     workload = Workload(
@@ -148,9 +154,9 @@ def test_the_stack_is_an_input_and_the_output_says_why(knowledge) -> None:
 
 
 def test_a_published_run_gets_exactly_its_stated_layout(knowledge) -> None:
-    from advisor.efficiency.explicit import job_of_run, stated_layout
-    from advisor.efficiency.runs import read_llm_runs
-    from advisor.errors import InputError
+    from advisor.learned.efficiency.explicit import job_of_run, stated_layout
+    from advisor.learned.efficiency.runs import read_llm_runs
+    from advisor.question.errors import InputError
 
     runs, skipped = read_llm_runs(knowledge)
     run = next(
@@ -177,7 +183,7 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
 
 
 def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:
-    from advisor.efficiency.linear_fit import fit_linear, linear_fit_predict, sample_inputs
+    from advisor.learned.efficiency.linear_fit import fit_linear, linear_fit_predict, sample_inputs
 
     linear = exported.linear
     assert linear is not None, "the shipped artifact has no LLM linear model: run `gpu-advisor model train`"
@@ -209,8 +215,9 @@ def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:
     import sys
 
     code = (
-        "import sys; from advisor.catalog import load_knowledge; from advisor.efficiency.select import "
-        "efficiency_model; m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
+        "import sys; from advisor.catalog import load_knowledge; "
+        "from advisor.learned.efficiency.select import efficiency_model; "
+        "m = efficiency_model(load_knowledge()); assert m.model.linear is not None; "
         "assert 'numpy' not in sys.modules and 'sklearn' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

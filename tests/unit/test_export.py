@@ -7,10 +7,10 @@ import os
 import tomllib
 from pathlib import Path
 
-from advisor.efficiency import PriorEfficiency
-from advisor.export import export_record, export_toml
-from advisor.inputs import Constraints, Workload
-from advisor.recommend import recommend
+from advisor.answer.export import export_record, export_toml
+from advisor.answer.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
+from advisor.learned.efficiency import PriorEfficiency
 
 GOLDEN = Path(__file__).parent / "golden" / "recommend_llama2_7b_finetune.toml"
 WHEN = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from advisor.answer.scenarios import CASE_STUDY, case_study, cost_table, guide_example, scenario_inputs
 from advisor.catalog.gpus import TENSOR_DTYPES
+from advisor.catalog.storage import load_storage, storage_cost, storage_price
 from advisor.cli.main import main
-from advisor.scenarios import CASE_STUDY, case_study, cost_table, guide_example, scenario_inputs
-from advisor.storage import load_storage, storage_cost, storage_price
 
 TRAINING_DTYPES = ("fp16", "bf16", "tf32")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog.hf_config import read_hf_config, spec_from_hf_config, spec_from_shape
-from advisor.errors import InputError
+from advisor.question.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 

@@ -7,12 +7,12 @@ import sys
 
 CORE_MODULES = [
     "advisor.catalog",
-    "advisor.recommend",
-    "advisor.predict",
-    "advisor.export",
-    "advisor.checklist",
-    "advisor.efficiency.select",
-    "advisor.efficiency.learned",
+    "advisor.answer.recommend",
+    "advisor.answer.predict",
+    "advisor.answer.export",
+    "advisor.answer.checklist",
+    "advisor.learned.efficiency.select",
+    "advisor.learned.efficiency.learned",
     "advisor.cli.commands",
     "advisor.ops.tco",
 ]
@@ -32,9 +32,9 @@ def test_core_never_imports_textual_or_tui() -> None:
 def test_a_recommendation_with_the_learned_model_needs_no_sklearn() -> None:
     code = """
 from advisor.catalog import load_knowledge
-from advisor.efficiency.select import efficiency_model
-from advisor.inputs import Constraints, Workload
-from advisor.recommend import recommend
+from advisor.learned.efficiency.select import efficiency_model
+from advisor.job.inputs import Constraints, Workload
+from advisor.answer.recommend import recommend
 k = load_knowledge()
 model = efficiency_model(k)
 assert 'learned' in model.name, model.name

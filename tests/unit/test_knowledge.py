@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog.loader import load_knowledge_from
-from advisor.errors import InputError, KnowledgeError
+from advisor.question.errors import InputError, KnowledgeError
 
 REQUIRED_GPUS = [
     "t4",
@@ -220,7 +220,7 @@ def test_unknown_source_key_is_rejected(knowledge_copy: Path) -> None:
 
 
 def test_benchmark_rows_resolve_to_catalogue(knowledge) -> None:
-    from advisor.context import benchmarks_of
+    from advisor.catalog.benchmarks import benchmarks_of
 
     rows = benchmarks_of(knowledge)
     assert len(rows) > 2000

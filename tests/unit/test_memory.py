@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.inputs import RunConfig, Workload
-from advisor.job import resolve_job
-from advisor.layout import Layout
-from advisor.memory import GB, TrainingMemoryModel, inference_terms
+from advisor.job.inputs import RunConfig, Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.physics.memory import GB, TrainingMemoryModel, inference_terms
 
 
 def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:
@@ -136,7 +136,7 @@ def test_upper_estimate_includes_headroom_rule(knowledge) -> None:
 
 
 def test_three_way_verdict() -> None:
-    from advisor.memory_check import Check
+    from advisor.physics.memory_check import Check
 
     def check(outcome: str, fits: bool, surely_oom: bool) -> Check:
         return Check("s", "row", "run", outcome, 10.0, 20.0, 15.0, None, fits, surely_oom=surely_oom)

@@ -8,11 +8,11 @@ import tomllib
 import pytest
 import yaml
 
-from advisor.errors import InputError
-from advisor.export import export_toml
-from advisor.inputs import Constraints, Workload
+from advisor.answer.export import export_toml
+from advisor.answer.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
 from advisor.ops.tco import TcoInputs, tco
-from advisor.recommend import recommend
+from advisor.question.errors import InputError
 
 
 def test_tco_breakdown_adds_up_and_flags_shares(knowledge) -> None:

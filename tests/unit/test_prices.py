@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog.prices import Offer, all_offers, load_user_prices, user_prices_path
+from advisor.catalog.prices_update import build_update, gpu_id, parse_catalogue, read_folder
 from advisor.cli.main import main
-from advisor.cost import outlier_medians, price_notes, screen_offers
-from advisor.inputs import Constraints
-from advisor.prices_update import build_update, gpu_id, parse_catalogue, read_folder
+from advisor.job.inputs import Constraints
+from advisor.search.cost import outlier_medians, price_notes, screen_offers
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "skypilot-v8"
 TODAY = "2026-11-30"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.answer.recommend import recommend
 from advisor.catalog import load_knowledge
 from advisor.catalog.hf_config import spec_from_shape
-from advisor.efficiency import PriorEfficiency
-from advisor.inputs import Constraints, Workload
-from advisor.job import resolve_job
-from advisor.layout import Layout
-from advisor.memory import TrainingMemoryModel
-from advisor.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.learned.efficiency import PriorEfficiency
+from advisor.physics.memory import TrainingMemoryModel
 
 KNOWLEDGE = load_knowledge()
 PRIOR = PriorEfficiency(KNOWLEDGE.assumptions)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.efficiency import PriorEfficiency
-from advisor.errors import InputError
-from advisor.inputs import Constraints, Workload
-from advisor.recommend import recommend
+from advisor.answer.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
+from advisor.learned.efficiency import PriorEfficiency
+from advisor.question.errors import InputError
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from advisor.rules import FIELDS, Rule, RuleBook, evaluate, holds
+from advisor.catalog.rules import FIELDS, Rule, RuleBook, evaluate, holds
 
 
 def rule(**over: object) -> Rule:

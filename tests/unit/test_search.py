@@ -6,16 +6,16 @@ import math
 
 import pytest
 
-from advisor.context import Context
-from advisor.efficiency import PriorEfficiency
-from advisor.goodput import daly_interval_s, goodput, goodput_fraction
-from advisor.inputs import Constraints, RunConfig, Workload
-from advisor.job import resolve_job
-from advisor.layout import Layout
-from advisor.memory import GB, TrainingMemoryModel
-from advisor.plans import counts_for
-from advisor.plans_training import TrainingSearch, brute_force_best, exhaustive_found, search_training
-from advisor.speed import training_step
+from advisor.job.inputs import Constraints, RunConfig, Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.learned.efficiency import PriorEfficiency
+from advisor.physics.goodput import daly_interval_s, goodput, goodput_fraction
+from advisor.physics.memory import GB, TrainingMemoryModel
+from advisor.physics.speed import training_step
+from advisor.search.candidates import counts_for
+from advisor.search.context import Context
+from advisor.search.training import TrainingSearch, brute_force_best, exhaustive_found, search_training
 
 
 def _ctx(knowledge, **w):

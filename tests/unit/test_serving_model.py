@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.serving.data import load_cases
-from advisor.serving.fit import config_of, fit, predicted
-from advisor.serving.model import ServingModel, load_model
-from advisor.serving.queueing import at_rate, capacity, largest_rate
+from advisor.learned.serving.data import load_cases
+from advisor.learned.serving.fit import config_of, fit, predicted
+from advisor.learned.serving.model import ServingModel, load_model
+from advisor.learned.serving.queueing import at_rate, capacity, largest_rate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def test_ttft_grows_with_load_and_diverges_at_capacity(cases):
 
 def test_prediction_modules_do_not_import_sklearn_or_scipy():
     code = (
-        "import sys, advisor.serving.model, advisor.serving.queueing;"
+        "import sys, advisor.learned.serving.model, advisor.learned.serving.queueing;"
         "print(any(m.split('.')[0] in ('sklearn', 'scipy') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

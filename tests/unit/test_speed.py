@@ -6,11 +6,11 @@ import csv
 
 import pytest
 
-from advisor.inputs import Workload
-from advisor.job import resolve_job
-from advisor.layout import Layout
-from advisor.network import Network, ring_allreduce_s
-from advisor.speed import peak_flops, training_flops_per_item, training_step
+from advisor.job.inputs import Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.physics.network import Network, ring_allreduce_s
+from advisor.physics.speed import peak_flops, training_flops_per_item, training_step
 
 
 def test_ring_allreduce_matches_nccl_bus_bandwidth_formula() -> None:

@@ -6,7 +6,7 @@ import multiprocessing
 import os
 from pathlib import Path
 
-from advisor.userdata import ChecklistTicks, locked, move_aside, read_json, write_text_atomic
+from advisor.catalog.userdata import ChecklistTicks, locked, move_aside, read_json, write_text_atomic
 
 
 def _tick_many(path: str, entry: str) -> None:

@@ -17,10 +17,10 @@ from tui.widgets.checklist_entry import entry_header, entry_references, entry_sy
 from tui.widgets.tick_list import TickList
 
 if TYPE_CHECKING:
+    from advisor.answer.report import PlanOut
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
-    from advisor.report import PlanOut
-    from advisor.userdata import ChecklistTicks
+    from advisor.catalog.userdata import ChecklistTicks
     from tui.engine import Engine
 
 
@@ -118,7 +118,7 @@ class ChecklistScreen(Screen[None]):
     @on(Input.Changed, "#checklist-query")
     def _query_changed(self, event: Input.Changed) -> None:
         # Imported here: the core's loader chain would otherwise delay the app's first paint.
-        from advisor.checklist import find_entries
+        from advisor.answer.checklist import find_entries
 
         text = event.value.strip()
         self._list(find_entries(self.knowledge, None, text) if text else self._initial_entries())

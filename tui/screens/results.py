@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from advisor.errors import AdvisorError
+from advisor.question.errors import AdvisorError
 from tui.engine import Engine
 from tui.form import adjust_constraints
 from tui.formatting import job_line
@@ -31,8 +31,8 @@ from tui.widgets.plan_table import PlanTable
 from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, WhyNotPanel
 
 if TYPE_CHECKING:
-    from advisor.inputs import Constraints, Workload
-    from advisor.report import PlanOut, Report
+    from advisor.answer.report import PlanOut, Report
+    from advisor.job.inputs import Constraints, Workload
 
 RECOMPUTE_DELAY_S = 0.6
 

@@ -36,7 +36,7 @@ from tui.widgets.workload_step import WorkloadStep
 
 if TYPE_CHECKING:
     from advisor.catalog import Knowledge
-    from advisor.inputs import Constraints, Workload
+    from advisor.job.inputs import Constraints, Workload
 
 STEPS = (WorkloadStep, ModelStep, BudgetStep)
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 
 if TYPE_CHECKING:
+    from advisor.answer.report import PlanOut
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
-    from advisor.report import PlanOut
 
 
 def _join(lines: list[Content]) -> Content:

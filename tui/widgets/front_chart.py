@@ -13,7 +13,7 @@ from textual_plotext import PlotextPlot
 from tui.formatting import fmt_hours
 
 if TYPE_CHECKING:
-    from advisor.report import FrontPoint, PlanOut, Report
+    from advisor.answer.report import FrontPoint, PlanOut, Report
 
 TICKS = 5
 

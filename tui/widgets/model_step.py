@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from advisor.inputs import PRECISIONS
+from advisor.job.inputs import PRECISIONS
 from tui.formatting import human
 from tui.widgets.advanced import AdvancedSection
 from tui.widgets.field import FieldRow

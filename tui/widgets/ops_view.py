@@ -11,9 +11,9 @@ from tui.formatting import fmt_hours, gpus, money
 from tui.widgets.plan_views import PlanPanel, _bullets
 
 if TYPE_CHECKING:
+    from advisor.answer.report import PlanOut, Report
     from advisor.ops.plan import OpsPlan
     from advisor.ops.tco import TcoOut
-    from advisor.report import PlanOut, Report
     from tui.engine import PlanOps
 
 SECTIONS = {

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from tui.formatting import plan_cost, plan_timing
 
 if TYPE_CHECKING:
-    from advisor.report import PlanOut, Report
+    from advisor.answer.report import PlanOut, Report
 
 
 class PlanTable(DataTable[str | Text]):

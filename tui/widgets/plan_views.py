@@ -12,7 +12,7 @@ from tui.form import LABELS
 from tui.formatting import fmt_hours, gpus, money
 
 if TYPE_CHECKING:
-    from advisor.report import PlanOut, Report
+    from advisor.answer.report import PlanOut, Report
 
 EIGHTHS = " ▏▎▍▌▋▊▉"
 LABEL_WIDTH = 16

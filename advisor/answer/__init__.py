@@ -1,0 +1,1 @@
+"""Provides the answers: recommend, predict, the report and its export, scenarios and checklist lookups."""

@@ -1,0 +1,115 @@
+"""Provides the output side of a configuration: each value marked given or chosen, layouts and memory as
+output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.answer.report import ConfigValue, GoodputOut, LayoutOut, MemoryOut
+from advisor.job.layout import ZERO_STAGE, Layout
+from advisor.job.resolve import Job
+from advisor.physics.goodput import Goodput
+from advisor.physics.memory import Memory
+
+ZERO_OF = {"none": 0, "ddp": 0, **ZERO_STAGE}
+
+
+def layout_out(lay: Layout) -> LayoutOut:
+    """A layout as output."""
+    return LayoutOut(
+        tp=lay.tp,
+        pp=lay.pp,
+        dp=lay.dp,
+        sharding=lay.sharding,
+        recompute=lay.recompute,
+        micro_batch=lay.micro_batch,
+        grad_accum=lay.grad_accum,
+        cp=lay.cp,
+        ep=lay.ep,
+        shard_group=lay.shard_group,
+        virtual=lay.virtual,
+    )
+
+
+def memory_out(mem: Memory) -> MemoryOut:
+    """A memory breakdown as output."""
+    return MemoryOut(
+        per_gpu_gb=round(mem.high_gb, 2),
+        per_gpu_gb_low=round(mem.low_gb, 2),
+        capacity_gb=mem.capacity_gb,
+        usable_gb=round(mem.usable_gb, 2),
+        fits=mem.fits,
+        dominant=mem.dominant,
+        breakdown=mem.as_dict(),
+        host_gb=round(mem.host_gb, 2),
+    )
+
+
+def goodput_out(g: Goodput) -> GoodputOut:
+    """Goodput as output."""
+    return GoodputOut(
+        fraction=round(g.fraction, 4),
+        mtbf_h=round(g.mtbf_h, 2),
+        checkpoint_s=round(g.checkpoint_s, 1),
+        checkpoint_interval_h=round(g.interval_h, 3),
+        restart_h=g.restart_h,
+        interruptions=round(g.interruptions, 2),
+    )
+
+
+def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
+    """Every configuration value of a training plan, marked given (the user's) or chosen (the search's)."""
+    c = job.config
+    given = c.given()
+    values: dict[str, Any] = {
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "cp": lay.cp,
+        "ep": lay.ep,
+        "dp": lay.dp,
+        "zero": ZERO_OF[lay.sharding],
+        "recompute": lay.recompute,
+        "micro_batch": lay.micro_batch,
+        "grad_accum": lay.grad_accum,
+        "global_batch": lay.micro_batch * lay.grad_accum * lay.dp,
+        "pp_schedule": "1f1b" if lay.virtual == 1 else f"interleaved:{lay.virtual}",
+        "optimizer": job.optimizer,
+        "master_weights": job.master_weights,
+        "offload": job.offload,
+        "stack": job.stack,
+    }
+    if lay.shard_group:
+        values["shard_group"] = lay.shard_group
+    if job.kind in ("lora", "qlora"):
+        values["lora_rank"] = job.lora_rank
+        values["lora_targets"] = job.lora_targets
+    out = {}
+    for key, value in values.items():
+        if key == "micro_batch":
+            source = "given" if job.batch_size else "chosen"
+        elif key == "global_batch":
+            source = "given" if job.global_batch_given else "chosen"
+        elif key in ("optimizer", "lora_rank"):
+            source = "given" if key in job.given_workload else "default"
+        elif key == "grad_accum":
+            source = "chosen"
+        else:
+            source = "given" if key in given else ("default" if key in _DEFAULTED else "chosen")
+        out[key] = ConfigValue(value=value, source=source)
+    return out
+
+
+def serving_configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
+    """The configuration of a serving plan: tensor and pipeline size, replicas, engine."""
+    given = job.config.given()
+    out = {
+        k: ConfigValue(value=v, source="given" if k in given else "chosen")
+        for k, v in (("tp", lay.tp), ("pp", lay.pp), ("replicas", lay.dp), ("batch", lay.micro_batch))
+    }
+    out["engine"] = ConfigValue(
+        value=job.config.engine or "vllm", source="given" if job.config.engine else "default"
+    )
+    return out
+
+
+_DEFAULTED = ("pp_schedule", "master_weights", "offload", "stack", "lora_targets")

@@ -1,0 +1,670 @@
+"""Provides recommend(): every fitting plan priced and timed, ranked by objective, with front and why-nots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from advisor.answer.configuration import (
+    configuration,
+    goodput_out,
+    layout_out,
+    memory_out,
+    serving_configuration,
+)
+from advisor.answer.predict import alternative_out
+from advisor.answer.report import (
+    FrontPoint,
+    JobOut,
+    Money,
+    PlanOut,
+    PriceOut,
+    Range3,
+    Report,
+    RuleOut,
+    ServingOut,
+    Throughput,
+)
+from advisor.catalog.gpus import Gpu
+from advisor.catalog.loader import Knowledge
+from advisor.catalog.rules import Firing, evaluate
+from advisor.job.config_check import check_config
+from advisor.job.inputs import MAX_COUNT, Constraints, Workload
+from advisor.job.resolve import resolve_job
+from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
+from advisor.physics.goodput import Goodput, goodput
+from advisor.physics.speed import peak_flops
+from advisor.question.errors import InputError
+from advisor.question.units import fmt_hours
+from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision, search_inference
+from advisor.search.context import Context
+from advisor.search.cost import (
+    CostRange,
+    PriceChoice,
+    best_offer,
+    node_size_for,
+    plan_cost,
+    price_notes,
+    spot_overhead,
+    usable_offers,
+)
+from advisor.search.serving import serving_source
+from advisor.search.training import search_training, with_rules
+
+OnPremRate = Callable[[Gpu, int], float]
+
+
+@dataclass
+class Scored:
+    """A candidate with its efficiency, time, price and cost."""
+
+    cand: Candidate
+    eff: Interval
+    hours: Interval
+    throughput: Interval
+    cost: CostRange
+    price: PriceChoice | None
+    usd_per_hour: float
+    bonus: float
+    latency_s: Interval | None = None
+    ttft_ms: Interval | None = None
+    tpot_ms: Interval | None = None
+    capacity_rps: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    goodput: Goodput | None = None
+    alt_effs: list[Interval] = field(default_factory=list)
+
+    @property
+    def time_key(self) -> float:
+        """What 'fastest' minimises: job hours (training) or request latency (inference)."""
+        return self.latency_s.p50 if self.latency_s is not None else self.hours.p50
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """One plan per GPU, count and replica shape."""
+        lay = self.cand.layout
+        return self.cand.gpu.id, lay.count, lay.tp * lay.pp
+
+
+def select_gpus(knowledge: Knowledge, constraints: Constraints) -> list[Gpu]:
+    """The GPUs the user allows (all when none are named)."""
+    if not constraints.gpus:
+        return list(knowledge.gpus)
+    return [knowledge.gpu(name) for name in constraints.gpus]
+
+
+def _interval_of(x: Interval) -> Range3:
+    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
+
+
+def _score(
+    ctx: Context,
+    cand: Candidate,
+    eff: Interval,
+    offers_by_gpu: dict[str, list],
+    onprem_rate: OnPremRate | None,
+    serving: tuple[Interval, Interval] | None,
+) -> Scored | Miss:
+    a = ctx.knowledge.assumptions
+    job, lay, c = ctx.job, cand.layout, ctx.constraints
+    price = None
+    if c.deployment == "cloud":
+        price = best_offer(offers_by_gpu[cand.gpu.id], lay.count, lay.node_size)
+        if price is None:
+            return Miss(
+                cand.gpu.id,
+                lay.count,
+                "price",
+                f"no {c.pricing} instance of {lay.node_size} GPUs in the price catalogue",
+                3.0,
+            )
+        usd_per_hour = price.usd_per_hour
+    else:
+        assert onprem_rate is not None
+        usd_per_hour = onprem_rate(cand.gpu, lay.count)
+    bonus = sum(f.score for f in cand.firings if f.kind == "preference")
+    month = a.cost.hours_per_month.value
+    if job.training:
+        assert cand.step is not None
+        sol = cand.sol_items_per_s
+        throughput = eff.scaled(sol)
+        good = goodput(job, lay.count, a)
+        useful = throughput.inverted(job.total_items / 3600.0)
+        # Interruptions at this scale: checkpoints, lost work and restarts stretch the run (goodput).
+        run = Interval(*(good.wall_hours(h) for h in (useful.p10, useful.p50, useful.p90)))
+        good = good.over(useful.p50)
+        lo, mid, hi = (
+            a.defaults.startup_overhead_h.range[0],
+            a.defaults.startup_overhead_h.value,
+            a.defaults.startup_overhead_h.range[1],
+        )
+        hours = Interval(run.p10 + lo, run.p50 + mid, run.p90 + hi)
+        notes: list[str] = []
+        if good.fraction < 0.995:
+            notes.append(
+                f"goodput {good.fraction:.1%}: {good.interruptions:.1f} expected interruptions "
+                f"(one every {good.mtbf_h:,.1f} h), checkpoint every {good.interval_h * 60:,.0f} min"
+            )
+        if c.pricing == "spot":
+            instances = price.instances if price else max(1, lay.nodes)
+            lo, mid, hi = spot_overhead(hours.p50, instances, a)
+            hours = Interval(hours.p10 * (1 + lo), hours.p50 * (1 + mid), hours.p90 * (1 + hi))
+            notes.append(f"spot: {mid:.1%} expected time lost to preemptions ({lo:.1%}-{hi:.1%})")
+        cost = plan_cost((hours.p10, hours.p50, hours.p90), usd_per_hour, c, a, job.dataset_gb)
+        return Scored(
+            cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes, goodput=good
+        )
+    assert serving is not None and cand.serving is not None
+    decode, prefill = serving
+    b = lay.micro_batch
+    tpot = decode.inverted(cand.serving.decode_step_s * 1000.0)
+    ttft = prefill.inverted(cand.serving.prefill_s * 1000.0)
+    latency = Interval(
+        *(
+            t / 1000.0 + job.output_tokens * p / 1000.0
+            for t, p in zip((ttft.p10, ttft.p50, ttft.p90), (tpot.p10, tpot.p50, tpot.p90), strict=True)
+        )
+    )
+    per_request = (
+        cand.serving.prefill_s / prefill.p50 + job.output_tokens * cand.serving.decode_step_s / decode.p50 / b
+    )
+    capacity = lay.dp / per_request
+    tokens = Interval(*(lay.dp * b / (t / 1000.0) for t in (tpot.p90, tpot.p50, tpot.p10)))
+    hours = Interval(month, month, month)
+    cost = plan_cost((month, month, month), usd_per_hour, c, a, job.dataset_gb)
+    return Scored(
+        cand,
+        decode,
+        hours,
+        tokens,
+        cost,
+        price,
+        usd_per_hour,
+        bonus,
+        latency_s=latency,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        capacity_rps=capacity,
+    )
+
+
+def _limits(ctx: Context, s: Scored) -> Miss | None:
+    c, a = ctx.constraints, ctx.knowledge.assumptions
+    gpu, count = s.cand.gpu.id, s.cand.layout.count
+    if c.deadline_hours is not None and ctx.job.training and s.hours.p90 > c.deadline_hours:
+        return Miss(
+            gpu,
+            count,
+            "deadline",
+            f"P90 {s.hours.p90:,.0f} h > deadline {c.deadline_hours:g} h",
+            s.hours.p90 / c.deadline_hours,
+        )
+    if c.budget_usd is not None:
+        spend = s.cost.high
+        if c.budget_period == "month" and ctx.job.training:
+            spend = s.cost.high / max(1.0, s.hours.p90 / a.cost.hours_per_month.value)
+        if spend > c.budget_usd:
+            what = "per month" if c.budget_period == "month" or not ctx.job.training else ""
+            return Miss(
+                gpu,
+                count,
+                "budget",
+                f"P90 cost ${spend:,.0f}{' ' + what if what else ''} > budget ${c.budget_usd:,.0f}",
+                spend / c.budget_usd,
+            )
+    return None
+
+
+def _rank(ctx: Context, feasible: list[Scored]) -> list[Scored]:
+    objective = ctx.constraints.objective
+    if not feasible:
+        return []
+    min_cost = min(s.cost.mid for s in feasible) or 1e-9
+    min_time = min(s.time_key for s in feasible) or 1e-9
+
+    def key(s: Scored) -> tuple[float, float, int, str]:
+        cost = math.log(max(s.cost.mid, 1e-9) / min_cost)
+        time = math.log(max(s.time_key, 1e-12) / min_time)
+        primary = {"cheapest": cost + 1e-3 * time, "fastest": time + 1e-3 * cost, "balanced": cost + time}[
+            objective
+        ]
+        return primary - s.bonus, s.cost.mid, s.cand.layout.count, s.cand.gpu.id
+
+    return sorted(feasible, key=key)
+
+
+def pareto_front(scored: list[Scored]) -> list[Scored]:
+    """Plans no other plan beats on both cost and time, cheapest first."""
+    front: list[Scored] = []
+    for s in sorted(scored, key=lambda s: (s.cost.mid, s.time_key)):
+        if not front or s.time_key < front[-1].time_key:
+            front.append(s)
+    return front
+
+
+def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int = 10) -> list[str]:
+    """One line for each GPU type not in the top plans (its best plan, or why none fits), and for the top
+    GPU types the largest count that does not fit."""
+    chosen = {(s.cand.gpu.id, s.cand.layout.count) for s in top}
+    top_gpus = {s.cand.gpu.id for s in top}
+    priority = {
+        "deadline": 0,
+        "budget": 0,
+        "latency": 1,
+        "memory": 2,
+        "scale": 3,
+        "constraint": 3,
+        "price": 5,
+        "precision": 6,
+    }
+    # A line is worded only once it is among those shown: a memory miss words itself with a search (lazily).
+    lines: list[tuple[tuple[float, ...], str | Miss]] = []
+    for gpu_id in top_gpus:  # why not fewer of the chosen GPUs
+        smaller = [
+            m
+            for m in search.misses
+            if m.gpu_id == gpu_id
+            and m.kind == "memory"
+            and m.count < min(c for g, c in chosen if g == gpu_id)
+        ]
+        if smaller:
+            m = max(smaller, key=lambda m: m.count)
+            lines.append(((0, m.count), m))
+    feasible_by_gpu: dict[str, Scored] = {}
+    position = {s.key: i + 1 for i, s in enumerate(ranked)}
+    for s in ranked:
+        if s.cand.gpu.id not in top_gpus and s.cand.gpu.id not in feasible_by_gpu:
+            feasible_by_gpu[s.cand.gpu.id] = s
+    for gpu_id, s in feasible_by_gpu.items():
+        what = f"{s.hours.p50:,.1f} h" if s.latency_s is None else f"{s.latency_s.p50:.1f} s per request"
+        text = (
+            f"{gpu_id} x{s.cand.layout.count}: ranks #{position[s.key]} ({what}, ${s.cost.mid:,.0f}) "
+            "behind the plans above"
+        )
+        lines.append(((1, position[s.key]), text))
+    by_gpu: dict[str, Miss] = {}
+    for m in search.misses:
+        if m.gpu_id in top_gpus or m.gpu_id in feasible_by_gpu:
+            continue
+        best = by_gpu.get(m.gpu_id)
+        pm = priority[m.kind]
+        if (
+            best is None
+            or pm < priority[best.kind]
+            or (
+                pm == priority[best.kind]
+                and (m.rank < best.rank if m.kind in ("deadline", "budget") else m.count > best.count)
+            )
+        ):
+            by_gpu[m.gpu_id] = m
+    for m in by_gpu.values():
+        lines.append(((2 + priority[m.kind], m.rank, -m.count), m))
+    return [x if isinstance(x, str) else x.line() for _, x in sorted(lines, key=lambda x: x[0])[:limit]]
+
+
+def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
+    cand, lay, mem = s.cand, s.cand.layout, s.cand.memory
+    job = ctx.job
+    fired = [f for f in cand.firings if f.kind != "constraint"]
+    reasons = [f"fits: {mem.high_gb:.1f} of {mem.usable_gb:.1f} GB usable per GPU (largest: {mem.dominant})"]
+    if job.training:
+        reasons.append(
+            f"P50 {fmt_hours(s.hours.p50)} (P10-P90 {fmt_hours(s.hours.p10)}-{fmt_hours(s.hours.p90)}) "
+            f"at {s.eff.p50:.0%} of speed of light, {cand.step.bound if cand.step else 'compute'} bound"
+        )
+    else:
+        assert s.ttft_ms is not None and s.tpot_ms is not None
+        reasons.append(
+            f"{lay.dp} replica(s) x {lay.tp * lay.pp} GPU(s) serve {job.requests_per_s:g} req/s "
+            f"(capacity {s.capacity_rps:.2f} req/s at P50); TTFT {s.ttft_ms.p50:.0f} ms, "
+            f"{s.tpot_ms.p50:.0f} ms/token at {lay.micro_batch} concurrent sequences per replica"
+        )
+    if s.price is not None:
+        o = s.price.offer
+        host = "" if o.includes_host else " (GPU only, host VM extra)"
+        reasons.append(
+            f"{o.provider} {o.instance} x{s.price.instances} at ${o.usd_per_gpu_hour:.2f}/GPU-h "
+            f"{o.pricing}{host}, prices as of {o.date.isoformat()}"
+        )
+    else:
+        reasons.append(f"on-prem at ${s.usd_per_hour / lay.count:.2f}/GPU-h (TCO, amortised)")
+    reasons += s.notes
+    reasons += [
+        f"preference {f.rule_id}: {f.message} ({f.score:+g})" for f in fired if f.kind == "preference"
+    ]
+    price = None
+    if s.price is not None:
+        o = s.price.offer
+        price = PriceOut(
+            provider=o.provider,
+            region=o.region,
+            instance=o.instance,
+            pricing=o.pricing,
+            usd_per_gpu_hour=round(o.usd_per_gpu_hour, 4),
+            usd_per_hour=round(s.price.usd_per_hour, 4),
+            instances=s.price.instances,
+            billed_gpus=s.price.billed_gpus,
+            date=o.date,
+            source=o.source,
+            includes_host=o.includes_host,
+            note=o.note,
+        )
+    memory = memory_out(mem)
+    step = None
+    alternatives: tuple = ()
+    if cand.step is not None:
+        step = _interval_of(s.eff.inverted(cand.step.total_s))
+        alternatives = tuple(
+            alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
+        )
+    serving = None
+    if not job.training and s.ttft_ms is not None and s.tpot_ms is not None:
+        serving = ServingOut(
+            replicas=lay.dp,
+            gpus_per_replica=lay.tp * lay.pp,
+            batch_per_replica=lay.micro_batch,
+            ttft_ms=_interval_of(s.ttft_ms),
+            tpot_ms=_interval_of(s.tpot_ms),
+            capacity_rps=round(s.capacity_rps, 3),
+            load_rps=job.requests_per_s,
+        )
+    unit = job.unit if job.training else "output tokens/s"
+    return PlanOut(
+        rank=rank,
+        gpu=cand.gpu.id,
+        gpu_name=cand.gpu.name,
+        count=lay.count,
+        nodes=lay.nodes,
+        parallelism=lay.label() if job.training else lay.serving_label(),
+        precision=lay.precision,
+        layout=layout_out(lay),
+        memory_per_gpu_gb=round(mem.high_gb, 2),
+        memory=memory,
+        throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
+        step_time_s=step,
+        efficiency=_interval_of(s.eff),
+        bound=cand.step.bound if cand.step else (cand.serving.decode_bound if cand.serving else "compute"),
+        hours=_interval_of(s.hours),
+        cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
+        price=price,
+        reasons=tuple(reasons),
+        rules=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in fired),
+        advice=tuple(f.message for f in fired if f.kind == "advice"),
+        serving=serving,
+        on_front=on_front,
+        configuration=configuration(job, lay) if job.training else serving_configuration(job, lay),
+        alternatives=alternatives,
+        goodput=goodput_out(s.goodput) if s.goodput else None,
+    )
+
+
+@dataclass
+class Search:
+    """Everything one search produced, before the report is assembled."""
+
+    ctx: Context
+    scored: list[Scored]
+    feasible: list[Scored]
+    misses: list[Miss]
+    job_firings: list[Firing]
+
+
+def run_search(
+    knowledge: Knowledge,
+    workload: Workload,
+    constraints: Constraints,
+    efficiency: EfficiencyModel | None = None,
+    onprem: dict[str, float] | None = None,
+) -> Search:
+    """Enumerate, fit, time, price and filter every plan (on-prem plans at their TCO per GPU-hour)."""
+    job = resolve_job(knowledge, workload)
+    check_config(job)
+    model = efficiency or PriorEfficiency(knowledge.assumptions)
+    ctx = Context(knowledge, job, constraints, model)
+    onprem_rate: OnPremRate | None = None
+    if constraints.deployment == "on-prem":
+        from advisor.ops.tco import default_onprem_rate  # deferred: only on-prem runs need the TCO model
+
+        onprem_rate = default_onprem_rate(knowledge, **(onprem or {}))
+    job_firings = evaluate(ctx.rules_by_scope["job"], ctx.job_facts)
+    misses: list[Miss] = []
+    candidates: list[Candidate] = []
+    offers_by_gpu: dict[str, list] = {}
+    serving_eff: dict[str, tuple[Interval, Interval]] = {}
+    for gpu in select_gpus(knowledge, constraints):
+        precision = resolve_precision(job.precision, gpu)
+        offers = usable_offers(knowledge, gpu, constraints) if constraints.deployment == "cloud" else []
+        offers_by_gpu[gpu.id] = offers
+        if constraints.deployment == "cloud" and not offers:
+            misses.append(
+                Miss(
+                    gpu.id,
+                    1,
+                    "price",
+                    f"no {constraints.pricing} price in the catalogue"
+                    + (f" from {', '.join(constraints.providers)}" if constraints.providers else ""),
+                    5.0,
+                )
+            )
+            continue
+        if constraints.deployment == "on-prem" and onprem_rate is not None and gpu.price is None:
+            misses.append(Miss(gpu.id, 1, "price", "no sourced purchase price for an on-prem TCO", 5.0))
+            continue
+        node_size = node_size_for(gpu, offers)
+        facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
+        hard = [
+            f
+            for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts)
+            if f.kind == "constraint"
+        ]
+        if hard:
+            misses.append(Miss(gpu.id, 1, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 4.0))
+            continue
+        if peak_flops(gpu, precision) is None:
+            reason = gpu.missing.get(f"tflops.{precision}", f"no {precision} support")
+            misses.append(Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0))
+            continue
+        if job.training:
+            found, missed = search_training(ctx, gpu, precision, node_size)
+        else:
+            from advisor.job.layout import Layout
+
+            probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
+            decode, prefill = model.estimate(
+                [Query("decode", job, gpu, probe), Query("prefill", job, gpu, probe)]
+            )
+            serving_eff[gpu.id] = (decode, prefill)
+            found, missed = search_inference(ctx, gpu, precision, node_size, decode, prefill)
+        candidates += found
+        misses += missed
+    scored: list[Scored] = []
+    for cand, eff, alt_effs in _with_efficiency(ctx, candidates, serving_eff):
+        result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate, serving_eff.get(cand.gpu.id))
+        if isinstance(result, Miss):
+            misses.append(result)
+        else:
+            result.alt_effs = alt_effs
+            scored.append(result)
+    feasible = []
+    for s in scored:
+        miss = _limits(ctx, s)
+        if miss is None:
+            feasible.append(s)
+        else:
+            misses.append(miss)
+    return Search(ctx, scored, feasible, misses, job_firings)
+
+
+def _with_efficiency(
+    ctx: Context, candidates: list[Candidate], serving_eff: dict[str, tuple[Interval, Interval]]
+) -> list[tuple[Candidate, Interval, list[Interval]]]:
+    """Each candidate with its efficiency; training picks, among a count's runner-ups, the layout fastest at
+    speed of light x efficiency, and keeps the others as its alternatives."""
+    if not ctx.job.training:
+        return [(c, serving_eff[c.gpu.id][0], []) for c in candidates]
+    flat = [x for c in candidates for x in (c, *c.alternatives)]
+    effs = iter(ctx.efficiency.estimate([efficiency_query(c, ctx) for c in flat])) if flat else iter(())
+    out = []
+    for cand in candidates:
+        group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
+        group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
+        best, eff = group[0]
+        with_rules(ctx, best)  # a runner-up that the efficiency makes the fastest is scored by its rules too
+        best.alternatives = [c for c, _ in group[1:]]
+        out.append((best, eff, [e for _, e in group[1:]]))
+    return out
+
+
+def _suggestions(
+    knowledge: Knowledge,
+    workload: Workload,
+    constraints: Constraints,
+    search: Search,
+    efficiency: EfficiencyModel | None,
+    onprem: dict[str, float] | None,
+) -> list[str]:
+    """What would make a plan fit, each checked by a real search."""
+    lines: list[str] = []
+    ctx = search.ctx
+    kinds = {m.kind for m in search.misses}
+    if search.scored:
+
+        def without(field: str) -> list[Scored]:
+            relaxed = Constraints.model_validate({**constraints.model_dump(), field: None})
+            return run_search(knowledge, workload, relaxed, efficiency, onprem).feasible
+
+        feasible = without("budget_usd")
+        if feasible:
+            best = min(feasible, key=lambda s: s.cost.high)
+            lines.append(
+                f"a budget of ${best.cost.high:,.0f} (P90) allows {best.cand.gpu.id} "
+                f"x{best.cand.layout.count} in {best.hours.p90:,.0f} h"
+            )
+        feasible = without("deadline_hours") if ctx.job.training else []
+        if feasible:
+            best = min(feasible, key=lambda s: s.hours.p90)
+            lines.append(
+                f"a deadline of {math.ceil(best.hours.p90):,} h allows {best.cand.gpu.id} "
+                f"x{best.cand.layout.count} at ${best.cost.high:,.0f} (P90)"
+            )
+    elif "memory" in kinds or "scale" in kinds or "latency" in kinds:
+        alternatives: list[tuple[str, dict]] = []
+        if ctx.job.kind in ("pretrain", "finetune") and ctx.job.arch is not None:
+            alternatives = [("--workload lora", {"kind": "lora"}), ("--workload qlora", {"kind": "qlora"})]
+        elif ctx.job.kind == "lora":
+            alternatives = [("--workload qlora", {"kind": "qlora"})]
+        elif ctx.job.kind == "inference":
+            alternatives = [
+                ("--precision int8", {"precision": "int8"}),
+                ("--precision int4", {"precision": "int4"}),
+            ]
+        for flag, change in alternatives:
+            try:
+                alt = Workload.model_validate({**workload.model_dump(), **change})
+                trial = run_search(knowledge, alt, constraints, efficiency, onprem)
+            except InputError:
+                continue
+            if trial.feasible:
+                best = _rank(trial.ctx, trial.feasible)[0]
+                lines.append(
+                    f"{flag} fits: {best.cand.gpu.id} x{best.cand.layout.count} "
+                    f"({best.cand.memory.high_gb:.0f} GB per GPU)"
+                )
+                break
+        if constraints.max_gpus < MAX_COUNT:
+            lines.append(f"raise --max-gpus above {constraints.max_gpus}")
+        if constraints.gpus:
+            lines.append("allow more GPU types (drop --gpu)")
+    if "price" in kinds and constraints.pricing != "on-demand":
+        lines.append(f"few {constraints.pricing} prices are catalogued: try --pricing on-demand")
+    return lines
+
+
+def recommend(
+    knowledge: Knowledge,
+    workload: Workload,
+    constraints: Constraints,
+    efficiency: EfficiencyModel | None = None,
+    onprem: dict[str, float] | None = None,
+) -> Report:
+    """The ranked answer to one question: plans, front, why-nots, and for the chosen plan its operations plan,
+    launch artefacts and (on-prem) its TCO. `onprem` overrides TCO inputs (years, utilization, tariff...)."""
+    search = run_search(knowledge, workload, constraints, efficiency, onprem)
+    ctx = search.ctx
+    ranked = _rank(ctx, search.feasible)
+    top: list[Scored] = []
+    seen: set[tuple[str, int, int]] = set()
+    for s in ranked:
+        if s.key not in seen:
+            seen.add(s.key)
+            top.append(s)
+        if len(top) == constraints.top:
+            break
+    front = pareto_front(search.feasible)
+    front_keys = {s.key for s in front}
+    serving_name, serving_notes = serving_source(ctx.job, workload)
+    name = ctx.efficiency.name if ctx.job.training else serving_name
+    plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys) for i, s in enumerate(top))
+    shown = top or []
+    dates = [s.price.offer.date for s in shown if s.price is not None]
+    sources = sorted({s.price.offer.source for s in shown if s.price is not None})
+    job = ctx.job
+    suggestions = [] if top else _suggestions(knowledge, workload, constraints, search, efficiency, onprem)
+    operations = launch = tco_out = None
+    if plans:
+        from advisor.ops.launch import launch_artefacts
+        from advisor.ops.plan import operations_plan
+
+        operations = operations_plan(knowledge, job, constraints, plans[0].facts())
+        launch = launch_artefacts(knowledge, job, constraints, plans[0].facts())
+        if constraints.deployment == "on-prem":
+            from advisor.ops.tco import TcoInputs, tco
+
+            tco_inputs = TcoInputs(gpu=plans[0].gpu, count=plans[0].count, **(onprem or {}))
+            tco_out = tco(knowledge, tco_inputs, constraints)
+    notes: list[str] = []
+    if not job.training:
+        notes.extend(serving_notes)
+    if constraints.deployment == "cloud":  # stale and outlier offers the price screen left out
+        notes += price_notes(knowledge, select_gpus(knowledge, constraints), constraints)
+    return Report(
+        workload=workload,
+        constraints=constraints,
+        job=JobOut(
+            model=job.model_id,
+            model_name=job.model_name,
+            kind=job.kind,
+            params=job.params,
+            seq_len=job.seq_len,
+            unit=job.unit,
+            total_items=job.total_items,
+            assumed=job.assumed,
+        ),
+        plans=plans,
+        front=tuple(
+            FrontPoint(
+                gpu=s.cand.gpu.id,
+                count=s.cand.layout.count,
+                hours_p50=s.time_key,
+                cost_mid=s.cost.mid,
+                chosen=bool(top) and s.key == top[0].key,
+            )
+            for s in front
+        ),
+        why_not=tuple(_why_not(search, ranked, top)),
+        job_advice=tuple(
+            RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in search.job_firings
+        ),
+        nothing_fits=not top,
+        suggestions=tuple(suggestions),
+        prices_as_of=min(dates) if dates else None,
+        price_sources=tuple(sources),
+        efficiency_source=name,
+        catalogue_version=knowledge.catalogue_version,
+        plans_considered=len(search.scored),
+        notes=tuple(notes),
+        operations=operations,
+        launch=launch,
+        tco=tco_out,
+    )

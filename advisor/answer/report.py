@@ -1,0 +1,260 @@
+"""Provides the result models: ranked plans, the cost-time front and reasons, as frozen pydantic models."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import Field
+
+from advisor.catalog.common import Strict
+from advisor.job.inputs import Constraints, Workload
+from advisor.ops.launch import LaunchArtefacts
+from advisor.ops.plan import OpsPlan
+from advisor.ops.plan_facts import PlanFacts
+from advisor.ops.tco import TcoOut
+from advisor.question.assumed import Assumed
+
+SCHEMA_VERSION = 1
+
+
+class Range3(Strict):
+    """P10, P50, P90."""
+
+    p10: float
+    p50: float
+    p90: float
+
+
+class Money(Strict):
+    """A cost range in USD."""
+
+    low: float
+    mid: float
+    high: float
+
+
+class MemoryOut(Strict):
+    """Per-GPU memory of a plan."""
+
+    per_gpu_gb: float
+    """Upper estimate: what must fit."""
+    per_gpu_gb_low: float
+    capacity_gb: float
+    usable_gb: float
+    fits: bool
+    dominant: str
+    breakdown: dict[str, float]
+    """Upper estimate per component, GB."""
+    host_gb: float = 0.0
+    """Offloaded or paged states in host memory, per GPU."""
+
+
+class Throughput(Strict):
+    """Whole-system throughput with its interval."""
+
+    value: float
+    p10: float
+    p90: float
+    unit: str
+
+
+class PriceOut(Strict):
+    """The offer a plan is priced on."""
+
+    provider: str
+    region: str
+    instance: str
+    pricing: str
+    usd_per_gpu_hour: float
+    usd_per_hour: float
+    instances: int
+    billed_gpus: int
+    date: dt.date
+    source: str
+    includes_host: bool
+    note: str = ""
+
+
+class RuleOut(Strict):
+    """A rule that fired."""
+
+    id: str
+    kind: str
+    message: str
+    source: str
+
+
+class ServingOut(Strict):
+    """Inference sizing of a plan."""
+
+    replicas: int
+    gpus_per_replica: int
+    batch_per_replica: int
+    ttft_ms: Range3
+    tpot_ms: Range3
+    capacity_rps: float
+    load_rps: float
+
+
+class ConfigValue(Strict):
+    """One value of the run's configuration and whether the user gave it or the search chose it."""
+
+    value: int | float | str | bool
+    source: str
+    """given | chosen | default."""
+
+
+class AlternativeOut(Strict):
+    """A runner-up layout at the same GPU and count, and what it costs in time."""
+
+    parallelism: str
+    layout: LayoutOut
+    memory_per_gpu_gb: float
+    step_time_s: float
+    """P50 step time."""
+    slower: float
+    """Its P50 step time over the chosen layout's (1.25 = 25% slower)."""
+
+
+class GoodputOut(Strict):
+    """Interruptions at this scale and the useful share of wall time."""
+
+    fraction: float
+    mtbf_h: float
+    checkpoint_s: float
+    checkpoint_interval_h: float
+    restart_h: float
+    interruptions: float = 0.0
+
+
+class LayoutOut(Strict):
+    """The parallel layout."""
+
+    tp: int
+    pp: int
+    dp: int
+    sharding: str
+    recompute: str
+    micro_batch: int
+    grad_accum: int
+    cp: int = 1
+    ep: int = 1
+    shard_group: int = 0
+    virtual: int = 1
+
+
+class PlanOut(Strict):
+    """One ranked plan."""
+
+    rank: int
+    gpu: str
+    gpu_name: str
+    count: int
+    nodes: int
+    parallelism: str
+    layout: LayoutOut
+    precision: str
+    memory_per_gpu_gb: float
+    memory: MemoryOut
+    throughput: Throughput
+    step_time_s: Range3 | None = None
+    efficiency: Range3
+    bound: str
+    hours: Range3
+    """Training: time to finish the job. Inference: hours billed per month of service."""
+    cost_usd: Money
+    """Training: the job. Inference: one month of service."""
+    price: PriceOut | None = None
+    reasons: tuple[str, ...] = ()
+    rules: tuple[RuleOut, ...] = ()
+    advice: tuple[str, ...] = ()
+    serving: ServingOut | None = None
+    on_front: bool = False
+    configuration: dict[str, ConfigValue] = {}
+    alternatives: tuple[AlternativeOut, ...] = ()
+    goodput: GoodputOut | None = None
+
+    def facts(self) -> PlanFacts:
+        """The plain values operations planning and launch files read."""
+        lay, price, srv = self.layout, self.price, self.serving
+        return PlanFacts(
+            gpu=self.gpu,
+            count=self.count,
+            nodes=self.nodes,
+            precision=self.precision,
+            tp=lay.tp,
+            pp=lay.pp,
+            dp=lay.dp,
+            sharding=lay.sharding,
+            recompute=lay.recompute,
+            micro_batch=lay.micro_batch,
+            grad_accum=lay.grad_accum,
+            hours_p50=self.hours.p50,
+            step_s_p50=self.step_time_s.p50 if self.step_time_s else None,
+            provider=price.provider if price else None,
+            instance=price.instance if price else None,
+            instances=price.instances if price else None,
+            replicas=srv.replicas if srv else None,
+            gpus_per_replica=srv.gpus_per_replica if srv else None,
+        )
+
+
+class FrontPoint(Strict):
+    """A plan on the cost-vs-time Pareto front."""
+
+    gpu: str
+    count: int
+    hours_p50: float
+    cost_mid: float
+    chosen: bool = False
+
+
+class JobOut(Strict):
+    """What the job resolved to."""
+
+    model: str
+    model_name: str
+    kind: str
+    params: float
+    seq_len: int
+    unit: str
+    total_items: float
+    assumed: tuple[Assumed, ...] = ()
+
+
+class Report(Strict):
+    """The whole answer to one question."""
+
+    schema_version: int = SCHEMA_VERSION
+    workload: Workload
+    constraints: Constraints
+    job: JobOut
+    plans: tuple[PlanOut, ...]
+    front: tuple[FrontPoint, ...] = ()
+    why_not: tuple[str, ...] = ()
+    job_advice: tuple[RuleOut, ...] = ()
+    nothing_fits: bool = False
+    suggestions: tuple[str, ...] = ()
+    prices_as_of: dt.date | None = None
+    price_sources: tuple[str, ...] = ()
+    efficiency_source: str
+    catalogue_version: str
+    plans_considered: int = 0
+    notes: tuple[str, ...] = Field(default=())
+    operations: OpsPlan | None = None
+    """The operations plan of the chosen plan."""
+    launch: LaunchArtefacts | None = None
+    """Launch artefacts of the chosen plan."""
+    tco: TcoOut | None = None
+    """On-prem: the TCO of owning the chosen plan's GPUs, with buy versus rent."""
+
+    def prices_line(self) -> str:
+        """'prices as of 2026-01-28 (skypilot-aws, ...)'."""
+        if self.prices_as_of is None:
+            return "prices: none used"
+        return f"prices as of {self.prices_as_of.isoformat()} ({', '.join(self.price_sources)})"
+
+    def plain(self) -> dict[str, Any]:
+        """JSON-ready dict (dates as ISO strings)."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,265 @@
+"""Provides `gpu-advisor prices update`: reads SkyPilot-format price catalogues (catalogs/v8/<cloud>/vms.csv),
+maps accelerator names to catalogue GPU ids (unknown names are listed, never guessed), validates every row and
+saves the offers, dated today, atomically in the user data directory."""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.catalog.loader import Knowledge
+from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
+from advisor.question.errors import AdvisorError, InputError
+
+DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
+CLOUDS = ("aws", "gcp", "lambda", "runpod", "azure")
+REQUIRED = ("AcceleratorName", "AcceleratorCount", "Region", "Price")
+
+# SkyPilot AcceleratorName -> catalogue id, for names whose form factor the name itself settles.
+NAMES = {
+    "T4": "t4",
+    "A10": "a10",
+    "A10G": "a10g",
+    "L4": "l4",
+    "L40S": "l40s",
+    "L40": "l40",
+    "A40": "a40",
+    "V100": "v100-16gb",
+    "V100-32GB": "v100-32gb",
+    "A100": "a100-40gb-sxm",
+    "A100-80GB": "a100-80gb-sxm",
+    "A100-80GB-SXM": "a100-80gb-sxm",
+    "H100": "h100-sxm",
+    "H100-SXM": "h100-sxm",
+    "H100-MEGA": "h100-sxm",
+    "H100-NVL": "h100-nvl",
+    "H200": "h200",
+    "H200-SXM": "h200",
+    "GH200": "gh200",
+    "B200": "b200",
+    "RTXA6000": "rtx-a6000",
+    "RTX6000-Ada": "rtx-6000-ada",
+    "RTX4090": "rtx-4090",
+    "RTX3090": "rtx-3090",
+    "RTXA5000": "rtx-a5000",
+    "RTXA4000": "rtx-a4000",
+    "RTXA4500": "rtx-a4500",
+    "MI300X": "mi300x",
+}
+# Where a PCIe part shares its SkyPilot name with the SXM part, the PCIe id.
+PCIE = {"a100-40gb-sxm": "a100-40gb-pcie", "a100-80gb-sxm": "a100-80gb-pcie", "h100-sxm": "h100-pcie"}
+# Lambda's descriptions (skypilot-lambda source in prices.toml): these A100 instances are PCIe cards.
+LAMBDA_PCIE = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
+
+
+@dataclass
+class Parsed:
+    """What one catalogue file gave: offers, rows skipped as invalid, and accelerator names not mapped."""
+
+    offers: list[Offer] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    unknown: dict[str, int] = field(default_factory=dict)
+
+
+def gpu_id(cloud: str, name: str, instance: str, gpu_info: str, known: set[str]) -> str | None:
+    """The catalogue id of a SkyPilot accelerator, or None when the name is not one the catalogue maps."""
+    gid = NAMES.get(name)
+    if gid is None or gid not in known:
+        return None
+    hint = f"{instance} {gpu_info}".lower()
+    pcie = "pcie" in hint or (cloud == "lambda" and instance in LAMBDA_PCIE)
+    if pcie and "sxm" not in instance.lower() and gid in PCIE:
+        return PCIE[gid]
+    return gid
+
+
+def _number(text: str | None) -> float | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    value = float(text)  # ValueError marks the row invalid
+    if value != value or value < 0:
+        raise ValueError(f"bad number {text!r}")
+    return value
+
+
+def _rows(text: str, where: str) -> list[dict[str, str]]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(
+            f"{where}: not a SkyPilot vms.csv (missing column(s) {', '.join(missing)}); expected "
+            "InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Region, Price, SpotPrice"
+        )
+    return list(reader)
+
+
+def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, source: str) -> Parsed:
+    """Offers of one cloud's vms.csv: on-demand per region, spot as the median of its zones, same-price
+    regions folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
+    known = {g.id for g in knowledge.gpus}
+    out = Parsed()
+    groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]] = {}
+    for line, row in enumerate(_rows(text, where), start=2):
+        name = (row.get("AcceleratorName") or "").strip()
+        if not name:
+            continue  # a host VM without GPUs (GCP prices GPUs apart)
+        instance = (row.get("InstanceType") or "").strip() or f"{name}x{row.get('AcceleratorCount', '?')}"
+        try:
+            count = _number(row.get("AcceleratorCount"))
+            price, spot = _number(row.get("Price")), _number(row.get("SpotPrice"))
+            if count is None or count < 1 or count != int(count):
+                raise ValueError(f"AcceleratorCount {row.get('AcceleratorCount')!r} is not a whole GPU count")
+            region = (row.get("Region") or "").strip()
+            if not region:
+                raise ValueError("empty Region")
+        except ValueError as exc:
+            out.invalid.append(f"{where}:{line}: {exc}")
+            continue
+        gid = gpu_id(cloud, name, instance, row.get("GpuInfo", ""), known)
+        if gid is None:
+            out.unknown[name] = out.unknown.get(name, 0) + 1
+            continue
+        prices = groups.setdefault((instance, gid, int(count), region), {"on-demand": [], "spot": []})
+        if price:
+            prices["on-demand"].append(price)
+        if spot:
+            prices["spot"].append(spot)
+    out.offers = _fold(cloud, groups, source)
+    return out
+
+
+def _fold(
+    cloud: str, groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]], source: str
+) -> list[Offer]:
+    """One offer per instance, plan and price: regions at the same price are folded into the first."""
+    date = today()
+    by_price: dict[tuple[str, str, int, Pricing, float], list[str]] = {}
+    for (instance, gid, count, region), prices in groups.items():
+        for plan, values in prices.items():
+            if values:
+                usd = round(statistics.median(values), 6)
+                by_price.setdefault((instance, gid, count, plan, usd), []).append(region)
+    offers = []
+    for (instance, gid, count, plan, usd), regions in sorted(by_price.items()):
+        regions.sort()
+        note = (
+            f"same price in {len(regions)} regions: "
+            f"{', '.join(regions[:6])}{'...' if len(regions) > 6 else ''}"
+            if len(regions) > 1
+            else ""
+        )
+        offers.append(
+            Offer(
+                provider=cloud,
+                region=regions[0],
+                instance=instance,
+                gpu=gid,
+                gpus=count,
+                pricing=plan,
+                usd_per_hour=usd,
+                includes_host=cloud != "gcp",
+                date=date,
+                source=source,
+                note=("GPU only (GCP prices the host VM apart); " if cloud == "gcp" else "") + note,
+            )
+        )
+    return offers
+
+
+def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """cloud -> (csv text, where) for each cloud with a vms.csv under folder (or folder/catalogs/v8)."""
+    if not folder.is_dir():
+        raise InputError(f"--from {folder}: no such folder")
+    found = {}
+    for cloud in clouds:
+        for path in (folder / cloud / "vms.csv", folder / "catalogs" / "v8" / cloud / "vms.csv"):
+            if path.is_file():
+                found[cloud] = (path.read_text(encoding="utf-8"), str(path))
+                break
+    if not found:
+        raise InputError(f"--from {folder}: no <cloud>/vms.csv for any of {', '.join(clouds)}")
+    return found
+
+
+def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[str, tuple[str, str]]:
+    """cloud -> (csv text, url); any network failure stops the whole update (old prices are kept)."""
+    found = {}
+    for cloud in clouds:
+        url = f"{base.rstrip('/')}/{cloud}/vms.csv"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (https URL by default)
+                found[cloud] = (response.read().decode("utf-8"), url)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                continue  # SkyPilot has no catalogue for this cloud
+            raise AdvisorError(f"cannot read {url}: HTTP {exc.code}; old prices kept") from exc
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise AdvisorError(
+                f"cannot reach {url} ({reason}); old prices kept "
+                "(offline? use --from DIR with a copy of catalogs/v8)"
+            ) from exc
+    return found
+
+
+@dataclass
+class Update:
+    """The result of reading catalogues: the new file's offers and what was left out."""
+
+    prices: UserPrices
+    parsed: dict[str, Parsed]
+    previous: UserPrices | None
+
+
+def build_update(knowledge: Knowledge, texts: dict[str, tuple[str, str]], source: str) -> Update:
+    """Parse every catalogue and merge with the earlier refresh (clouds not read this time keep their
+    offers)."""
+    parsed = {
+        cloud: parse_catalogue(cloud, text, where, knowledge, source)
+        for cloud, (text, where) in texts.items()
+    }
+    previous = load_user_prices()
+    kept = [o for o in (previous.offers if previous else ()) if o.provider not in parsed]
+    offers = tuple(kept + [o for p in parsed.values() for o in p.offers])
+    if not any(p.offers for p in parsed.values()):
+        raise AdvisorError(f"no usable GPU offer in {source}; old prices kept")
+    return Update(UserPrices(fetched=today(), source=source, offers=offers), parsed, previous)
+
+
+def summary(update: Update, knowledge: Knowledge) -> list[str]:
+    """One line per cloud (offers, invalid rows, unknown names) and per GPU whose cheapest price changes."""
+    from advisor.catalog.prices import all_offers
+
+    lines = []
+    for cloud, p in update.parsed.items():
+        lines.append(
+            f"{cloud}: {len(p.offers)} offers, {len(p.invalid)} invalid row(s) skipped"
+            + (
+                "; unknown accelerator names (not mapped, not guessed): "
+                + ", ".join(f"{n} ({c} rows)" for n, c in sorted(p.unknown.items()))
+                if p.unknown
+                else ""
+            )
+        )
+        lines += [f"  invalid: {msg}" for msg in p.invalid[:5]]
+    before: dict[tuple[str, str], float] = {}
+    for o in all_offers(knowledge):
+        if o.pricing == "on-demand" and o.provider in update.parsed:
+            key = (o.provider, o.gpu)
+            before[key] = min(before.get(key, float("inf")), o.usd_per_gpu_hour)
+    after: dict[tuple[str, str], float] = {}
+    for o in update.prices.offers:
+        if o.pricing == "on-demand" and o.provider in update.parsed:
+            after[(o.provider, o.gpu)] = min(after.get((o.provider, o.gpu), float("inf")), o.usd_per_gpu_hour)
+    for key in sorted(after):  # only GPUs the new catalogue prices
+        old, new = before.get(key), after.get(key)
+        if old is None or new is None or abs(old - new) > 1e-6:
+            fmt = lambda x: "-" if x is None else f"${x:.2f}"  # noqa: E731
+            lines.append(f"  {key[0]} {key[1]}: cheapest on-demand {fmt(old)} -> {fmt(new)}/GPU-h")
+    return lines

@@ -1,0 +1,171 @@
+"""Provides the steps of resolve_job after the model's shape: trainable size, data, serving, run settings."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from advisor.catalog.loader import Knowledge
+from advisor.job.inputs import Workload
+from advisor.job.shape import Arch
+from advisor.question.assumed import Assumed
+from advisor.question.errors import InputError
+from advisor.question.units import human
+
+if TYPE_CHECKING:
+    from advisor.job.shape import ModelShape, WorkSize
+
+
+def trainable(
+    knowledge: Knowledge,
+    workload: Workload,
+    arch: Arch | None,
+    kind: str,
+    params: float,
+    assumed: list[Assumed],
+) -> tuple[int, float]:
+    """The LoRA rank and the parameters that train (all of them, or the adapters)."""
+    rank = workload.lora_rank or int(knowledge.assumptions.defaults.lora_rank.value)
+    targets = workload.config.lora_targets or "all"
+    if kind in ("lora", "qlora") and workload.lora_rank is None:
+        where = "every linear layer" if targets == "all" else "the attention projections"
+        assumed.append(Assumed(text=f"LoRA rank {rank} on {where}", field="lora_rank"))
+    if kind in ("lora", "qlora") and arch is not None:
+        return rank, arch.lora_params(rank, targets)
+    return rank, params
+
+
+def _total_items(
+    knowledge: Knowledge,
+    workload: Workload,
+    shape: ModelShape,
+    kind: str,
+    work: WorkSize,
+    need_data: bool,
+    assumed: list[Assumed],
+) -> float:
+    d = knowledge.assumptions.defaults
+    per_token = shape.kind == "llm" or shape.spec is None
+    if workload.tokens is not None:
+        if work.unit != "tokens/s":
+            raise InputError(
+                f"--tokens applies to token-based models; {shape.model_id!r} counts {work.unit}: "
+                "use --samples"
+            )
+        return workload.tokens * workload.epochs
+    if workload.samples is not None:
+        return workload.samples * workload.epochs * work.items_per_seq
+    if not need_data:
+        return 0.0
+    if kind == "pretrain" and per_token:
+        total = d.pretrain_tokens_per_param.value * shape.params
+        assumed.append(
+            Assumed(
+                text=f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
+                "parameter, compute-optimal",
+                field="tokens",
+            )
+        )
+        return total
+    if per_token:
+        total = d.finetune_tokens.value * workload.epochs
+        assumed.append(
+            Assumed(
+                text=f"{human(total)} fine-tuning tokens", note="an Alpaca-sized data set", field="tokens"
+            )
+        )
+        return total
+    raise InputError(f"training {shape.model_id!r} needs a data size: --samples N [--epochs E]")
+
+
+def _global_batch(
+    knowledge: Knowledge, workload: Workload, shape: ModelShape, kind: str, seq_len: int
+) -> int:
+    """Sequences per optimizer step: the user's, else the sourced default (0: non-LLM, dp x micro-batch)."""
+    d, c = knowledge.assumptions.defaults, workload.config
+    if c.global_batch is not None:
+        return c.global_batch
+    if c.global_batch_tokens is not None:
+        return max(1, math.ceil(c.global_batch_tokens / max(seq_len, 1)))
+    if not (shape.kind == "llm" or shape.spec is None):
+        return 0  # non-LLM: every GPU runs its benchmark batch, no accumulation
+    if kind == "pretrain":
+        return max(1, math.ceil(d.pretrain_global_batch_tokens.value / max(seq_len, 1)))
+    return int(d.finetune_global_batch_seqs.value)
+
+
+def data_size(
+    knowledge: Knowledge,
+    workload: Workload,
+    shape: ModelShape,
+    kind: str,
+    work: WorkSize,
+    seq_len: int,
+    need_data: bool,
+    assumed: list[Assumed],
+) -> tuple[float, int]:
+    """Items the job processes, and its global batch in sequences."""
+    return (
+        _total_items(knowledge, workload, shape, kind, work, need_data, assumed),
+        _global_batch(knowledge, workload, shape, kind, seq_len),
+    )
+
+
+def serving_inputs(
+    knowledge: Knowledge, workload: Workload, shape: ModelShape, training: bool, assumed: list[Assumed]
+) -> dict[str, Any]:
+    """Prompt and output lengths, latency targets and load, defaults named."""
+    d = knowledge.assumptions.defaults
+    prompt = workload.prompt_tokens or int(d.prompt_tokens.value)
+    output = workload.output_tokens or int(d.output_tokens.value)
+    tpot = workload.tpot_ms or d.tpot_target_ms.value
+    rps = workload.requests_per_s or 0.0
+    if not training:
+        if workload.prompt_tokens is None:
+            assumed.append(Assumed(text=f"{prompt} prompt tokens per request", field="prompt_tokens"))
+        if workload.output_tokens is None:
+            assumed.append(Assumed(text=f"{output} output tokens per request", field="output_tokens"))
+        if workload.tpot_ms is None:
+            assumed.append(Assumed(text=f"latency target {tpot:g} ms per output token", field="tpot_ms"))
+        if workload.requests_per_s is None:
+            rps = 1.0
+            assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
+        spec = shape.spec
+        if (
+            shape.arch is not None
+            and spec is not None
+            and spec.max_seq_len
+            and prompt + output > spec.max_seq_len
+        ):
+            raise InputError(
+                f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {shape.model_id}'s "
+                f"context of {spec.max_seq_len} tokens"
+            )
+    return {
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "requests_per_s": rps,
+        "tpot_ms": tpot,
+        "ttft_ms": workload.ttft_ms,
+    }
+
+
+def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list[Assumed]) -> dict[str, Any]:
+    """The stack, master weights, offload and LoRA targets; a default stack is named in `assumed`."""
+    c = workload.config
+    stack = c.stack
+    if stack is None and kind != "inference" and shape.arch is not None:
+        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face
+        # Transformers.
+        model_parallel = any((v or 1) > 1 for v in (c.tp, c.pp, c.cp, c.ep))
+        stack = "megatron" if kind == "pretrain" or model_parallel else "hf"
+        assumed.append(
+            Assumed(text=f"training stack: {stack}", note="its loss path and runtime overhead", field="stack")
+        )
+    master = c.master_weights if c.master_weights is not None else True
+    return {
+        "stack": stack or "pytorch",
+        "master_weights": master,
+        "offload": c.offload or "none",
+        "lora_targets": c.lora_targets or "all",
+    }

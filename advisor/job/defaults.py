@@ -1,0 +1,33 @@
+"""Provides the defaults a job takes from measured runs: the per-GPU batch the benchmarks used."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from advisor.catalog.benchmarks import benchmarks_of
+
+if TYPE_CHECKING:
+    from advisor.catalog.gpus import Gpu
+    from advisor.catalog.loader import Knowledge
+    from advisor.job.resolve import Job
+
+
+def measured_batch(knowledge: Knowledge, job: Job, gpu: Gpu, precision: str) -> int | None:
+    """The per-GPU batch the benchmarks used for this workload on this GPU (or the nearest in memory)."""
+    if job.spec is None or job.spec.throughput_unit is None:
+        return None  # only the benchmarked workloads carry a measured batch
+    rows = [
+        r for r in benchmarks_of(knowledge) if r.workload == job.model_id and r.batch_per_gpu and r.count == 1
+    ]
+    if not rows:
+        return None
+    same_precision = [r for r in rows if (r.precision in ("fp32", "tf32")) == (precision in ("fp32", "tf32"))]
+    rows = same_precision or rows
+    exact = [r for r in rows if r.gpu == gpu.id]
+    if exact:
+        return int(max(r.batch_per_gpu or 1 for r in exact))
+    by_gpu = {g.id: g for g in knowledge.gpus}
+    nearest = min(
+        rows, key=lambda r: abs((by_gpu[r.gpu].memory_gb if r.gpu in by_gpu else 0) - gpu.memory_gb)
+    )
+    return int(nearest.batch_per_gpu or 1)

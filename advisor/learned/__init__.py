@@ -1,0 +1,1 @@
+"""Provides what is learned from measured runs: training and serving efficiency, their fits and runtime."""

@@ -1,0 +1,71 @@
+"""Provides the training set of the efficiency model: measured runs rebuilt as the core models them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from advisor.catalog.benchmarks import benchmarks_of
+from advisor.catalog.loader import Knowledge
+from advisor.learned.efficiency.features import Sample, sample_of
+from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
+from advisor.question.errors import AdvisorError
+
+# Every file whose content changes the features or the targets.
+DATA_FILES = ("benchmarks.csv", "llm_benchmarks.csv", "gpus.toml", "models.toml", "assumptions.toml")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Samples and the runs that could not be modelled, with why."""
+
+    samples: list[Sample]
+    skipped: list[tuple[str, str]]
+    """(which run, why)."""
+
+
+def shipped_runs(knowledge: Knowledge) -> tuple[list[Run], list[tuple[str, str]]]:
+    """Every shipped measured run: benchmarks.csv (Lambda, MosaicML) and llm_benchmarks.csv (full
+    configurations)."""
+    llm, skipped = read_llm_runs(knowledge)
+    return [run_of_row(r) for r in benchmarks_of(knowledge)] + llm, skipped
+
+
+def build_dataset(
+    knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()
+) -> Dataset:
+    """Turn measured runs into samples (features, speed of light, efficiency)."""
+    samples, out = [], list(skipped)
+    for run in runs:
+        label = f"{run.origin} {run.row_ref or run.workload} ({run.gpu} x{run.count})"
+        try:
+            sample = sample_of(knowledge, run)
+        except (AdvisorError, ValueError) as exc:
+            out.append((label, str(exc).splitlines()[0]))
+            continue
+        if sample is None:
+            out.append((label, f"{run.gpu} has no {run.precision} peak in the catalogue"))
+        else:
+            samples.append(sample)
+    return Dataset(samples, out)
+
+
+def shipped_dataset(knowledge: Knowledge, extra: Iterable[Run] = ()) -> Dataset:
+    """The shipped runs (plus extra ones, e.g. a user's calibration) as samples."""
+    runs, skipped = shipped_runs(knowledge)
+    return build_dataset(knowledge, [*runs, *extra], skipped)
+
+
+def data_hash(knowledge: Knowledge, extra: bytes = b"") -> str:
+    """SHA-256 over the knowledge files the training reads (and any extra rows), in a fixed order."""
+    digest = hashlib.sha256()
+    for name in DATA_FILES:
+        digest.update(name.encode() + b"\0" + knowledge.root.joinpath(name).read_bytes() + b"\0")
+    digest.update(extra)
+    return digest.hexdigest()
+
+
+def family_of(sample_kind_code: float) -> str:
+    """Interval family of a sample: LLM runs or the rest."""
+    return "llm" if sample_kind_code == 6.0 else "other"

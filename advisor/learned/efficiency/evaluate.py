@@ -1,0 +1,242 @@
+"""Provides the efficiency model's evaluation: held-out sources and GPUs, against two baselines, same rows.
+
+Baselines, each fitted on the training folds only:
+- constant MFU: throughput = c(precision class) x peak x GPUs / training FLOPs per item, c the median measured
+  MFU of the training rows of the same family and precision class (fp8, 16-bit, 32-bit) - what analytic tools
+  do;
+- physical: throughput = k x the core's speed of light (roofline, pipeline bubble, exposed communication of
+the
+  stated layout), k one global median efficiency of the training rows of the same family.
+Intervals are split-conformal: a held-out group's P10-P90 come from the held-out residuals of the other
+groups.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from advisor.learned.efficiency.features import Sample
+
+FitPredict = Callable[[list[int], list[int]], list[float]]
+PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Errors of one held-out scheme on one family's rows (or one source's rows of it)."""
+
+    family: str
+    scheme: str
+    subset: str
+    """'all' or the source whose rows these are."""
+    folds: int
+    rows: int
+    median_ape: float
+    p90_ape: float
+    within_2x: float
+    rank_accuracy: float
+    coverage_p10_p90: float | None
+    const_median_ape: float
+    const_p90_ape: float
+    const_within_2x: float
+    const_rank_accuracy: float
+    phys_median_ape: float
+    phys_p90_ape: float
+    phys_within_2x: float
+    phys_rank_accuracy: float
+
+    @property
+    def gain(self) -> float:
+        """How many times smaller the model's median error is than the constant-MFU baseline's."""
+        return self.const_median_ape / self.median_ape if self.median_ape else float("inf")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of values with weights (step function, as split conformal uses)."""
+    pairs = sorted(zip(values, weights, strict=True))
+    total = sum(weights)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total - 1e-12:
+            return v
+    return pairs[-1][0]
+
+
+def target(s: Sample) -> float:
+    """Log efficiency, capped at the roofline (above 1 the model's FLOP count of the workload is too high)."""
+    return math.log(min(max(s.efficiency, 1e-4), 1.0))
+
+
+def apes(samples: Sequence[Sample], predicted: Sequence[float]) -> list[float]:
+    """Absolute percentage error of predicted throughputs."""
+    return [abs(p - s.row.throughput) / s.row.throughput for s, p in zip(samples, predicted, strict=True)]
+
+
+def rank_accuracy(samples: Sequence[Sample], predicted: Sequence[float]) -> float:
+    """Share of row pairs of one source, workload and precision whose per-GPU throughputs are ordered as
+    measured."""
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for s, p in zip(samples, predicted, strict=True):
+        key = (s.row.origin, s.row.workload, s.row.precision)
+        groups.setdefault(key, []).append((p / s.row.count, s.row.throughput / s.row.count))
+    right = total = 0
+    for members in groups.values():
+        for i in range(len(members)):
+            for j in range(i + 1, len(members)):
+                (pi, mi), (pj, mj) = members[i], members[j]
+                if mi == mj:
+                    continue
+                total += 1
+                right += (pi > pj) == (mi > mj)
+    return right / total if total else float("nan")
+
+
+def held_out(
+    samples: Sequence[Sample],
+    test_rows: Sequence[int],
+    group: Callable[[Sample], str],
+    fit_predict: FitPredict,
+) -> dict[int, float]:
+    """Log-efficiency predictions of test_rows, each by a model fitted without its whole group (all
+    families)."""
+    out: dict[int, float] = {}
+    for key in sorted({group(samples[i]) for i in test_rows}):
+        test = [i for i in test_rows if group(samples[i]) == key]
+        train = [i for i, s in enumerate(samples) if group(s) != key]
+        out.update(zip(test, fit_predict(train, test), strict=True))
+    return out
+
+
+def baselines(
+    samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str], family: str
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Throughputs of the constant-MFU and the physical baseline, fitted without each row's group."""
+    const, phys = {}, {}
+    for key in sorted({group(samples[i]) for i in test_rows}):
+        train = [s for s in samples if group(s) != key and s.family == family]
+        k = statistics.median(math.log(s.efficiency) for s in train)
+        by_class: dict[str, list[float]] = {}
+        for s in train:
+            by_class.setdefault(PRECISION_CLASS[s.row.precision], []).append(
+                math.log(s.row.throughput / s.mfu_sol)
+            )
+        every = statistics.median(v for vs in by_class.values() for v in vs)
+        for i in (i for i in test_rows if group(samples[i]) == key):
+            s = samples[i]
+            values = by_class.get(PRECISION_CLASS[s.row.precision])
+            const[i] = math.exp(statistics.median(values) if values else every) * s.mfu_sol
+            phys[i] = math.exp(k) * s.sol
+    return const, phys
+
+
+def conformal_offsets(
+    samples: Sequence[Sample],
+    oof: dict[int, float],
+    group: Callable[[Sample], str],
+    exclude: str | None = None,
+) -> tuple[float, float]:
+    """P10 and P90 of held-out log residuals, each group weighted equally (and one group left out)."""
+    counts: dict[str, int] = {}
+    for i in oof:
+        counts[group(samples[i])] = counts.get(group(samples[i]), 0) + 1
+    rows = [i for i in oof if group(samples[i]) != exclude]
+    resid = [target(samples[i]) - oof[i] for i in rows]
+    weights = [1.0 / counts[group(samples[i])] for i in rows]
+    return weighted_quantile(resid, weights, 0.10), weighted_quantile(resid, weights, 0.90)
+
+
+def _covered(s: Sample, p: float, offsets: tuple[float, float]) -> bool:
+    return p + offsets[0] - 1e-12 <= target(s) <= p + offsets[1] + 1e-12
+
+
+def _scores(
+    family: str,
+    scheme: str,
+    subset: str,
+    folds: int,
+    samples: Sequence[Sample],
+    model: Sequence[float],
+    const: Sequence[float],
+    phys: Sequence[float],
+    covered: Sequence[bool],
+) -> Scores:
+    e, c, p = apes(samples, model), apes(samples, const), apes(samples, phys)
+
+    def share2x(pred: Sequence[float]) -> float:
+        return sum(1 for s, v in zip(samples, pred, strict=True) if 0.5 <= v / s.row.throughput <= 2.0) / len(
+            samples
+        )
+
+    return Scores(
+        family,
+        scheme,
+        subset,
+        folds,
+        len(samples),
+        statistics.median(e),
+        percentile(e, 90),
+        share2x(model),
+        rank_accuracy(samples, model),
+        sum(covered) / len(covered) if covered else None,
+        statistics.median(c),
+        percentile(c, 90),
+        share2x(const),
+        rank_accuracy(samples, const),
+        statistics.median(p),
+        percentile(p, 90),
+        share2x(phys),
+        rank_accuracy(samples, phys),
+    )
+
+
+def evaluate_scheme(
+    samples: Sequence[Sample],
+    family: str,
+    scheme: str,
+    group: Callable[[Sample], str],
+    fit_predict: FitPredict,
+    per_source: bool,
+) -> tuple[list[Scores], dict[int, float]]:
+    """One scheme on one family: pooled scores, then (if asked) one line per source; and the held-out logs."""
+    rows = [i for i, s in enumerate(samples) if s.family == family]
+    oof = held_out(samples, rows, group, fit_predict)
+    const, phys = baselines(samples, rows, group, family)
+    offsets = {
+        key: conformal_offsets(samples, oof, group, exclude=key) for key in {group(samples[i]) for i in rows}
+    }
+    covered = {i: _covered(samples[i], oof[i], offsets[group(samples[i])]) for i in rows}
+    model = {i: min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows}
+    folds = len(offsets)
+
+    def line(subset: str, idx: list[int]) -> Scores:
+        return _scores(
+            family,
+            scheme,
+            subset,
+            folds,
+            [samples[i] for i in idx],
+            [model[i] for i in idx],
+            [const[i] for i in idx],
+            [phys[i] for i in idx],
+            [covered[i] for i in idx],
+        )
+
+    out = [line("all", rows)]
+    if per_source:
+        for source in sorted({samples[i].row.origin for i in rows}):
+            out.append(line(source, [i for i in rows if samples[i].row.origin == source]))
+    return out, oof

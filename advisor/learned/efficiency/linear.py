@@ -1,0 +1,137 @@
+"""Provides the LLM efficiency model: a strongly regularised linear model of log efficiency on a handful of
+physical inputs, read as plain numbers (pure Python at predict time; fitted by
+advisor/learned/efficiency/linear_fit.py).
+
+Why not the trees for LLM rows: held out by source, the gradient-boosted trees lose to a constant MFU (they
+learn one harness's quirks from the 216 MosaicML rows); a linear model with source-balanced weights and a
+Huber loss generalises to an unseen source (see the leave-one-source-out table of `gpu-advisor model
+evaluate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.learned.efficiency.features import FEATURES
+
+# The inputs, each a column of the feature vector except the last: log(speed of light / throughput at 100%
+# MFU),
+# how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication).
+INPUTS: tuple[str, ...] = (
+    "fp8",
+    "log_items_per_gpu_step",
+    "comm_share",
+    "recompute_full",
+    "recompute_selective",
+    "stack_fused",
+    "stack_megatron",
+    "log_params",
+    "bytes_share",
+    "log_peak_tflops",
+    "compute_capability",
+    "log_count",
+    "log_tp",
+    "log_pp",
+    "moe",
+    "log_sol_over_mfu",
+)
+_COLUMN = {name: FEATURES.index(name) for name in INPUTS if name in FEATURES}
+_BITS = FEATURES.index("precision_bits")
+
+
+def llm_inputs(features: Sequence[float], log_sol_over_mfu: float) -> list[float]:
+    """The linear model's inputs, in INPUTS order, from one feature vector and the speed-of-light / MFU
+    ratio."""
+    out = []
+    for name in INPUTS:
+        if name == "fp8":
+            out.append(1.0 if features[_BITS] == 8 else 0.0)
+        elif name == "log_sol_over_mfu":
+            out.append(log_sol_over_mfu)
+        else:
+            out.append(float(features[_COLUMN[name]]))
+    return out
+
+
+@dataclass(frozen=True)
+class LinearLogModel:
+    """intercept + sum(coef x (clip(x) - mean) / scale): inputs clipped to the training range (no linear
+    extrapolation beyond the measured runs; the caller widens the interval there)."""
+
+    inputs: tuple[str, ...]
+    intercept: float
+    coef: tuple[float, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+    interval: tuple[float, float]
+    """Log-residual P10 and P90 of held-out-source predictions, every source weighted equally."""
+    meta: dict[str, Any]
+
+    def predict_log(self, x: Sequence[float]) -> float:
+        """Predicted log efficiency."""
+        total = self.intercept
+        for v, c, m, s, lo, hi in zip(x, self.coef, self.mean, self.scale, self.lo, self.hi, strict=True):
+            total += c * (min(max(v, lo), hi) - m) / s
+        return total
+
+    def outside(self, x: Sequence[float]) -> list[str]:
+        """Inputs beyond the training range (clipped there)."""
+        return [
+            n
+            for n, v, lo, hi in zip(self.inputs, x, self.lo, self.hi, strict=True)
+            if v < lo - 1e-9 or v > hi + 1e-9
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready parameters."""
+        return {
+            "inputs": list(self.inputs),
+            "intercept": self.intercept,
+            "coef": list(self.coef),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "lo": list(self.lo),
+            "hi": list(self.hi),
+            "interval": list(self.interval),
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LinearLogModel:
+        """Parse and check; ValueError when the parameters are not whole and finite."""
+        coef, mean, scale, lo, hi = (
+            tuple(float(v) for v in d[k]) for k in ("coef", "mean", "scale", "lo", "hi")
+        )
+        model = cls(
+            tuple(d["inputs"]),
+            float(d["intercept"]),
+            coef,
+            mean,
+            scale,
+            lo,
+            hi,
+            (float(d["interval"][0]), float(d["interval"][1])),
+            dict(d.get("meta", {})),
+        )
+        n = len(INPUTS)
+        if model.inputs != INPUTS or any(
+            len(a) != n for a in (model.coef, model.mean, model.scale, model.lo, model.hi)
+        ):
+            raise ValueError(f"linear LLM model: expected the {n} inputs of this version")
+        numbers = [
+            model.intercept,
+            *model.coef,
+            *model.mean,
+            *model.scale,
+            *model.lo,
+            *model.hi,
+            *model.interval,
+        ]
+        if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale):
+            raise ValueError("linear LLM model: a parameter that is not a finite number (or a scale <= 0)")
+        return model

@@ -1,0 +1,34 @@
+"""Provides PlanFacts: the plain values of one plan that operations planning and launch files read.
+
+The answer's report embeds the operations plan and the launch artefacts, so ops/ cannot import the report's
+PlanOut without an import circle; the answer passes these plain values down instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFacts:
+    """One plan as operations see it: hardware, layout, where it runs, and how long."""
+
+    gpu: str
+    count: int
+    nodes: int
+    precision: str
+    tp: int
+    pp: int
+    dp: int
+    sharding: str
+    recompute: str
+    micro_batch: int
+    grad_accum: int
+    hours_p50: float
+    """Training: time to finish. Inference: hours billed per month of service."""
+    step_s_p50: float | None = None
+    provider: str | None = None
+    instance: str | None = None
+    instances: int | None = None
+    replicas: int | None = None
+    """Serving only: replicas of the model."""
+    gpus_per_replica: int | None = None

@@ -1,0 +1,293 @@
+"""Provides the speed-of-light model: roofline compute and memory time plus alpha-beta communication."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.catalog.assumptions import Assumptions, Fabric
+from advisor.catalog.gpus import Gpu
+from advisor.job.layout import Layout
+from advisor.job.resolve import Job
+from advisor.physics.memory import weight_bytes_per_param
+from advisor.physics.network import Network, ring_allreduce_s
+
+__all__ = [
+    "GBS",
+    "ServingTime",
+    "StepTime",
+    "intra_gbs",
+    "peak_flops",
+    "ring_allreduce_s",
+    "serving_times",
+    "training_step",
+]
+
+TFLOP = 1e12
+GBS = 1e9
+
+
+def compute_dtype(precision: str, gpu: Gpu) -> str:
+    """The dtype whose peak bounds the math: int8 uses int8 tensor cores where present, int4 runs in
+    16-bit."""
+    if precision == "int8":
+        return "int8" if gpu.tflops.int8 else ("bf16" if gpu.tflops.bf16 else "fp16")
+    if precision == "int4":
+        return "bf16" if gpu.tflops.bf16 else "fp16"
+    return precision
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float | None:
+    """Dense peak FLOP/s for a precision on this GPU, None when it lacks it."""
+    tf = gpu.peak_tflops(compute_dtype(precision, gpu))
+    return tf * TFLOP if tf else None
+
+
+def pcie_gbs(gpu: Gpu, a: Assumptions) -> float:
+    """PCIe x16 bandwidth per direction, GB/s."""
+    gen = gpu.pcie_gen or 4
+    figure = {3: a.comm.pcie_gen3_gbs, 4: a.comm.pcie_gen4_gbs}.get(gen, a.comm.pcie_gen5_gbs)
+    return figure.value
+
+
+def intra_gbs(gpu: Gpu, group: int, a: Assumptions) -> float:
+    """Per-direction bandwidth of a collective among `group` GPUs of one node."""
+    if gpu.interconnect.kind != "pcie" and group <= gpu.nvlink_domain and gpu.interconnect.gbs:
+        return gpu.interconnect.gbs / 2.0
+    return pcie_gbs(gpu, a)
+
+
+def hierarchical_allreduce_s(
+    nbytes: float, per_node: int, nodes: int, intra: float, inter: float, lat_intra: float, lat_inter: float
+) -> float:
+    """All-reduce over `nodes` x `per_node` ranks: a ring inside each node, then each rank's shard across
+    nodes on its own NIC (rail-optimised), as NCCL does on multi-NIC servers."""
+    inside = ring_allreduce_s(nbytes, per_node, intra, lat_intra)
+    across = ring_allreduce_s(nbytes / max(per_node, 1), nodes, inter, lat_inter)
+    return inside + across
+
+
+def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group: int) -> Network:
+    """The cluster network as a group of `group` ranks in one server sees it."""
+    return Network(
+        intra_gbs=intra_gbs(gpu, group, a),
+        inter_gbs=fabric.gbs_per_gpu(layout.node_size),
+        node_size=layout.node_size,
+        pod_gpus=int(a.network.pod_gpus.value),
+        oversubscription=a.network.oversubscription.value,
+        lat_intra=a.comm.intra_node_latency_s.value,
+        lat_inter=fabric.latency_s,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """Speed-of-light time of one optimizer step (training) on every GPU, by part, in seconds."""
+
+    flops_s: float
+    bytes_s: float
+    bubble_s: float
+    dp_comm_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    items: float
+    """Items (tokens, images, ...) the whole system processes per step."""
+    cp_comm_s: float = 0.0
+    ep_comm_s: float = 0.0
+
+    @property
+    def roofline_s(self) -> float:
+        """Compute or memory time, whichever binds."""
+        return max(self.flops_s, self.bytes_s)
+
+    @property
+    def total_s(self) -> float:
+        """The step at 100% efficiency."""
+        return (
+            self.roofline_s
+            + self.bubble_s
+            + self.dp_comm_s
+            + self.tp_comm_s
+            + self.pp_comm_s
+            + self.cp_comm_s
+            + self.ep_comm_s
+        )
+
+    @property
+    def comm_fraction(self) -> float:
+        """Exposed communication and bubble as a share of the step."""
+        return (self.total_s - self.roofline_s) / self.total_s if self.total_s else 0.0
+
+    @property
+    def bound(self) -> str:
+        """What limits the step: compute, memory or communication."""
+        if self.comm_fraction > 0.5:
+            return "communication"
+        return "memory" if self.bytes_s > self.flops_s else "compute"
+
+
+def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
+    """FLOPs per item including what recomputation and frozen weights add or save."""
+    flops = job.train_flops_per_item
+    if job.kind in ("lora", "qlora"):
+        flops = (
+            2.0 * job.fwd_flops_per_item
+        )  # forward + input gradients; frozen weights get no weight gradient
+    if layout.recompute == "full":
+        flops += job.fwd_flops_per_item
+    elif layout.recompute == "selective":
+        flops *= 1.0 + a.activations.selective_recompute_flops.value
+    return flops
+
+
+def _roofline(
+    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, peak: float, activation_bytes_per_seq: float
+) -> tuple[float, float, float]:
+    """(flops time, bytes time, items per step) of one step on one GPU."""
+    mb, m, mp = layout.micro_batch, layout.grad_accum, layout.model_parallel
+    items = float(mb * m * layout.dp * job.items_per_sequence)
+    flops = training_flops_per_item(job, layout, a) * items / layout.count
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    local_weights = _local_params(job, layout) * base_w
+    passes = 3 + (1 if layout.recompute == "full" else 0)
+    trainable_local = job.trainable_params / mp
+    master = (
+        a.optimizer.master_weights.value
+        if layout.precision not in ("fp32", "tf32") and job.master_weights
+        else 0.0
+    )
+    states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
+    nbytes = (
+        local_weights * passes * m
+        + 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
+        + 2.0 * activation_bytes_per_seq * mb * m
+    )
+    return flops / peak, nbytes / (gpu.memory_bw_gbs * GBS), items
+
+
+def _local_params(job: Job, layout: Layout) -> float:
+    """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts also over ep."""
+    expert = min(job.arch.expert_params, job.params) if job.arch is not None else 0.0
+    return (job.params - expert) / layout.model_parallel + expert / (layout.model_parallel * layout.ep)
+
+
+def _dp_comm(job: Job, layout: Layout, net: Network, a: Assumptions, roof: float) -> float:
+    """Exposed gradient (and ZeRO-3 weight) traffic over the data x context parallel ranks."""
+    group = layout.dp * layout.cp
+    if group <= 1:
+        return 0.0
+    m, stride = layout.grad_accum, layout.tp
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    grads = job.trainable_params / layout.model_parallel * w
+    shard = layout.shard_group or group
+    if layout.zero == 3:
+        # Gather the weights for every forward and backward pass, reduce-scatter the gradients once; hybrid
+        # sharding gathers within its group and all-reduces the shards across groups.
+        gather = net.allgather_s(_local_params(job, layout) * base_w, shard, stride)
+        scatter = net.allgather_s(grads, shard, stride)
+        across = net.allreduce_s(grads / shard, group // shard, stride * shard) if shard < group else 0.0
+        return max(0.0, 2 * m * gather + scatter + across - roof)  # prefetching overlaps it with all compute
+    backward_last = roof * (2.0 / 3.0) / m  # bucketed reduction overlaps the last backward pass
+    if layout.zero == 2:
+        # ZeRO-2 reduce-scatters every micro-batch's gradients, each overlapped with its own backward pass.
+        per_micro = max(0.0, net.allgather_s(grads, shard, stride) - backward_last)
+        return m * per_micro + net.allgather_s(grads, shard, stride)
+    return max(0.0, net.allreduce_s(grads, group, stride) - backward_last)
+
+
+def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[float, float, float, float]:
+    """Exposed tensor-, pipeline-, context- and expert-parallel traffic of one step."""
+    arch = job.arch
+    if arch is None:
+        return 0.0, 0.0, 0.0, 0.0
+    act_value = 2.0 if layout.precision not in ("fp32", "tf32") else 4.0
+    mb, m, tp, cp = layout.micro_batch, layout.grad_accum, layout.tp, layout.cp
+    tokens = job.seq_len / cp * mb
+    layers = arch.layers / layout.pp
+    recompute = layout.recompute == "full"
+    tp_comm = pp_comm = cp_comm = ep_comm = 0.0
+    if tp > 1:  # sequence parallel: an all-gather and a reduce-scatter per all-reduce, the same volume
+        per_call = ring_allreduce_s(tokens * arch.hidden * act_value, tp, net.intra_gbs, net.lat_intra)
+        tp_comm = per_call * (4 + (2 if recompute else 0)) * layers * m
+    if layout.pp > 1:
+        msg = tokens * arch.hidden * act_value / tp
+        pp_comm = 2.0 * m * layout.virtual * net.p2p_s(msg, layout.nodes > 1)
+    if cp > 1:
+        # Ring attention passes each rank's K and V around the cp ranks: once forward, twice backward (K, V
+        # and
+        # their gradients), overlapped with the attention math of the same layer.
+        kv = arch.kv_values_per_token_layer(tp) * tokens * act_value
+        ring = 3.0 * (cp - 1) * net.p2p_s(kv, cp * tp > layout.node_size) * layers * m
+        attention_share = 4.0 * arch.layers * arch.hidden * job.seq_len / max(job.fwd_flops_per_item, 1.0)
+        cp_comm = max(0.0, ring - roof * attention_share)
+    if layout.ep > 1 and arch.is_moe:
+        # Dispatch and combine every MoE layer, forward and backward: four all-to-alls of the routed tokens.
+        moe_layers = arch.moe_layers / layout.pp
+        routed = tokens * arch.experts_per_token * arch.hidden * act_value / tp
+        ep_comm = 4.0 * moe_layers * m * net.alltoall_s(routed, layout.ep, tp * cp)
+    return tp_comm, pp_comm, cp_comm, ep_comm
+
+
+def training_step(
+    job: Job, gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, activation_bytes_per_seq: float
+) -> StepTime | None:
+    """Speed-of-light time of one training step, or None when the GPU has no peak for the precision."""
+    peak = peak_flops(gpu, layout.precision)
+    if peak is None:
+        return None
+    flops_s, bytes_s, items = _roofline(job, gpu, layout, a, peak, activation_bytes_per_seq)
+    roof = max(flops_s, bytes_s)
+    # Interleaving v model chunks per stage shrinks the bubble to (p-1)/(m v) (Narayanan et al. 2021, 2.2.2).
+    bubble = roof * (layout.pp - 1) / (layout.grad_accum * layout.virtual) if layout.pp > 1 else 0.0
+    dp_group = layout.dp * layout.cp
+    per_node = max(1, min(dp_group, layout.node_size // min(layout.tp, layout.node_size)))
+    dp_net = network_for(gpu, layout, fabric, a, per_node)
+    dp_comm = _dp_comm(job, layout, dp_net, a, roof)
+    tp_net = network_for(gpu, layout, fabric, a, max(layout.tp * layout.cp, 1))
+    tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(job, layout, tp_net, roof)
+    return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
+
+
+@dataclass(frozen=True, slots=True)
+class ServingTime:
+    """Speed-of-light serving times of one replica (tp x pp GPUs) at a batch of concurrent sequences."""
+
+    decode_step_s: float
+    """One output token for every sequence of the batch."""
+    prefill_s: float
+    """One request's prompt."""
+    decode_bound: str
+
+
+def serving_times(
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    a: Assumptions,
+    weights_bytes_per_gpu: float,
+    kv_bytes_per_seq_per_gpu: float,
+) -> ServingTime | None:
+    """Decode-step and prefill times at 100% efficiency, or None without a peak for the precision."""
+    peak = peak_flops(gpu, layout.precision)
+    if peak is None or job.arch is None:
+        return None
+    arch, b, gpus = job.arch, layout.micro_batch, layout.tp * layout.pp
+    avg_context = job.prompt_tokens + job.output_tokens / 2.0
+    # Decode reads every local weight once per step and each sequence's KV cache (at its average length).
+    kv_read = kv_bytes_per_seq_per_gpu * avg_context / (job.prompt_tokens + job.output_tokens)
+    decode_bytes = weights_bytes_per_gpu + b * kv_read
+    decode_flops = b * (2.0 * job.active_params + 4.0 * arch.layers * arch.hidden * avg_context) / gpus
+    t_bytes = decode_bytes / (gpu.memory_bw_gbs * GBS)
+    t_flops = decode_flops / peak
+    stage = max(t_bytes, t_flops)
+    lat = a.comm.intra_node_latency_s.value
+    tp_comm = 0.0
+    if layout.tp > 1:
+        per_call = ring_allreduce_s(b * arch.hidden * 2.0, layout.tp, intra_gbs(gpu, layout.tp, a), lat)
+        tp_comm = 2.0 * arch.layers / layout.pp * per_call
+    decode = (stage + tp_comm) * layout.pp
+    p = job.prompt_tokens
+    prefill_flops = (2.0 * job.active_params * p + 2.0 * arch.layers * arch.hidden * p * p) / gpus
+    prefill = prefill_flops / peak * layout.pp
+    return ServingTime(decode, prefill, "memory" if t_bytes >= t_flops else "compute")

@@ -1,0 +1,177 @@
+"""Provides the shared numeric input checks: finite, in range, whole where it must be, and safe-to-show
+text."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from advisor.question.errors import InputError
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a number is accepted as: a closed or open range, and whether it must be whole."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def accepted(self) -> str:
+        """The accepted range in words, e.g. 'a whole number from 1 to 1,048,576'."""
+        kind = "a whole number" if self.integer else "a number"
+        low = f"greater than {self.lo:g}" if self.lo_open else f"at least {self.lo:g}"
+        high = f"less than {self.hi:g}" if self.hi_open else f"at most {self.hi:g}"
+        return f"{kind} {low} and {high}"
+
+
+# The ranges every door (flags, --from files, calibration CSVs, stored files) holds a value to. They are wide
+# enough for any real job and narrow enough that the arithmetic downstream stays finite and meaningful.
+BOUNDS: dict[str, Bound] = {
+    "params": Bound(1e6, 1e14),  # 1M .. 100T parameters
+    "seq_len": Bound(1, 1 << 22, integer=True),  # up to 4M tokens
+    "batch_size": Bound(1, 1 << 16, integer=True),
+    "lora_rank": Bound(1, 1 << 16, integer=True),
+    "tokens": Bound(1, 1e16),
+    "samples": Bound(1, 1e13),
+    "epochs": Bound(0, 1e4, lo_open=True),
+    "dataset_gb": Bound(0, 1e9),
+    "requests_per_s": Bound(0, 1e7, lo_open=True),
+    "prompt_tokens": Bound(1, 1 << 22, integer=True),
+    "output_tokens": Bound(1, 1 << 22, integer=True),
+    "tpot_ms": Bound(0, 1e7, lo_open=True),
+    "ttft_ms": Bound(0, 1e7, lo_open=True),
+    "budget_usd": Bound(0, 1e12, lo_open=True),
+    "deadline_hours": Bound(0, 1e6, lo_open=True),  # about 114 years
+    "top": Bound(1, 1000, integer=True),
+    "max_gpus": Bound(1, 65536, integer=True),
+    "tp": Bound(1, 1024, integer=True),
+    "pp": Bound(1, 1024, integer=True),
+    "cp": Bound(1, 1024, integer=True),
+    "ep": Bound(1, 1024, integer=True),
+    "dp": Bound(1, 65536, integer=True),
+    "shard_group": Bound(1, 65536, integer=True),
+    "global_batch": Bound(1, 1 << 24, integer=True),
+    "global_batch_tokens": Bound(1, 1e12),
+    "max_price_age_months": Bound(0, 1200, lo_open=True),
+    "headroom": Bound(0, 0.9, hi_open=True),
+    "count": Bound(1, 100_000, integer=True),
+    "years": Bound(0, 10, lo_open=True),
+    "utilization": Bound(0, 1, lo_open=True),
+    "electricity_usd_kwh": Bound(0, 100, lo_open=True),
+    "off_peak_usd_kwh": Bound(0, 100, lo_open=True),
+    "pue": Bound(1, 3),
+    "staff_usd_year": Bound(0, 1e9),
+    "gpu_hours_per_month": Bound(0, 1e9, lo_open=True),
+}
+
+
+def finite(value: object, what: str) -> float:
+    """value as a finite float; InputError names the value when it is not a number, NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{what}: {shown(value)} is not a number")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"{what}: {shown(value)} is not a number") from exc
+    if not math.isfinite(number):
+        raise InputError(f"{what}: {shown(value)} is not a finite number")
+    return number
+
+
+def in_bound(
+    value: object, what: str, bound: Bound, given: object = None, field: str | None = None
+) -> float | int:
+    """value checked against bound: finite, in range, whole when the bound says so; messages show given (what
+    the user typed, e.g. '20k') when it differs from the parsed value. field: the input's model name, given to
+    the error so that a front end can name the input its own way."""
+    number = finite(value, what)
+    value = value if given is None else given
+
+    def fail(problem: str) -> InputError:
+        return InputError(
+            f"{what}: {shown(value)} {problem} (accepted: {bound.accepted()})",
+            field=field,
+            value=value,
+            problem=problem,
+            accepted=bound.accepted(),
+        )
+
+    too_low = number <= bound.lo if bound.lo_open else number < bound.lo
+    too_high = number >= bound.hi if bound.hi_open else number > bound.hi
+    if too_low:
+        raise fail("must be " + (f"greater than {bound.lo:g}" if bound.lo_open else f"at least {bound.lo:g}"))
+    if too_high:
+        raise fail("must be " + (f"less than {bound.hi:g}" if bound.hi_open else f"at most {bound.hi:g}"))
+    if bound.integer:
+        if number != int(number):
+            raise fail("must be a whole number")
+        return int(number)
+    return number
+
+
+def checked(field: str, value: object, what: str | None = None, given: object = None) -> float | int:
+    """A value of a named field (see BOUNDS) checked against its range; what names it in the message."""
+    return in_bound(value, what or field, BOUNDS[field], given, field=field)
+
+
+def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -> dict[str, object]:
+    """data with every numeric field that has a bound checked (others pass through for the schema to
+    judge)."""
+    names = names or {}
+    out = dict(data)
+    for key, value in data.items():
+        if key in BOUNDS and value is not None:
+            out[key] = checked(key, value, names.get(key, key))
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def has_controls(text: str) -> bool:
+    """Whether text holds a control character (an escape sequence, a NUL, a bidi override)."""
+    return bool(_CONTROL.search(text))
+
+
+def escape_controls(text: str) -> str:
+    """text with control characters (terminal escapes, bidi overrides) shown as \\x.. escapes, not obeyed."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value as a message may show it: repr, control characters escaped, long values cut."""
+    text = escape_controls(repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_input_text(path: str, what: str, max_bytes: int) -> str:
+    """The UTF-8 text of a file the user named: a regular file only (never a FIFO, device or directory, which
+    could block or never end), at most max_bytes, a leading BOM dropped; InputError says what is wrong."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise InputError(f"{what} {shown(path)}: {kind}; give a regular file")
+        # O_NONBLOCK: should the path be swapped for a FIFO after the check, open() still returns at once.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InputError(f"{what} {shown(path)}: not a regular file; give a regular file")
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} {shown(path)}: no such file") from exc
+    except OSError as exc:
+        raise InputError(f"{what} {shown(path)}: cannot read ({(exc.strerror or str(exc)).lower()})") from exc
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {shown(path)}: larger than {max_bytes:,} bytes; is it the right file?")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {shown(path)}: not UTF-8 text (byte {exc.start})") from exc

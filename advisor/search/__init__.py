@@ -1,0 +1,1 @@
+"""Provides the search: candidate plans for training and serving, each priced, under the user's limits."""

@@ -1,0 +1,96 @@
+"""Provides Context: one run's knowledge, job, constraints, efficiency model, and the facts rules test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.catalog.assumptions import Fabric
+from advisor.catalog.gpus import Gpu
+from advisor.catalog.loader import Knowledge
+from advisor.catalog.rules import Rule
+from advisor.job.defaults import measured_batch
+from advisor.job.inputs import Constraints
+from advisor.job.resolve import Job
+from advisor.learned.efficiency.base import EfficiencyModel
+from advisor.question.errors import InputError
+
+IMAGE_KINDS = ("cnn", "vit")
+SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
+
+
+@dataclass
+class Context:
+    """Everything one recommendation or prediction computes from."""
+
+    knowledge: Knowledge
+    job: Job
+    constraints: Constraints
+    efficiency: EfficiencyModel
+    rules_by_scope: dict[str, list[Rule]] = field(init=False)
+    job_facts: dict[str, Any] = field(init=False)
+    _batches: dict[tuple[str, str], int | None] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        scopes: dict[str, list[Rule]] = {"job": [], "gpu": [], "plan": []}
+        for rule in self.knowledge.rules.rule:
+            scopes[rule.scope].append(rule)
+        self.rules_by_scope = scopes
+        job, c = self.job, self.constraints
+        if c.fabric is not None and c.fabric not in self.knowledge.assumptions.fabric:
+            raise InputError(
+                f"unknown fabric {c.fabric!r}; accepted: {', '.join(self.knowledge.assumptions.fabric)}"
+            )
+        self.job_facts = {
+            "workload.kind": job.kind,
+            "workload.training": job.training,
+            "workload.params_b": job.params_b,
+            "workload.model_kind": job.model_kind,
+            "workload.image_model": job.model_kind in IMAGE_KINDS,
+            "workload.sequence_model": job.model_kind in SEQUENCE_KINDS,
+            "workload.seq_len": job.seq_len,
+            "workload.optimizer": job.optimizer,
+            "constraints.deployment": c.deployment,
+            "constraints.pricing": c.pricing,
+            "constraints.objective": c.objective,
+            "constraints.has_deadline": c.deadline_hours is not None,
+            "constraints.has_budget": c.budget_usd is not None,
+        }
+
+    @property
+    def headroom(self) -> float:
+        """Fraction of GPU memory a plan must leave free."""
+        h = self.constraints.headroom
+        return self.knowledge.assumptions.memory.headroom.value if h is None else h
+
+    def fabric(self, gpu: Gpu) -> Fabric:
+        """The inter-node fabric assumed for a GPU (the user's --fabric overrides the catalogue default)."""
+        return self.knowledge.assumptions.fabric[self.constraints.fabric or gpu.fabric]
+
+    def gpu_facts(self, gpu: Gpu, node_size: int) -> dict[str, Any]:
+        """Job facts plus this GPU's."""
+        fabric = self.fabric(gpu)
+        name = gpu.name.lower()
+        return {
+            **self.job_facts,
+            "gpu.id": gpu.id,
+            "gpu.vendor": gpu.vendor,
+            "gpu.architecture": gpu.architecture,
+            "gpu.memory_gb": gpu.memory_gb,
+            "gpu.bf16": gpu.features.bf16,
+            "gpu.fp8": gpu.features.fp8,
+            "gpu.flash_attention": gpu.features.flash_attention,
+            "gpu.compute_capability": gpu.compute_capability_value,
+            "gpu.interconnect": gpu.interconnect.kind,
+            "gpu.nvlink_domain": gpu.nvlink_domain,
+            "gpu.fabric": self.constraints.fabric or gpu.fabric,
+            "gpu.fabric_gbps_per_gpu": fabric.gbs_per_gpu(node_size) * 8.0,
+            "gpu.consumer": "geforce" in name or "titan" in name,
+        }
+
+    def default_batch(self, gpu: Gpu, precision: str) -> int | None:
+        """The per-GPU batch the benchmarks used for this workload on this GPU (or the nearest in memory)."""
+        key = (gpu.id, precision)
+        if key not in self._batches:
+            self._batches[key] = measured_batch(self.knowledge, self.job, gpu, precision)
+        return self._batches[key]

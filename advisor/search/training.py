@@ -1,0 +1,656 @@
+"""Provides search_training(): for one GPU, every count's fastest fitting layouts (and runner-ups), or the
+real reason none fits. Every value the user stated is held; the rest is searched, pruned only by a lower
+bound."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+from advisor.catalog.gpus import Gpu
+from advisor.job.inputs import virtual_stages
+from advisor.job.layout import Layout
+from advisor.learned.efficiency.base import regime_of
+from advisor.physics.memory import GB, Memory, TrainingMemoryModel
+from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
+from advisor.search.candidates import (
+    Candidate,
+    Miss,
+    counts_for,
+    evaluate,
+    first_constraint,
+    layout_facts,
+    plan_facts,
+)
+from advisor.search.context import Context
+
+LLM_TOKENS_PER_MICRO_BATCH = 16384  # MosaicML's tuned runs hold about 8-16k tokens per GPU per micro-batch
+RUNNERS_UP = 3
+BOUND_MARGIN = 1e-9  # a bound is exact in real numbers; this covers its rounding against the step's own
+SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+
+
+class Shape(NamedTuple):
+    """The model-parallel shape of a layout: what splits the model, and the data-parallel ranks left (a tuple:
+    the search keys its memos on it, and a tuple hashes without a Python call)."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    dp: int
+    virtual: int = 1
+
+
+@dataclass(order=True)
+class _Found:
+    time: float
+    order: int
+    layout: Layout = field(compare=False)
+    step: StepTime = field(compare=False)
+    variant: tuple[Any, ...] = field(compare=False, default=())
+
+
+@dataclass
+class _CountResult:
+    """What one count's search saw: the fastest layouts, and why the others did not run."""
+
+    found: list[_Found] = field(default_factory=list)
+    batch_miss: Miss | None = None
+    constraint_miss: Miss | None = None
+    leanest: tuple[float, Layout] | None = None
+    evaluated: int = 0
+
+
+def _powers(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+class TrainingSearch:
+    """The search of one job on one GPU type at one precision (constants precomputed once)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        gpu: Gpu,
+        precision: str,
+        node_size: int,
+        *,
+        prune: bool = True,
+        dominance: bool = True,
+        leanest: bool = True,
+    ) -> None:
+        """`prune` skips shapes by their lower bound; `dominance` drops layouts another one always matches or
+        beats (DDP where ZeRO-1 runs, a costlier recomputation or ZeRO-2 that fits no larger micro-batch):
+        both on in use; the exhaustive reference turns the bound off, the naive one both. `leanest` False
+        stops looking for the leanest layout once a hard rule has refused the count (the refusal then names
+        the rule, so only predict, which shows the leanest memory too, needs it)."""
+        self.ctx, self.gpu, self.precision, self.node_size = ctx, gpu, precision, node_size
+        self.prune, self.dominance, self.keep_leanest = prune, dominance, leanest
+        self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
+        self.usable = gpu.memory_gb * (1 - ctx.headroom)
+        self.room_total = self.usable * GB
+        self.fabric = ctx.fabric(gpu)
+        self.gpu_facts = ctx.gpu_facts(gpu, node_size)
+        rules = ctx.rules_by_scope["plan"]
+        self.constraints = [r for r in rules if r.kind == "constraint"]
+        self.others = [r for r in rules if r.kind != "constraint"]
+        self.tested = sorted({f for r in self.constraints for f in r.fields if f.startswith("plan.")})
+        self.verdicts: dict[tuple[Any, ...], Any] = {}
+        self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
+        self.peak = peak_flops(gpu, precision)
+        self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
+        self.peak_or_zero = self.peak or 0.0
+        self.bounds: dict[tuple[Shape, str], float] = {}
+        self.flops_per_item: dict[str, float] = {}
+        self.floors: dict[tuple[int, int, int, int, str], float] = {}
+        self._shapes: dict[int, list[Shape]] = {}
+        self.getters = _fact_getters(self.tested, gpu)
+        # When the hard rules test no fact of a trial's own (its recomputation or micro-batch), a rule that
+        # refuses one trial of a sharded shape refuses them all: judged once per shape and sharding.
+        self.per_base = self.getters is not None and not {"plan.recompute", "plan.micro_batch"} & set(
+            self.tested
+        )
+
+    # --- the options each dimension may take -------------------------------------------------------------
+    def recomputes(self) -> tuple[str, ...]:
+        """Recomputation policies to try, cheapest first."""
+        if self.cfg.recompute is not None:
+            return (self.cfg.recompute,)
+        if self.job.arch is None:
+            return ("none",)
+        if self.gpu.features.flash_attention:
+            return ("none", "full")  # FlashAttention already drops what selective recomputation would
+        return ("none", "selective", "full")
+
+    def shapes(self, count: int) -> list[Shape]:
+        """Every tp x pp x cp x ep x dp = count the model and the stated values allow (memoised)."""
+        shapes = self._shapes.get(count)
+        if shapes is None:
+            shapes = self._shapes[count] = self._enumerate(count)
+        return shapes
+
+    def _enumerate(self, count: int) -> list[Shape]:
+        arch, c = self.job.arch, self.cfg
+        if arch is None:
+            return [Shape(1, 1, 1, 1, count)] if c.dp in (None, count) else []
+        tps = [c.tp] if c.tp else [t for t in _powers(min(count, self.node_size)) if arch.heads % t == 0]
+        pps = (
+            [c.pp]
+            if c.pp
+            else [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
+        )
+        long_seq = self.job.seq_len >= 16384
+        cps = (
+            [c.cp] if c.cp else [x for x in _powers(16) if x == 1 or (long_seq and self.job.seq_len % x == 0)]
+        )
+        eps = (
+            [c.ep]
+            if c.ep
+            else ([e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe else [1])
+        )
+        out = []
+        for tp in tps:
+            for pp in pps:
+                for cp in cps:
+                    if count % (tp * pp * cp):
+                        continue
+                    dp = count // (tp * pp * cp)
+                    if (c.dp is not None and dp != c.dp) or (c.shard_group and (dp * cp) % c.shard_group):
+                        continue
+                    virtual = self.virtual if pp > 1 else 1
+                    out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
+        return out
+
+    def zeros(self, shape: Shape) -> list[int]:
+        """ZeRO stages to try (0 = DDP); FSDP/ZeRO combine with tensor and pipeline parallelism (2D/3D)."""
+        if self.cfg.zero is not None:
+            return [self.cfg.zero]
+        if shape.dp * shape.cp == 1 or self.job.arch is None:
+            return [0]
+        return [0, 1, 2, 3]
+
+    def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
+        """Micro-batches to try up to what memory allows."""
+        job = self.job
+        if job.batch_size:
+            return [job.batch_size] if job.batch_size <= mb_max else []
+        g = job.global_batch_seqs
+        if not g:  # non-LLM: the benchmarks' per-GPU batch, capped by the global-batch limit
+            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            target = self.ctx.default_batch(self.gpu, self.precision) or 32
+            return [max(1, min(target, cap // shape.dp, mb_max))]
+        per_rank = max(1, g // shape.dp)
+        cap = max(1, LLM_TOKENS_PER_MICRO_BATCH * shape.cp // max(job.seq_len, 1))
+        top = min(mb_max, per_rank, cap)
+        options = sorted(set(_powers(top)) | {top})
+        if job.global_batch_given:
+            options = [m for m in options if per_rank % m == 0]
+        return options
+
+    # --- bounds ------------------------------------------------------------------------------------------
+    # Each bound is seconds per item that no layout of the shape (and recomputation) can beat: the step's
+    # compute at peak, the smallest pipeline bubble, and the bandwidth part of the tensor- and expert-parallel
+    # traffic. Every term of the real step is at least its bound's term (the real step's roofline is at least
+    # its compute, a larger micro-batch only lengthens the bubble, latencies only add), so pruning on it is
+    # exact; the search compares it with the k-th best time kept, with a margin for rounding.
+    def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
+        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        g = self.job.global_batch_seqs
+        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
+        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+
+    def bound_per_item(self, shape: Shape, recompute: str) -> float:
+        """The lower bound as seconds per item: compute_bound plus the model-parallel bandwidth floor."""
+        key = (shape, recompute)
+        bound = self.bounds.get(key)
+        if bound is None:
+            count = shape.dp * shape.tp * shape.pp * shape.cp
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+            bound = self.bounds[key] = self.compute_bound(shape, recompute, count) + floor / (
+                shape.dp * max(self.job.items_per_sequence, 1)
+            )
+        return bound
+
+    def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
+        """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
+        g = self.job.global_batch_seqs
+        m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+        count = shape.dp * shape.tp * shape.pp * shape.cp
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+        return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
+            shape.dp * max(self.job.items_per_sequence, 1)
+        )
+
+    def _flops_per_item(self, recompute: str) -> float:
+        flops = self.flops_per_item.get(recompute)
+        if flops is None:
+            probe = Layout(count=1, nodes=1, node_size=1, precision=self.precision, recompute=recompute)
+            flops = self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
+        return flops
+
+    def _comm_floor(self, tp: int, pp: int, cp: int, ep: int, recompute: str) -> float:
+        """Latency-free tensor- and expert-parallel seconds of one sequence per data-parallel rank: the real
+        traffic is linear in the micro-batch plus latencies, and a rank runs at least g/dp sequences a step
+        (memoised across counts: it does not depend on the data-parallel size)."""
+        if self.job.arch is None or tp * ep == 1:
+            return 0.0
+        key = (tp, pp, cp, ep, recompute)
+        floor = self.floors.get(key)
+        if floor is None:
+            from advisor.physics.speed import _model_comm
+
+            probe = Layout(
+                count=tp * pp * cp * ep,
+                nodes=1,
+                node_size=self.node_size,
+                precision=self.precision,
+                tp=tp,
+                pp=pp,
+                cp=cp,
+                ep=ep,
+                dp=ep,
+                recompute=recompute,
+            )
+            net = network_for(self.gpu, probe, self.fabric, self.a, max(tp * cp, 1))
+            net = type(net)(
+                net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0, 0.0
+            )
+            tp_comm, _, _, ep_comm = _model_comm(self.job, probe, net, 0.0)
+            floor = self.floors[key] = tp_comm + ep_comm
+        return floor
+
+    # --- one count ----------------------------------------------------------------------------------------
+    def search_count(self, count: int) -> _CountResult:
+        """The fastest fitting layouts at one count (the best and its runner-ups), exactly as the exhaustive
+        search finds them: shapes go in order of their compute bound, and a shape or recomputation policy is
+        skipped only when its bound exceeds the k-th best time kept."""
+        res = _CountResult()
+        if self.peak is None:
+            return res  # no peak for this precision: callers refuse it before searching
+        nodes = max(1, math.ceil(count / self.node_size))
+        cheapest = self.recomputes()[0]
+        floor_scale = min(self._flops_per_item(r) for r in self.recomputes()) / self._flops_per_item(cheapest)
+        for quick, shape in self._ranked(count):
+            if self.prune and quick * floor_scale > self._threshold(res):
+                break  # sorted: no later shape can beat the k-th best either
+            if self.prune and self._shape_bound(shape) > self._threshold(res):
+                continue
+            if not self._batch_ok(shape, count, res):
+                continue
+            self._search_shape(shape, count, nodes, res)
+        return res
+
+    def _ranked(self, count: int) -> list[tuple[float, Shape]]:
+        """The count's shapes by their compute bound at the cheapest recomputation (ties in enumeration
+        order)."""
+        cheapest = self.recomputes()[0]
+        ranked = sorted(
+            ((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
+            key=lambda x: (x[0], x[1]),
+        )
+        return [(quick, shape) for quick, _, shape in ranked]
+
+    # --- counts where nothing can fit ---------------------------------------------------------------------
+    def cannot_fit(self, count: int) -> bool:
+        """Whether no layout of this count can fit, by a lower bound on its memory: the states sharded over
+        all its ranks, the fewest communicators, and the leanest activations of any of its shapes at the
+        smallest micro-batch. Such a count is searched only to word its refusal, so that is left until it
+        is read."""
+        shapes = self.shapes(count)
+        if self.peak is None or not shapes:
+            return False
+        splits = {(s.tp, s.cp, s.pp) for s in shapes}
+        act = min(
+            self.model.per_sequence_high(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits
+        )
+        floor = self.model.fixed_floor(count) + act * (self.job.batch_size or 1)
+        return floor * (1.0 - BOUND_MARGIN) > self.room_total
+
+    def refusal(self, count: int) -> Miss | None:
+        """The miss of a count that cannot fit (cannot_fit): the global batch when no shape takes it, else a
+        memory miss whose wording, from the leanest layout, is searched for only when it is read."""
+        res = _CountResult()
+        for _, shape in self._ranked(count):
+            if self._batch_ok(shape, count, res):
+                return LazyMemoryMiss(
+                    self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
+                )
+        return res.batch_miss
+
+    def _shape_bound(self, shape: Shape) -> float:
+        return min(self.bound_per_item(shape, r) for r in self.recomputes())
+
+    @staticmethod
+    def _threshold(res: _CountResult) -> float:
+        """What a bound must exceed to prune: the k-th best time kept (the slowest runner-up), with a margin
+        for rounding; nothing is pruned until k layouts are kept."""
+        if len(res.found) < RUNNERS_UP:
+            return math.inf
+        return max(f.time for f in res.found) * (1.0 + BOUND_MARGIN)
+
+    def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
+        job, g = self.job, self.job.global_batch_seqs
+        if g and shape.dp > g:
+            res.batch_miss = res.batch_miss or Miss(
+                self.gpu.id,
+                count,
+                "scale",
+                f"a global batch of {g} sequences feeds at most {g} data-parallel ranks, not {shape.dp}",
+                2.5,
+            )
+            return False
+        if g and job.global_batch_given and g % shape.dp:
+            res.batch_miss = res.batch_miss or Miss(
+                self.gpu.id,
+                count,
+                "scale",
+                f"the global batch of {g} does not split evenly over {shape.dp} data-parallel ranks",
+                2.5,
+            )
+            return False
+        if not g:
+            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            if shape.dp > cap:
+                limit = self.a.defaults.max_global_batch_items.value
+                res.batch_miss = res.batch_miss or Miss(
+                    self.gpu.id,
+                    count,
+                    "scale",
+                    f"{shape.dp} data-parallel ranks need a global batch of at least "
+                    f"{shape.dp} samples; the default limit of {limit:,.0f} "
+                    f"{job.unit.removesuffix('/s')} allows {cap} (--global-batch "
+                    "sets yours)",
+                    2.5,
+                )
+                return False
+        return True
+
+    def _search_shape(self, shape: Shape, count: int, nodes: int, res: _CountResult) -> None:
+        zeros = self.zeros(shape)
+        if self.dominance and 0 in zeros and 1 in zeros:
+            zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
+        zero1_mb: dict[str, int] = {}
+        for zero in zeros:
+            base = Layout(
+                count=count,
+                nodes=nodes,
+                node_size=self.node_size,
+                precision=self.precision,
+                tp=shape.tp,
+                pp=shape.pp,
+                dp=shape.dp,
+                cp=shape.cp,
+                ep=shape.ep,
+                virtual=shape.virtual,
+                sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
+                shard_group=self.cfg.shard_group or 0,
+            )
+            hard = self._verdict(base) if self.per_base else None
+            if hard is not None:
+                self._refused(shape, zero, base, zero1_mb, res, hard, count)
+                continue
+            for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
+                # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
+                # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
+                if self.prune and self.bound_per_item(shape, recompute) > self._threshold(res):
+                    continue
+                variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
+                for mb in self.micro_batches(shape, mb_max):
+                    if (
+                        self.prune
+                        and shape.pp > 1
+                        and self._trial_bound(shape, recompute, mb) > self._threshold(res)
+                    ):
+                        continue
+                    self._try(base, recompute, mb, variant, count, res)
+
+    def _refused(
+        self,
+        shape: Shape,
+        zero: int,
+        base: Layout,
+        zero1_mb: dict[str, int],
+        res: _CountResult,
+        hard: Any,
+        count: int,
+    ) -> None:
+        """A shape and sharding a hard rule refuses: no trial runs, but the bookkeeping does (the leanest
+        layout, ZeRO-1's micro-batches for the dominance rule), and the first refused trial names the
+        count's refusal.
+        That is the refusal the trial-by-trial search gives whenever nothing runs at the count: with nothing
+        kept, nothing is pruned, so the first trial of the first refused policy is reached."""
+        if res.constraint_miss is not None and not self.keep_leanest and zero != 1:
+            return  # the refusal is named: the leanest layout is not read, nor this sharding's micro-batches
+        policies = self._policies(shape, zero, base, zero1_mb, res)
+        if res.constraint_miss is None and any(self.micro_batches(shape, mb_max) for _, mb_max in policies):
+            res.constraint_miss = self._constraint_miss(hard, count)
+
+    def _constraint_miss(self, hard: Any, count: int) -> Miss:
+        return Miss(self.gpu.id, count, "constraint", f"{hard.message} (rule {hard.rule_id})", 2.0)
+
+    def _policies(
+        self, shape: Shape, zero: int, base: Layout, zero1_mb: dict[str, int], res: _CountResult
+    ) -> list[tuple[str, int]]:
+        """The recomputation policies worth trying at this sharding, each with the largest micro-batch that
+        fits (and the leanest layout met, for the refusal when nothing fits)."""
+        room = self.room_total - self.model.fixed_high(base)
+        out: list[tuple[str, int]] = []
+        seen_mb = -1
+        for recompute in self.recomputes():
+            per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
+            mb_max = int(room // per) if per > 0 else 1 << 20
+            need = self.room_total - room + per * (self.job.batch_size or 1)
+            if res.leanest is None or need < res.leanest[0]:
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
+            if mb_max < 1 or (self.dominance and mb_max == seen_mb):
+                continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
+            seen_mb = mb_max
+            if zero == 1:
+                zero1_mb[recompute] = mb_max
+            elif self.dominance and zero == 2 and zero1_mb.get(recompute) == mb_max:
+                continue  # ZeRO-2 only adds traffic to ZeRO-1 unless it buys a larger micro-batch
+            out.append((recompute, mb_max))
+        return out
+
+    def _try(
+        self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int, res: _CountResult
+    ) -> None:
+        g = self.job.global_batch_seqs
+        accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
+        layout = Layout(
+            base.count,
+            base.nodes,
+            base.node_size,
+            base.precision,
+            base.tp,
+            base.pp,
+            base.dp,
+            base.sharding,
+            recompute,
+            mb,
+            accum,
+            base.cp,
+            base.ep,
+            base.shard_group,
+            base.virtual,
+        )
+        hard = (
+            None if self.per_base else self._verdict(layout)
+        )  # per_base: judged with its shape and sharding
+        if hard is not None:
+            res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
+            return
+        per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
+        step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
+        if step is None:
+            return
+        res.evaluated += 1
+        # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
+        time = step.total_s / step.items
+        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not in
+        # batch.
+        for kept in res.found:
+            if kept.variant == variant:
+                if kept.time <= time:
+                    return
+                res.found.remove(kept)
+                break
+        else:
+            if len(res.found) >= RUNNERS_UP and time > max(f.time for f in res.found):
+                return  # would be dropped at once (ties are kept: the order decides them)
+        res.found.append(_Found(time, res.evaluated, layout, step, variant))
+        if len(res.found) > RUNNERS_UP:
+            res.found.remove(max(res.found))
+
+    def _verdict(self, layout: Layout) -> Any:
+        """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
+        key = tuple(getter(layout) for getter in self.getters) if self.getters is not None else None
+        if key is None or key not in self.verdicts:
+            facts = layout_facts(self.gpu_facts, layout, self.gpu)
+            if key is None:
+                key = tuple(facts[f] for f in self.tested)
+                if key in self.verdicts:
+                    return self.verdicts[key]
+            self.verdicts[key] = first_constraint(self.constraints, facts)
+        return self.verdicts[key]
+
+    # --- results ------------------------------------------------------------------------------------------
+    def candidate(self, found: _Found, *, rules: bool = True) -> Candidate:
+        """A found layout with its memory breakdown and rule firings (without them when `rules` is False: a
+        runner-up shows no rules unless it becomes the chosen layout, and then with_rules() adds them)."""
+        memory = self.model.components(found.layout, self.usable)
+        cand = Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step)
+        return _judged(cand, self.gpu_facts, self.others) if rules else cand
+
+    def miss(self, count: int, res: _CountResult) -> Miss | None:
+        """The real reason nothing ran at this count: memory, the global batch, or a hard rule."""
+        if res.leanest is not None and res.constraint_miss is None:
+            memory = self.model.components(res.leanest[1], self.usable)
+            return Miss(
+                self.gpu.id,
+                count,
+                "memory",
+                f"needs {memory.high_gb:.0f} GB per GPU, has "
+                f"{self.gpu.memory_gb:g} ({self.usable:.0f} usable; "
+                f"largest: {memory.dominant})",
+                1.0 / count,
+            )
+        return res.constraint_miss or res.batch_miss
+
+    def leanest_memory(self, res: _CountResult) -> tuple[Layout, Memory] | None:
+        """The layout needing the least memory among those tried, with its breakdown."""
+        if res.leanest is None:
+            return None
+        return res.leanest[1], self.model.components(res.leanest[1], self.usable)
+
+
+class LazyMemoryMiss(Miss):
+    """A memory miss (a count that cannot fit) whose message, the leanest layout's breakdown, is found by that
+    count's full search the first time it is read: the why-not lines read only a few."""
+
+    __slots__ = ("_message", "_resolve")
+    _message: str | None
+    _resolve: Callable[[], Miss | None]
+
+    def __init__(self, gpu_id: str, count: int, rank: float, resolve: Callable[[], Miss | None]) -> None:
+        fields = (("gpu_id", gpu_id), ("count", count), ("kind", "memory"), ("rank", rank))
+        for name, value in (*fields, ("_message", None), ("_resolve", resolve)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def message(self) -> str:
+        if self._message is None:
+            full = self._resolve()
+            assert full is not None and full.kind == "memory", "cannot_fit() let through a count that fits"
+            object.__setattr__(self, "_message", full.message)
+        return self._message or ""
+
+
+def with_rules(ctx: Context, cand: Candidate) -> Candidate:
+    """The candidate with the facts the plan rules test and the soft rules that fire on them (once)."""
+    if cand.facts:
+        return cand
+    others = [r for r in ctx.rules_by_scope["plan"] if r.kind != "constraint"]
+    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others)
+
+
+def _judged(cand: Candidate, gpu_facts: dict[str, Any], others: list[Any]) -> Candidate:
+    assert cand.step is not None
+    cand.facts = plan_facts(gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction)
+    cand.firings = evaluate(others, cand.facts)
+    return cand
+
+
+def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] | None:
+    """How to read each fact the hard rules test straight off a layout (the same values layout_facts gives),
+    or None when a rule tests a fact not listed here (then the facts are built in full)."""
+    nvlink = gpu.nvlink_domain
+    known: dict[str, Callable[[Layout], Any]] = {
+        "plan.precision": attrgetter("precision"),
+        "plan.count": attrgetter("count"),
+        "plan.nodes": attrgetter("nodes"),
+        "plan.tp": attrgetter("tp"),
+        "plan.cp": attrgetter("cp"),
+        "plan.ep": attrgetter("ep"),
+        "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
+        "plan.pp": attrgetter("pp"),
+        "plan.dp": attrgetter("dp"),
+        "plan.sharding": attrgetter("sharding"),
+        "plan.recompute": attrgetter("recompute"),
+        "plan.micro_batch": attrgetter("micro_batch"),
+    }
+    if any(f not in known for f in tested):
+        return None
+    return [known[f] for f in tested]
+
+
+def search_training(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, counts: list[int] | None = None
+) -> tuple[list[Candidate], list[Miss]]:
+    """Every count of this GPU (or the given ones) with its fastest fitting layout and runner-ups, and the
+    misses with their real reasons."""
+    search = TrainingSearch(ctx, gpu, precision, node_size, leanest=False)
+    candidates: list[Candidate] = []
+    misses: list[Miss] = []
+    for count in counts if counts is not None else counts_for(node_size, ctx.constraints.max_gpus):
+        if search.cannot_fit(count):
+            refusal = search.refusal(count)
+            if refusal is not None:
+                misses.append(refusal)
+            continue
+        res = search.search_count(count)
+        if res.found:
+            ordered = sorted(res.found)
+            best = search.candidate(ordered[0])
+            best.alternatives = [search.candidate(f, rules=False) for f in ordered[1:]]
+            candidates.append(best)
+        else:
+            miss = search.miss(count, res)
+            if miss is not None:
+                misses.append(miss)
+    return candidates, misses
+
+
+def exhaustive_found(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int, *, dominance: bool = True
+) -> list[_Found]:
+    """Every fitting layout of one count tried, no bound (and without the dominance rules when asked): the
+    best and runner-ups, fastest first, that the pruned search must reproduce exactly."""
+    search = TrainingSearch(ctx, gpu, precision, node_size, prune=False, dominance=dominance)
+    return sorted(search.search_count(count).found)
+
+
+def brute_force_best(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int) -> _Found | None:
+    """The fastest fitting layout over every option (no bound, no dominance rule): the naive reference."""
+    found = exhaustive_found(ctx, gpu, precision, node_size, count, dominance=False)
+    return found[0] if found else None
