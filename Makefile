@@ -20,11 +20,13 @@ bytecode: $(STAMP)
 run: $(STAMP) bytecode
 	$(BIN)/gpu-advisor
 
-# The lint and type gate: style and bugs (ruff), formatting (ruff format), types of the core (mypy).
+# The lint and type gate: style and bugs (ruff), formatting (ruff format), types of the core (mypy), and the
+# architecture contracts (lint-imports: stages import only downward; the core never imports the UI).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy advisor
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -q
