@@ -20,7 +20,19 @@ WORKLOADS = {"pretrain", "finetune", "lora", "qlora", "inference"}
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16", "fp8"}
 RECOMPUTE = {"", "none", "selective", "full"}
 OPTIMIZERS = {"", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"}
-STACKS = {"megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth", "torchtune", "nemo", "vllm"}
+STACKS = {
+    "megatron",
+    "torchtitan",
+    "deepspeed",
+    "hf",
+    "composer",
+    "unsloth",
+    "torchtune",
+    "nemo",
+    "vllm",
+    "litgpt",
+    "pytorch",
+}
 OFFLOAD = {"none", "optimizer", "params"}
 MASTER = {"", "yes", "no"}
 UNITS = {"", "GB", "GiB"}
