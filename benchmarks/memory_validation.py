@@ -32,6 +32,7 @@ STACKS = {
     "vllm",
     "litgpt",
     "pytorch",
+    "trl",
 }
 OFFLOAD = {"none", "optimizer", "params"}
 MASTER = {"", "yes", "no"}
