@@ -22,9 +22,9 @@ from advisor.memory import Memory, TrainingMemoryModel
 CSV_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "memory_validation.csv"
 GIB = 1024**3 / 1e9
 # Stacks the CSV names that the memory model knows under another name: torchtune's recipes use a chunked
-# output loss as torchtitan does; NeMo trains with Megatron-Core; TRL's trainers are the Hugging Face Trainer;
-# LitGPT and plain PyTorch scripts (NVIDIA's DeepLearningExamples) train eagerly with a full-vocabulary loss, as
-# Hugging Face does.
+# output loss as torchtitan does; NeMo trains with Megatron-Core; TRL's trainers are the Hugging Face
+# Trainer; LitGPT and plain PyTorch scripts (NVIDIA's DeepLearningExamples) train eagerly with a
+# full-vocabulary loss, as Hugging Face does.
 STACK_OF = {"torchtune": "torchtitan", "nemo": "megatron", "trl": "hf", "litgpt": "hf", "pytorch": "hf"}
 GENERIC_GPU = "h100-sxm"  # a GPU with FlashAttention, its memory replaced by the row's budget
 UNKNOWN_RECOMPUTE = ("none", "full")
