@@ -20,7 +20,20 @@ WORKLOADS = {"pretrain", "finetune", "lora", "qlora", "inference"}
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16", "fp8"}
 RECOMPUTE = {"", "none", "selective", "full"}
 OPTIMIZERS = {"", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"}
-STACKS = {"megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth", "torchtune", "nemo", "vllm"}
+STACKS = {
+    "megatron",
+    "torchtitan",
+    "deepspeed",
+    "hf",
+    "composer",
+    "unsloth",
+    "torchtune",
+    "nemo",
+    "vllm",
+    "litgpt",
+    "pytorch",
+    "trl",
+}
 OFFLOAD = {"none", "optimizer", "params"}
 MASTER = {"", "yes", "no"}
 UNITS = {"", "GB", "GiB"}
@@ -45,6 +58,9 @@ class MemoryRow:
     ffn: int | None
     vocab: int | None
     params: float | None
+    gated: str
+    """yes / no for a row given by its shape (a gated, SwiGLU-style FFN or a plain one); empty with a model
+    id."""
     workload: str
     gpu: str
     gpu_memory_gb: float | None
@@ -157,6 +173,8 @@ def _catalogue_problems(row: MemoryRow, gpu_ids: set[str], model_ids: set[str]) 
         problems.append(f"unknown model {row.model!r}")
     if not row.model and any(getattr(row, name) is None for name in SHAPE):
         problems.append(f"no catalogue model: the shape {', '.join(SHAPE)} must be complete")
+    if row.gated not in (("yes", "no") if not row.model else ("",)):
+        problems.append(f"gated {row.gated!r}: yes or no for a shape row, empty for a catalogue model")
     return problems
 
 

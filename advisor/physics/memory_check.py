@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.catalog.gpus import Gpu
+from advisor.catalog.hf_config import spec_from_shape
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.models import ModelSpec
 from advisor.job.inputs import RunConfig, Workload
 from advisor.job.layout import Layout
 from advisor.job.resolve import resolve_job
@@ -20,8 +22,10 @@ from advisor.question.errors import AdvisorError
 CSV_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_validation.csv"
 GIB = 1024**3 / 1e9
 # Stacks the CSV names that the memory model knows under another name: torchtune's recipes use a chunked
-# output loss as torchtitan does; NeMo trains with Megatron-Core.
-STACK_OF = {"torchtune": "torchtitan", "nemo": "megatron"}
+# output loss as torchtitan does; NeMo trains with Megatron-Core; TRL's trainers are the Hugging Face
+# Trainer; LitGPT and plain PyTorch scripts (NVIDIA's DeepLearningExamples) train eagerly with a
+# full-vocabulary loss, as Hugging Face does.
+STACK_OF = {"torchtune": "torchtitan", "nemo": "megatron", "trl": "hf", "litgpt": "hf", "pytorch": "hf"}
 GENERIC_GPU = "h100-sxm"  # a GPU with FlashAttention, its memory replaced by the row's budget
 UNKNOWN_RECOMPUTE = ("none", "full")
 UNKNOWN_OPTIMIZER = ("adamw", "paged-adamw-8bit")
@@ -135,6 +139,20 @@ def _micro_batch(row: dict[str, str]) -> int:
     return 1 if int(row["pp"]) > 1 else int(row["local_batch"] or 1)
 
 
+def _spec(row: dict[str, str]) -> ModelSpec | None:
+    """A row without a catalogue model: its shape as a decoder spec carrying the parameter count the row
+    states (biases, tied or untied heads and parallel blocks change the count but not the shape)."""
+    if row["model"]:
+        return None
+    dims = [int(row[k]) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")]
+    spec = spec_from_shape(*dims, gated=row["gated"] == "yes", model_id="csv-shape")
+    return replace(spec, params=float(row["params"]), active_params=float(row["params"]))
+
+
+def _label_model(row: dict[str, str]) -> str:
+    return row["model"] or f"L{row['layers']}-h{row['hidden']}-a{row['heads']}/{row['kv_heads']}"
+
+
 def _workload(row: dict[str, str], seq_len: int, recompute: str, optimizer: str) -> Workload:
     # torchtune's recipes train in bf16 without an fp32 copy (dtype: bf16); other stacks keep one by default.
     master = {"yes": True, "no": False}.get(
@@ -154,7 +172,8 @@ def _workload(row: dict[str, str], seq_len: int, recompute: str, optimizer: str)
         master_weights=master,
     )  # CSV strings, checked by the loader
     return Workload(
-        model=row["model"],
+        model=row["model"] or None,
+        spec=_spec(row),
         kind=row["workload"],
         precision=row["precision"],
         seq_len=seq_len,
@@ -249,7 +268,8 @@ def check_row(knowledge: Knowledge, row: dict[str, str]) -> Check:
     """One row against the model."""
     low, high, mem = row_memory(knowledge, row)
     label = (
-        f"{row['model']} {row['workload']} {row['gpu'] or row['gpu_memory_gb'] + 'GB'} x{row['gpu_count']} "
+        f"{_label_model(row)} {row['workload']} {row['gpu'] or row['gpu_memory_gb'] + 'GB'} "
+        f"x{row['gpu_count']} "
         f"tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero_stage']} {row['recompute'] or '?'} "
         f"mb{_micro_batch(row)} s{row['seq_len']} {row['stack']}"
     )

@@ -36,10 +36,27 @@ def test_every_row_is_valid(mv: ModuleType, ids: tuple[set[str], set[str]]) -> N
 
 def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
     rows = mv.load_rows()
-    assert len(rows) >= 40
-    assert len({r.source for r in rows}) >= 4
-    assert sum(r.measured_peak is not None for r in rows) >= 25
-    assert any(r.outcome == "oom" for r in rows) and any(r.kind == "max_seq_len" for r in rows)
+    assert len(rows) >= 200
+    assert len({r.source for r in rows}) >= 10
+    assert sum(r.measured_peak is not None for r in rows) >= 100
+    assert sum(r.outcome == "oom" for r in rows) >= 15 and any(r.kind == "max_seq_len" for r in rows)
+    # Fine-tuning stacks are part of the evidence, not only pre-training frameworks.
+    assert {"torchtune", "unsloth", "litgpt", "hf"} <= {r.stack for r in rows if r.workload != "pretrain"}
+
+
+def test_shape_rows_are_read_by_their_shape(mv: ModuleType) -> None:
+    from advisor.physics.memory_check import _spec, read_rows
+
+    raw = next(r for r in read_rows() if not r["model"] and r["gated"] == "no")
+    spec = _spec(raw)
+    assert spec is not None and not spec.gated_ffn
+    assert (spec.layers, spec.hidden, spec.ffn_hidden) == (
+        int(raw["layers"]),
+        int(raw["hidden"]),
+        int(raw["ffn"]),
+    )
+    assert spec.params == float(raw["params"])
+    assert _spec(next(r for r in read_rows() if r["model"])) is None
 
 
 def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:
@@ -62,6 +79,8 @@ def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledg
         ({"measured_peak": 10.0, "unit": "", "outcome": "fits"}, "measured_peak and unit go together"),
         ({"kind": "max_seq_len", "gpu_memory_gb": None}, "needs gpu_memory_gb"),
         ({"source_ref": "a blog"}, "must cite"),
+        ({"gated": "yes"}, "gated 'yes'"),
+        ({"model": "", "gated": ""}, "gated ''"),
     ],
 )
 def test_bad_rows_are_caught(
