@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-
-from pydantic import Field
+from dataclasses import field
 
 from advisor.answer.configuration import (
     configuration,
@@ -22,7 +21,6 @@ from advisor.answer.report import (
     Range3,
     Throughput,
 )
-from advisor.catalog.common import Strict
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import evaluate
@@ -37,13 +35,15 @@ from advisor.physics.memory import GB, inference_memory, inference_terms
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
+from advisor.question.records import Record, record
 from advisor.search.candidates import Candidate, efficiency_query, largest_batch_within, resolve_precision
 from advisor.search.context import Context
 from advisor.search.serving import Learned, describe_load, engine_of, learned_efficiency, load_figures
 from advisor.search.training import TrainingSearch, _CountResult
 
 
-class Prediction(Strict):
+@record
+class Prediction(Record):
     """What one GPU type and count achieves on one workload."""
 
     model: str
@@ -66,8 +66,8 @@ class Prediction(Strict):
     serving_ttft_ms: Range3 | None = None
     serving_tpot_ms: Range3 | None = None
     assumed: tuple[Assumed, ...] = ()
-    notes: tuple[str, ...] = Field(default=())
-    configuration: dict[str, ConfigValue] = {}
+    notes: tuple[str, ...] = ()
+    configuration: dict[str, ConfigValue] = field(default_factory=dict)
     alternatives: tuple[AlternativeOut, ...] = ()
     goodput: GoodputOut | None = None
     refusal: str | None = None

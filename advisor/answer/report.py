@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import field
 from typing import Any
 
-from pydantic import Field
-
-from advisor.catalog.common import Strict
 from advisor.job.inputs import Constraints, Workload
 from advisor.ops.launch import LaunchArtefacts
 from advisor.ops.plan import OpsPlan
 from advisor.ops.plan_facts import PlanFacts
 from advisor.ops.tco import TcoOut
 from advisor.question.assumed import Assumed
+from advisor.question.records import Record, record
 
 SCHEMA_VERSION = 1
 
 
-class Range3(Strict):
+@record
+class Range3(Record):
     """P10, P50, P90."""
 
     p10: float
@@ -26,7 +26,8 @@ class Range3(Strict):
     p90: float
 
 
-class Money(Strict):
+@record
+class Money(Record):
     """A cost range in USD."""
 
     low: float
@@ -34,7 +35,8 @@ class Money(Strict):
     high: float
 
 
-class MemoryOut(Strict):
+@record
+class MemoryOut(Record):
     """Per-GPU memory of a plan."""
 
     per_gpu_gb: float
@@ -50,7 +52,8 @@ class MemoryOut(Strict):
     """Offloaded or paged states in host memory, per GPU."""
 
 
-class Throughput(Strict):
+@record
+class Throughput(Record):
     """Whole-system throughput with its interval."""
 
     value: float
@@ -59,7 +62,8 @@ class Throughput(Strict):
     unit: str
 
 
-class PriceOut(Strict):
+@record
+class PriceOut(Record):
     """The offer a plan is priced on."""
 
     provider: str
@@ -76,7 +80,8 @@ class PriceOut(Strict):
     note: str = ""
 
 
-class RuleOut(Strict):
+@record
+class RuleOut(Record):
     """A rule that fired."""
 
     id: str
@@ -85,7 +90,8 @@ class RuleOut(Strict):
     source: str
 
 
-class ServingOut(Strict):
+@record
+class ServingOut(Record):
     """Inference sizing of a plan."""
 
     replicas: int
@@ -97,7 +103,8 @@ class ServingOut(Strict):
     load_rps: float
 
 
-class ConfigValue(Strict):
+@record
+class ConfigValue(Record):
     """One value of the run's configuration and whether the user gave it or the search chose it."""
 
     value: int | float | str | bool
@@ -105,7 +112,8 @@ class ConfigValue(Strict):
     """given | chosen | default."""
 
 
-class AlternativeOut(Strict):
+@record
+class AlternativeOut(Record):
     """A runner-up layout at the same GPU and count, and what it costs in time."""
 
     parallelism: str
@@ -117,7 +125,8 @@ class AlternativeOut(Strict):
     """Its P50 step time over the chosen layout's (1.25 = 25% slower)."""
 
 
-class GoodputOut(Strict):
+@record
+class GoodputOut(Record):
     """Interruptions at this scale and the useful share of wall time."""
 
     fraction: float
@@ -128,7 +137,8 @@ class GoodputOut(Strict):
     interruptions: float = 0.0
 
 
-class LayoutOut(Strict):
+@record
+class LayoutOut(Record):
     """The parallel layout."""
 
     tp: int
@@ -144,7 +154,8 @@ class LayoutOut(Strict):
     virtual: int = 1
 
 
-class PlanOut(Strict):
+@record
+class PlanOut(Record):
     """One ranked plan."""
 
     rank: int
@@ -171,7 +182,7 @@ class PlanOut(Strict):
     advice: tuple[str, ...] = ()
     serving: ServingOut | None = None
     on_front: bool = False
-    configuration: dict[str, ConfigValue] = {}
+    configuration: dict[str, ConfigValue] = field(default_factory=dict)
     alternatives: tuple[AlternativeOut, ...] = ()
     goodput: GoodputOut | None = None
 
@@ -200,7 +211,8 @@ class PlanOut(Strict):
         )
 
 
-class FrontPoint(Strict):
+@record
+class FrontPoint(Record):
     """A plan on the cost-vs-time Pareto front."""
 
     gpu: str
@@ -210,7 +222,8 @@ class FrontPoint(Strict):
     chosen: bool = False
 
 
-class JobOut(Strict):
+@record
+class JobOut(Record):
     """What the job resolved to."""
 
     model: str
@@ -223,7 +236,8 @@ class JobOut(Strict):
     assumed: tuple[Assumed, ...] = ()
 
 
-class Report(Strict):
+@record
+class Report(Record):
     """The whole answer to one question."""
 
     schema_version: int = SCHEMA_VERSION
@@ -241,7 +255,7 @@ class Report(Strict):
     efficiency_source: str
     catalogue_version: str
     plans_considered: int = 0
-    notes: tuple[str, ...] = Field(default=())
+    notes: tuple[str, ...] = ()
     operations: OpsPlan | None = None
     """The operations plan of the chosen plan."""
     launch: LaunchArtefacts | None = None

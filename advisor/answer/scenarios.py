@@ -7,11 +7,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from advisor.catalog.common import Source, Strict
+from advisor.catalog.common import Source
 from advisor.catalog.loader import Knowledge, _read_toml
 from advisor.catalog.storage import storage_cost, storage_price
 from advisor.job.inputs import Constraints, Workload
 from advisor.question.errors import InputError
+from advisor.question.records import Record, record
 from advisor.search.cost import best_offer, guide_cost, node_size_for, usable_offers
 
 HOURS_PER_MONTH = 730.0
@@ -33,7 +34,8 @@ def guide_source(knowledge: Knowledge) -> Source:
     return Source.model_validate(guide_figures(knowledge)["source"])
 
 
-class GuideExample(Strict):
+@record
+class GuideExample(Record):
     """The guide's worked example: its figures, its arithmetic errors and the corrected result."""
 
     inputs: dict[str, float]
@@ -96,7 +98,8 @@ def guide_example(knowledge: Knowledge) -> GuideExample:
     )
 
 
-class TableRow(Strict):
+@record
+class TableRow(Record):
     """One row of the guide's cost table beside today's market."""
 
     name: str
@@ -149,7 +152,8 @@ def cost_table(knowledge: Knowledge) -> list[TableRow]:
     return rows
 
 
-class CaseStudy(Strict):
+@record
+class CaseStudy(Record):
     """The guide's case as stated, what today's prices and the model give for it, and why they differ."""
 
     stated: dict[str, Any]

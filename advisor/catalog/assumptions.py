@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from advisor.catalog.common import Record, Source, record
+from advisor.catalog.common import NonNegFloat, PosFloat, Record, Source, record
 
 
 @record
@@ -108,9 +108,9 @@ class Fabric(Record):
     """An inter-node network: bandwidth per GPU or per node, and a per-step latency."""
 
     name: str
-    gbps: float
+    gbps: PosFloat
     per: Literal["gpu", "node"]
-    latency_s: float
+    latency_s: NonNegFloat
     source: str
     note: str = ""
 
@@ -129,6 +129,10 @@ class Prior(Record):
     p90: float
     source: str
     note: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.p10 <= self.p50 <= self.p90 <= 1:
+            raise ValueError("needs 0 < p10 <= p50 <= p90 <= 1")
 
 
 @record
@@ -185,6 +189,11 @@ class Assumptions(Record):
     efficiency: dict[str, Prior]
     cost: CostFigures
     defaults: Defaults
+
+    def __post_init__(self) -> None:
+        absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
+        if absent:
+            raise ValueError(f"efficiency priors missing for: {', '.join(absent)}")
 
     def cited_sources(self) -> set[str]:
         """Every source key the figures cite."""

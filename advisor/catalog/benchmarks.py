@@ -19,7 +19,7 @@ from pydantic import (
     field_validator,
 )
 
-from advisor.catalog.common import Strict
+from advisor.catalog.strict import Strict
 from advisor.question.errors import KnowledgeError
 
 if TYPE_CHECKING:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Literal
+from typing import Annotated, Literal
 
-from advisor.catalog.common import Record, record
+from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
 
 MEMORY_COMPONENTS = (
     "weights",
@@ -44,17 +44,17 @@ class Step(Record):
 class ChecklistEntry(Record):
     """One error type and what to do about it."""
 
-    id: str
+    id: EntryId
     title: str
     category: Literal[
         "memory", "distributed", "network", "compatibility", "performance", "cost", "reliability"
     ]
     keywords: tuple[str, ...] = ()
-    symptoms: tuple[str, ...]
+    symptoms: Annotated[tuple[str, ...], NON_EMPTY]
     tools: tuple[str, ...] = ()
-    sources: tuple[str, ...]
+    sources: Annotated[tuple[str, ...], NON_EMPTY]
     thresholds: tuple[Threshold, ...] = ()
-    steps: tuple[Step, ...]
+    steps: Annotated[tuple[Step, ...], NON_EMPTY]
     remedies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def haystack(self) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import field
-from typing import Literal
+from typing import Annotated, Literal
 
-from advisor.catalog.common import Record, record
+from advisor.catalog.common import CatalogueId, Check, PosFloat, PosInt, Record, record
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -29,9 +29,9 @@ class Interconnect(Record):
 
     kind: Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "infinity-fabric"]
     """nvlink-mesh: direct NVLink between some pairs only (V100 SXM2's hybrid cube-mesh), no switch."""
-    gbs: float | None = None
+    gbs: PosFloat | None = None
     """Per GPU, both directions added, GB/s."""
-    domain: int = 1
+    domain: PosInt = 1
     """How many GPUs share that link (the NVLink domain)."""
 
 
@@ -39,12 +39,12 @@ class Interconnect(Record):
 class Tflops(Record):
     """Dense peak throughput per dtype in TFLOPS (int8 in TOPS); absent = unsupported or unsourced."""
 
-    fp32: float | None = None
-    tf32: float | None = None
-    fp16: float | None = None
-    bf16: float | None = None
-    fp8: float | None = None
-    int8: float | None = None
+    fp32: PosFloat | None = None
+    tf32: PosFloat | None = None
+    fp16: PosFloat | None = None
+    bf16: PosFloat | None = None
+    fp8: PosFloat | None = None
+    int8: PosFloat | None = None
 
 
 @record
@@ -60,7 +60,7 @@ class Features(Record):
 class Price(Record):
     """Purchase price of one GPU, with its date and source."""
 
-    usd: float
+    usd: PosFloat
     date: dt.date
     source: str
     kind: Literal["list", "street", "estimate"]
@@ -70,19 +70,19 @@ class Price(Record):
 class Gpu(Record):
     """One accelerator of the catalogue."""
 
-    id: str
+    id: CatalogueId
     name: str
     vendor: Literal["nvidia", "amd", "intel", "google"]
     aliases: tuple[str, ...] = ()
     architecture: str
-    compute_capability: str | None = None
+    compute_capability: Annotated[str, Check(pattern=r"^\d+\.\d+$")] | None = None
     form_factor: Literal["pcie", "sxm2", "sxm4", "sxm5", "sxm6", "oam", "superchip", "nvl"]
     release_date: dt.date | None = None
-    memory_gb: float
-    memory_bw_gbs: float
-    tdp_w: int | None = None
-    pcie_gen: int | None = None
-    gpus_per_node: int
+    memory_gb: PosFloat
+    memory_bw_gbs: PosFloat
+    tdp_w: PosInt | None = None
+    pcie_gen: PosInt | None = None
+    gpus_per_node: PosInt
     fabric: str
     features: Features
     interconnect: Interconnect
@@ -91,6 +91,17 @@ class Gpu(Record):
     field_sources: dict[str, str]
     missing: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for flag in ("bf16", "fp8"):
+            if (
+                getattr(self.features, flag)
+                and getattr(self.tflops, flag) is None
+                and f"tflops.{flag}" not in self.missing
+            ):
+                raise ValueError(f"features.{flag} is true but tflops.{flag} is absent and not in 'missing'")
+        if self.tflops.fp16 is None and self.tflops.bf16 is None and "tflops.fp16" not in self.missing:
+            raise ValueError("needs tflops.fp16 or tflops.bf16 (or a 'missing' note)")
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for a dtype, or None when the GPU lacks it or no source gives it."""

@@ -1,9 +1,9 @@
 """Provides load_knowledge(): reads every knowledge file through importlib.resources, validates it on a cache
 miss, and returns it as plain records.
 
-Validation (pydantic, advisor.catalog.schemas) and TOML parsing cost more than a whole `gpus` command, so each
-file's validated records are cached as JSON keyed by the file's hash and the schemas' hash; a run with a warm
-cache imports neither pydantic nor tomllib."""
+Validation (pydantic, run on the record dataclasses themselves) and TOML parsing cost more than a whole `gpus`
+command, so each file's validated records are cached as JSON keyed by the file's hash and the record types'
+source hash; a run with a warm cache imports neither pydantic nor tomllib."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
-from advisor.catalog.common import Source, decode_object, encode, normalise_id, to_plain
+from advisor.catalog.common import Source, adapter, decode_object, encode, normalise_id
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
@@ -30,8 +30,8 @@ from advisor.question.errors import InputError, KnowledgeError
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-# Bump when the cached form changes in a way the schemas' source does not show.
-CACHE_FORMAT = b"records-1"
+# Bump when the cached form changes in a way the record types' source does not show.
+CACHE_FORMAT = b"records-2"
 
 
 def cache_dir() -> Path | None:
@@ -44,10 +44,18 @@ def cache_dir() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def _schema_key() -> bytes:
-    """The schemas' own hash: a changed schema or record type must not read records cached by the old one."""
+    """The record types' own hash: a changed record type must not read records cached by the old one."""
     here = Path(__file__).parent
     digest = hashlib.sha256(CACHE_FORMAT)
-    for name in ("schemas.py", "common.py", "rules.py", "gpus.py", "models.py", "prices.py", "checklist.py"):
+    for name in (
+        "common.py",
+        "assumptions.py",
+        "rules.py",
+        "gpus.py",
+        "models.py",
+        "prices.py",
+        "checklist.py",
+    ):
         # An installation without sources: the file hash and CACHE_FORMAT still key it.
         with contextlib.suppress(OSError):
             digest.update((here / name).read_bytes())
@@ -129,10 +137,24 @@ def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:
     return ".".join(parts)
 
 
-def validate(schema: Any, data: Any, name: str, table: str = "") -> Any:
-    """Validate data against a pydantic schema (a model class or a type such as list[Gpu]) and return it as
-    plain records; the first error becomes one KnowledgeError line naming the file, row and field."""
-    return to_plain(_validate(schema, data, name, table))
+def validate(kind: Any, data: Any, name: str, table: str = "") -> Any:
+    """Validate data as a record type (or a container of them, such as list[Gpu]) and return the records; the
+    first error becomes one KnowledgeError line naming the file, row and field."""
+    from pydantic import ValidationError
+
+    try:
+        return adapter(kind).validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _where(tuple(first["loc"]), data, table)
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        # A dataclass calls an unknown key an unexpected argument: say it as for any other schema.
+        msg = (
+            "Extra inputs are not permitted"
+            if first["type"] == "unexpected_keyword_argument"
+            else first["msg"]
+        )
+        raise KnowledgeError(f"knowledge/{name}: {where}: {msg}{more}") from exc
 
 
 def _read_toml(root: Traversable, name: str) -> dict[str, Any]:
@@ -140,25 +162,8 @@ def _read_toml(root: Traversable, name: str) -> dict[str, Any]:
     return cached_records(root, name, lambda raw: raw)
 
 
-def _validate(schema: Any, data: Any, name: str, table: str = "") -> Any:
-    """Like validate(), but returns the pydantic instance itself (for schemas with no plain twin)."""
-    from pydantic import BaseModel, TypeAdapter, ValidationError
-
-    try:
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            return schema.model_validate(data)
-        return TypeAdapter(schema).validate_python(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = _where(tuple(first["loc"]), data, table)
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise KnowledgeError(f"knowledge/{name}: {where}: {first['msg']}{more}") from exc
-
-
 def _sources(raw: dict[str, Any], name: str) -> dict[str, Source]:
-    from advisor.catalog import schemas
-
-    return validate(dict[str, schemas.Source], raw.get("sources", {}), name)
+    return validate(dict[str, Source], raw.get("sources", {}), name)
 
 
 def _rows(raw: dict[str, Any], key: str, name: str, allowed: set[str]) -> list[dict[str, Any]]:
@@ -239,19 +244,17 @@ def _check_refs(name: str, used: dict[str, set[str]], known: set[str]) -> None:
 
 
 def _assumptions(raw: dict[str, Any]) -> Assumptions:
-    from advisor.catalog import schemas
 
-    assumptions: Assumptions = validate(schemas.Assumptions, raw, "assumptions.toml")
+    assumptions: Assumptions = validate(Assumptions, raw, "assumptions.toml")
     _check_refs("assumptions.toml", {"figures": assumptions.cited_sources()}, set(assumptions.sources))
     return assumptions
 
 
 def _gpus(raw: dict[str, Any]) -> dict[str, Any]:
-    from advisor.catalog import schemas
 
     rows = _rows(raw, "gpu", "gpus.toml", {"schema_version", "catalogue_version", "sources", "gpu"})
     sources = _sources(raw, "gpus.toml")
-    gpus = tuple(validate(list[schemas.Gpu], rows, "gpus.toml", "gpu"))
+    gpus = tuple(validate(list[Gpu], rows, "gpus.toml", "gpu"))
     _check_refs(
         "gpus.toml",
         {g.id: set(g.field_sources.values()) | ({g.price.source} if g.price else set()) for g in gpus},
@@ -265,11 +268,10 @@ def _gpus(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _models(raw: dict[str, Any]) -> dict[str, Any]:
-    from advisor.catalog import schemas
 
     rows = _rows(raw, "model", "models.toml", {"schema_version", "sources", "model"})
     sources = _sources(raw, "models.toml")
-    models = tuple(validate(list[schemas.ModelSpec], rows, "models.toml", "model"))
+    models = tuple(validate(list[ModelSpec], rows, "models.toml", "model"))
     _check_refs(
         "models.toml",
         {m.id: ({m.source} | set(m.field_sources.values())) - {"derived"} for m in models},
@@ -279,11 +281,10 @@ def _models(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _offers(raw: dict[str, Any]) -> dict[str, Any]:
-    from advisor.catalog import schemas
 
     rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
     sources = _sources(raw, "prices.toml")
-    offers = tuple(validate(list[schemas.Offer], rows, "prices.toml", "offer"))
+    offers = tuple(validate(list[Offer], rows, "prices.toml", "offer"))
     _check_refs(
         "prices.toml",
         {f"offer[{i}] ({o.provider} {o.instance})": {o.source} for i, o in enumerate(offers)},
@@ -293,11 +294,10 @@ def _offers(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
-    from advisor.catalog import schemas
 
     rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
     sources = _sources(raw, "checklist.toml")
-    entries = tuple(validate(list[schemas.ChecklistEntry], rows, "checklist.toml", "entry"))
+    entries = tuple(validate(list[ChecklistEntry], rows, "checklist.toml", "entry"))
     _check_refs(
         "checklist.toml",
         {e.id: set(e.sources) | {t.source for t in e.thresholds} for e in entries},
@@ -314,10 +314,9 @@ def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rules(raw: dict[str, Any]) -> dict[str, Any]:
-    from advisor.catalog import schemas
 
-    rules: RuleBook = validate(schemas.RuleBook, raw, "rules.toml")
-    sources = validate(dict[str, schemas.Source], rules.sources, "rules.toml")
+    rules: RuleBook = validate(RuleBook, raw, "rules.toml")
+    sources = validate(dict[str, Source], rules.sources, "rules.toml")
     _check_refs("rules.toml", {r.id: {r.source} for r in rules.rule}, set(sources))
     return {"rules": rules, "sources": sources}
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from advisor.catalog.common import Record, record
+from advisor.catalog.common import PosFloat, PosInt, Record, record
 
 if TYPE_CHECKING:
     from advisor.catalog.loader import Knowledge
@@ -27,9 +27,9 @@ class Offer(Record):
     region: str
     instance: str
     gpu: str
-    gpus: int
+    gpus: PosInt
     pricing: Pricing
-    usd_per_hour: float
+    usd_per_hour: PosFloat
     includes_host: bool = True
     date: dt.date
     source: str

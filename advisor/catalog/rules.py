@@ -6,9 +6,9 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from advisor.catalog.common import Record, record
+from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
 
 # The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
 # job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
@@ -68,25 +68,43 @@ def scope_of(field: str) -> str:
 
 @record
 class Condition(Record):
-    """One test of a fact against a value (checked against FIELDS by advisor.catalog.schemas)."""
+    """One test of a fact against a value, typed by FIELDS."""
 
     field: str
     op: Op
     value: Any
+
+    def __post_init__(self) -> None:
+        if self.field not in FIELDS:
+            raise ValueError(f"unknown field {self.field!r}; known: {', '.join(sorted(FIELDS))}")
+        kind = FIELDS[self.field]
+        if self.op in ("in", "not_in") and not isinstance(self.value, list | tuple | frozenset):
+            raise ValueError(f"op {self.op!r} needs a list value")
+        values = self.value if self.op in ("in", "not_in") else [self.value]
+        if self.op in _ORDERED_OPS and kind in (str, bool):
+            raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
+        for v in values:
+            ok = (
+                isinstance(v, int | float) and not isinstance(v, bool)
+                if kind in (int, float)
+                else isinstance(v, kind)
+            )
+            if not ok:
+                raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
 
 
 @record
 class AllOf(Record):
     """True when every child is true."""
 
-    all: tuple[Node, ...]
+    all: Annotated[tuple[Node, ...], NON_EMPTY]
 
 
 @record
 class AnyOf(Record):
     """True when at least one child is true."""
 
-    any: tuple[Node, ...]
+    any: Annotated[tuple[Node, ...], NON_EMPTY]
 
 
 def _node_kind(value: Any) -> str:
@@ -96,14 +114,29 @@ def _node_kind(value: Any) -> str:
     return "all" if isinstance(value, AllOf) else "any" if isinstance(value, AnyOf) else "condition"
 
 
-Node = Condition | AllOf | AnyOf
+class _NodeChoice:
+    """Validates a tree element as the one node its keys name, so that a bad condition reports its own error,
+    not three union ones (pydantic is imported only when a rules file is validated)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic import Discriminator, Tag
+
+        tagged = (
+            Annotated[Condition, Tag("condition")]
+            | Annotated[AllOf, Tag("all")]
+            | Annotated[AnyOf, Tag("any")]
+        )
+        return handler.generate_schema(Annotated[tagged, Discriminator(_node_kind)])
+
+
+Node = Annotated[Condition | AllOf | AnyOf, _NodeChoice()]
 
 
 @record
 class Rule(Record):
     """A declarative rule: when its condition holds it excludes, scores or advises."""
 
-    id: str
+    id: EntryId
     kind: Literal["constraint", "preference", "advice"]
     when: Node
     explanation: str
@@ -112,6 +145,13 @@ class Rule(Record):
     """Shown when the rule fires; may name facts as {gpu.id}."""
     score: float = 0.0
     """Preferences only: added to the plan's score (positive = preferred)."""
+
+    def __post_init__(self) -> None:
+        for name in _PLACEHOLDER.findall(self.message):
+            if name not in FIELDS:
+                raise ValueError(f"message names unknown field {{{name}}}")
+        if (self.kind == "preference") != (self.score != 0.0):
+            raise ValueError("a preference needs a non-zero score, and only a preference has one")
 
     def test(self, facts: dict[str, Any]) -> bool:
         """Whether the condition holds (compiled to closures on first use: rules run per candidate plan)."""
@@ -140,6 +180,12 @@ class RuleBook(Record):
     schema_version: Literal[1]
     sources: dict[str, Any]
     rule: tuple[Rule, ...]
+
+    def __post_init__(self) -> None:
+        ids = [r.id for r in self.rule]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,42 +4,42 @@ knowledge/storage.toml."""
 from __future__ import annotations
 
 import functools
+from dataclasses import field
 from typing import Literal
 
-from pydantic import PositiveFloat
-
-from advisor.catalog.loader import Knowledge, _read_toml, _validate
-from advisor.catalog.schemas import Source
-from advisor.catalog.strict import Strict
+from advisor.catalog.common import PosFloat, Record, Source, record
+from advisor.catalog.loader import Knowledge, _read_toml, validate
 from advisor.question.errors import InputError, KnowledgeError
 
 StorageKind = Literal["block", "object"]
 
 
-class StoragePrice(Strict):
+@record
+class StoragePrice(Record):
     """One storage product's list price."""
 
     provider: str
     kind: StorageKind
     name: str
-    usd_per_gb_month: PositiveFloat
+    usd_per_gb_month: PosFloat
     source: str
     note: str = ""
 
 
-class StorageFile(Strict):
+@record
+class StorageFile(Record):
     """All of storage.toml."""
 
     schema_version: Literal[1]
     sources: dict[str, Source]
     storage: tuple[StoragePrice, ...]
-    missing: dict[str, str] = {}
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
 def load_storage(knowledge: Knowledge) -> StorageFile:
     """The storage prices of a knowledge base (read on first use), every source key checked."""
-    data = _validate(StorageFile, _read_toml(knowledge.root, "storage.toml"), "storage.toml")
+    data: StorageFile = validate(StorageFile, _read_toml(knowledge.root, "storage.toml"), "storage.toml")
     unknown = {s.source for s in data.storage} - set(data.sources)
     if unknown:
         raise KnowledgeError(f"knowledge/storage.toml: unknown source key(s) {', '.join(sorted(unknown))}")

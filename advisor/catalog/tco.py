@@ -160,9 +160,7 @@ def _load(knowledge: Knowledge) -> TcoFigures:
 
 
 def _validated(raw: dict[str, object]) -> TcoFigures:
-    from advisor.catalog import schemas
-
-    figures: TcoFigures = validate(schemas.TcoFigures, raw, "tco.toml")
+    figures: TcoFigures = validate(TcoFigures, raw, "tco.toml")
     unknown = figures.source_keys() - set(figures.sources)
     if unknown:
         raise KnowledgeError(f"knowledge/tco.toml: unknown source key(s) {', '.join(sorted(unknown))}")

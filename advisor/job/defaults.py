@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.catalog.benchmarks import benchmarks_of
-
 if TYPE_CHECKING:
     from advisor.catalog.gpus import Gpu
     from advisor.catalog.loader import Knowledge
@@ -16,6 +14,8 @@ def measured_batch(knowledge: Knowledge, job: Job, gpu: Gpu, precision: str) -> 
     """The per-GPU batch the benchmarks used for this workload on this GPU (or the nearest in memory)."""
     if job.spec is None or job.spec.throughput_unit is None:
         return None  # only the benchmarked workloads carry a measured batch
+    from advisor.catalog.benchmarks import benchmarks_of  # the table's reader imports pydantic: only here
+
     rows = [
         r for r in benchmarks_of(knowledge) if r.workload == job.model_id and r.batch_per_gpu and r.count == 1
     ]

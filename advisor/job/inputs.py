@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from advisor.catalog.common import Strict
 from advisor.catalog.models import ModelSpec
+from advisor.catalog.strict import Strict
 from advisor.question.errors import InputError
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,

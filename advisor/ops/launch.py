@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import load_tco
 from advisor.job.inputs import Constraints
@@ -13,6 +12,7 @@ from advisor.job.layout import ZERO_STAGE
 from advisor.job.resolve import Job
 from advisor.ops import yaml
 from advisor.ops.plan_facts import PlanFacts
+from advisor.question.records import Record, record
 
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
@@ -76,7 +76,8 @@ def container_image(knowledge: Knowledge, gpu_id: str) -> str:
     return next(image for cuda, image in IMAGES if cuda >= need) if need <= IMAGES[-1][0] else IMAGES[-1][1]
 
 
-class LaunchArtefacts(Strict):
+@record
+class LaunchArtefacts(Record):
     """Ready-to-use files for the chosen plan (text, in the format each tool reads)."""
 
     torchrun: str

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 
-from advisor.catalog.common import Strict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
+from advisor.question.records import Record, record
 
 
-class OpsItem(Strict):
+@record
+class OpsItem(Record):
     """One setting, why it was chosen, and where the rule comes from."""
 
     name: str
@@ -21,7 +22,8 @@ class OpsItem(Strict):
     source: str
 
 
-class PowerEffect(Strict):
+@record
+class PowerEffect(Record):
     """What a power cap does to this plan's energy and time."""
 
     cap_w: float
@@ -31,7 +33,8 @@ class PowerEffect(Strict):
     hours_p50_capped: float
 
 
-class OpsPlan(Strict):
+@record
+class OpsPlan(Record):
     """The operations plan, item by item."""
 
     scaling: tuple[OpsItem, ...]

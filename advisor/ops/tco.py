@@ -7,13 +7,14 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from advisor.catalog.common import Strict
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.strict import Strict
 from advisor.catalog.tco import TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
+from advisor.question.records import Record, record
 
 HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
@@ -33,7 +34,8 @@ class TcoInputs(Strict):
     gpu_hours_per_month: float | None = Field(default=None, gt=0)
 
 
-class CostLine(Strict):
+@record
+class CostLine(Record):
     """One component of TCO over the whole period."""
 
     component: str
@@ -46,7 +48,8 @@ class CostLine(Strict):
     source: str
 
 
-class BuyRent(Strict):
+@record
+class BuyRent(Record):
     """Owning against the cheapest cloud plan of the same capacity."""
 
     cloud: str
@@ -59,7 +62,8 @@ class BuyRent(Strict):
     verdict: str
 
 
-class FinanceOption(Strict):
+@record
+class FinanceOption(Record):
     """Purchase, lease or joint development."""
 
     name: str
@@ -70,7 +74,8 @@ class FinanceOption(Strict):
     note: str
 
 
-class StagedStep(Strict):
+@record
+class StagedStep(Record):
     """One step of the staged purchase."""
 
     month: int
@@ -79,7 +84,8 @@ class StagedStep(Strict):
     action: str
 
 
-class TcoOut(Strict):
+@record
+class TcoOut(Record):
     """The whole TCO answer."""
 
     inputs: TcoInputs

@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, model_validator
+from advisor.question.records import Record, record
 
 
-class Assumed(BaseModel):
+@record
+class Assumed(Record):
     """A default the answer rests on, said without any front end's words for the input.
 
-    ``field`` is the input that would set it, as named in the pydantic models ("seq_len", "stack", "spec");
+    ``field`` is the input that would set it, as named in the input models ("seq_len", "stack", "spec");
     each front end names it its own way (the CLI its flag, the UI its label).
     """
-
-    # Frozen and strict like the catalogue's schemas (advisor.catalog.strict), without importing that stage.
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     text: str
     """What was assumed: "sequence length 4096 tokens"."""
     note: str | None = None
     """Why, or where the figure comes from: "its loss path and runtime overhead"."""
     field: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain(cls, data: Any) -> Any:
-        # Exports written before assumptions were structured hold plain strings.
-        return {"text": data} if isinstance(data, str) else data
 
     def phrase(self, hint: str | None) -> str:
         """The assumption with the note and a front end's hint in brackets: 'X (note; hint)'."""
