@@ -58,8 +58,14 @@ class BuyRent(Record):
     own_usd_per_month: float
     cloud_usd_per_month: float | None
     breakeven_months: float | None
+    """Gross purchase (capex_usd) / (cloud per month - running_usd_per_month): months until owning has paid
+    for itself against renting the same GPU-hours."""
     breakeven_utilization: float | None
     verdict: str
+    capex_usd: float = 0.0
+    """GPUs, servers and network as bought (before any resale)."""
+    running_usd_per_month: float = 0.0
+    """Power, operations and space per month: what owning costs once bought."""
 
 
 @record
@@ -239,8 +245,9 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     per_hour = total / used_hours
     # Every line of the table per used GPU-hour: the parts add up to the total per GPU-hour.
     attribution = {comp: round(usd / used_hours, 4) for comp, usd, *_ in raw}
+    running_month = (power_year + space_year) / 12 + ops_usd / (years * 12)
     buy_rent = _buy_rent(
-        knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd, constraints
+        knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd, running_month
     )
     lease = t.lease
     capex = hardware_usd + network_usd
@@ -314,7 +321,7 @@ def _buy_rent(
     years: float,
     power_year: float,
     capex: float,
-    constraints: Constraints | None,
+    running_month: float,
 ) -> BuyRent:
     from advisor.search.cost import best_offer, node_size_for, usable_offers
 
@@ -332,12 +339,15 @@ def _buy_rent(
             breakeven_months=None,
             breakeven_utilization=None,
             verdict="no cloud price to compare with",
+            capex_usd=round(capex, 2),
+            running_usd_per_month=round(running_month, 2),
         )
     rate = choice.usd_per_hour / n  # whole instances are billed: the rate per GPU the plan uses
     cloud_month = rate * hours_month
     power_per_gpu_hour = power_year / (n * HOURS_PER_YEAR * util)
     fixed_month = own_month - power_year / 12
-    running_month = own_month - capex / (years * 12)
+    # Payback compares the gross purchase with what renting saves each month once the cluster is running: the
+    # resale at the end of the period is not money in hand during it, so it is not netted into either side.
     margin = cloud_month - running_month
     months = capex / margin if margin > 0 else None
     u_star = fixed_month / (n * 730.0 * (rate - power_per_gpu_hour)) if rate > power_per_gpu_hour else None
@@ -361,6 +371,8 @@ def _buy_rent(
         breakeven_months=None if months is None else round(months, 1),
         breakeven_utilization=None if u_star is None else round(u_star, 4),
         verdict=verdict,
+        capex_usd=round(capex, 2),
+        running_usd_per_month=round(running_month, 2),
     )
 
 

@@ -70,6 +70,22 @@ def test_buy_versus_rent_break_even(knowledge) -> None:
     assert high.breakeven_months is not None and high.breakeven_months > 0
 
 
+def test_payback_is_reproduced_by_its_own_lines(knowledge) -> None:
+    """Payback = gross purchase / (cloud per month - running cost per month), running = power + operations +
+    space: the resale at the end is not netted in (it made the running cost negative and the payback short)."""
+    out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
+    b, lines = out.buy_rent, {c.component: c.usd for c in out.lines}
+    months = 3 * 12
+    running = (lines["power"] + lines["operations"] + lines["space"]) / months
+    assert b.running_usd_per_month == pytest.approx(running, rel=1e-4)
+    assert b.running_usd_per_month > 0
+    purchase = next(o for o in out.options if o.name == "purchase")
+    assert b.capex_usd == pytest.approx(purchase.total_usd, rel=1e-6)
+    assert b.cloud_usd_per_month is not None and b.breakeven_months is not None
+    assert b.breakeven_months == pytest.approx(b.capex_usd / (b.cloud_usd_per_month - running), abs=0.06)
+    assert f"{b.breakeven_months:.1f} months" in b.verdict
+
+
 def test_options_and_staged_purchase(knowledge) -> None:
     out = tco(knowledge, TcoInputs(gpu="a100-80gb-sxm", count=64))
     names = [o.name for o in out.options]
