@@ -397,6 +397,12 @@ def _say(message: str, prefix: str = "error") -> None:
 
 def _run_safely(run: Callable[[], int]) -> int:
     """run(), with every failure turned into one line on stderr and an exit code."""
+    import signal
+
+    from advisor.cli import _interrupted_while_starting
+
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
     _tolerant_streams()
     try:
         code = run()

@@ -39,7 +39,8 @@ def tco_text(r: TcoOut) -> str:
         if b.breakeven_months is not None:
             lines.append(
                 f"  payback: ${b.capex_usd:,.0f} bought / (rent ${b.cloud_usd_per_month:,.0f} - running "
-                f"${b.running_usd_per_month:,.0f} power, operations and space)/month = {b.breakeven_months:.1f} months"
+                f"${b.running_usd_per_month:,.0f} power, operations and space)/month "
+                f"= {b.breakeven_months:.1f} months"
             )
     lines.append(f"  {b.verdict}")
     lines += ["", "Financing:"]

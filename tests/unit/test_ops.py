@@ -71,8 +71,8 @@ def test_buy_versus_rent_break_even(knowledge) -> None:
 
 
 def test_payback_is_reproduced_by_its_own_lines(knowledge) -> None:
-    """Payback = gross purchase / (cloud per month - running cost per month), running = power + operations +
-    space: the resale at the end is not netted in (it made the running cost negative and the payback short)."""
+    """Payback = gross purchase / (cloud per month - running per month), running = power + operations + space:
+    the resale at the end is not netted in (it made the running cost negative and the payback short)."""
     out = tco(knowledge, TcoInputs(gpu="h100-sxm", count=64, years=3))
     b, lines = out.buy_rent, {c.component: c.usd for c in out.lines}
     months = 3 * 12
