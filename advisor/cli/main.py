@@ -401,16 +401,18 @@ def _run_safely(run: Callable[[], int]) -> int:
 
     from advisor.cli import _interrupted_while_starting
 
-    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
-    _tolerant_streams()
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
+        _tolerant_streams()
         code = run()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as an ignored exception at exit
         return code
     except SystemExit:
         raise
     except KeyboardInterrupt:
+        # Once is enough: a second Ctrl-C while we say so and exit must not end the process by the signal.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("\ngpu-advisor: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `gpu-advisor ... | head`: the reader left; say nothing more
