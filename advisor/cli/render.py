@@ -136,11 +136,31 @@ def prices_table(
         right=(4, 6, 7),
     )
     stale = sum(1 for o in offers if any(f.startswith("stale") for f in flags.get(id(o), [])))
-    return out + (
-        f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
-        "(--max-price-age to change); refresh: gpu-advisor prices update"
-        if stale
-        else ""
+    return (
+        out
+        + (
+            f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
+            "(--max-price-age to change)."
+            if stale
+            else ""
+        )
+        + snapshot_note(offers)
+    )
+
+
+def snapshot_note(offers: Sequence[Offer]) -> str:
+    """When the listed prices were taken (each offer is dated by its source), newest per provider, and how
+    to refresh them."""
+    newest: dict[str, str] = {}
+    for o in offers:
+        newest[o.provider] = max(newest.get(o.provider, ""), o.date.isoformat())
+    if not newest:
+        return ""
+    dates = ", ".join(f"{p} {d}" for p, d in sorted(newest.items()))
+    return (
+        f"\n\nPrices as of (newest offer per provider, dated by its source): {dates}. "
+        "Refresh: gpu-advisor prices update (reads SkyPilot's current catalogue into your data directory; "
+        "the shipped snapshot stays as the fallback)."
     )
 
 
