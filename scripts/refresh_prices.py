@@ -8,7 +8,7 @@ Inputs, each tagged with a key of prices.toml's [sources] table (write that entr
 commit, date, note on how the date is known):
 
   --skypilot CLOUD=PATH@KEY   a SkyPilot v8 vms.csv (or GPU rows of one, same header), parsed by the
-                              project's own importer (advisor.prices_update.parse_catalogue)
+                              project's own importer (advisor.catalog.prices_update.parse_catalogue)
   --cyclenerd PATH@KEY        Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCP instance
                               prices incl. GPUs; needs PyYAML, a dev dependency)
 
@@ -76,7 +76,7 @@ def _source_date(sources: dict[str, dict], key: str) -> dt.date:
 def skypilot_offers(cloud: str, path: Path, key: str, date: dt.date) -> list[Offer]:
     """A SkyPilot v8 file through the project's importer, re-dated to the catalogue's own date."""
     from advisor.catalog import load_knowledge
-    from advisor.prices_update import parse_catalogue
+    from advisor.catalog.prices_update import parse_catalogue
 
     parsed = parse_catalogue(cloud, path.read_text(encoding="utf-8"), str(path), load_knowledge(), key)
     for line in parsed.invalid:

@@ -8,8 +8,8 @@ import datetime as dt
 import pytest
 
 from advisor.catalog.loader import Knowledge
-from advisor.rules import evaluate
-from advisor.storage import load_storage, storage_price
+from advisor.catalog.rules import evaluate
+from advisor.catalog.storage import load_storage, storage_price
 
 GIB_PER_GB = 2**30 / 1e9
 

@@ -14,7 +14,7 @@ import pytest
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.prices import age_months
 from advisor.cli.render import prices_table, snapshot_note
-from advisor.cost import newest_only, offer_flags
+from advisor.search.cost import newest_only, offer_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 MAJOR = ("aws", "gcp", "azure", "lambda", "oci", "runpod")
