@@ -90,7 +90,7 @@ def _run(pool: Pool, arrivals, hours: float = 100.0, **kw):
 def test_urgent_preempts_and_the_victim_pays_its_checkpoint_loss() -> None:
     batch = _spec("regular", 1, 8, 10.0, interval_h=4.0, restart_h=0.5)
     urgent = _spec("urgent", 0, 8, 2.0)
-    sim, tally = _run(Pool("p", "g", 8, 1), [(0.0, batch, 10.0), (5.0, urgent, 2.0)])
+    _, tally = _run(Pool("p", "g", 8, 1), [(0.0, batch, 10.0), (5.0, urgent, 2.0)])
     assert tally.preemptions == 1
     assert tally.waits[0] == [0.0]  # the urgent job starts at once
     # The regular job lost the hour since its checkpoint at 4 h, waited 2 h and paid a 0.5 h restart:
