@@ -46,7 +46,15 @@ class GpuAdvisorApp(App[int]):
             id="app-checklist",
         ),
         Binding("f3", "toggle_dark", "Light/dark", show=False, id="app-theme"),
-        Binding("f4", "fleet", "Fleet", tooltip="Plan a cluster for a portfolio of jobs", id="app-fleet"),
+        # Not in the footer: every screen's footer (and its snapshot) stays as it was; F1 and Ctrl+P list it.
+        Binding(
+            "f4",
+            "fleet",
+            "Fleet",
+            show=False,
+            tooltip="Plan a cluster for a portfolio of jobs",
+            id="app-fleet",
+        ),
         Binding("ctrl+r", "restart_wizard", "Restart", show=False, id="app-restart"),
         # q quits wherever it is not text being typed (an input keeps its q); Ctrl+Q works everywhere.
         Binding("q", "quit", "Quit", show=False, tooltip="Leave gpu-advisor", id="app-quit"),
