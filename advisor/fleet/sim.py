@@ -391,6 +391,8 @@ class Simulation:
             # The failed GPU is swapped; the job restarts from its checkpoint on the same servers.
             self._progress(job)
             self._rollback(job)
+            self._run_cost(job, self.env.now)
+            job.start = self.env.now  # its next stretch (restart first) is measured from here
             self._schedule_end(job)
 
     # Run ---------------------------------------------------------------------------------------------

@@ -239,3 +239,17 @@ def test_validate_replays_a_trace_folder(capsys) -> None:
     assert main(["fleet", "validate", "--hours", "2000", "--trace", str(SYNTHETIC_TRACE)]) == 0
     text = capsys.readouterr().out
     assert "replayed now from" in text and "zero_delay_share" in text
+
+
+def test_a_failed_job_restarts_from_its_checkpoint_and_still_ends() -> None:
+    pool = Pool("p", "g", 8, 1)
+    spec = _spec("long", 1, 8, 100.0, interval_h=1.0, checkpoint_h=0.01, restart_h=0.25)
+    sim = Simulation([pool], [], seed=5, hours=2000.0, cap=NightCap(), failures_per_gpu_hour=0.01,
+                     arrivals=[(0.0, spec, 100.0)])  # fmt: skip
+    tally = sim.run()
+    assert tally.failures > 10 and tally.completed == 1
+    (sojourn,) = tally.sojourns[1]
+    # Each failure that hit the job cost at most an interval of work and a restart; the GPU-hours held
+    # are the sojourn's, whole.
+    assert 100 * spec.speed**-1 < sojourn < 100 / spec.speed + tally.failures * (1.0 + 0.25) + 1e-6
+    assert tally.gpu_hours[("owner", 1)] == pytest.approx(sojourn * 8)
