@@ -102,7 +102,7 @@ def _portfolio(args: argparse.Namespace, knowledge: Any) -> Any:
 def _plan(args: argparse.Namespace) -> int:
     from advisor.catalog import load_knowledge
     from advisor.cli.output import emit
-    from advisor.fleet.export import fleet_toml
+    from advisor.fleet.export import clean, fleet_toml
     from advisor.fleet.plan import plan_fleet
     from advisor.learned.efficiency.select import efficiency_model
 
@@ -112,7 +112,7 @@ def _plan(args: argparse.Namespace) -> int:
     plan = plan_fleet(knowledge, portfolio, model)
     fmt = args.format or "table"
     if fmt == "json":
-        text = json.dumps(plan.plain(), indent=2, allow_nan=False, default=str)
+        text = json.dumps(clean(plan.plain()), indent=2, allow_nan=False, default=str)
     elif fmt == "toml":
         text = fleet_toml(plan)
     else:

@@ -151,6 +151,8 @@ def render_validation(v: Validation) -> str:
     keys = ("pods", "zero_delay_share", "p50_s", "p90_s", "p99_s", "mean_s", "allocation")
     out.append(table(("trace replay", "recorded", "simulated"), [(k, rec[k], sim[k]) for k in keys]))
     out.append(f"trace: {v.trace_source}")
+    if "method" in v.trace:
+        out.append(f"method: {v.trace['method']}")
     if "gap" in v.trace:
         out.append(f"gap: {v.trace['gap']}")
     return "\n".join(out)

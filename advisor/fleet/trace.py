@@ -20,6 +20,12 @@ from advisor.question.errors import InputError
 NODES = "openb_node_list_gpu_node.csv"
 PODS = "openb_pod_list_default.csv"
 MILLI = 1000
+METHOD = (
+    "every GPU pod that the trace scheduled arrives at its creation time on the trace's own GPU nodes and "
+    "holds num_gpu x gpu_milli thousandths of GPUs on one node for (deletion - scheduled) seconds; first "
+    "come first served with skipping, best fit by node; CPU, memory, GPU-type constraints and per-GPU "
+    "packing of shared pods are not modelled"
+)
 
 
 @dataclass(frozen=True, slots=True)

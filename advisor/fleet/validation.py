@@ -74,11 +74,11 @@ def validate(
             trace_source=f"recorded result ({rec['source']['ref']}, {rec['source']['date']}); "
             f"rerun: {rec['source']['rerun']}",
         )
-    from advisor.fleet.trace import load_trace, replay
+    from advisor.fleet.trace import METHOD, load_trace, replay
 
     result = replay(load_trace(trace_dir))
     return Validation(
         checks=tuple(checks),
-        trace=result.model_dump(mode="json"),
+        trace={**result.model_dump(mode="json"), "method": METHOD},
         trace_source=f"replayed now from {trace_dir}",
     )
