@@ -47,6 +47,9 @@ NAMES = {
     "H200-SXM": "h200",
     "GH200": "gh200",
     "B200": "b200",
+    "B300": "b300",
+    "GB200": "gb200",  # one GPU of the superchip (OCI BM.GPU.GB200.4 = 4 GPUs)
+    "GB300": "gb300",
     "RTXA6000": "rtx-a6000",
     "RTX6000-Ada": "rtx-6000-ada",
     "RTX4090": "rtx-4090",

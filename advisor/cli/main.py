@@ -40,6 +40,7 @@ USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what
   gpu-advisor gpus | models | prices   the catalogues
   gpu-advisor model train|evaluate     the benchmark-trained efficiency model
   gpu-advisor calibrate FILE.csv   refit the efficiency model on your own measured runs
+  gpu-advisor fleet plan FILE.toml size, simulate and price a cluster for a portfolio of jobs
 
 Example: gpu-advisor recommend --model llama-2-70b --workload finetune --precision bf16 --budget 20000"""
 
@@ -304,6 +305,9 @@ def build_parser() -> Parser:
     from advisor.cli.serve import add_serve_parser  # the UI in a browser
 
     add_serve_parser(sub)
+    from advisor.cli.fleet_cli import add_fleet_parser  # the fleet planner (its own module)
+
+    add_fleet_parser(sub)
     return parser
 
 
@@ -384,6 +388,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from advisor.cli.serve import run_serve
 
         return run_serve(args)
+    if args.command == "fleet":  # the fleet planner lives in its own module
+        from advisor.cli.fleet_cli import run_fleet
+
+        return run_fleet(args)
     return commands.dispatch(args)
 
 

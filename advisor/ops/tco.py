@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from advisor.catalog.gpus import Gpu
+from advisor.catalog.gpus import PRICE_OLD_MONTHS, Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.strict import Strict
 from advisor.catalog.tco import TcoFigures, load_tco
@@ -111,6 +111,20 @@ class TcoOut(Record):
     """What the figures could not source, each with the input that would supply it (front ends name it)."""
 
 
+def _old_price(gpu: Gpu) -> list[Assumed]:
+    """A note when the purchase price is older than PRICE_OLD_MONTHS (the hardware line says its date)."""
+    price = gpu.price
+    if price is None or not price.is_old():
+        return []
+    return [
+        Assumed(
+            text=f"GPU price ${price.usd:,.0f} ({price.kind}) was written on {price.date.isoformat()}, "
+            f"{price.age_months():.0f} months ago (over {PRICE_OLD_MONTHS:g}): today's price may differ",
+            note=f"source {price.source}",
+        )
+    ]
+
+
 def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     """Non-GPU server cost per node, and which figure it is."""
     name = gpu.name.lower()
@@ -189,13 +203,14 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                 field="staff_usd_year",
             )
         )
+    notes += _old_price(gpu)
     s = t.typical_shares
     raw = [
         (
             "hardware",
             hardware_usd - residual,
             s.hardware,
-            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) "
+            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.label()}) "
             f"+ {nodes} x ${server_each:,.0f} {server_kind} - ${residual:,.0f} resale after {years:g} years",
             gpu.price.source,
         ),
