@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.tco import load_tco
+from advisor.catalog.tco import Operations, TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
@@ -194,10 +194,22 @@ def _queues(op, job: Job) -> tuple[OpsItem, ...]:
 def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts) -> OpsPlan:
     """The operations plan for one plan, every item with its reason and source."""
     t = load_tco(knowledge)
-    op, pc = t.operations, t.power_cap
     gpu = knowledge.gpu(plan.gpu)
-    scaling = _scaling(knowledge, job, constraints, plan)
-    tdp = gpu.tdp_w or 0
+    return OpsPlan(
+        scaling=_scaling(knowledge, job, constraints, plan),
+        power=_power_items(t, job, plan, gpu.tdp_w or 0),
+        power_effect=_power_effect(t, job, plan, gpu.tdp_w or 0),
+        queue=_queues(t.operations, job),
+        monitoring=_monitoring(t.operations),
+        fault_tolerance=_fault_tolerance(knowledge, job, constraints, plan),
+        hybrid=_hybrid(t.operations),
+    )
+
+
+def _power_items(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> tuple[OpsItem, ...]:
+    """The power caps that apply to this job: its own kind's cap, and the night cap only when it runs past
+    the night window."""
+    pc = t.power_cap
     cap_w = round(tdp * pc.cap_fraction.value)
     guide_train = pc.guide_training_cap_w.value
     power: tuple[OpsItem, ...] = (
@@ -232,25 +244,33 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
     )
     # Each job gets the cap for its own kind only; a training job shorter than the night window has none.
     night = (pc.guide_night_end_hour.value - pc.guide_night_start_hour.value) % 24
-    power = tuple(
+    return tuple(
         i
         for i in power
         if i.name != ("inference cap" if job.training else "training cap")
         and not (i.name == "off-peak" and job.training and plan.hours_p50 < night)
     )
-    effect = None
-    if job.training and tdp:
-        overhead = t.power.server_overhead_w_per_gpu.value
-        kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
-        effect = PowerEffect(
-            cap_w=cap_w,
-            energy_kwh=round(kwh, 1),
-            energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
-            hours_p50=round(plan.hours_p50, 3),
-            hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
-        )
-    queue = _queues(op, job)
-    monitoring = (
+
+
+def _power_effect(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> PowerEffect | None:
+    """Energy and time of a training job with and without the measured cap."""
+    if not (job.training and tdp):
+        return None
+    pc = t.power_cap
+    overhead = t.power.server_overhead_w_per_gpu.value
+    kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
+    return PowerEffect(
+        cap_w=round(tdp * pc.cap_fraction.value),
+        energy_kwh=round(kwh, 1),
+        energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
+        hours_p50=round(plan.hours_p50, 3),
+        hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
+    )
+
+
+def _monitoring(op: Operations) -> tuple[OpsItem, ...]:
+    """The guide's KPIs to watch, each with its target."""
+    return (
         OpsItem(
             name="utilisation",
             setting=f">= {op.target_utilization.value:.0%}",
@@ -277,6 +297,13 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             source=op.idle_max_fraction.source,
         ),
     )
+
+
+def _fault_tolerance(
+    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts
+) -> tuple[OpsItem, ...]:
+    """Restart policy and the checkpoint interval, never longer than the job itself."""
+    op = load_tco(knowledge).operations
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
     write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
     if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
@@ -289,7 +316,7 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         ckpt = f"every {steps} steps (~{interval * 60:.0f} min)"
     else:
         ckpt = "not applicable (stateless serving)"
-    fault = (
+    return (
         OpsItem(
             name="restart policy",
             setting=f"stop after {op.restart_limit.value:.0f} failures",
@@ -308,8 +335,12 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             source="young-1974",
         ),
     )
+
+
+def _hybrid(op: Operations) -> tuple[OpsItem, ...]:
+    """Cluster-level policy belongs to the fleet planner: one pointer to it."""
     share = op.hybrid_train_share.value
-    hybrid = (
+    return (
         OpsItem(
             name="cluster policy",
             setting=f"`{FLEET}`",
@@ -318,13 +349,4 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             "cluster, not of one job: the fleet planner sizes and simulates them for a whole portfolio",
             source=op.hybrid_train_share.source,
         ),
-    )
-    return OpsPlan(
-        scaling=scaling,
-        power=power,
-        power_effect=effect,
-        queue=queue,
-        monitoring=monitoring,
-        fault_tolerance=fault,
-        hybrid=hybrid,
     )
