@@ -333,6 +333,30 @@ def spec_from_hf_config(data: Mapping[str, Any], *, source: str, model_id: str |
     )
 
 
+def _refuse_unsound(shape: Shape, source: str) -> None:
+    """One InputError for the first architectural invariant the shape breaks (none: return)."""
+    problems = shape_problems(shape)
+    if not problems:
+        return
+    field, value, problem, accepted = problems[0]
+    shown = f"{value:,}" if value < 10**12 else f"{value:.3g}"
+    if source == "shape":  # a quick shape: the dimension given is the input at fault
+        raise InputError(
+            f"{field} {shown} {problem}; accepted: {accepted}",
+            field={"per_token": "experts_per_token"}.get(field, field),
+            value=shown,
+            problem=problem,
+            accepted=accepted,
+        )
+    raise InputError(  # a file: the file is the input at fault, the dimension is what is wrong in it
+        f"{source}: {field} {shown} {problem}; accepted: {accepted}",
+        field="config",
+        value=source,
+        problem=f"has {field} {shown}, which {problem}",
+        accepted=f"a config.json whose {field} is {accepted}",
+    )
+
+
 def spec_from_shape_obj(
     shape: Shape,
     *,
@@ -344,25 +368,7 @@ def spec_from_shape_obj(
 ) -> ModelSpec:
     """A catalogue-style ModelSpec for a Shape, with its parameter count derived and said so; a shape no model
     family could have (GQA groups that do not divide the heads, absurd sizes, ...) is one InputError."""
-    problems = shape_problems(shape)
-    if problems:
-        field, value, problem, accepted = problems[0]
-        shown = f"{value:,}" if value < 10**12 else f"{value:.3g}"
-        if source == "shape":  # a quick shape: the dimension given is the input at fault
-            raise InputError(
-                f"{field} {shown} {problem}; accepted: {accepted}",
-                field={"per_token": "experts_per_token"}.get(field, field),
-                value=shown,
-                problem=problem,
-                accepted=accepted,
-            )
-        raise InputError(  # a file: the file is the input at fault, the dimension is what is wrong in it
-            f"{source}: {field} {shown} {problem}; accepted: {accepted}",
-            field="config",
-            value=source,
-            problem=f"has {field} {shown}, which {problem}",
-            accepted=f"a config.json whose {field} is {accepted}",
-        )
+    _refuse_unsound(shape, source)
     total, active = count_params(shape)
     moe, mla = shape.moe, shape.mla
     dense_ffn = shape.ffn if moe is None or moe.dense_layers else moe.ffn

@@ -418,6 +418,22 @@ def _buy_rent(
     months = capex / margin if margin > 0 else None
     u_star = fixed_month / (n * 730.0 * (rate - power_per_gpu_hour)) if rate > power_per_gpu_hour else None
     o = choice.offer
+    return BuyRent(
+        cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
+        cloud_usd_per_gpu_hour=round(rate, 4),
+        gpu_hours_per_month=round(hours_month, 1),
+        own_usd_per_month=round(own_month, 2),
+        cloud_usd_per_month=round(cloud_month, 2),
+        breakeven_months=None if months is None else round(months, 1),
+        breakeven_utilization=None if u_star is None else round(u_star, 4),
+        verdict=_verdict(months, u_star, years, hours_month),
+        capex_usd=round(capex, 2),
+        running_usd_per_month=round(running_month, 2),
+    )
+
+
+def _verdict(months: float | None, u_star: float | None, years: float, hours_month: float) -> str:
+    """Buy or rent in one sentence: the payback at this usage, and the utilisation where owning wins."""
     if months is not None and months <= years * 12:
         verdict = f"owning pays back in {months:.1f} months at {hours_month:,.0f} GPU-hours/month"
     else:
@@ -428,18 +444,7 @@ def _buy_rent(
             if u_star <= 1
             else "; owning never wins, even at 100% utilisation"
         )
-    return BuyRent(
-        cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
-        cloud_usd_per_gpu_hour=round(rate, 4),
-        gpu_hours_per_month=round(hours_month, 1),
-        own_usd_per_month=round(own_month, 2),
-        cloud_usd_per_month=round(cloud_month, 2),
-        breakeven_months=None if months is None else round(months, 1),
-        breakeven_utilization=None if u_star is None else round(u_star, 4),
-        verdict=verdict,
-        capex_usd=round(capex, 2),
-        running_usd_per_month=round(running_month, 2),
-    )
+    return verdict
 
 
 def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float) -> tuple[float, str]:
