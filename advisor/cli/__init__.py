@@ -13,7 +13,8 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
 
 # Only when this process IS the command (the console script, or `python -m advisor.cli.main`): a program that
 # imports the CLI as a library keeps its own Ctrl-C. main() puts Python's handler back when it starts.
-if os.path.basename(sys.argv[0]) in ("gpu-advisor", "-m") and (
+AS_COMMAND = os.path.basename(sys.argv[0]) in ("gpu-advisor", "-m") and (
     signal.getsignal(signal.SIGINT) is signal.default_int_handler
-):
+)
+if AS_COMMAND:
     signal.signal(signal.SIGINT, _interrupted_while_starting)

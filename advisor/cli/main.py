@@ -422,12 +422,30 @@ def _run_safely(run: Callable[[], int]) -> int:
         # Once is enough: a second Ctrl-C while we say so and exit must not end the process by the signal.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("\ngpu-advisor: interrupted", file=sys.stderr)
+        _exit_if_command(130)
         return 130
     except BrokenPipeError:  # `gpu-advisor ... | head`: the reader left; say nothing more
         _silence_stdout()
         return 0
     except BaseException as exc:  # noqa: BLE001 - the one place every other failure becomes one line
         return _report(exc)
+
+
+def _exit_if_command(code: int) -> None:
+    """End this process now with code, when it is the command itself (never when main() runs in-process).
+
+    CPython 3.11 marks a KeyboardInterrupt that passes through exec() of a string (dataclasses build their
+    methods that way while a module loads) as unhandled, and then ends the process by SIGINT at exit even
+    though it was caught here: the exit code would be -2, not 130. Everything is already saved atomically."""
+    import os
+
+    from advisor.cli import AS_COMMAND
+
+    if AS_COMMAND:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def _report(exc: BaseException) -> int:
