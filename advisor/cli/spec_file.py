@@ -76,11 +76,12 @@ def _check_spec(spec: Any, where: str) -> None:
     from pydantic import ValidationError
 
     from advisor.catalog.models import ModelSpec
-    from advisor.job.spec_check import check_spec
+    from advisor.job.spec_check import check_sizes, check_spec
 
     if not isinstance(spec, dict):
         raise InputError(f"{where}: must be a table (a model shape)")
     try:
+        check_sizes(spec)  # the registry's words first, as for the flags
         check_spec(ModelSpec.model_validate(spec))
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -5,6 +5,9 @@ instead of failing, or answering nonsense, deep in the arithmetic."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from advisor.catalog.models import ModelSpec
 from advisor.question.errors import InputError
 from advisor.question.fields import check
@@ -40,18 +43,24 @@ def _clash(attr: str, value: object, problem: str, accepted: str) -> InputError:
 
 def check_spec(spec: ModelSpec) -> None:
     """InputError (structured, naming the attribute) for a size out of bounds or a shape that cannot be."""
-    for attr, name in BOUND_OF.items():
-        value = getattr(spec, attr)
-        if value is not None:
-            try:
-                check(name, value)
-            except InputError as exc:
-                raise _clash(attr, value, exc.problem or "is not accepted", exc.accepted or "") from None
+    check_sizes({attr: getattr(spec, attr) for attr in BOUND_OF})
     for attr in ("dense_layers", "shared_experts", "qk_rope_head_dim"):
         value = getattr(spec, attr)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1 << 20:
             raise _clash(attr, value, "is not accepted", "a whole number from 0 to 1048576")
     _check_invariants(spec)
+
+
+def check_sizes(values: Mapping[str, Any]) -> None:
+    """The sizes of a shape (ModelSpec attributes, e.g. a file's table before it is a ModelSpec) held to the
+    registry's bounds; InputError names the attribute."""
+    for attr, name in BOUND_OF.items():
+        value = values.get(attr)
+        if value is not None:
+            try:
+                check(name, value)
+            except InputError as exc:
+                raise _clash(attr, value, exc.problem or "is not accepted", exc.accepted or "") from None
 
 
 def _check_invariants(spec: ModelSpec) -> None:

@@ -29,8 +29,9 @@ def number_of(text: str | float | int) -> float | None:
 def parse_duration(text: str | float | int) -> tuple[float, str, str]:
     """(hours, problem, accepted) of a duration: '72', '72h', '30min', '3d', '2w', '1mo'; problem is '' when
     it reads, else what is wrong ('m' is refused as ambiguous: minutes or months)."""
-    if isinstance(text, (int, float)):
-        return float(text), "", ""
+    plain = number_of(text)
+    if plain is not None:  # a bare number is hours, in any notation (72, 1e3)
+        return plain, "", ""
     match = _DURATION.match(str(text))
     unit = match.group(2).lower() if match else ""
     if match and unit == "m":
