@@ -1,6 +1,6 @@
-"""The field registry holds at every door: each field's bound is refused the same way by the CLI's flags, the
-wizard and `--from` files; the CLI's options and the wizard's rows are derived from it; no core message names a
-CLI flag."""
+"""The field registry holds at every door: each field's bound is refused the same way by the CLI's flags,
+the wizard and `--from` files; the CLI's options and the wizard's rows are derived from it; no core message
+names a CLI flag."""
 
 from __future__ import annotations
 
