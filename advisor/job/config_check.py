@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from advisor.job.inputs import RunConfig, virtual_stages
-from advisor.job.resolve import Job
+from advisor.job.resolve import Arch, Job
 from advisor.question.errors import InputError
 from advisor.question.fields import inapplicable
 
@@ -28,6 +30,14 @@ def _check_shape(job: Job, c: RunConfig) -> None:
                 accepted="1 or blank (data parallel only)",
             )
         return
+    _check_splits(job, c, arch)
+    if c.pp_schedule is not None:
+        _check_schedule(c, arch.layers)
+
+
+def _check_splits(job: Job, c: RunConfig, arch: Arch) -> None:
+    """Tensor, pipeline, expert and context parallel sizes against the model's heads, layers, experts and
+    sequence."""
     if c.tp and arch.heads % c.tp:
         raise InputError(
             field="tp",
@@ -63,39 +73,61 @@ def _check_shape(job: Job, c: RunConfig) -> None:
             problem=f"does not divide the sequence length {job.seq_len}",
             accepted=f"a divisor of {job.seq_len}",
         )
-    if c.pp_schedule is not None:
-        v = virtual_stages(c.pp_schedule)
-        pp = c.pp or 1
-        if v > 1 and c.pp is not None and pp == 1:
-            raise InputError(
-                field="pp_schedule",
-                value=c.pp_schedule,
-                problem="needs pipeline parallelism of 2 or more",
-                accepted="1f1b with pp 1",
-            )
-        if v > 1 and c.pp and arch.layers % (pp * v):
-            raise InputError(
-                field="pp_schedule",
-                value=c.pp_schedule,
-                problem=f"with pp {pp}: {arch.layers} layers do not split into {pp * v} equal chunks",
-                accepted="V such that pp x V divides the layers",
-            )
+
+
+def _check_schedule(c: RunConfig, layers: int) -> None:
+    """An interleaved schedule needs pipeline stages and layers that split into pp x V equal chunks."""
+    v = virtual_stages(c.pp_schedule or "1f1b")
+    pp = c.pp or 1
+    if v > 1 and c.pp is not None and pp == 1:
+        raise InputError(
+            field="pp_schedule",
+            value=c.pp_schedule,
+            problem="needs pipeline parallelism of 2 or more",
+            accepted="1f1b with pp 1",
+        )
+    if v > 1 and c.pp and layers % (pp * v):
+        raise InputError(
+            field="pp_schedule",
+            value=c.pp_schedule,
+            problem=f"with pp {pp}: {layers} layers do not split into {pp * v} equal chunks",
+            accepted="V such that pp x V divides the layers",
+        )
 
 
 def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
-    dims = {"dp": c.dp, "tp": c.tp, "pp": c.pp, "cp": c.cp}
-    known = {k: v for k, v in dims.items() if v is not None}
-    product = 1
-    for v in known.values():
-        product *= v
-    if count is not None and len(known) == 4 and product != count:
+    """The stated sizes against the GPU count and each other; the offload and the global batch."""
+    known = {k: v for k, v in {"dp": c.dp, "tp": c.tp, "pp": c.pp, "cp": c.cp}.items() if v is not None}
+    product = math.prod(known.values())
+    if count is not None:
+        _check_product(c, known, product, count)
+    dp = c.dp
+    if dp is None and count is not None and len(known) == 3:
+        dp = count // product
+    if dp:
+        _check_ranks(c, dp * (c.cp or 1), "")
+    _check_offload(c)
+    gb = job.global_batch_seqs if job.global_batch_given else None
+    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
+        mb = job.batch_size or 1
+        raise InputError(
+            field="global_batch",
+            value=gb,
+            problem=f"is not divisible by dp {dp} x micro-batch {mb}",
+            accepted=f"a multiple of {dp * mb}",
+        )
+
+
+def _check_product(c: RunConfig, known: dict[str, int], product: int, count: int) -> None:
+    """dp x tp x pp x cp is the count when all four are stated, and divides it otherwise."""
+    if len(known) == 4 and product != count:
         raise InputError(
             field="dp",
             value=c.dp,
             problem=f"x tp {c.tp} x pp {c.pp} x cp {c.cp} = {product}, not the {count} GPUs",
             accepted=f"sizes whose product is {count}",
         )
-    if count is not None and count % product:
+    if count % product:
         names = " x ".join(f"{k} {v}" for k, v in known.items())
         raise InputError(
             field=next(iter(known)),
@@ -103,30 +135,23 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
             problem=f"makes {names} = {product}, which does not divide the {count} GPUs",
             accepted=f"sizes whose product divides {count}",
         )
-    if count is not None:  # data x context parallel ranks divide count / (tp x pp), whatever is chosen
-        spare = count // ((c.tp or 1) * (c.pp or 1))
-        for name, value in (("ep", c.ep), ("shard_group", c.shard_group)):
-            if value and spare % value:
-                raise InputError(
-                    field=name,
-                    value=value,
-                    problem=f"does not divide the {spare} data x context parallel ranks",
-                )
-    dp = c.dp
-    if dp is None and count is not None and len(known) == 3:
-        dp = count // product
-    if c.ep and dp and (dp * (c.cp or 1)) % c.ep:
-        raise InputError(
-            field="ep",
-            value=c.ep,
-            problem=f"does not divide the {dp * (c.cp or 1)} data x context parallel ranks",
-        )
-    if c.shard_group and dp and (dp * (c.cp or 1)) % c.shard_group:
-        raise InputError(
-            field="shard_group",
-            value=c.shard_group,
-            problem=f"does not divide the {dp * (c.cp or 1)} data x context parallel ranks",
-        )
+    # data x context parallel ranks divide count / (tp x pp), whatever is chosen
+    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs")
+
+
+def _check_ranks(c: RunConfig, ranks: int, where: str) -> None:
+    """Expert parallelism and the shard group divide the data x context parallel ranks."""
+    for name, value in (("ep", c.ep), ("shard_group", c.shard_group)):
+        if value and ranks % value:
+            raise InputError(
+                field=name,
+                value=value,
+                problem=f"does not divide the {ranks} data x context parallel ranks{where}",
+                accepted=f"a divisor of {ranks}",
+            )
+
+
+def _check_offload(c: RunConfig) -> None:
     if c.offload is not None and c.offload != "none" and c.zero == 0:
         raise InputError(
             field="offload",
@@ -140,15 +165,6 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
             value=c.offload,
             problem=f"needs ZeRO 3, not ZeRO {c.zero}",
             accepted="none or optimizer",
-        )
-    gb = job.global_batch_seqs if job.global_batch_given else None
-    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
-        mb = job.batch_size or 1
-        raise InputError(
-            field="global_batch",
-            value=gb,
-            problem=f"is not divisible by dp {dp} x micro-batch {mb}",
-            accepted=f"a multiple of {dp * mb}",
         )
 
 
