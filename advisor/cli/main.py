@@ -47,13 +47,19 @@ SERVING = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_
 ONPREM = ("electricity_usd_kwh", "utilization", "years")
 
 
-class Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help with each option and its words on one line where the terminal allows."""
+class Formatter(argparse.HelpFormatter):
+    """Help with each option and its words on one line where the terminal allows; a description or epilog
+    laid out in lines (the command list, the examples) is kept as written, a paragraph is wrapped."""
 
     def __init__(self, prog: str) -> None:
         import shutil
 
         super().__init__(prog, max_help_position=26, width=min(shutil.get_terminal_size().columns, 100))
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 class Parser(argparse.ArgumentParser):
@@ -262,7 +268,7 @@ def _cost_parser(sub: argparse._SubParsersAction) -> None:
     add_fields(
         p,
         ("gpu_usd_hour", "cost_gpus", "hours", "demand", *of_part("cost")[3:]),
-        helps={"demand": "demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7 (default static)"},
+        helps={"demand": "demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7"},
     )
     p.add_argument("--guide-example", action="store_true", help="the guide's worked example, corrected")
     p.add_argument("--scenario", help="a named scenario: field-guide-case-study")

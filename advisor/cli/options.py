@@ -28,7 +28,8 @@ def _help(f: Field, text: str | None, default: str | None) -> str:
     """The help line: the field's words (or the command's), the choices when the metavar cannot show them,
     and the default."""
     text = text or f.help
-    if f.kind == "choice" and not _metavar(f).startswith("{"):  # type: ignore[union-attr]  # choices: a str
+    shown = (_metavar(f) or "").startswith("{") or all(c in text for c in f.choices)
+    if f.kind == "choice" and not shown:
         text += ": " + ", ".join(f.choices)
     default = f.default if default is None else default
     return (f"{text} (default {default})" if default else text).replace("%", "%%")
