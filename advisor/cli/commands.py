@@ -185,14 +185,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     from advisor.cli.spec_file import read_spec_file
-    from advisor.job.inputs import RunConfig
+    from advisor.question.fields import of_part
 
     workload, constraints = read_spec_file(path)
     config = workload.pop("config", {})
     if not isinstance(config, dict):
         raise InputError(f"--from {path}: [inputs.workload.config] must be a table of configuration keys")
     # Configuration keys are read under [inputs.workload.config] or, as the CLI flags, in [inputs.workload].
-    config = {**{k: workload.pop(k) for k in list(workload) if k in RunConfig.model_fields}, **config}
+    config = {**{k: workload.pop(k) for k in list(workload) if k in of_part("config")}, **config}
     if config:
         workload["config"] = config
     return workload, constraints
