@@ -402,7 +402,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         "Micro-batch",
         "--micro-batch",
         "sequences (samples) per GPU per step",
-        bound=_whole(1, 1 << 16),
+        bound=_whole(1, 1 << 24),  # recommenders (NCF) run 10M samples a GPU
         applies_to=TRAINING,
         hint="sequences per GPU per step",
         placeholder="blank: chosen",
@@ -574,7 +574,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         "Global batch",
         "--global-batch",
         "sequences (samples) per optimizer step",
-        bound=_whole(1, 1 << 24),
+        bound=_whole(1, 1 << 30),
         applies_to=TRAINING,
         hint="sequences per optimizer step",
         placeholder="blank: default",
