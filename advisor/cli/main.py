@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import errno
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import NoReturn
 
-from advisor import __version__
-from advisor.cli.options import add_fields
-from advisor.question.fields import did_you_mean, of_part
+
+def _interrupted_early(signum: int, frame: object) -> None:
+    # A Ctrl+C before main() has started (while Python imports this module) is one line and 130 too.
+    os.write(2, b"\ngpu-advisor: interrupted\n")
+    os._exit(130)
+
+
+# Only as the program itself (python -m, or the gpu-advisor script): a test or a host importing this module
+# keeps its own Ctrl+C.
+_PROGRAM = __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "gpu-advisor"
+if _PROGRAM and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_early)
+
+import argparse  # noqa: E402 - after the early Ctrl+C handler, on purpose
+import contextlib  # noqa: E402
+import errno  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from typing import NoReturn  # noqa: E402
+
+from advisor import __version__  # noqa: E402
+
+# The parser and the field registry are imported by the functions that use them, inside the one-line error
+# handling of main(): a Ctrl+C while they load is "interrupted", not a traceback.
 
 USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what cost, for one ML workload.
 
@@ -76,6 +92,8 @@ class Parser(argparse.ArgumentParser):
         """Print one line naming the bad value (and the nearest accepted one) and exit 2."""
         import re
 
+        from advisor.question.fields import did_you_mean
+
         choice = re.search(r"invalid choice: '(.*)' \(choose from (.*)\)", message)
         if choice:
             hint = did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
@@ -89,6 +107,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def _workload_args(p: argparse.ArgumentParser, *, data: bool = False) -> None:
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part
+
     add_fields(
         p.add_argument_group("workload"), ("kind", "model", "params", "config", "precision", "seq_len")
     )
@@ -112,6 +133,8 @@ def _output_args(p: argparse._ActionsContainer) -> None:
 
 
 def _recommend_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
     p = sub.add_parser(
         "recommend",
         help="ranked plans for a workload",
@@ -146,6 +169,8 @@ def _recommend_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _predict_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
     p = sub.add_parser(
         "predict",
         help="throughput, memory and step time of one GPU x count",
@@ -165,6 +190,8 @@ def _predict_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _catalogue_parsers(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
     p = sub.add_parser("gpus", help="the GPU catalogue", description="List the GPU catalogue.")
     _format_arg(p, ("table", "json"), "table")
     p = sub.add_parser("models", help="the model catalogue", description="List the model catalogue.")
@@ -187,6 +214,9 @@ def _catalogue_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _tco_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part
+
     p = sub.add_parser(
         "tco",
         help="total cost of ownership and buy versus rent",
@@ -258,6 +288,9 @@ def build_parser() -> Parser:
 
 def _cost_parser(sub: argparse._SubParsersAction) -> None:
     """`gpu-advisor cost`: the field guide's cost formula, its worked example and its case study."""
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part
+
     p = sub.add_parser(
         "cost",
         help="the field guide's cost formula on your numbers",
@@ -300,7 +333,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit 0 ok, 1 nothing fits, 2 bad input (or a path that cannot be read or written),
     3 knowledge error, 70 internal error, 130 interrupted; always one line on stderr, never a traceback
     (unless GPU_ADVISOR_DEBUG=1)."""
-    return _run_safely(lambda: _main(argv))
+    if signal.getsignal(signal.SIGINT) is _interrupted_early:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here a Ctrl+C is KeyboardInterrupt
+    code = _run_safely(lambda: _main(argv))
+    if code == 130 and argv is None:
+        # The real process (not a test calling main): CPython remembers a Ctrl+C that landed in code run by
+        # exec() (dataclasses build their methods so) and re-sends SIGINT to itself at exit, whatever the exit
+        # code; the one line is said, so leave now with 130.
+        _flush_quietly()
+        os._exit(130)
+    return code
+
+
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
 
 _STATE = {"command": ""}
@@ -343,6 +391,8 @@ def _command_parser(parser: Parser, args: argparse.Namespace) -> Parser:
 
 def _unknown(parser: Parser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
     """One line for arguments no command takes, with the nearest flag where one is close."""
+    from advisor.question.fields import did_you_mean
+
     command = _command_parser(parser, args)
     first = extras[0].split("=", 1)[0]
     hint = did_you_mean(first, command.option_strings()) if first.startswith("-") else ""

@@ -267,6 +267,8 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+# The part each value fills (Field.part): the Workload, its RunConfig, the Constraints, the TCO inputs, a
+# custom model's shape. Adding an input is one entry below (Field(name, kind, part, label, flag, help, ...)).
 W, C, K, T, S = "workload", "config", "constraints", "tco", "spec"
 _ALL_FIELDS: tuple[Field, ...] = (
     # The workload and its model.

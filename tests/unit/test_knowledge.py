@@ -112,7 +112,7 @@ def test_unknown_names_raise_one_line_input_errors(knowledge) -> None:
         knowledge.gpu("h1000")  # the nearest ids, not the whole catalogue
     with pytest.raises(InputError, match="unknown GPU 'zzz'; accepted: t4, "):
         knowledge.gpu("zzz")  # nothing near: every id
-    with pytest.raises(InputError, match="unknown model 'llama3-8b'; did you mean 'llama-3.1-8b'") as exc:
+    with pytest.raises(InputError, match=r"unknown model 'llama3-8b'; did you mean 'llama-3\.1-8b'") as exc:
         knowledge.model("llama3-8b")
     assert exc.value.field == "model" and exc.value.structured
 
