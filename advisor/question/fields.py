@@ -13,7 +13,6 @@ Pydantic-free and cheap to import on purpose: `--help` and the wizard's first fr
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -179,6 +178,8 @@ def _fraction(f: Field, raw: object) -> float | int:
 
 def near(word: str, options: Iterable[str]) -> list[str]:
     """The options closest to a mistyped word (difflib), best first; empty when none is close."""
+    import difflib  # only a refusal needs it
+
     options = list(options)
     lowered = {o.lower(): o for o in options}
     return [lowered[m] for m in difflib.get_close_matches(word.lower(), list(lowered), n=3, cutoff=0.6)]
