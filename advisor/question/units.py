@@ -8,6 +8,8 @@ import re
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _NUMBER = re.compile(r"^\s*\$?\s*(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_PLAIN = re.compile(r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?\s*$", re.IGNORECASE)
+"""A number without a unit or a suffix ('30m' is a duration, never 30 million hours)."""
 _DURATION_HOURS = {"": 1.0, "h": 1.0, "min": 1 / 60, "d": 24.0, "w": 168.0, "mo": 730.0}
 DURATION_EXAMPLES = "use minutes (30min), hours (72 or 72h), days (3d), weeks (2w) or months (1mo)"
 
@@ -29,9 +31,8 @@ def number_of(text: str | float | int) -> float | None:
 def parse_duration(text: str | float | int) -> tuple[float, str, str]:
     """(hours, problem, accepted) of a duration: '72', '72h', '30min', '3d', '2w', '1mo'; problem is '' when
     it reads, else what is wrong ('m' is refused as ambiguous: minutes or months)."""
-    plain = number_of(text)
-    if plain is not None:  # a bare number is hours, in any notation (72, 1e3)
-        return plain, "", ""
+    if isinstance(text, (int, float)) or _PLAIN.match(text):  # a bare number is hours: 72, 1.5, 1e3
+        return number_of(text) or 0.0, "", ""
     match = _DURATION.match(str(text))
     unit = match.group(2).lower() if match else ""
     if match and unit == "m":

@@ -192,3 +192,17 @@ def test_no_core_message_names_a_cli_flag() -> None:
         if not line.startswith("advisor/cli/") and re.search(r"[\"' (]--[a-z][a-z-]+", line)
     ]
     assert flagged == []
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("1m", "'1m' is ambiguous: m could be minutes or months"),  # never a million hours
+        ("2e6", "'2e6' must be at most 1e+06"),
+        ("soon", "'soon' is not a duration"),
+    ],
+)
+def test_a_deadline_reads_units_not_number_suffixes(text: str, words: str) -> None:
+    code, err = _cli(["recommend", "--model", "llama-2-7b", "--deadline", text])
+    assert code == 2 and f"--deadline: {words}" in err, err
+    assert check("deadline_hours", "90min") == 1.5 and check("deadline_hours", "1e3") == 1000
