@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from advisor.question.errors import InputError
 
 
-@dataclass(frozen=True)
-class Bound:
+class Bound(NamedTuple):
     """What a number is accepted as: a closed or open range, and whether it must be whole."""
 
     lo: float

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from advisor.question.checks import Bound, shown
 from advisor.question.errors import InputError
@@ -46,8 +45,7 @@ KIND_WORDS = {TRAINING: "training workloads", INFERENCE: "inference", LORA: "LoR
 """How a set of workload kinds is said in a refusal."""
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One input: what it is, what it accepts, where it applies, and how each front end names and asks for it.
 
     kind: how text is read: number (13B, 20k, 1e9), duration (72, 3d, 2w), fraction (0.1 or 10%), choice,
