@@ -103,10 +103,6 @@ class Field(NamedTuple):
         text = self.bound.accepted() if self.bound is not None else "a value"
         return f"{text}, e.g. {self.example}" if self.example else text
 
-    def help_text(self) -> str:
-        """The CLI's help: what it is and its default."""
-        return f"{self.help} (default {self.default})" if self.default else self.help
-
     def applies(self, kind: str | None, deployment: str | None = None) -> bool:
         """Whether the field is used by a workload kind (None: training) and deployment (None: any)."""
         if (kind or "pretrain") not in self.applies_to:
@@ -1010,11 +1006,6 @@ FIELDS: dict[str, Field] = {f.name: f for f in _ALL_FIELDS}
 """Every input by name (the name is the pydantic models' field name)."""
 
 
-def field(name: str) -> Field:
-    """One field by name (KeyError for an unknown one)."""
-    return FIELDS[name]
-
-
 def flag_of(name: str) -> str:
     """The CLI flag of an input, by field name (the name with dashes when it is not a registry field)."""
     f = FIELDS.get(name)
@@ -1050,7 +1041,10 @@ def check_values(data: Mapping[str, object]) -> dict[str, object]:
 
 
 def inapplicable(
-    given: Iterable[str], kind: str | None, deployment: str | None = None, values: Mapping[str, object] = {}
+    given: Iterable[str],
+    kind: str | None,
+    deployment: str | None = None,
+    values: Mapping[str, object] | None = None,
 ) -> InputError | None:
     """A structured refusal of the first given field that the workload kind (None: training) or the
     deployment would ignore, or None when every one applies."""
@@ -1058,7 +1052,7 @@ def inapplicable(
         f = FIELDS.get(name)
         if f is None or f.applies(kind, deployment):
             continue
-        value = values.get(name)
+        value = (values or {}).get(name)
         if not f.applies(kind):
             used_by = KIND_WORDS.get(f.applies_to, ", ".join(sorted(f.applies_to)))
             problem = f"is not used by {kind or 'training'}"
