@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.question.errors import InputError
-from advisor.question.fields import FIELDS, label_of
+from advisor.question.fields import FIELDS, label_of, serving_load
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -62,11 +62,7 @@ STEP_FIELDS: tuple[tuple[str, ...], ...] = (
         "tokens",
         "samples",
         "epochs",
-        "requests_per_s",
-        "prompt_tokens",
-        "output_tokens",
-        "tpot_ms",
-        "ttft_ms",
+        *serving_load(),
         *ADVANCED_FIELDS,
     ),
     (

@@ -59,7 +59,6 @@ blank or auto leaves it to the search."""
 
 SHAPE = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "experts_per_token")
 DATA = ("tokens", "samples", "epochs", "dataset_gb")
-SERVING = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 ONPREM = ("electricity_usd_kwh", "utilization", "years")
 
 
@@ -108,7 +107,7 @@ class Parser(argparse.ArgumentParser):
 
 def _workload_args(p: argparse.ArgumentParser, *, data: bool = False) -> None:
     from advisor.cli.options import add_fields
-    from advisor.question.fields import of_part
+    from advisor.question.fields import of_part, serving_load
 
     add_fields(
         p.add_argument_group("workload"), ("kind", "model", "params", "config", "precision", "seq_len")
@@ -116,7 +115,7 @@ def _workload_args(p: argparse.ArgumentParser, *, data: bool = False) -> None:
     add_fields(p.add_argument_group("model shape (instead of --model: a Llama-style decoder)"), SHAPE)
     if data:
         add_fields(p.add_argument_group("training data"), DATA)
-    add_fields(p.add_argument_group("serving load (--workload inference)"), SERVING)
+    add_fields(p.add_argument_group("serving load (--workload inference)"), serving_load())
     add_fields(
         p.add_argument_group("configuration (each value given is held; the rest is searched)"),
         ("batch_size", "optimizer", "lora_rank", *of_part("config")),

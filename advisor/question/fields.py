@@ -1023,6 +1023,12 @@ def of_part(part: str) -> tuple[str, ...]:
     return tuple(n for n, f in FIELDS.items() if f.part == part)
 
 
+def serving_load() -> tuple[str, ...]:
+    """The workload fields only serving uses (load, lengths, latency targets), in registry order: a new one
+    appears in the CLI's serving group and the wizard's model step from its registry entry alone."""
+    return tuple(n for n in of_part("workload") if FIELDS[n].applies_to == INFERENCE)
+
+
 def check(name: str, value: object) -> Any:
     """value of a named field held to its kind and bound (a number from a file, or text); InputError."""
     return FIELDS[name].parse(value)

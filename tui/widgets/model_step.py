@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from advisor.question.fields import serving_load
 from tui.formatting import human
 from tui.widgets.advanced import AdvancedSection
 from tui.widgets.field import FieldRow, field_row
@@ -54,16 +55,7 @@ class ModelStep(VerticalScroll):
         for name in ("params", "precision", "seq_len"):
             yield field_row(name)
         yield Static("How much work?", classes="step-heading")
-        for name in (
-            "tokens",
-            "samples",
-            "epochs",
-            "requests_per_s",
-            "prompt_tokens",
-            "output_tokens",
-            "tpot_ms",
-            "ttft_ms",
-        ):
+        for name in ("tokens", "samples", "epochs", *serving_load()):
             yield field_row(name)
         yield AdvancedSection()
 
