@@ -38,6 +38,7 @@ benchmark: $(STAMP) bytecode
 	$(BIN)/python benchmarks/bench_recommend.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_fleet.py
+	$(BIN)/python benchmarks/bench_first_frame.py
 
 train: $(STAMP)
 	$(BIN)/gpu-advisor model train

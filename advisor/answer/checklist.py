@@ -28,7 +28,9 @@ def search(knowledge: Knowledge, text: str) -> list[ChecklistEntry]:
     """Entries containing every word of `text`, those matching in the title or keywords first."""
     words = [w for w in text.lower().split() if w]
     if not words:
-        raise InputError("--search: give some text to look for")
+        raise InputError(
+            field="search", value=text, problem="holds no words", accepted="some text to look for"
+        )
     hits = []
     for e in knowledge.checklist:
         hay = e.haystack()

@@ -80,10 +80,15 @@ def _r3(x: Interval) -> Range3:
 
 def _node_size(gpu: Gpu, count: int) -> int:
     if count < 1 or count > MAX_COUNT:
-        raise InputError(f"--count {count}: must be between 1 and {MAX_COUNT:,}")
+        raise InputError(
+            field="count", value=count, problem="is past the search's limit", accepted=f"1 to {MAX_COUNT:,}"
+        )
     if count > gpu.gpus_per_node and count % gpu.gpus_per_node:
         raise InputError(
-            f"--count {count}: past one server, {gpu.id} comes in whole servers of {gpu.gpus_per_node} GPUs"
+            field="count",
+            value=count,
+            problem=f"is past one server, and {gpu.id} comes in whole servers of {gpu.gpus_per_node} GPUs",
+            accepted=f"up to {gpu.gpus_per_node}, or a multiple of it",
         )
     return min(count, gpu.gpus_per_node)
 
@@ -97,14 +102,20 @@ def _check_precision(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> 
     ]
     if hard:
         raise InputError(
-            f"{hard[0].message} (rule {hard[0].rule_id}); accepted precisions here: fp16"
+            field="precision",
+            value=precision,
+            problem=f"is refused: {hard[0].message} (rule {hard[0].rule_id})",
+            accepted="on this GPU: fp16"
             + (", bf16" if gpu.features.bf16 else "")
-            + (", fp8" if gpu.features.fp8 else "")
+            + (", fp8" if gpu.features.fp8 else ""),
         )
     if peak_flops(gpu, precision) is None:
         raise InputError(
-            f"--precision {precision}: {gpu.id} has no {precision} peak "
-            f"({gpu.missing.get('tflops.' + precision, 'unsupported')})"
+            field="precision",
+            value=precision,
+            problem=f"is not on {gpu.id}: it has no {precision} peak "
+            f"({gpu.missing.get('tflops.' + precision, 'unsupported')})",
+            accepted="a precision the GPU has",
         )
 
 
@@ -300,7 +311,12 @@ def _predict_serving(
             best = ((tokens, layout.with_(micro_batch=b), t, mem), (dec, pre, learned))
     if best is None:
         if leanest is None:
-            raise InputError(f"--tp {given_tp} x --pp {pp} does not divide --count {count}")
+            raise InputError(
+                field="tp",
+                value=given_tp,
+                problem=f"x pp {pp} does not divide the {count} GPUs",
+                accepted=f"tp x pp dividing {count}",
+            )
         layout, mem = leanest
         latency = tpot_target_ms != float("inf")
         return Prediction(

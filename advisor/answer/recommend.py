@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from advisor.answer.report import (
     Report,
     RuleOut,
     ServingOut,
+    Suggestion,
     Throughput,
 )
 from advisor.catalog.gpus import Gpu
@@ -31,10 +33,11 @@ from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
-from advisor.job.resolve import resolve_job
+from advisor.job.resolve import Job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.physics.goodput import Goodput, goodput
 from advisor.physics.speed import peak_flops
+from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import fmt_hours
 from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision, search_inference
@@ -523,62 +526,86 @@ def _suggestions(
     search: Search,
     efficiency: EfficiencyModel | None,
     onprem: dict[str, float] | None,
-) -> list[str]:
-    """What would make a plan fit, each checked by a real search."""
-    lines: list[str] = []
-    ctx = search.ctx
+) -> list[Suggestion]:
+    """What would make a plan fit, each checked by a real search: an input, a value and what it gives."""
+    lines: list[Suggestion] = []
     kinds = {m.kind for m in search.misses}
+    rerun = functools.partial(run_search, knowledge, efficiency=efficiency, onprem=onprem)
     if search.scored:
-
-        def without(field: str) -> list[Scored]:
-            relaxed = Constraints.model_validate({**constraints.model_dump(), field: None})
-            return run_search(knowledge, workload, relaxed, efficiency, onprem).feasible
-
-        feasible = without("budget_usd")
-        if feasible:
-            best = min(feasible, key=lambda s: s.cost.high)
-            lines.append(
-                f"a budget of ${best.cost.high:,.0f} (P90) allows {best.cand.gpu.id} "
-                f"x{best.cand.layout.count} in {best.hours.p90:,.0f} h"
-            )
-        feasible = without("deadline_hours") if ctx.job.training else []
-        if feasible:
-            best = min(feasible, key=lambda s: s.hours.p90)
-            lines.append(
-                f"a deadline of {math.ceil(best.hours.p90):,} h allows {best.cand.gpu.id} "
-                f"x{best.cand.layout.count} at ${best.cost.high:,.0f} (P90)"
-            )
+        lines += _relaxed(workload, constraints, search.ctx.job.training, rerun)
     elif "memory" in kinds or "scale" in kinds or "latency" in kinds:
-        alternatives: list[tuple[str, dict]] = []
-        if ctx.job.kind in ("pretrain", "finetune") and ctx.job.arch is not None:
-            alternatives = [("--workload lora", {"kind": "lora"}), ("--workload qlora", {"kind": "qlora"})]
-        elif ctx.job.kind == "lora":
-            alternatives = [("--workload qlora", {"kind": "qlora"})]
-        elif ctx.job.kind == "inference":
-            alternatives = [
-                ("--precision int8", {"precision": "int8"}),
-                ("--precision int4", {"precision": "int4"}),
-            ]
-        for flag, change in alternatives:
-            try:
-                alt = Workload.model_validate({**workload.model_dump(), **change})
-                trial = run_search(knowledge, alt, constraints, efficiency, onprem)
-            except InputError:
-                continue
-            if trial.feasible:
-                best = _rank(trial.ctx, trial.feasible)[0]
-                lines.append(
-                    f"{flag} fits: {best.cand.gpu.id} x{best.cand.layout.count} "
-                    f"({best.cand.memory.high_gb:.0f} GB per GPU)"
-                )
-                break
+        lines += _lighter(workload, constraints, search.ctx.job, rerun)
         if constraints.max_gpus < MAX_COUNT:
-            lines.append(f"raise --max-gpus above {constraints.max_gpus}")
+            lines.append(Suggestion(field="max_gpus", outcome=f"raise it above {constraints.max_gpus}"))
         if constraints.gpus:
-            lines.append("allow more GPU types (drop --gpu)")
+            lines.append(Suggestion(field="gpus", outcome="allow more GPU types (leave it out)"))
     if "price" in kinds and constraints.pricing != "on-demand":
-        lines.append(f"few {constraints.pricing} prices are catalogued: try --pricing on-demand")
+        lines.append(
+            Suggestion(
+                field="pricing", value="on-demand", outcome=f"few {constraints.pricing} prices are catalogued"
+            )
+        )
     return lines
+
+
+def _relaxed(
+    workload: Workload, constraints: Constraints, training: bool, rerun: Callable[..., Search]
+) -> list[Suggestion]:
+    """The budget (and, for training, the deadline) that would let the best plan in."""
+
+    def without(field: str) -> list[Scored]:
+        relaxed = Constraints.model_validate({**constraints.model_dump(), field: None})
+        return rerun(workload, relaxed).feasible
+
+    lines = []
+    feasible = without("budget_usd")
+    if feasible:
+        best = min(feasible, key=lambda s: s.cost.high)
+        lines.append(
+            Suggestion(
+                field="budget_usd",
+                value=math.ceil(best.cost.high),
+                outcome=f"allows {best.cand.gpu.id} x{best.cand.layout.count} in "
+                f"{best.hours.p90:,.0f} h (its P90 cost)",
+            )
+        )
+    feasible = without("deadline_hours") if training else []
+    if feasible:
+        best = min(feasible, key=lambda s: s.hours.p90)
+        lines.append(
+            Suggestion(
+                field="deadline_hours",
+                value=math.ceil(best.hours.p90),
+                outcome=f"allows {best.cand.gpu.id} x{best.cand.layout.count} at "
+                f"${best.cost.high:,.0f} (P90)",
+            )
+        )
+    return lines
+
+
+def _lighter(
+    workload: Workload, constraints: Constraints, job: Job, rerun: Callable[..., Search]
+) -> list[Suggestion]:
+    """The first lighter workload (LoRA, QLoRA, int8 or int4 serving) that fits, as one changed input."""
+    alternatives: list[dict[str, str]] = []
+    if job.kind in ("pretrain", "finetune") and job.arch is not None:
+        alternatives = [{"kind": "lora"}, {"kind": "qlora"}]
+    elif job.kind == "lora":
+        alternatives = [{"kind": "qlora"}]
+    elif job.kind == "inference":
+        alternatives = [{"precision": "int8"}, {"precision": "int4"}]
+    for change in alternatives:
+        try:
+            trial = rerun(Workload.model_validate({**workload.model_dump(), **change}), constraints)
+        except InputError:
+            continue
+        if trial.feasible:
+            best = _rank(trial.ctx, trial.feasible)[0]
+            field, value = next(iter(change.items()))
+            per_gpu = f"{best.cand.memory.high_gb:.0f} GB per GPU"
+            outcome = f"fits: {best.cand.gpu.id} x{best.cand.layout.count} ({per_gpu})"
+            return [Suggestion(field=field, value=value, outcome=outcome)]
+    return []
 
 
 def recommend(
@@ -623,9 +650,9 @@ def recommend(
 
             tco_inputs = TcoInputs(gpu=plans[0].gpu, count=plans[0].count, **(onprem or {}))
             tco_out = tco(knowledge, tco_inputs, constraints)
-    notes: list[str] = []
+    notes: list[Assumed] = []
     if not job.training:
-        notes.extend(serving_notes)
+        notes.extend(Assumed(text=n) for n in serving_notes)
     if constraints.deployment == "cloud":  # stale and outlier offers the price screen left out
         notes += price_notes(knowledge, select_gpus(knowledge, constraints), constraints)
     return Report(

@@ -214,6 +214,27 @@ class PlanOut(Record):
 
 
 @record
+class Suggestion(Record):
+    """A change of one input that would give a plan: the input, the value to give (None: see the outcome)
+    and what it gives. Said without a front end's words; each names the input its own way."""
+
+    field: str
+    value: float | int | str | None = None
+    outcome: str
+
+    def phrase(self, name: str) -> str:
+        """The suggestion with the input named by the caller: '--budget 15000: allows h100-sxm x8 in 30 h'."""
+        value = (
+            ""
+            if self.value is None
+            else f" {self.value:g}"
+            if isinstance(self.value, float)
+            else f" {self.value}"
+        )
+        return f"{name}{value}: {self.outcome}"
+
+
+@record
 class FrontPoint(Record):
     """A plan on the cost-vs-time Pareto front."""
 
@@ -251,13 +272,14 @@ class Report(Record):
     why_not: tuple[str, ...] = ()
     job_advice: tuple[RuleOut, ...] = ()
     nothing_fits: bool = False
-    suggestions: tuple[str, ...] = ()
+    suggestions: tuple[Suggestion, ...] = ()
     prices_as_of: dt.date | None = None
     price_sources: tuple[str, ...] = ()
     efficiency_source: str
     catalogue_version: str
     plans_considered: int = 0
-    notes: tuple[str, ...] = ()
+    notes: tuple[Assumed, ...] = ()
+    """What the answer set aside or could not source, each with the input that would change it."""
     operations: OpsPlan | None = None
     """The operations plan of the chosen plan."""
     launch: LaunchArtefacts | None = None

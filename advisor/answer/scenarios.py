@@ -285,7 +285,9 @@ def scenario_inputs(knowledge: Knowledge, name: str, efficiency: Any = None) -> 
     """A named scenario as recommend inputs (the UI preset reads this): the case study's model, GPU, count and
     200 TB data set, with the images per run the model says 4 GPUs process in the guide's 18 h."""
     if name != CASE_STUDY:
-        raise InputError(f"--scenario {name!r}: unknown; accepted: {', '.join(SCENARIOS)}")
+        raise InputError(
+            field="scenario", value=name, problem="is not a known scenario", accepted=", ".join(SCENARIOS)
+        )
     c = guide_figures(knowledge)["case_study"]
     rate, _ = _model(knowledge, c["gpu"], efficiency)
     samples = round(rate * c["hours_after"] * 3600) if rate else 1_281_167

@@ -438,14 +438,29 @@ def spec_from_shape(
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(
-                f"--{key.replace('_', '-')} {value!r} is not accepted; accepted: a whole number >= 1"
+                field=key, value=value, problem="is not accepted", accepted="a whole number >= 1"
             )
     if heads % kv_heads:
-        raise InputError(f"--kv-heads {kv_heads} does not divide --heads {heads}; accepted: a divisor of it")
+        raise InputError(
+            field="kv_heads",
+            value=kv_heads,
+            problem=f"does not divide the {heads} heads",
+            accepted="a divisor",
+        )
     if head_dim is None and hidden % heads:
-        raise InputError(f"--heads {heads} does not divide --hidden {hidden}; accepted: a divisor of it")
+        raise InputError(
+            field="heads",
+            value=heads,
+            problem=f"does not divide the hidden size {hidden}",
+            accepted="a divisor",
+        )
     if experts_per_token > experts:
-        raise InputError(f"--experts-per-token {experts_per_token} exceeds --experts {experts}")
+        raise InputError(
+            field="experts_per_token",
+            value=experts_per_token,
+            problem=f"exceeds the {experts} experts",
+            accepted=f"at most {experts}",
+        )
     moe = Moe(experts=experts, per_token=experts_per_token, ffn=ffn) if experts > 1 else None
     shape = Shape(
         layers=layers,
@@ -481,25 +496,26 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _bad_file(path: Path, problem: str, accepted: str = "a config.json or its folder") -> InputError:
+    """A config file refused, said without a front end's words (field 'config': each names it its way)."""
+    return InputError(field="config", value=str(path), problem=problem, accepted=accepted)
+
+
 def _load_json(path: Path) -> Any:
     if not path.is_file():
-        raise InputError(
-            f"--config {str(path)!r} is not a regular file; accepted: a config.json or its folder"
-        )
+        raise _bad_file(path, "is not a regular file")
     size = path.stat().st_size
     if size > MAX_BYTES:
-        raise InputError(f"--config {str(path)!r} is {size:,} bytes; accepted: a config.json up to 1 MiB")
+        raise _bad_file(path, f"is {size:,} bytes", "a config.json up to 1 MiB")
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         # ValueError: JSONDecodeError, and an integer past Python's 4,300-digit conversion limit.
-        raise InputError(f"--config {str(path)!r} is not JSON ({str(exc).splitlines()[0]})") from None
+        raise _bad_file(path, f"is not JSON ({str(exc).splitlines()[0]})") from None
     except RecursionError:
-        raise InputError(f"--config {str(path)!r} is nested too deeply; accepted: a config.json") from None
+        raise _bad_file(path, "is nested too deeply") from None
     if _depth(data) > MAX_DEPTH:
-        raise InputError(
-            f"--config {str(path)!r} is nested deeper than {MAX_DEPTH} levels; accepted: a config.json"
-        )
+        raise _bad_file(path, f"is nested deeper than {MAX_DEPTH} levels")
     return data
 
 
@@ -512,7 +528,7 @@ def read_hf_config(path: Path) -> ModelSpec:
     try:
         data = _load_json(path)
     except OSError as exc:
-        raise InputError(f"--config {str(path)!r} cannot be read ({exc.strerror or exc})") from None
+        raise _bad_file(path, f"cannot be read ({exc.strerror or exc})") from None
     # A downloaded model keeps config.json in a folder named for the model; a loose file is named for it.
     fallback = (path.parent.name if path.name == "config.json" else path.stem) or "config"
     return spec_from_hf_config(

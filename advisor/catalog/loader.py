@@ -189,6 +189,28 @@ def _rows(raw: dict[str, Any], key: str, name: str, allowed: set[str]) -> list[d
     return rows
 
 
+def _unknown(what: str, field: str, name: str, ids: list[str], index: dict[str, Any]) -> InputError:
+    """An unknown id, said without a front end's words (field and value let each name the input its own
+    way): the nearest ids by spelling (ids and aliases), else every id."""
+    from advisor.question.fields import near
+
+    key = normalise_id(name)
+    close = list(dict.fromkeys(index[k].id for k in near(key, index)))  # an alias counts as its id
+    if close:
+        accepted = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    else:
+        accepted = "accepted: " + ", ".join(ids)
+    if what == "model":
+        accepted += " (or a custom size or shape instead of a catalogue model)"
+    return InputError(
+        f"unknown {what} {name!r}; {accepted}",
+        field=field,
+        value=name,
+        problem=f"is not a catalogue {what}",
+        accepted=accepted,
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Knowledge:
     """The validated knowledge base with id/alias lookups."""
@@ -209,20 +231,14 @@ class Knowledge:
         """Resolve a GPU id or alias (case-insensitive); InputError names the accepted ids."""
         found = self._gpu_index.get(normalise_id(name))
         if found is None:
-            raise InputError(f"unknown GPU {name!r}; accepted: {', '.join(g.id for g in self.gpus)}")
+            raise _unknown("GPU", "gpu", name, [g.id for g in self.gpus], self._gpu_index)
         return found
 
     def model(self, name: str) -> ModelSpec:
         """Resolve a model id or alias (case-insensitive); InputError names the accepted ids."""
         found = self._model_index.get(normalise_id(name))
         if found is None:
-            # Said without a front end's words; field and value let each name the input its own way.
-            raise InputError(
-                f"unknown model {name!r}; accepted: {', '.join(m.id for m in self.models)} "
-                "(or a custom size or shape instead of a catalogue model)",
-                field="model",
-                value=name,
-            )
+            raise _unknown("model", "model", name, [m.id for m in self.models], self._model_index)
         return found
 
     def offers_for(self, gpu_id: str) -> list[Offer]:

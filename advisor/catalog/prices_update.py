@@ -248,7 +248,7 @@ def _catalogue_file(path: Path) -> str:
 def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """cloud -> (csv text, where) for each cloud with a vms.csv under folder (or folder/catalogs/v8)."""
     if not folder.is_dir():
-        raise InputError(f"--from {folder}: no such folder")
+        raise InputError(f"folder {folder}: no such folder")
     found = {}
     for cloud in clouds:
         for path in (folder / cloud / "vms.csv", folder / "catalogs" / "v8" / cloud / "vms.csv"):
@@ -256,7 +256,7 @@ def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, s
                 found[cloud] = (_catalogue_file(path), str(path))
                 break
     if not found:
-        raise InputError(f"--from {folder}: no <cloud>/vms.csv for any of {', '.join(clouds)}")
+        raise InputError(f"folder {folder}: no <cloud>/vms.csv for any of {', '.join(clouds)}")
     return found
 
 
@@ -268,7 +268,6 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
     scheme = urllib.parse.urlsplit(base).scheme.lower()
     if scheme not in ("http", "https") or not urllib.parse.urlsplit(base).netloc:
         raise InputError(
-            f"--url {base!r} is not an http(s) address; accepted: https://... (a folder: --from DIR)",
             field="url",
             value=base,
             problem="is not an http(s) address",
@@ -288,7 +287,7 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
             reason = getattr(exc, "reason", exc)
             raise AdvisorError(
                 f"cannot reach {url} ({reason}); old prices kept "
-                "(offline? use --from DIR with a copy of catalogs/v8)"
+                "(offline? read a local copy of catalogs/v8 instead)"
             ) from exc
     return found
 

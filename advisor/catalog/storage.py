@@ -55,7 +55,10 @@ def storage_price(knowledge: Knowledge, provider: str, kind: StorageKind) -> Sto
     have = sorted({s.provider for s in data.storage if s.kind == kind})
     why = data.missing.get(provider.lower(), "not in knowledge/storage.toml")
     raise InputError(
-        f"--provider {provider}: no sourced {kind} storage price ({why}); accepted: {', '.join(have)}"
+        field="provider",
+        value=provider,
+        problem=f"has no sourced {kind} storage price ({why})",
+        accepted=", ".join(have),
     )
 
 

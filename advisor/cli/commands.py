@@ -4,184 +4,102 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
+from advisor.cli.options import values_of
 from advisor.cli.output import json_text
 from advisor.question.errors import InputError
-from advisor.question.units import parse_count, parse_hours
+from advisor.question.fields import flag_of
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-# Flag names as the user typed them, for one-line errors that name the flag.
-FLAG = {
-    "kind": "--workload",
-    "params": "--params",
-    "seq_len": "--seq-len",
-    "batch_size": "--batch-size",
-    "tokens": "--tokens",
-    "samples": "--samples",
-    "epochs": "--epochs",
-    "dataset_gb": "--dataset-gb",
-    "lora_rank": "--lora-rank",
-    "requests_per_s": "--requests-per-s",
-    "prompt_tokens": "--prompt-tokens",
-    "output_tokens": "--output-tokens",
-    "tpot_ms": "--tpot-ms",
-    "ttft_ms": "--ttft-ms",
-    "budget_usd": "--budget",
-    "deadline_hours": "--deadline",
-    "max_gpus": "--max-gpus",
-    "headroom": "--headroom",
-    "top": "--top",
-    "model": "--model",
-    "config": "",
-    "max_price_age_months": "--max-price-age",
-}
-CONFIG_INTS = ("tp", "pp", "cp", "ep", "dp", "shard_group", "global_batch")
-
 
 def _validated(cls: type[BaseModel], data: dict[str, Any]) -> Any:
-    # Imported by the commands that validate input, not by gpus or checklist.
+    """The model, or the InputError of its first problem: the core's own (structured, the CLI names the
+    flag), or pydantic's, named by the field it is about."""
     from pydantic import ValidationError
+
+    from advisor.question.fields import flag_of
 
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, InputError):
+            raise cause from None
         loc = [str(x) for x in err["loc"]]
-        field = loc[1] if len(loc) > 1 and loc[0] == "config" else (loc[0] if loc else "")
-        flag = FLAG.get(field, f"--{field.replace('_', '-')}" if field else "")
+        field = loc[1] if len(loc) > 1 and loc[0] in ("config", "spec") else (loc[0] if loc else "")
         got = f" (got {err['input']!r})" if field and not isinstance(err["input"], dict) else ""
         msg = err["msg"].removeprefix("Value error, ")
-        raise InputError(f"{flag}: {msg}{got}" if flag else msg) from exc
+        raise InputError(f"{flag_of(field)}: {msg}{got}" if field else msg) from exc
 
 
-def _int(value: str | None, what: str) -> int | None:
-    if value is None:
-        return None
-    number = parse_count(value, what)
-    if number != int(number):
-        raise InputError(f"{what}: {value!r} must be a whole number")
-    return int(number)
-
-
-def _float(value: str | None, what: str, *, positive: bool = True) -> float | None:
-    return None if value is None else parse_count(value, what, positive=positive)
+def _values(args: argparse.Namespace) -> dict[str, Any]:
+    return getattr(args, "values", {})
 
 
 def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The workload flags the user gave (absent ones are left out so defaults or --from apply)."""
-    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
-    fields = {
-        "kind": g("workload"),
-        "model": g("model"),
-        "params": _float(g("params"), "--params"),
-        "precision": g("precision"),
-        "seq_len": _int(g("seq_len"), "--seq-len"),
-        "batch_size": _int(g("batch_size"), "--batch-size"),
-        "optimizer": g("optimizer"),
-        "lora_rank": _int(g("lora_rank"), "--lora-rank"),
-        "tokens": _float(g("tokens"), "--tokens"),
-        "samples": _float(g("samples"), "--samples"),
-        "epochs": _float(g("epochs"), "--epochs"),
-        "dataset_gb": _float(g("dataset_gb"), "--dataset-gb", positive=False),
-        "requests_per_s": _float(g("requests_per_s"), "--requests-per-s"),
-        "prompt_tokens": _int(g("prompt_tokens"), "--prompt-tokens"),
-        "output_tokens": _int(g("output_tokens"), "--output-tokens"),
-        "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"),
-        "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
-    }
-    fields["config"] = config_fields(args)
-    fields["spec"] = model_spec_fields(args)
-    return {k: v for k, v in fields.items() if v is not None and v != {}}
-
-
-SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+    fields = values_of(_values(args), "workload")
+    config = values_of(_values(args), "config")
+    if config:
+        fields["config"] = config
+    spec = model_spec_fields(args)
+    if spec is not None:
+        fields["spec"] = spec
+    return fields
 
 
 def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
     """The model read from --config or built from --layers ... (None when neither is given), as
     Workload.spec."""
-    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
-    shape = [k for k in (*SHAPE_FLAGS, "experts", "experts_per_token") if g(k) is not None]
+    values = _values(args)
+    shape = values_of(values, "spec")
     ways = [
         way
         for way, on in (
-            ("--model", g("model")),
-            ("--params", g("params")),
-            ("--config", g("config")),
-            ("--layers/--hidden/...", shape),
+            ("--model", "model" in values),
+            ("--params", "params" in values),
+            ("--config", "config" in values),
+            ("--layers/--hidden/...", bool(shape)),
         )
         if on
     ]
-    if not shape and g("config") is None:
+    if not shape and "config" not in values:
         return None
     if len(ways) > 1:
         raise InputError(
             f"give one of --model, --params, --config or a shape (--layers ...), not {' and '.join(ways)}"
         )
-    if g("config") is not None:
+    if "config" in values:
         from advisor.catalog.hf_config import read_hf_config
 
-        spec = read_hf_config(Path(g("config")))
+        spec = read_hf_config(Path(values["config"]))
     else:
         from advisor.catalog.hf_config import spec_from_shape
 
-        missing = [f"--{k.replace('_', '-')}" for k in SHAPE_FLAGS if g(k) is None]
+        missing = [flag_of(k) for k in SHAPE_NEEDED if k not in shape]
         if missing:
             raise InputError(
                 f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
             )
-        ints = {k: _int(g(k), f"--{k.replace('_', '-')}") for k in shape}
-        spec = spec_from_shape(**ints)  # type: ignore[arg-type]  # _int of a given flag is never None
+        spec = spec_from_shape(**shape)
     return spec.model_dump(mode="python", exclude_defaults=True)
 
 
-def config_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The configuration flags the user gave."""
-    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
-    fields: dict[str, Any] = {k: _int(g(k), "--" + k.replace("_", "-")) for k in CONFIG_INTS}
-    fields |= {
-        "zero": int(g("zero")) if g("zero") is not None else None,
-        "recompute": g("recompute"),
-        "global_batch_tokens": _float(g("global_batch_tokens"), "--global-batch-tokens"),
-        "pp_schedule": g("pp_schedule"),
-        "master_weights": False if g("no_master_weights") else None,
-        "offload": g("offload"),
-        "lora_targets": g("lora_targets"),
-        "stack": g("stack"),
-        "engine": g("engine"),
-    }
-    return {k: v for k, v in fields.items() if v is not None}
+SHAPE_NEEDED = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
 def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The constraint flags the user gave."""
-    g: Callable[[str], Any] = lambda name: getattr(args, name, None)  # noqa: E731
-    split = lambda text: tuple(p.strip() for p in text.split(",") if p.strip()) if text else None  # noqa: E731
-    fields = {
-        "budget_usd": _float(g("budget"), "--budget"),
-        "budget_period": g("budget_period"),
-        "deadline_hours": parse_hours(g("deadline"), "--deadline") if g("deadline") else None,
-        "deployment": g("deployment"),
-        "pricing": g("pricing"),
-        "demand": g("demand"),
-        "providers": split(g("provider")),
-        "gpus": split(g("gpu")) if g("command") == "recommend" else None,
-        "objective": g("objective"),
-        "top": _int(g("top"), "--top"),
-        "max_gpus": _int(g("max_gpus"), "--max-gpus"),
-        "headroom": _float(g("headroom"), "--headroom", positive=False),
-        "fabric": g("fabric"),
-        "max_price_age_months": _float(g("max_price_age"), "--max-price-age"),
-    }
-    return {k: v for k, v in fields.items() if v is not None}
+    return values_of(_values(args), "constraints")
 
 
 def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
@@ -228,7 +146,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
         offers = [o for o in offers if o.provider == args.provider.lower()]
     if args.pricing:
         offers = [o for o in offers if o.pricing.startswith(args.pricing)]
-    max_age = _float(getattr(args, "max_price_age", None), "--max-price-age") or 12.0
+    max_age = _values(args).get("max_price_age_months", 12.0)
     flags = offer_flags(offers, max_age)
     if (args.format or "table") == "json":
         print(
@@ -253,9 +171,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     workload = _validated(Workload, workload_fields(args))
     constraints = _validated(Constraints, constraint_fields(args))
-    count = _int(args.count, "--count") or 1
+    count = _values(args).get("count", 1)
     check_applicable(args, workload.kind)
-    result = predict(knowledge, workload, args.gpu, count, constraints, _efficiency(knowledge, args))
+    result = predict(
+        knowledge, workload, _values(args)["gpu"], count, constraints, _efficiency(knowledge, args)
+    )
     if (args.format or "table") == "json":
         print(json_text(result.model_dump(mode="json"), indent=2))
     else:
@@ -265,14 +185,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _spec_inputs(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     from advisor.cli.spec_file import read_spec_file
-    from advisor.job.inputs import RunConfig
+    from advisor.question.fields import of_part
 
     workload, constraints = read_spec_file(path)
     config = workload.pop("config", {})
     if not isinstance(config, dict):
         raise InputError(f"--from {path}: [inputs.workload.config] must be a table of configuration keys")
     # Configuration keys are read under [inputs.workload.config] or, as the CLI flags, in [inputs.workload].
-    config = {**{k: workload.pop(k) for k in list(workload) if k in RunConfig.model_fields}, **config}
+    config = {**{k: workload.pop(k) for k in list(workload) if k in of_part("config")}, **config}
     if config:
         workload["config"] = config
     return workload, constraints

@@ -1,5 +1,6 @@
-"""Provides the checks every command's flags pass before any work: no empty or control-laden values, numbers
-in range, and no flag that the workload would silently ignore."""
+"""Provides the checks every command's flags pass before any work: no empty or control-laden values, each
+registry field read by its parser (bounds and words from advisor.question.fields), and no flag that the
+workload would silently ignore."""
 
 from __future__ import annotations
 
@@ -7,78 +8,45 @@ import argparse
 import re
 from typing import Any
 
-from advisor.question.checks import BOUNDS, checked, escape_controls
+from advisor.cli.options import read_fields
+from advisor.question.checks import escape_controls
 from advisor.question.errors import InputError
+from advisor.question.fields import inapplicable
 
-# argparse dest -> the field of checks.BOUNDS it fills, where the names differ.
-FIELD_OF = {"budget": "budget_usd", "deadline": "deadline_hours"}
-# dest -> the flag as the user typed it, where it is not --dest-with-dashes.
-FLAG_OF = {
-    "from_file": "--from",
-    "output": "-o",
-    "file": "FILE",
-    "error_type": "TYPE",
-    "workload": "--workload",
-}
-TRAINING_ONLY = ("tokens", "samples", "epochs", "dataset_gb", "optimizer", "lora_rank")
-INFERENCE_ONLY = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms")
-LORA_ONLY = ("lora_rank",)
-ONPREM_ONLY = ("electricity_usd_kwh", "utilization", "years")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def flag(dest: str) -> str:
-    """The flag a parsed argument came from, for messages."""
-    return FLAG_OF.get(dest, "--" + dest.replace("_", "-"))
+def _flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> the flag (or positional name) the user typed it as, read from the parser itself."""
+    return {
+        a.dest: a.option_strings[0] if a.option_strings else str(a.metavar or a.dest) for a in parser._actions
+    }
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """InputError (exit 2, one line) for an empty value, a control character or a number out of range."""
+def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """InputError (exit 2, one line) for an empty value, a control character or a bad registry value; the
+    values read are kept as args.values (field name -> value) for the command."""
+    flags = _flags(parser)
     for dest, value in sorted(vars(args).items()):
         if not isinstance(value, str) or dest == "command":
             continue
+        name = flags.get(dest, "--" + dest.replace("_", "-"))
         if not value.strip():
-            raise InputError(f"{flag(dest)}: empty value")
+            raise InputError(f"{name}: empty value")
         if _CONTROL.search(value):
-            raise InputError(f"{flag(dest)}: {escape_controls(repr(value))} contains control characters")
-        field = FIELD_OF.get(dest, dest)
-        if field in BOUNDS:
-            checked(field, _number(dest, value), flag(dest), given=value)
-
-
-def _number(dest: str, value: str) -> float:
-    from advisor.question.units import parse_count, parse_hours
-
-    if dest == "deadline":
-        return parse_hours(value, "--deadline")
-    return parse_count(value, flag(dest), positive=False)
+            raise InputError(f"{name}: {escape_controls(repr(value))} contains control characters")
+    args.values = read_fields(args)
 
 
 def check_applicable(args: argparse.Namespace, kind: str | None, deployment: str | None = None) -> None:
-    """InputError for a flag that the workload (or deployment) would ignore, naming what it applies to.
-
-    kind None is training (fine-tuning for a catalogue LLM, else pre-training), as the core resolves it.
-    """
-    given = {dest for dest, value in vars(args).items() if value is not None and value is not False}
-    shown_kind = kind or "training"
-    if kind == "inference":
-        wrong = [d for d in TRAINING_ONLY if d in given]
-        applies = "training workloads"
-    else:
-        wrong = [d for d in INFERENCE_ONLY if d in given]
-        applies = "--workload inference"
-        if not wrong and kind not in ("lora", "qlora"):
-            wrong, applies = [d for d in LORA_ONLY if d in given], "--workload lora or qlora"
-    if wrong:
-        flags = ", ".join(flag(d) for d in wrong)
-        raise InputError(f"{flags}: not used by --workload {shown_kind}, only by {applies}; leave it out")
-    if deployment is not None and deployment != "on-prem" and getattr(args, "command", None) == "recommend":
-        wrong = [d for d in ONPREM_ONLY if d in given]
-        if wrong:
-            raise InputError(
-                f"{', '.join(flag(d) for d in wrong)}: only used with --deployment on-prem "
-                f"(this is {deployment})"
-            )
+    """InputError for a flag that the workload (or, for recommend, the deployment) would ignore, naming
+    what it applies to. kind None is training (fine-tuning for a catalogue LLM, else pre-training)."""
+    values: dict[str, Any] = getattr(args, "values", {})
+    if getattr(args, "command", None) != "recommend":
+        deployment = None
+    error = inapplicable(values, kind, deployment, values)
+    if error is not None:
+        raise error
 
 
 def given_strings(data: Any, where: str) -> None:

@@ -8,17 +8,16 @@ import argparse
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli.output import json_text
 from advisor.question.errors import InputError
-from advisor.question.units import parse_count
 from advisor.search.cost import guide_cost
 
 
-def _num(args: argparse.Namespace, name: str, flag: str, *, positive: bool = True) -> float | None:
-    value = getattr(args, name, None)
-    return None if value is None else parse_count(value, flag, positive=positive)
+def _num(args: argparse.Namespace, name: str) -> float | None:
+    """A number the user gave, already read and held to its bound by the field registry."""
+    return getattr(args, "values", {}).get(name)
 
 
 def _volatility(args: argparse.Namespace, knowledge: Knowledge) -> tuple[float, float, float, str]:
-    given = _num(args, "volatility", "--volatility")
+    given = _num(args, "volatility")
     if given is not None:
         return given, given, given, "given"
     a = knowledge.assumptions.cost
@@ -33,19 +32,19 @@ def user_cost(args: argparse.Namespace, knowledge: Knowledge) -> dict:
     from advisor.catalog.storage import storage_price
 
     price, gpus, hours = (
-        _num(args, "gpu_usd_hour", "--gpu-usd-hour"),
-        _num(args, "gpus", "--gpus"),
-        _num(args, "hours", "--hours"),
+        _num(args, "gpu_usd_hour"),
+        _num(args, "cost_gpus"),
+        _num(args, "hours"),
     )
     if price is None or gpus is None or hours is None:
         missing = [
             f for f, v in (("--gpu-usd-hour", price), ("--gpus", gpus), ("--hours", hours)) if v is None
         ]
         raise InputError(f"cost: give {', '.join(missing)} (or --guide-example, or --scenario NAME)")
-    gb = _num(args, "storage_gb", "--storage-gb", positive=False) or 0.0
-    months = _num(args, "storage_months", "--storage-months", positive=False)
+    gb = _num(args, "storage_gb") or 0.0
+    months = _num(args, "storage_months")
     months = hours / knowledge.assumptions.cost.hours_per_month.value if months is None else months
-    rate = _num(args, "storage_usd_gb_month", "--storage-usd-gb-month", positive=False)
+    rate = _num(args, "storage_usd_gb_month")
     basis = "given"
     if rate is None:
         sp = storage_price(knowledge, args.provider or "aws", args.storage_kind or "object")

@@ -2,155 +2,195 @@
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import errno
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import NoReturn
 
-from advisor import __version__
-from advisor.question.vocab import (
-    BUDGET_PERIODS,
-    DEMANDS,
-    DEPLOYMENTS,
-    ENGINES,
-    LORA_TARGETS,
-    OBJECTIVES,
-    OFFLOADS,
-    OPTIMIZER_ALIASES,
-    OPTIMIZERS,
-    PRECISIONS,
-    PRICING_PLANS,
-    RECOMPUTES,
-    STACKS,
-    WORKLOADS,
-)
+
+def _interrupted_early(signum: int, frame: object) -> None:
+    # A Ctrl+C before main() has started (while Python imports this module) is one line and 130 too.
+    os.write(2, b"\ngpu-advisor: interrupted\n")
+    os._exit(130)
+
+
+# Only as the program itself (python -m, or the gpu-advisor script): a test or a host importing this module
+# keeps its own Ctrl+C.
+_PROGRAM = __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "gpu-advisor"
+if _PROGRAM and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_early)
+
+import argparse  # noqa: E402 - after the early Ctrl+C handler, on purpose
+import contextlib  # noqa: E402
+import errno  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from typing import NoReturn  # noqa: E402
+
+from advisor import __version__  # noqa: E402
+
+# The parser and the field registry are imported by the functions that use them, inside the one-line error
+# handling of main(): a Ctrl+C while they load is "interrupted", not a traceback.
 
 USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what cost, for one ML workload.
 
-  gpu-advisor                      open the guided terminal UI
-  gpu-advisor recommend ...        ranked plans for a workload (see recommend --help)
-  gpu-advisor predict ...          throughput, memory and step time of one GPU x count
-  gpu-advisor checklist [TYPE]     troubleshooting steps by error type
-  gpu-advisor tco ...              total cost of owning GPUs, and buy versus rent
-  gpu-advisor cost ...             the field guide's cost formula (--guide-example, --scenario)
-  gpu-advisor prices update        refresh cloud prices from SkyPilot-format catalogues
-  gpu-advisor gpus | models | prices   the catalogues
-  gpu-advisor model train|evaluate     the benchmark-trained efficiency model
-  gpu-advisor calibrate FILE.csv   refit the efficiency model on your own measured runs
-  gpu-advisor fleet plan FILE.toml size, simulate and price a cluster for a portfolio of jobs
+commands:
+  (none)                           open the guided terminal UI
+  recommend ...                    ranked plans for a workload (see recommend --help)
+  predict ...                      throughput, memory and step time of one GPU x count
+  checklist [TYPE]                 troubleshooting steps by error type
+  tco ...                          total cost of owning GPUs, and buy versus rent
+  cost ...                         the field guide's cost formula (--guide-example, --scenario)
+  prices [update]                  cloud GPU prices; refresh them from SkyPilot-format catalogues
+  gpus | models                    the catalogues
+  model train|evaluate             the benchmark-trained efficiency model
+  calibrate FILE.csv               refit the efficiency model on your own measured runs
+  fleet plan|validate FILE.toml    size, simulate and price a cluster for a portfolio of jobs
+  serve                            the guided UI in a web browser
 
 Example: gpu-advisor recommend --model llama-2-70b --workload finetune --precision bf16 --budget 20000"""
 
+RECOMMEND_EXAMPLES = """examples:
+  gpu-advisor recommend --model llama-2-70b --workload finetune --budget 20k
+  gpu-advisor recommend --model resnet50 --samples 200k --epochs 30 --deadline 72 --objective cheapest
+  gpu-advisor recommend --model llama-3.1-8b --workload inference --requests-per-s 20 --tpot-ms 50
+  gpu-advisor recommend --model llama-2-70b --workload qlora --max-gpus 1
+  gpu-advisor recommend --from plan.toml --budget 5k     (an exported plan, one input changed)
+
+Numbers take k, M, B, T (20k, 13B, 2T); a configuration value given (--tp 8) is held, the rest searched;
+blank or auto leaves it to the search."""
+
+SHAPE = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "experts_per_token")
+DATA = ("tokens", "samples", "epochs", "dataset_gb")
+ONPREM = ("electricity_usd_kwh", "utilization", "years")
+
+
+class Formatter(argparse.HelpFormatter):
+    """Help with each option and its words on one line where the terminal allows; a description or epilog
+    laid out in lines (the command list, the examples) is kept as written, a paragraph is wrapped."""
+
+    def __init__(self, prog: str) -> None:
+        import shutil
+
+        super().__init__(prog, max_help_position=26, width=min(shutil.get_terminal_size().columns, 100))
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) instead of usage dumps."""
+    """argparse with one-line errors (exit 2) instead of usage dumps, near-miss suggestions for a mistyped
+    command or choice, and no abbreviations (--mod is not --model)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", Formatter)
+        kwargs.setdefault("usage", "%(prog)s [options]")  # the options are listed below, grouped
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # argparse's own keyword arguments
 
     def error(self, message: str) -> NoReturn:
-        """Print one line naming the bad value and exit 2."""
+        """Print one line naming the bad value (and the nearest accepted one) and exit 2."""
+        import re
+
+        from advisor.question.fields import did_you_mean
+
+        choice = re.search(r"invalid choice: '(.*)' \(choose from (.*)\)", message)
+        if choice:
+            hint = did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+            message += f"; {hint}" if hint else ""
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
-
-def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> None:
-    g = p.add_argument_group("workload")
-    g.add_argument(
-        "--workload",
-        choices=WORKLOADS,
-        help="pretrain, finetune (full), lora, qlora or inference "
-        "(default: finetune for catalogue LLMs, else pretrain)",
-    )
-    g.add_argument(
-        "--model", help="catalogue id or alias, e.g. llama-2-70b, resnet50 (see `gpu-advisor models`)"
-    )
-    g.add_argument("--params", help="a custom dense transformer of this size instead of --model, e.g. 13B")
-    g.add_argument(
-        "--config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of --model"
-    )
-    _shape_args(p)
-    g.add_argument(
-        "--precision", choices=PRECISIONS, help="default auto: bf16 where the GPU has it, else fp16"
-    )
-    g.add_argument("--seq-len", help="tokens per sequence")
-    g.add_argument(
-        "--micro-batch",
-        "--batch-size",
-        dest="batch_size",
-        help="micro-batch per GPU (default: the benchmarks' batch, or the fastest that fits)",
-    )
-    g.add_argument(
-        "--optimizer",
-        choices=(*OPTIMIZERS, *OPTIMIZER_ALIASES),
-        help="default adamw (adam8bit is read as adamw-8bit)",
-    )
-    g.add_argument("--lora-rank", help="LoRA rank (default 16)")
-    _config_args(p)
-    if inference:
-        g.add_argument("--requests-per-s", help="inference load, requests per second (default 1)")
-        g.add_argument("--prompt-tokens", help="inference prompt length (default 512)")
-        g.add_argument("--output-tokens", help="inference output length (default 256)")
-        g.add_argument("--tpot-ms", help="latency target per output token, ms (default 50)")
-        g.add_argument("--ttft-ms", help="latency target to the first token, ms (optional)")
+    def option_strings(self) -> list[str]:
+        """Every flag this command takes."""
+        return [o for action in self._actions for o in action.option_strings]
 
 
-def _shape_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model shape (instead of --model: a Llama-style decoder of this shape)")
-    for name, what in (
-        ("layers", "transformer blocks"),
-        ("hidden", "hidden size"),
-        ("heads", "attention heads"),
-        ("kv-heads", "key-value heads (grouped-query attention)"),
-        ("ffn", "FFN width (gated)"),
-        ("vocab", "vocabulary size"),
-        ("experts", "routed experts (MoE; default 1)"),
-        ("experts-per-token", "experts each token visits (MoE)"),
-    ):
-        g.add_argument(f"--{name}", help=what)
+def _workload_args(p: argparse.ArgumentParser, *, data: bool = False) -> None:
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part, serving_load
 
-
-def _config_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("configuration (each value given is held fixed; the rest is searched)")
-    for dim, what in (
-        ("tp", "tensor"),
-        ("pp", "pipeline"),
-        ("cp", "context"),
-        ("ep", "expert"),
-        ("dp", "data"),
-    ):
-        g.add_argument(f"--{dim}", help=f"{what}-parallel size")
-    g.add_argument("--zero", choices=("0", "1", "2", "3"), help="ZeRO stage: 0 = DDP, 3 = FSDP full shard")
-    g.add_argument(
-        "--shard-group", help="hybrid sharding (HSDP): shard within groups of N ranks, replicate across"
+    add_fields(
+        p.add_argument_group("workload"), ("kind", "model", "params", "config", "precision", "seq_len")
     )
-    g.add_argument("--recompute", choices=RECOMPUTES, help="activation recomputation")
-    g.add_argument("--global-batch", help="sequences (samples) per optimizer step")
-    g.add_argument("--global-batch-tokens", help="tokens per optimizer step, e.g. 4M")
-    g.add_argument("--pp-schedule", help="1f1b or interleaved:V")
-    g.add_argument("--no-master-weights", action="store_true", help="pure 16-bit: no fp32 master copy")
-    g.add_argument("--offload", choices=OFFLOADS, help="move states to host memory")
-    g.add_argument("--lora-targets", choices=LORA_TARGETS, help="LoRA on every linear layer or attention")
-    g.add_argument("--stack", choices=STACKS, help="training stack (decides the loss path and overhead)")
-    g.add_argument("--engine", choices=ENGINES, help="serving engine")
+    add_fields(p.add_argument_group("model shape (instead of --model: a Llama-style decoder)"), SHAPE)
+    if data:
+        add_fields(p.add_argument_group("training data"), DATA)
+    add_fields(p.add_argument_group("serving load (--workload inference)"), serving_load())
+    add_fields(
+        p.add_argument_group("configuration (each value given is held; the rest is searched)"),
+        ("batch_size", "optimizer", "lora_rank", *of_part("config")),
+    )
 
 
-def _format_arg(p: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
+def _format_arg(p: argparse._ActionsContainer, choices: Sequence[str], default: str) -> None:
     p.add_argument("--format", choices=choices, default=None, help=f"output format (default {default})")
 
 
-def _output_args(p: argparse.ArgumentParser) -> None:
+def _output_args(p: argparse._ActionsContainer) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE atomically instead of printing")
     p.add_argument("--force", action="store_true", help="let -o replace an existing file")
 
 
-def build_parser() -> Parser:
-    """The whole command tree."""
-    parser = Parser(
-        prog="gpu-advisor", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
+def _recommend_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
+    p = sub.add_parser(
+        "recommend",
+        help="ranked plans for a workload",
+        description="Rank GPU x count x layout plans for a workload under a budget and deadline.",
+        epilog=RECOMMEND_EXAMPLES,
     )
-    parser.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    _workload_args(p, data=True)
+    add_fields(
+        p.add_argument_group("constraints"),
+        ("budget_usd", "budget_period", "deadline_hours", "objective", "max_gpus", "gpus", "providers"),
+    )
+    add_fields(
+        p.add_argument_group("prices and hardware"),
+        ("deployment", "pricing", "demand", "headroom", "fabric", "max_price_age_months"),
+    )
+    add_fields(p.add_argument_group("owning (--deployment on-prem)"), ONPREM)
+    g = p.add_argument_group("input and output")
+    add_fields(g, ("top",))
+    g.add_argument(
+        "--scenario", help="start from a named scenario (field-guide-case-study); flags override it"
+    )
+    g.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="SPEC.toml",
+        help="re-run the inputs of an exported recommendation (flags given here override them)",
+    )
+    g.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
+    g.add_argument("--artefacts", metavar="DIR", help="write the chosen plan's launch artefacts into DIR")
+    _format_arg(g, ("table", "json", "toml"), "table")
+    _output_args(g)
+
+
+def _predict_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
+    p = sub.add_parser(
+        "predict",
+        help="throughput, memory and step time of one GPU x count",
+        description="Predict throughput (with a P10-P90 interval), per-GPU memory and step time "
+        "of one workload on one GPU type and count.",
+    )
+    add_fields(
+        p.add_argument_group("hardware"),
+        ("gpu", "count", "fabric", "headroom"),
+        required=("gpu",),
+        defaults={"count": "1"},
+        helps={"count": "number of GPUs, up to 65,536 in whole servers"},
+    )
+    _workload_args(p)
+    p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
+    _format_arg(p, ("table", "json"), "table")
+
+
+def _catalogue_parsers(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
 
     p = sub.add_parser("gpus", help="the GPU catalogue", description="List the GPU catalogue.")
     _format_arg(p, ("table", "json"), "table")
@@ -159,119 +199,35 @@ def build_parser() -> Parser:
     p = sub.add_parser(
         "prices", help="cloud GPU prices", description="List cloud GPU offers with date and source."
     )
-    p.add_argument("--gpu", help="only this GPU")
-    p.add_argument("--provider", help="only this provider")
-    p.add_argument("--pricing", choices=PRICING_PLANS, help="only this pricing plan")
-    p.add_argument(
-        "--max-price-age", metavar="MONTHS", help="flag offers older than this as stale (default 12)"
+    add_fields(
+        p,
+        ("gpu", "provider", "pricing", "max_price_age_months"),
+        helps={
+            "gpu": "only this GPU",
+            "provider": "only this provider",
+            "pricing": "only this pricing plan",
+            "max_price_age_months": "flag offers older than this many months as stale (default 12)",
+        },
     )
     _format_arg(p, ("table", "json"), "table")
     _prices_update_parser(p)
 
-    p = sub.add_parser(
-        "predict",
-        help="throughput, memory and step time of one GPU x count",
-        description="Predict throughput (with a P10-P90 interval), per-GPU memory and step time "
-        "of one workload on one GPU type and count.",
-    )
-    _workload_args(p)
-    p.add_argument("--gpu", required=True, help="GPU id or alias")
-    p.add_argument("--count", default="1", help="number of GPUs, up to 65,536 in whole servers (default 1)")
-    p.add_argument("--fabric", help="inter-node network (default: the GPU's usual fabric)")
-    p.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
-    p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
-    _format_arg(p, ("table", "json"), "table")
 
-    p = sub.add_parser(
-        "recommend",
-        help="ranked plans for a workload",
-        description="Rank GPU x count x layout plans for a workload under a budget and deadline.",
-    )
-    _workload_args(p)
-    g = p.add_argument_group("data")
-    g.add_argument("--tokens", help="training tokens, e.g. 2T (LLMs)")
-    g.add_argument("--samples", help="training samples per epoch (non-LLM models)")
-    g.add_argument("--epochs", help="epochs over --samples or --tokens (default 1)")
-    g.add_argument("--dataset-gb", help="data set size to store, GB (default 0)")
-    g = p.add_argument_group("constraints")
-    g.add_argument("--budget", help="USD, e.g. 20000 or 20k")
-    g.add_argument(
-        "--budget-period", choices=BUDGET_PERIODS, help="the budget is per job (default) or per month"
-    )
-    g.add_argument("--deadline", help="hours (72), or 3d, 2w, 1mo")
-    g.add_argument("--deployment", choices=DEPLOYMENTS, help="default cloud")
-    g.add_argument("--pricing", choices=PRICING_PLANS, help="default on-demand")
-    g.add_argument(
-        "--demand",
-        choices=DEMANDS,
-        help="demand volatility: static 1.0x, fluctuating 1.2-1.5x, high 1.3-1.7x (default static)",
-    )
-    g.add_argument("--provider", help="comma-separated providers to allow, e.g. aws,gcp,lambda")
-    g.add_argument("--gpu", help="comma-separated GPU ids to allow")
-    g.add_argument("--objective", choices=OBJECTIVES, help="default balanced")
-    g.add_argument("--max-gpus", help="largest count to consider, up to 65536 (default 1024)")
-    g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
-    g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
-    g.add_argument(
-        "--max-price-age",
-        metavar="MONTHS",
-        help="leave out cloud offers older than this many months (default 12)",
-    )
-    g.add_argument("--electricity-usd-kwh", help="on-prem: power tariff")
-    g.add_argument("--utilization", help="on-prem: average utilisation of the owned GPUs")
-    g.add_argument("--years", help="on-prem: amortisation period")
-    p.add_argument("--top", help="how many plans to show (default 5)")
-    p.add_argument(
-        "--scenario", help="start from a named scenario (field-guide-case-study); flags override it"
-    )
-    p.add_argument(
-        "--from",
-        dest="from_file",
-        metavar="SPEC.toml",
-        help="re-run the inputs of an exported recommendation (flags given here override them)",
-    )
-    p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
-    p.add_argument("--artefacts", metavar="DIR", help="write the chosen plan's launch artefacts into DIR")
-    _format_arg(p, ("table", "json", "toml"), "table")
-    _output_args(p)
-
-    p = sub.add_parser(
-        "checklist",
-        help="troubleshooting steps by error type",
-        description="Show the troubleshooting checklist: all error types, one, or a search.",
-    )
-    p.add_argument("error_type", nargs="?", help="an error type id, e.g. oom, nccl-hang")
-    p.add_argument("--search", help="text to look for across all entries")
-    _format_arg(p, ("text", "json"), "text")
+def _tco_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part
 
     p = sub.add_parser(
         "tco",
         help="total cost of ownership and buy versus rent",
         description="Total cost of owning GPUs: hardware, network, power, operations (staff and "
-        "maintenance, one category), space; "
-        "break-even against the cheapest cloud plan.",
+        "maintenance, one category), space; break-even against the cheapest cloud plan.",
     )
-    p.add_argument("--gpu", required=True, help="GPU id or alias")
-    p.add_argument("--count", required=True, help="number of GPUs")
-    p.add_argument("--years", help="amortisation period (default 3)")
-    p.add_argument("--utilization", help="average utilisation, 0-1 (default 0.75, the field guide's target)")
-    p.add_argument("--electricity-usd-kwh", help="power tariff, USD per kWh")
-    p.add_argument(
-        "--pue", help="data-centre power usage effectiveness (default 1.58, Uptime Institute 2023 average)"
-    )
-    p.add_argument(
-        "--staff-usd-year",
-        help="operations (staff and maintenance) cost per year for this cluster "
-        "(default: the guide's 15%% of the amortised hardware cost)",
-    )
-    p.add_argument("--off-peak-usd-kwh", help="off-peak tariff for 22:00-08:00, USD per kWh")
-    p.add_argument(
-        "--gpu-hours-per-month", help="your predicted GPU-hours per month (default: utilisation x hours)"
-    )
+    add_fields(p, ("gpu", "count", *of_part("tco")), required=("gpu", "count"))
     _format_arg(p, ("table", "json"), "table")
 
-    _cost_parser(sub)
 
+def _model_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "model",
         help="the benchmark-trained efficiency model",
@@ -292,12 +248,34 @@ def build_parser() -> Parser:
     )
     _format_arg(mp, ("table", "json"), "table")
 
+
+def build_parser() -> Parser:
+    """The whole command tree: the curated list of commands in the description, each listed once."""
+    parser = Parser(prog="gpu-advisor", description=USAGE, usage="gpu-advisor [COMMAND] [options]")
+    parser.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=Parser, help=argparse.SUPPRESS, prog="gpu-advisor"
+    )
+    _catalogue_parsers(sub)
+    _predict_parser(sub)
+    _recommend_parser(sub)
+    p = sub.add_parser(
+        "checklist",
+        help="troubleshooting steps by error type",
+        description="Show the troubleshooting checklist: all error types, one, or a search.",
+    )
+    p.add_argument("error_type", nargs="?", metavar="TYPE", help="an error type id, e.g. oom, nccl-hang")
+    p.add_argument("--search", help="text to look for across all entries")
+    _format_arg(p, ("text", "json"), "text")
+    _tco_parser(sub)
+    _cost_parser(sub)
+    _model_parser(sub)
     p = sub.add_parser(
         "calibrate",
         help="refit on your own measured runs",
         description="Add your measured runs (benchmarks.csv schema) and refit; --reset undoes it.",
     )
-    p.add_argument("file", nargs="?", help="CSV of measured runs")
+    p.add_argument("file", nargs="?", metavar="FILE", help="CSV of measured runs")
     p.add_argument("--list", action="store_true", help="show the runs stored so far")
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     _format_arg(p, ("table", "json"), "table")
@@ -313,6 +291,9 @@ def build_parser() -> Parser:
 
 def _cost_parser(sub: argparse._SubParsersAction) -> None:
     """`gpu-advisor cost`: the field guide's cost formula, its worked example and its case study."""
+    from advisor.cli.options import add_fields
+    from advisor.question.fields import of_part
+
     p = sub.add_parser(
         "cost",
         help="the field guide's cost formula on your numbers",
@@ -320,20 +301,11 @@ def _cost_parser(sub: argparse._SubParsersAction) -> None:
         "months. --guide-example shows the guide's own example, its errors and the "
         "corrected result; --scenario shows its case study against today's prices.",
     )
-    p.add_argument("--gpu-usd-hour", help="price of one GPU-hour, USD")
-    p.add_argument("--gpus", help="number of GPUs")
-    p.add_argument("--hours", help="hours of use")
-    p.add_argument(
-        "--demand",
-        choices=DEMANDS,
-        help="demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7 (default static)",
+    add_fields(
+        p,
+        ("gpu_usd_hour", "cost_gpus", "hours", "demand", *of_part("cost")[3:]),
+        helps={"demand": "demand multiplier: static 1.0, fluctuating 1.2-1.5, high 1.3-1.7"},
     )
-    p.add_argument("--volatility", help="your own demand multiplier instead of --demand")
-    p.add_argument("--storage-gb", help="data kept in storage, GB (default 0)")
-    p.add_argument("--storage-months", help="months it is kept (default: the hours, in months)")
-    p.add_argument("--storage-usd-gb-month", help="storage price (default: the provider's sourced price)")
-    p.add_argument("--provider", help="provider whose storage price to use (default aws)")
-    p.add_argument("--storage-kind", choices=("object", "block"), help="object (default) or block storage")
     p.add_argument("--guide-example", action="store_true", help="the guide's worked example, corrected")
     p.add_argument("--scenario", help="a named scenario: field-guide-case-study")
     _format_arg(p, ("text", "json"), "text")
@@ -364,7 +336,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit 0 ok, 1 nothing fits, 2 bad input (or a path that cannot be read or written),
     3 knowledge error, 70 internal error, 130 interrupted; always one line on stderr, never a traceback
     (unless GPU_ADVISOR_DEBUG=1)."""
-    return _run_safely(lambda: _main(argv))
+    if signal.getsignal(signal.SIGINT) is _interrupted_early:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here a Ctrl+C is KeyboardInterrupt
+    code = _run_safely(lambda: _main(argv))
+    if code == 130 and argv is None:
+        # The real process (not a test calling main): CPython remembers a Ctrl+C that landed in code run by
+        # exec() (dataclasses build their methods so) and re-sends SIGINT to itself at exit, whatever the exit
+        # code; the one line is said, so leave now with 130.
+        _flush_quietly()
+        os._exit(130)
+    return code
+
+
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
 
 _STATE = {"command": ""}
@@ -375,7 +362,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args_list:
         return _launch_ui()
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args, extras = parser.parse_known_args(args_list)
+    if extras:
+        _unknown(parser, args, extras)
     if args.command is None:
         parser.print_help()
         return 0
@@ -383,7 +372,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from advisor.cli import commands  # deferred: keeps --help free of pydantic, numpy and the knowledge
     from advisor.cli.guards import check_args
 
-    check_args(args)
+    check_args(args, _command_parser(parser, args))
     if args.command == "serve":  # the UI in a browser: not a core command, so not in COMMANDS
         from advisor.cli.serve import run_serve
 
@@ -393,6 +382,28 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return run_fleet(args)
     return commands.dispatch(args)
+
+
+def _command_parser(parser: Parser, args: argparse.Namespace) -> Parser:
+    """The (sub)parser of the command given: its flags are the ones to suggest and to name."""
+    found = parser
+    for dest in ("command", "model_command", "prices_command"):
+        name = getattr(args, dest, None)
+        sub = next((a for a in found._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if name is None or sub is None or name not in sub.choices:
+            break
+        found = sub.choices[name]
+    return found
+
+
+def _unknown(parser: Parser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
+    """One line for arguments no command takes, with the nearest flag where one is close."""
+    from advisor.question.fields import did_you_mean
+
+    command = _command_parser(parser, args)
+    first = extras[0].split("=", 1)[0]
+    hint = did_you_mean(first, command.option_strings()) if first.startswith("-") else ""
+    command.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; {hint}" if hint else ""))
 
 
 def _say(message: str, prefix: str = "error") -> None:
@@ -455,9 +466,9 @@ def _report(exc: BaseException) -> int:
         _say(f"knowledge error: {exc}", "")
         return 3
     if isinstance(exc, InputError) and exc.structured:  # the core said which input: name it as a flag
-        from advisor.cli.commands import FLAG
+        from advisor.question.fields import flag_of
 
-        _say(exc.phrase(lambda field: FLAG.get(field) or "--" + field.replace("_", "-")))
+        _say(exc.phrase(flag_of))
         return 2
     if isinstance(exc, AdvisorError):
         _say(str(exc))

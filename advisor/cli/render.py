@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.catalog.gpus import PRICE_OLD_MONTHS
 from advisor.cli.hints import assumed_text
 from advisor.cli.output import table
+from advisor.question.fields import flag_of
 from advisor.question.units import fmt_hours, human
 
 if TYPE_CHECKING:
@@ -333,10 +334,10 @@ def report_text(r: Report) -> str:
     else:
         lines.append("No plan fits.")
         if r.suggestions:
-            lines += ["What would:"] + [f"  - {s}" for s in r.suggestions]
+            lines += ["What would:"] + [f"  - {s.phrase(flag_of(s.field))}" for s in r.suggestions]
     if r.why_not:
         lines += ["", "Why not:"] + [f"  - {w}" for w in r.why_not]
-    lines += [f"note: {n}" for n in r.notes]
+    lines += [f"note: {assumed_text(n)}" for n in r.notes]
     return "\n".join(lines)
 
 

@@ -6,8 +6,9 @@ import tomllib
 from typing import Any
 
 from advisor.cli.guards import given_strings
-from advisor.question.checks import check_fields, read_input_text, shown
+from advisor.question.checks import read_input_text, shown
 from advisor.question.errors import InputError
+from advisor.question.fields import FIELDS, did_you_mean, of_part
 
 # An exported recommendation is a few kilobytes and nests five tables deep.
 MAX_SPEC_BYTES = 1 << 20
@@ -39,9 +40,55 @@ def read_spec_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(constraints, dict):
         raise InputError(f"{where}: inputs.constraints must be a table")
     given_strings(inputs, f"{where}: inputs")
-    names = lambda table, d: {k: f"{where}: inputs.{table}.{k}" for k in d}  # noqa: E731
-    workload = check_fields(dict(inputs["workload"]), names("workload", inputs["workload"]))
-    return workload, check_fields(dict(constraints), names("constraints", constraints))
+    workload = dict(inputs["workload"])
+    _check_table(workload, (*WORKLOAD_KEYS, *of_part("config")), f"{where}: inputs.workload")
+    config = workload.get("config", {})
+    if not isinstance(config, dict):
+        raise InputError(f"{where}: inputs.workload.config must be a table of configuration keys")
+    _check_table(config, of_part("config"), f"{where}: inputs.workload.config")
+    if "spec" in workload:
+        _check_spec(workload["spec"], f"{where}: inputs.workload.spec")
+    _check_table(constraints, of_part("constraints"), f"{where}: inputs.constraints")
+    return workload, dict(constraints)
+
+
+WORKLOAD_KEYS = (*of_part("workload"), "config", "spec")
+"""The keys an [inputs.workload] table may hold: the workload's fields, its configuration (as a table or
+flat, as the CLI's flags), and a model shape."""
+
+
+def _check_table(table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    """Every key known and every value read as the same flag or wizard field would be (the registry's parser,
+    bound and words), named by its place in the file."""
+    for key, value in table.items():
+        if key not in keys:
+            hint = did_you_mean(key, keys)
+            raise InputError(f"{where}: unknown key {shown(key)}" + (f"; {hint}" if hint else ""))
+        if key in FIELDS and FIELDS[key].kind not in ("text", "path"):
+            try:
+                FIELDS[key].parse(value)
+            except InputError as exc:
+                raise InputError(f"{where}.{key}: {exc.detail()}") from None
+
+
+def _check_spec(spec: Any, where: str) -> None:
+    """A model shape checked as a shape given any other way: its types, bounds and invariants."""
+    from pydantic import ValidationError
+
+    from advisor.catalog.models import ModelSpec
+    from advisor.job.spec_check import check_sizes, check_spec
+
+    if not isinstance(spec, dict):
+        raise InputError(f"{where}: must be a table (a model shape)")
+    try:
+        check_sizes(spec)  # the registry's words first, as for the flags
+        check_spec(ModelSpec.model_validate(spec))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise InputError(f"{where}.{key}: {err['msg']} (got {shown(err.get('input'))})") from None
+    except InputError as exc:
+        raise InputError(f"{where}.{exc.field}: {exc.detail()}") from None
 
 
 def _check_version(data: dict[str, Any], where: str) -> None:

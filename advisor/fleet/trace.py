@@ -52,7 +52,12 @@ def _rows(path: Path) -> list[dict[str, str]]:
         with path.open(newline="", encoding="utf-8") as f:
             return list(csv.DictReader(f))
     except OSError as exc:
-        raise InputError(f"--trace: cannot read {path} ({(exc.strerror or str(exc)).lower()})") from None
+        raise InputError(
+            field="trace",
+            value=str(path),
+            problem=f"cannot be read ({(exc.strerror or str(exc)).lower()})",
+            accepted="a cluster-trace-gpu-v2023 folder",
+        ) from None
 
 
 def load_trace(folder: str | Path) -> Trace:
@@ -70,10 +75,22 @@ def load_trace(folder: str | Path) -> Trace:
             milli = n * int(r["gpu_milli"]) if n == 1 else n * MILLI
             sched = float(r["scheduled_time"]) if r["scheduled_time"] else None
             pods.append(Pod(float(r["creation_time"]), sched, float(r["deletion_time"]), milli))
+    except InputError:
+        raise
     except (KeyError, ValueError) as exc:
-        raise InputError(f"--trace {folder}: not the cluster-trace-gpu-v2023 format ({exc})") from None
+        raise InputError(
+            field="trace",
+            value=str(folder),
+            problem=f"is not the cluster-trace-gpu-v2023 format ({exc})",
+            accepted="the csv/ folder of alibaba/clusterdata's cluster-trace-gpu-v2023",
+        ) from None
     if not nodes or not pods:
-        raise InputError(f"--trace {folder}: no GPU nodes or no GPU pods found")
+        raise InputError(
+            field="trace",
+            value=str(folder),
+            problem="has no GPU nodes or no GPU pods",
+            accepted="a cluster-trace-gpu-v2023 folder with GPU nodes and pods",
+        )
     return Trace(nodes, tuple(pods))
 
 

@@ -2,58 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from advisor.job.inputs import RunConfig, virtual_stages
-from advisor.job.resolve import Job
+from advisor.job.resolve import Arch, Job
 from advisor.question.errors import InputError
-
-TRAINING_ONLY = (
-    "cp",
-    "ep",
-    "dp",
-    "zero",
-    "shard_group",
-    "recompute",
-    "global_batch",
-    "global_batch_tokens",
-    "pp_schedule",
-    "master_weights",
-    "offload",
-    "stack",
-)
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+from advisor.question.fields import inapplicable
 
 
 def _check_kind(job: Job, c: RunConfig) -> None:
+    """A stated value the workload would ignore: the registry says which workloads use each field."""
     given = c.given()
-    if not job.training:
-        wrong = [k for k in TRAINING_ONLY if k in given]
-        if wrong:
-            raise InputError(
-                f"{_flag(wrong[0])} applies to training; --workload inference takes --tp, --pp, "
-                "--engine and --headroom",
-                field=wrong[0],
-                value=given[wrong[0]],
-                problem="applies to training only",
-                accepted="leave it blank for serving",
-            )
-    elif c.engine is not None:
-        raise InputError(
-            "--engine applies to --workload inference; training takes --stack",
-            field="engine",
-            value=c.engine,
-            problem="applies to serving only",
-            accepted="training takes a stack",
-        )
-    if c.lora_targets is not None and job.kind not in ("lora", "qlora"):
-        raise InputError(
-            f"--lora-targets applies to --workload lora or qlora, not {job.kind}",
-            field="lora_targets",
-            value=c.lora_targets,
-            problem=f"applies to LoRA and QLoRA, not {job.kind}",
-        )
+    error = inapplicable(given, job.kind, values=given)
+    if error is not None:
+        raise error
 
 
 def _check_shape(job: Job, c: RunConfig) -> None:
@@ -62,17 +24,22 @@ def _check_shape(job: Job, c: RunConfig) -> None:
         if any(v not in (None, 1) for v in (c.tp, c.pp, c.cp, c.ep)):
             bad = next(k for k in ("tp", "pp", "cp", "ep") if getattr(c, k) not in (None, 1))
             raise InputError(
-                f"--tp/--pp/--cp/--ep split a transformer; {job.model_id} is a {job.model_kind} "
-                "(data parallel only)",
                 field=bad,
                 value=getattr(c, bad),
                 problem=f"splits a transformer; {job.model_id} is a {job.model_kind}",
                 accepted="1 or blank (data parallel only)",
             )
         return
+    _check_splits(job, c, arch)
+    if c.pp_schedule is not None:
+        _check_schedule(c, arch.layers)
+
+
+def _check_splits(job: Job, c: RunConfig, arch: Arch) -> None:
+    """Tensor, pipeline, expert and context parallel sizes against the model's heads, layers, experts and
+    sequence."""
     if c.tp and arch.heads % c.tp:
         raise InputError(
-            f"--tp {c.tp} does not divide {job.model_id}'s {arch.heads} attention heads",
             field="tp",
             value=c.tp,
             problem=f"does not divide {job.model_id}'s {arch.heads} attention heads",
@@ -80,7 +47,6 @@ def _check_shape(job: Job, c: RunConfig) -> None:
         )
     if c.pp and c.pp > arch.layers:
         raise InputError(
-            f"--pp {c.pp} is more than {job.model_id}'s {arch.layers} layers",
             field="pp",
             value=c.pp,
             problem=f"is more than {job.model_id}'s {arch.layers} layers",
@@ -88,15 +54,13 @@ def _check_shape(job: Job, c: RunConfig) -> None:
         )
     if c.ep and c.ep > 1 and not arch.is_moe:
         raise InputError(
-            f"--ep {c.ep}: {job.model_id} is dense (no experts to split)",
             field="ep",
             value=c.ep,
-            problem=f"{job.model_id} is dense (no experts to split)",
+            problem=f"splits experts, but {job.model_id} is dense",
             accepted="1 or blank",
         )
     if c.ep and arch.is_moe and arch.experts % c.ep:
         raise InputError(
-            f"--ep {c.ep} does not divide {job.model_id}'s {arch.experts} experts",
             field="ep",
             value=c.ep,
             problem=f"does not divide {job.model_id}'s {arch.experts} experts",
@@ -104,87 +68,92 @@ def _check_shape(job: Job, c: RunConfig) -> None:
         )
     if c.cp and c.cp > 1 and job.seq_len % c.cp:
         raise InputError(
-            f"--cp {c.cp} does not divide the sequence length {job.seq_len}",
             field="cp",
             value=c.cp,
             problem=f"does not divide the sequence length {job.seq_len}",
             accepted=f"a divisor of {job.seq_len}",
         )
-    if c.pp_schedule is not None:
-        v = virtual_stages(c.pp_schedule)
-        pp = c.pp or 1
-        if v > 1 and c.pp is not None and pp == 1:
-            raise InputError(
-                f"--pp-schedule {c.pp_schedule} needs --pp 2 or more",
-                field="pp_schedule",
-                value=c.pp_schedule,
-                problem="needs pipeline parallelism of 2 or more",
-                accepted="1f1b with pp 1",
-            )
-        if v > 1 and c.pp and arch.layers % (pp * v):
-            raise InputError(
-                f"--pp-schedule {c.pp_schedule} with --pp {pp}: {arch.layers} layers do not split "
-                f"into {pp * v} equal chunks",
-                field="pp_schedule",
-                value=c.pp_schedule,
-                problem=f"with pp {pp}: {arch.layers} layers do not split into {pp * v} equal chunks",
-                accepted="V such that pp x V divides the layers",
-            )
+
+
+def _check_schedule(c: RunConfig, layers: int) -> None:
+    """An interleaved schedule needs pipeline stages and layers that split into pp x V equal chunks."""
+    v = virtual_stages(c.pp_schedule or "1f1b")
+    pp = c.pp or 1
+    if v > 1 and c.pp is not None and pp == 1:
+        raise InputError(
+            field="pp_schedule",
+            value=c.pp_schedule,
+            problem="needs pipeline parallelism of 2 or more",
+            accepted="1f1b with pp 1",
+        )
+    if v > 1 and c.pp and layers % (pp * v):
+        raise InputError(
+            field="pp_schedule",
+            value=c.pp_schedule,
+            problem=f"with pp {pp}: {layers} layers do not split into {pp * v} equal chunks",
+            accepted="V such that pp x V divides the layers",
+        )
 
 
 def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
-    dims = {"dp": c.dp, "tp": c.tp, "pp": c.pp, "cp": c.cp}
-    known = {k: v for k, v in dims.items() if v is not None}
-    product = 1
-    for v in known.values():
-        product *= v
-    if count is not None and len(known) == 4 and product != count:
-        raise InputError(
-            f"--dp {c.dp} x --tp {c.tp} x --pp {c.pp} x --cp {c.cp} = {product}, not --count {count}",
-            field="dp",
-            value=c.dp,
-            problem=f"x tp x pp x cp = {product}, not the {count} GPUs",
-        )
-    if count is not None and count % product:
-        names = " x ".join(f"--{k} {v}" for k, v in known.items())
-        raise InputError(
-            f"{names} = {product} does not divide --count {count}",
-            field=next(iter(known)),
-            value=next(iter(known.values())),
-            problem=f"the product {product} does not divide the {count} GPUs",
-        )
-    if count is not None:  # data x context parallel ranks divide count / (tp x pp), whatever is chosen
-        spare = count // ((c.tp or 1) * (c.pp or 1))
-        for flag, value in (("--ep", c.ep), ("--shard-group", c.shard_group)):
-            if value and spare % value:
-                raise InputError(
-                    f"{flag} {value} does not divide the {spare} data x context parallel ranks "
-                    f"left by --count {count}",
-                    field=flag[2:].replace("-", "_"),
-                    value=value,
-                    problem=f"does not divide the {spare} data x context parallel ranks",
-                )
+    """The stated sizes against the GPU count and each other; the offload and the global batch."""
+    known = {k: v for k, v in {"dp": c.dp, "tp": c.tp, "pp": c.pp, "cp": c.cp}.items() if v is not None}
+    product = math.prod(known.values())
+    if count is not None:
+        _check_product(c, known, product, count)
     dp = c.dp
     if dp is None and count is not None and len(known) == 3:
         dp = count // product
-    if c.ep and dp and (dp * (c.cp or 1)) % c.ep:
+    if dp:
+        _check_ranks(c, dp * (c.cp or 1), "")
+    _check_offload(c)
+    gb = job.global_batch_seqs if job.global_batch_given else None
+    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
+        mb = job.batch_size or 1
         raise InputError(
-            f"--ep {c.ep} does not divide the {dp * (c.cp or 1)} data x context parallel ranks",
-            field="ep",
-            value=c.ep,
-            problem=f"does not divide the {dp * (c.cp or 1)} data x context parallel ranks",
+            field="global_batch",
+            value=gb,
+            problem=f"is not divisible by dp {dp} x micro-batch {mb}",
+            accepted=f"a multiple of {dp * mb}",
         )
-    if c.shard_group and dp and (dp * (c.cp or 1)) % c.shard_group:
+
+
+def _check_product(c: RunConfig, known: dict[str, int], product: int, count: int) -> None:
+    """dp x tp x pp x cp is the count when all four are stated, and divides it otherwise."""
+    if len(known) == 4 and product != count:
         raise InputError(
-            f"--shard-group {c.shard_group} does not divide the {dp * (c.cp or 1)} data x context "
-            "parallel ranks",
-            field="shard_group",
-            value=c.shard_group,
-            problem=f"does not divide the {dp * (c.cp or 1)} data x context parallel ranks",
+            field="dp",
+            value=c.dp,
+            problem=f"x tp {c.tp} x pp {c.pp} x cp {c.cp} = {product}, not the {count} GPUs",
+            accepted=f"sizes whose product is {count}",
         )
+    if count % product:
+        names = " x ".join(f"{k} {v}" for k, v in known.items())
+        raise InputError(
+            field=next(iter(known)),
+            value=next(iter(known.values())),
+            problem=f"makes {names} = {product}, which does not divide the {count} GPUs",
+            accepted=f"sizes whose product divides {count}",
+        )
+    # data x context parallel ranks divide count / (tp x pp), whatever is chosen
+    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs")
+
+
+def _check_ranks(c: RunConfig, ranks: int, where: str) -> None:
+    """Expert parallelism and the shard group divide the data x context parallel ranks."""
+    for name, value in (("ep", c.ep), ("shard_group", c.shard_group)):
+        if value and ranks % value:
+            raise InputError(
+                field=name,
+                value=value,
+                problem=f"does not divide the {ranks} data x context parallel ranks{where}",
+                accepted=f"a divisor of {ranks}",
+            )
+
+
+def _check_offload(c: RunConfig) -> None:
     if c.offload is not None and c.offload != "none" and c.zero == 0:
         raise InputError(
-            f"--offload {c.offload} needs ZeRO (--zero 1, 2 or 3), not --zero 0",
             field="offload",
             value=c.offload,
             problem="needs ZeRO 1, 2 or 3, not ZeRO 0",
@@ -192,21 +161,10 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
         )
     if c.offload == "params" and c.zero is not None and c.zero != 3:
         raise InputError(
-            f"--offload params needs --zero 3 (parameter offload shards the weights), not --zero {c.zero}",
             field="offload",
             value=c.offload,
             problem=f"needs ZeRO 3, not ZeRO {c.zero}",
             accepted="none or optimizer",
-        )
-    gb = job.global_batch_seqs if job.global_batch_given else None
-    if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
-        mb = job.batch_size or 1
-        raise InputError(
-            f"--global-batch {gb} is not divisible by dp {dp} x micro-batch {mb}",
-            field="global_batch",
-            value=gb,
-            problem=f"is not divisible by dp {dp} x micro-batch {mb}",
-            accepted=f"a multiple of {dp * mb}",
         )
 
 

@@ -49,8 +49,11 @@ def _total_items(
     if workload.tokens is not None:
         if work.unit != "tokens/s":
             raise InputError(
-                f"--tokens applies to token-based models; {shape.model_id!r} counts {work.unit}: "
-                "use --samples"
+                field="tokens",
+                value=workload.tokens,
+                problem=f"applies to models counted in tokens; {shape.model_id} counts "
+                f"{work.unit.removesuffix('/s')}",
+                accepted="give the samples per epoch instead",
             )
         return workload.tokens * workload.epochs
     if workload.samples is not None:
@@ -75,7 +78,12 @@ def _total_items(
             )
         )
         return total
-    raise InputError(f"training {shape.model_id!r} needs a data size: --samples N [--epochs E]")
+    item = shape.spec.item if shape.spec is not None and shape.spec.item else "sample"
+    raise InputError(
+        field="samples",
+        problem=f"is needed: training {shape.model_id} needs a data size",
+        accepted=f"how many {item}s per epoch, e.g. 200k",
+    )
 
 
 def _global_batch(
@@ -138,8 +146,11 @@ def serving_inputs(
             and prompt + output > spec.max_seq_len
         ):
             raise InputError(
-                f"--prompt-tokens + --output-tokens = {prompt + output} exceeds {shape.model_id}'s "
-                f"context of {spec.max_seq_len} tokens"
+                field="output_tokens",
+                value=output,
+                problem=f"makes prompt + output = {prompt + output} tokens, past {shape.model_id}'s context "
+                f"of {spec.max_seq_len}",
+                accepted=f"prompt + output of at most {spec.max_seq_len} tokens",
             )
     return {
         "prompt_tokens": prompt,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.strict import Strict
+from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
+from advisor.question.fields import FIELDS, check_values
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,
     PRECISIONS,
@@ -30,7 +32,14 @@ from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of th
     WorkloadKind,
 )
 
-MAX_COUNT = 65536
+MAX_COUNT = int(FIELDS["max_gpus"].bound.hi)  # type: ignore[union-attr]  # max_gpus has a bound
+"""The most GPUs a plan may have (the registry's bound of max_gpus)."""
+
+
+def _in_bounds(data: Any) -> Any:
+    # Every door (flags, the wizard, --from files, code) builds these models: the field registry's bounds
+    # and words hold here, once, whatever the door.
+    return check_values(data) if isinstance(data, dict) else data
 
 
 class RunConfig(Strict):
@@ -58,13 +67,18 @@ class RunConfig(Strict):
     stack: Stack | None = None
     engine: Engine | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bounds(cls, data: Any) -> Any:
+        return _in_bounds(data)
+
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
         if self.pp_schedule is not None:
             virtual_stages(self.pp_schedule)
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError(
-                "give either --global-batch (sequences) or --global-batch-tokens, not both",
+                "global_batch_tokens: given with a global batch in sequences; give one of the two",
                 field="global_batch_tokens",
                 value=self.global_batch_tokens,
                 problem="is given with a global batch in sequences",
@@ -72,10 +86,11 @@ class RunConfig(Strict):
             )
         if self.shard_group is not None and self.zero is not None and self.zero == 0:
             raise InputError(
-                "--shard-group (hybrid sharding) needs --zero 1, 2 or 3, not 0",
+                "shard_group: hybrid sharding needs ZeRO 1, 2 or 3, not 0",
                 field="shard_group",
                 value=self.shard_group,
                 problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0",
+                accepted="a ZeRO stage of 1, 2 or 3 with it",
             )
         return self
 
@@ -92,7 +107,7 @@ def virtual_stages(schedule: str) -> int:
     if head == "interleaved" and tail.isdigit() and int(tail) >= 2:
         return int(tail)
     raise InputError(
-        f"--pp-schedule {schedule!r}: accepted 1f1b or interleaved:V with V >= 2",
+        f"pp_schedule: {schedule!r} is not a schedule; accepted 1f1b or interleaved:V with V >= 2",
         field="pp_schedule",
         value=schedule,
         problem="is not a schedule",
@@ -110,15 +125,15 @@ class Workload(Strict):
     params: PositiveFloat | None = None
     """A custom dense transformer of this many parameters (instead of model)."""
     spec: ModelSpec | None = None
-    """A model outside the catalogue, its shape derived from a config.json (--config) or given (--layers ...);
-    the export carries the derived shape so that --from reproduces it without the original file."""
+    """A model outside the catalogue, its shape derived from a config.json or given layer by layer; the export
+    carries the derived shape so that re-running an export reproduces it without the original file."""
     precision: Precision = "auto"
     seq_len: PositiveInt | None = None
     batch_size: PositiveInt | None = Field(default=None, description="micro-batch per GPU")
     tokens: PositiveFloat | None = None
     samples: PositiveFloat | None = None
     epochs: PositiveFloat = 1.0
-    dataset_gb: float = Field(default=0.0, ge=0)
+    dataset_gb: float = 0.0
     optimizer: Optimizer = "adamw"
     config: RunConfig = RunConfig()
     lora_rank: PositiveInt | None = None
@@ -130,30 +145,51 @@ class Workload(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: object) -> object:
-        if isinstance(data, dict) and data.get("optimizer") == "adam8bit":  # the name before issue 8
-            data = {**data, "optimizer": "adamw-8bit"}
-        return data
+    def _bounds(cls, data: Any) -> Any:
+        # adam8bit: the optimizer's name before issue 8, still read (the registry's alias)
+        return _in_bounds(data)
+
+    @field_validator("spec")
+    @classmethod
+    def _shape(cls, spec: ModelSpec | None) -> ModelSpec | None:
+        if spec is not None:
+            check_spec(spec)
+        return spec
 
     @model_validator(mode="after")
     def _one_model(self) -> Workload:
-        if sum(x is not None for x in (self.model, self.params, self.spec)) != 1:
-            raise ValueError(
-                "give exactly one of model (a catalogue id), params (a custom size) or a model "
-                "shape (--config config.json, or --layers --hidden --heads --kv-heads --ffn --vocab)"
+        given = [n for n in ("model", "params", "spec") if getattr(self, n) is not None]
+        if len(given) != 1:
+            extra = given[1] if given else "model"
+            problem = "is given with another model" if given else "is missing"
+            raise InputError(
+                f"{extra}: {problem}; give exactly one of model (a catalogue id), params (a custom size) "
+                "or a model shape (a config.json, or layers, hidden, heads, kv_heads, ffn and vocab)",
+                field=extra,
+                value=getattr(self, extra) if given and extra != "spec" else None,
+                problem=problem,
+                accepted="exactly one of a catalogue model, a custom size or a model shape",
             )
         if self.kind != "inference" and self.precision in ("int8", "int4"):
-            raise ValueError(
-                f"precision {self.precision} is for inference; training takes "
-                f"{', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base is implied by --workload qlora)"
+            raise InputError(
+                field="precision",
+                value=self.precision,
+                problem="is for inference",
+                accepted=f"training takes {', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base comes "
+                "with the QLoRA workload)",
             )
         if self.tokens is not None and self.samples is not None:
-            raise ValueError("give either tokens or samples, not both")
+            raise InputError(
+                field="samples",
+                value=self.samples,
+                problem="is given with training tokens",
+                accepted="tokens or samples, not both",
+            )
         return self
 
 
 class Constraints(Strict):
-    """What the answer must respect and optimise."""
+    """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 
     budget_usd: PositiveFloat | None = None
     budget_period: BudgetPeriod = "job"
@@ -165,7 +201,12 @@ class Constraints(Strict):
     gpus: tuple[str, ...] = ()
     objective: Objective = "balanced"
     top: PositiveInt = 5
-    max_gpus: int = Field(default=1024, ge=1, le=MAX_COUNT)
-    headroom: float | None = Field(default=None, ge=0.0, lt=0.9)
+    max_gpus: int = 1024
+    headroom: float | None = None
     fabric: str | None = None
-    max_price_age_months: float = Field(default=12.0, gt=0, le=600)
+    max_price_age_months: float = 12.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounds(cls, data: Any) -> Any:
+        return _in_bounds(data)

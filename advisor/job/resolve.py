@@ -124,8 +124,10 @@ def _workload_kind(workload: Workload, shape: ModelShape, assumed: list[Assumed]
         assumed.append(Assumed(text=f"workload: {kind}", field="kind"))
     if kind in ("lora", "qlora", "inference") and shape.arch is None:
         raise InputError(
-            f"--workload {kind} needs a transformer model; {shape.model_id!r} is a {shape.kind} "
-            "(use pretrain or finetune)"
+            field="kind",
+            value=kind,
+            problem=f"needs a transformer model; {shape.model_id} is a {shape.kind}",
+            accepted="pretrain or finetune",
         )
     return kind
 

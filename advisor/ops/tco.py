@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from pydantic import Field
+from pydantic import model_validator
 
 from advisor.catalog.assumptions import Figure
 from advisor.catalog.gpus import PRICE_OLD_MONTHS, Gpu
@@ -16,6 +17,7 @@ from advisor.catalog.tco import TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
+from advisor.question.fields import check_values
 from advisor.question.records import Record, record
 
 HOURS_PER_YEAR = 8760.0
@@ -26,14 +28,20 @@ class TcoInputs(Strict):
     """The question: own `count` GPUs for `years` at an average utilisation."""
 
     gpu: str
-    count: int = Field(ge=1, le=100_000)
-    years: float = Field(default=3.0, gt=0, le=10)
-    utilization: float | None = Field(default=None, gt=0, le=1)
-    electricity_usd_kwh: float | None = Field(default=None, gt=0)
-    off_peak_usd_kwh: float | None = Field(default=None, gt=0)
-    pue: float | None = Field(default=None, ge=1.0, le=3.0)
-    staff_usd_year: float | None = Field(default=None, ge=0)
-    gpu_hours_per_month: float | None = Field(default=None, gt=0)
+    count: int
+    years: float = 3.0
+    utilization: float | None = None
+    electricity_usd_kwh: float | None = None
+    off_peak_usd_kwh: float | None = None
+    pue: float | None = None
+    staff_usd_year: float | None = None
+    gpu_hours_per_month: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounds(cls, data: Any) -> Any:
+        # The field registry's bounds and words, as at every other door.
+        return check_values(data) if isinstance(data, dict) else data
 
 
 @record
@@ -286,7 +294,12 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
     gpu = knowledge.gpu(inputs.gpu)
     if gpu.price is None:
         priced = ", ".join(g.id for g in knowledge.gpus if g.price)
-        raise InputError(f"--gpu {gpu.id}: no sourced purchase price; TCO needs one of: {priced}")
+        raise InputError(
+            field="gpu",
+            value=gpu.id,
+            problem="has no sourced purchase price",
+            accepted=f"TCO needs one of: {priced}",
+        )
     years, n = inputs.years, inputs.count
     util = inputs.utilization if inputs.utilization is not None else t.operations.target_utilization.value
     notes: list[Assumed] = []

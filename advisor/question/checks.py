@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from advisor.question.errors import InputError
 
 
-@dataclass(frozen=True)
-class Bound:
+class Bound(NamedTuple):
     """What a number is accepted as: a closed or open range, and whether it must be whole."""
 
     lo: float
@@ -26,47 +25,6 @@ class Bound:
         low = f"greater than {self.lo:g}" if self.lo_open else f"at least {self.lo:g}"
         high = f"less than {self.hi:g}" if self.hi_open else f"at most {self.hi:g}"
         return f"{kind} {low} and {high}"
-
-
-# The ranges every door (flags, --from files, calibration CSVs, stored files) holds a value to. They are wide
-# enough for any real job and narrow enough that the arithmetic downstream stays finite and meaningful.
-BOUNDS: dict[str, Bound] = {
-    "params": Bound(1e6, 1e14),  # 1M .. 100T parameters
-    "seq_len": Bound(1, 1 << 22, integer=True),  # up to 4M tokens
-    "batch_size": Bound(1, 1 << 16, integer=True),
-    "lora_rank": Bound(1, 1 << 16, integer=True),
-    "tokens": Bound(1, 1e16),
-    "samples": Bound(1, 1e13),
-    "epochs": Bound(0, 1e4, lo_open=True),
-    "dataset_gb": Bound(0, 1e9),
-    "requests_per_s": Bound(0, 1e7, lo_open=True),
-    "prompt_tokens": Bound(1, 1 << 22, integer=True),
-    "output_tokens": Bound(1, 1 << 22, integer=True),
-    "tpot_ms": Bound(0, 1e7, lo_open=True),
-    "ttft_ms": Bound(0, 1e7, lo_open=True),
-    "budget_usd": Bound(0, 1e12, lo_open=True),
-    "deadline_hours": Bound(0, 1e6, lo_open=True),  # about 114 years
-    "top": Bound(1, 1000, integer=True),
-    "max_gpus": Bound(1, 65536, integer=True),
-    "tp": Bound(1, 1024, integer=True),
-    "pp": Bound(1, 1024, integer=True),
-    "cp": Bound(1, 1024, integer=True),
-    "ep": Bound(1, 1024, integer=True),
-    "dp": Bound(1, 65536, integer=True),
-    "shard_group": Bound(1, 65536, integer=True),
-    "global_batch": Bound(1, 1 << 24, integer=True),
-    "global_batch_tokens": Bound(1, 1e12),
-    "max_price_age_months": Bound(0, 1200, lo_open=True),
-    "headroom": Bound(0, 0.9, hi_open=True),
-    "count": Bound(1, 100_000, integer=True),
-    "years": Bound(0, 10, lo_open=True),
-    "utilization": Bound(0, 1, lo_open=True),
-    "electricity_usd_kwh": Bound(0, 100, lo_open=True),
-    "off_peak_usd_kwh": Bound(0, 100, lo_open=True),
-    "pue": Bound(1, 3),
-    "staff_usd_year": Bound(0, 1e9),
-    "gpu_hours_per_month": Bound(0, 1e9, lo_open=True),
-}
 
 
 def finite(value: object, what: str) -> float:
@@ -111,22 +69,6 @@ def in_bound(
             raise fail("must be a whole number")
         return int(number)
     return number
-
-
-def checked(field: str, value: object, what: str | None = None, given: object = None) -> float | int:
-    """A value of a named field (see BOUNDS) checked against its range; what names it in the message."""
-    return in_bound(value, what or field, BOUNDS[field], given, field=field)
-
-
-def check_fields(data: dict[str, object], names: dict[str, str] | None = None) -> dict[str, object]:
-    """data with every numeric field that has a bound checked (others pass through for the schema to
-    judge)."""
-    names = names or {}
-    out = dict(data)
-    for key, value in data.items():
-        if key in BOUNDS and value is not None:
-            out[key] = checked(key, value, names.get(key, key))
-    return out
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

@@ -48,7 +48,8 @@ class InputError(AdvisorError, ValueError):
         """What is wrong and what is accepted, without naming the input: "'lots' is not a number; use ..."."""
         if self.problem is None:
             return str(self)
-        given = "" if self.value is None else f"{self.value!r} "
+        value = self.value
+        given = "" if value is None else f"{value:g} " if isinstance(value, float) else f"{value!r} "
         accepted = f"; {self.accepted}" if self.accepted else ""
         return f"{given}{self.problem}{accepted}"
 

@@ -2,113 +2,49 @@
 
 from __future__ import annotations
 
+import math
 import re
-
-from advisor.question.errors import InputError
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _NUMBER = re.compile(r"^\s*\$?\s*(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_PLAIN = re.compile(r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?\s*$", re.IGNORECASE)
+"""A number without a unit or a suffix ('30m' is a duration, never 30 million hours)."""
 _DURATION_HOURS = {"": 1.0, "h": 1.0, "min": 1 / 60, "d": 24.0, "w": 168.0, "mo": 730.0}
-_NUMBER_EXAMPLES = "use e.g. 13B, 1.5T, 500M, 20k or 1e9"
-_DURATION_EXAMPLES = "use minutes (30min), hours (72 or 72h), days (3d), weeks (2w) or months (1mo)"
-
-# Upper bounds past which a value is a typo, not a plan (1e30 tokens would print a 27-digit price).
-# Each is far above any real job: 10T parameters, a quadrillion tokens, ten billion dollars.
-LIMITS: dict[str, float] = {
-    "params": 1e13,
-    "tokens": 1e15,
-    "samples": 1e12,
-    "epochs": 1e4,
-    "seq_len": 1e7,
-    "prompt_tokens": 1e7,
-    "output_tokens": 1e7,
-    "requests_per_s": 1e6,
-    "tpot_ms": 6e4,
-    "ttft_ms": 6e5,
-    "budget_usd": 1e10,
-    "deadline_hours": 87_600.0,  # ten years
-}
-WHOLE = frozenset({"samples", "seq_len", "prompt_tokens", "output_tokens", "tokens"})
-"""Inputs that count whole things: 0.5 samples is a typo."""
+DURATION_EXAMPLES = "use minutes (30min), hours (72 or 72h), days (3d), weeks (2w) or months (1mo)"
 
 
-def _bounded(value: float, text: object, what: str, field: str | None, positive: bool) -> float:
-    """The value, or InputError (with its fields) when it is not finite, not positive or absurdly large."""
+def number_of(text: str | float | int) -> float | None:
+    """'13B', '1.5T', '500M', '$20k', '1e9' or a plain number as a float (inf when too large to hold), or
+    None when it is not a number. Each input's bounds are the field registry's (advisor.question.fields)."""
+    if isinstance(text, (int, float)):
+        try:
+            return float(text)
+        except OverflowError:  # an integer past a float's range
+            return math.inf if text > 0 else -math.inf
+    match = _NUMBER.match(str(text))
+    if not match:
+        return None
+    return float(match.group(1)) * _SUFFIX[match.group(2).lower()]
 
-    def fail(problem: str, accepted: str) -> InputError:
-        return InputError(
-            f"{what}: {text!r} {problem}; {accepted}",
-            field=field,
-            value=text,
-            problem=problem,
-            accepted=accepted,
+
+def parse_duration(text: str | float | int) -> tuple[float, str, str]:
+    """(hours, problem, accepted) of a duration: '72', '72h', '30min', '3d', '2w', '1mo'; problem is '' when
+    it reads, else what is wrong ('m' is refused as ambiguous: minutes or months)."""
+    if isinstance(text, (int, float)) or _PLAIN.match(text):  # a bare number is hours: 72, 1.5, 1e3
+        return number_of(text) or 0.0, "", ""
+    match = _DURATION.match(str(text))
+    unit = match.group(2).lower() if match else ""
+    if match and unit == "m":
+        n = match.group(1)
+        return (
+            0.0,
+            "is ambiguous: m could be minutes or months",
+            f"say {n}min for minutes or {n}mo for months",
         )
-
-    if value != value or value in (float("inf"), float("-inf")):
-        raise fail("is not a finite number", _NUMBER_EXAMPLES)
-    if positive and value <= 0:
-        raise fail("must be greater than 0", _NUMBER_EXAMPLES)
-    limit = LIMITS.get(field or "")
-    if limit is not None and value > limit:
-        raise fail("is too large", f"at most {human(limit)}")
-    if field in WHOLE and value != int(value):
-        raise fail("must be a whole number", "e.g. 200k or 4096")
-    return value
-
-
-def parse_count(
-    text: str | float | int, what: str, *, positive: bool = True, field: str | None = None
-) -> float:
-    """Parse '13B', '1.5T', '500M', '20k', '1e9' or a plain number; InputError names the bad value.
-
-    ``what`` names the input in the message (the CLI passes its flag); ``field`` is the input's model name,
-    given to the error as a field and used to apply that input's bounds (LIMITS, WHOLE).
-    """
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        match = _NUMBER.match(str(text))
-        if not match:
-            raise InputError(
-                f"{what}: {text!r} is not a number; {_NUMBER_EXAMPLES}",
-                field=field,
-                value=text,
-                problem="is not a number",
-                accepted=_NUMBER_EXAMPLES,
-            )
-        value = float(match.group(1)) * _SUFFIX[match.group(2).lower()]
-    return _bounded(value, text, what, field, positive)
-
-
-def parse_hours(text: str | float | int, what: str, *, field: str | None = None) -> float:
-    """Parse a duration in hours: '72', '72h', '30min', '3d', '2w', '1mo'; a bare 'm' is refused as
-    ambiguous."""
-    if isinstance(text, (int, float)):
-        hours = float(text)
-    else:
-        match = _DURATION.match(str(text))
-        unit = match.group(2).lower() if match else ""
-        if match and unit == "m":
-            problem = "is ambiguous: m could be minutes or months"
-            accepted = f"say {match.group(1)}min for minutes or {match.group(1)}mo for months"
-            raise InputError(
-                f"{what}: {text!r} {problem}; {accepted}",
-                field=field,
-                value=text,
-                problem=problem,
-                accepted=accepted,
-            )
-        if not match or unit not in _DURATION_HOURS:
-            raise InputError(
-                f"{what}: {text!r} is not a duration; {_DURATION_EXAMPLES}",
-                field=field,
-                value=text,
-                problem="is not a duration",
-                accepted=_DURATION_EXAMPLES,
-            )
-        hours = float(match.group(1)) * _DURATION_HOURS[unit]
-    return _bounded(hours, text, what, field, True)
+    if not match or unit not in _DURATION_HOURS:
+        return 0.0, "is not a duration", DURATION_EXAMPLES
+    return float(match.group(1)) * _DURATION_HOURS[unit], "", ""
 
 
 def human(n: float, unit: str = "") -> str:

@@ -243,7 +243,7 @@ def search_inference(
                     count,
                     "scale",
                     f"needs {count} GPUs for {job.requests_per_s:g} req/s, "
-                    f"over --max-gpus {ctx.constraints.max_gpus}",
+                    f"over the {ctx.constraints.max_gpus} GPUs allowed",
                     2.5,
                 )
             )

@@ -39,7 +39,10 @@ class Context:
         job, c = self.job, self.constraints
         if c.fabric is not None and c.fabric not in self.knowledge.assumptions.fabric:
             raise InputError(
-                f"unknown fabric {c.fabric!r}; accepted: {', '.join(self.knowledge.assumptions.fabric)}"
+                field="fabric",
+                value=c.fabric,
+                problem="is not a known fabric",
+                accepted=", ".join(self.knowledge.assumptions.fabric),
             )
         self.job_facts = {
             "workload.kind": job.kind,

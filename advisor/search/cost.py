@@ -12,6 +12,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.prices import Offer, age_months, all_offers, today
 from advisor.job.inputs import Constraints
+from advisor.question.assumed import Assumed
 
 PRICING_ROWS = {"on-demand": ("on-demand",), "spot": ("spot",), "reserved": ("reserved-1y", "reserved-3y")}
 
@@ -130,9 +131,9 @@ def usable_offers(knowledge: Knowledge, gpu: Gpu, constraints: Constraints) -> l
     return screen_offers(knowledge, gpu, constraints).usable
 
 
-def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints) -> list[str]:
-    """What the price screen left out for these GPUs: stale offers, providers with no fresh price,
-    outliers."""
+def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints) -> list[Assumed]:
+    """What the price screen left out for these GPUs: stale offers (with the input that sets the age limit:
+    each front end names it), providers with no fresh price, outliers."""
     stale: list[Offer] = []
     outliers: list[tuple[Offer, float]] = []
     fresh_providers: set[str] = set()
@@ -141,15 +142,17 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
         stale += s.stale
         outliers += s.outliers
         fresh_providers |= {o.provider for o in s.usable} | {o.provider for o, _ in s.outliers}
-    notes = []
+    notes: list[Assumed] = []
     limit = f"{constraints.max_price_age_months:g} months"
     if stale:
         oldest = min(o.date for o in stale)
         gone = sorted({o.provider for o in stale} - fresh_providers)
         notes.append(
-            f"{len(stale)} {constraints.pricing} offer(s) older than {limit} excluded (oldest "
-            f"{oldest.isoformat()}; --max-price-age to change; `gpu-advisor prices update` to refresh)"
-            + (f"; no fresh price from: {', '.join(gone)}" if gone else "")
+            Assumed(
+                text=f"{len(stale)} {constraints.pricing} offer(s) older than {limit} excluded (oldest "
+                f"{oldest.isoformat()})" + (f"; no fresh price from: {', '.join(gone)}" if gone else ""),
+                field="max_price_age_months",
+            )
         )
     if outliers:
         shown = ", ".join(
@@ -158,9 +161,11 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
         )
         more = f" and {len(outliers) - 3} more" if len(outliers) > 3 else ""
         notes.append(
-            f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
-            f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): "
-            f"{shown}{more}"
+            Assumed(
+                text=f"{len(outliers)} region outlier(s) set aside (over {OUTLIER_FACTOR:g}x or under "
+                f"1/{OUTLIER_FACTOR:g} of the same instance's median across the provider's regions): "
+                f"{shown}{more}"
+            )
         )
     return notes
 

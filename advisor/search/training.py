@@ -368,8 +368,8 @@ class TrainingSearch:
                     "scale",
                     f"{shape.dp} data-parallel ranks need a global batch of at least "
                     f"{shape.dp} samples; the default limit of {limit:,.0f} "
-                    f"{job.unit.removesuffix('/s')} allows {cap} (--global-batch "
-                    "sets yours)",
+                    f"{job.unit.removesuffix('/s')} allows {cap} (a stated "
+                    "global batch sets yours)",
                     2.5,
                 )
                 return False

@@ -54,23 +54,23 @@ def test_campaign_sample(argv: list[str]) -> None:
         (["recommend", "--params", "1e-300"], "--params: '1e-300' must be at least 1e+06"),
         (
             ["recommend", "--model", "llama-2-7b", "--workload", "inference", "--epochs", "3"],
-            "--epochs: not used by",
+            "--epochs: 3 is not used by inference; used only by training workloads",
         ),
         (
             ["recommend", "--model", "llama-2-7b", "--workload", "inference", "--tokens", "2T"],
-            "--tokens: not used by",
+            "--tokens: 2e+12 is not used by inference",
         ),
         (
             ["recommend", "--model", "llama-2-7b", "--workload", "finetune", "--lora-rank", "8"],
-            "--lora-rank: not used",
+            "--lora-rank: 8 is not used by finetune; used only by LoRA and QLoRA",
         ),
         (
             ["recommend", "--model", "llama-2-7b", "--tpot-ms", "20"],
-            "--tpot-ms: not used by --workload training",
+            "--tpot-ms: 20 is not used by training",
         ),
         (
             ["recommend", "--model", "llama-2-7b", "--years", "3"],
-            "--years: only used with --deployment on-prem",
+            "--years: 3 is not used with cloud deployment; used only with on-prem deployment",
         ),
         (
             ["recommend", "--model", "llama-2-7b", "--provider", "\x1b[31maws"],

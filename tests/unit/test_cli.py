@@ -11,7 +11,19 @@ from pathlib import Path
 
 import pytest
 
-COMMANDS = ["gpus", "models", "prices", "predict", "recommend", "checklist", "tco", "model", "calibrate"]
+COMMANDS = [
+    "gpus",
+    "models",
+    "prices",
+    "predict",
+    "recommend",
+    "checklist",
+    "tco",
+    "cost",
+    "model",
+    "calibrate",
+    "serve",
+]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -52,16 +64,22 @@ def test_help_imports_neither_sklearn_nor_textual() -> None:
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["recommend", "--model", "llama-9"], "unknown model 'llama-9'; accepted: llama-2-7b"),
+        (["recommend", "--model", "llama-9"], "--model: 'llama-9' is not a catalogue model; did you mean"),
         (["recommend", "--model", "llama-2-7b", "--budget", "lots"], "--budget: 'lots' is not a number"),
         (["recommend", "--model", "llama-2-7b", "--budget", "-5"], "--budget: '-5' must be greater than 0"),
         (
             ["recommend", "--model", "llama-2-7b", "--deadline", "soon"],
             "--deadline: 'soon' is not a duration",
         ),
-        (["recommend", "--model", "llama-2-7b", "--workload", "dance"], "invalid choice: 'dance'"),
-        (["recommend", "--model", "llama-2-7b", "--gpu", "h1000"], "unknown GPU 'h1000'; accepted:"),
-        (["recommend", "--model", "llama-2-7b", "--params", "7B"], "give exactly one of model"),
+        (
+            ["recommend", "--model", "llama-2-7b", "--workload", "dance"],
+            "--workload: 'dance' is not accepted; one of pretrain, finetune",
+        ),
+        (["recommend", "--model", "llama-2-7b", "--gpu", "h1000"], "--gpu: 'h1000' is not a catalogue GPU"),
+        (
+            ["recommend", "--model", "llama-2-7b", "--params", "7B"],
+            "--params: 7e+09 is given with another model",
+        ),
         (["predict", "--model", "llama-2-7b", "--gpu", "v100-16gb", "--precision", "bf16"], "has no bf16"),
         (
             ["predict", "--model", "resnet50", "--gpu", "h100", "--count", "3.5"],
@@ -70,7 +88,7 @@ def test_help_imports_neither_sklearn_nor_textual() -> None:
         (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
         (
             ["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"],
-            "int4 is for inference",
+            "--precision: 'int4' is for inference",
         ),
     ],
 )
@@ -80,6 +98,68 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["recomend"], "did you mean 'recommend'?"),
+        (
+            ["recommend", "--modle", "llama-2-7b"],
+            "unrecognized arguments: --modle llama-2-7b; did you mean '--model'?",
+        ),
+        (["recommend", "--model", "llama-2-7b", "--workload", "finetuen"], "did you mean 'finetune'?"),
+        (["recommend", "--model", "llama3-8b"], "did you mean 'llama-3.1-8b'?"),
+        (["recommend", "--model", "llama-2-7b", "--format", "jsno"], "did you mean 'json'?"),
+        (
+            ["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--cuont", "2"],
+            "did you mean '--count'?",
+        ),
+    ],
+)
+def test_near_misses_are_suggested(args: list[str], needle: str) -> None:
+    result = run(*args)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and needle in lines[0], result.stderr
+
+
+def test_an_abbreviated_flag_is_not_taken_for_the_whole() -> None:
+    result = run("recommend", "--mod", "llama-2-7b", "--budget", "1k")
+    assert result.returncode == 2 and "unrecognized arguments: --mod" in result.stderr, result.stderr
+
+
+def test_top_level_help_lists_each_command_once() -> None:
+    text = run("--help").stdout
+    for command in (
+        "recommend",
+        "predict",
+        "checklist",
+        "tco",
+        "cost",
+        "prices",
+        "gpus",
+        "calibrate",
+        "serve",
+    ):
+        assert len([line for line in text.splitlines() if line.strip().startswith(command)]) == 1, command
+
+
+def test_recommend_help_is_grouped_with_examples_and_short() -> None:
+    text = subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", "recommend", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100", "PYTHONPATH": str(Path(__file__).parents[2])},
+    ).stdout
+    for group in ("workload:", "constraints:", "configuration", "examples:"):
+        assert group in text
+    assert "gpu-advisor recommend --model" in text and len(text.splitlines()) <= 120
+
+
+def test_headroom_help_states_the_default_that_is_applied(knowledge) -> None:
+    text = run("recommend", "--help").stdout
+    applied = knowledge.assumptions.memory.headroom.value
+    assert f"(default {applied:g}" in " ".join(text.split()), text
 
 
 def test_recommend_json_schema() -> None:

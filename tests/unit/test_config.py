@@ -49,23 +49,24 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
         (dict(tp=5), 64, "does not divide gpt3-175b's 96 attention heads"),
         (dict(pp=128), 1024, "more than gpt3-175b's 96 layers"),
         (dict(ep=2), 64, "dense"),
-        (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not --count 64"),
-        (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "--global-batch 99 is not divisible by dp 2"),
-        (dict(cp=3), 48, "--cp 3 does not divide the sequence length 2048"),
+        (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not the 64 GPUs"),
+        (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "global_batch: 99 is not divisible by dp 2"),
+        (dict(cp=3), 48, "cp: 3 does not divide the sequence length 2048"),
         (dict(pp=8, pp_schedule="interleaved:5"), 64, "do not split into 40 equal chunks"),
-        (dict(zero=0, offload="optimizer"), 8, "--offload optimizer needs ZeRO"),
-        (dict(engine="vllm"), 8, "--engine applies to --workload inference"),
-        (dict(tp=8, shard_group=3), 64, "--shard-group 3 does not divide"),
+        (dict(zero=0, offload="optimizer"), 8, "offload: 'optimizer' needs ZeRO"),
+        (dict(engine="vllm"), 8, "engine: 'vllm' is not used by finetune; used only by inference"),
+        (dict(tp=8, shard_group=3), 64, "shard_group: 3 does not divide"),
     ],
 )
 def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:
-    with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")) as exc:
         _predict(knowledge, count, **config)
+    assert exc.value.structured and "--" not in str(exc.value)  # fields, not flags: front ends name inputs
 
 
 def test_moe_expert_parallel_must_divide_experts(knowledge) -> None:
     w = Workload(model="mixtral-8x7b", kind="pretrain", config=RunConfig(ep=3))
-    with pytest.raises(InputError, match="--ep 3 does not divide mixtral-8x7b's 8 experts"):
+    with pytest.raises(InputError, match="ep: 3 does not divide mixtral-8x7b's 8 experts"):
         predict(knowledge, w, "h100-sxm", 48, Constraints(), PriorEfficiency(knowledge.assumptions))
 
 

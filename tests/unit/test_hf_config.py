@@ -107,9 +107,9 @@ def test_spec_from_shape_reproduces_the_catalogue(knowledge) -> None:
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"kv_heads": 5}, "--kv-heads 5 does not divide --heads 32"),
-        ({"heads": 0}, "--heads 0 is not accepted"),
-        ({"hidden": 4100}, "--heads 32 does not divide --hidden 4100"),
+        ({"kv_heads": 5}, "kv_heads: 5 does not divide the 32 heads"),
+        ({"heads": 0}, "heads: 0 is not accepted"),
+        ({"hidden": 4100}, "heads: 32 does not divide the hidden size 4100"),
     ],
 )
 def test_spec_from_shape_rejects_bad_shapes(kwargs: dict[str, int], message: str) -> None:
@@ -172,7 +172,7 @@ def test_bad_files_are_one_line(tmp_path: Path, content: str | bytes, message: s
 def test_huge_and_missing_files_are_one_line(tmp_path: Path) -> None:
     huge = tmp_path / "config.json"
     huge.write_text('{"pad": "' + "x" * (1 << 20) + '"}')
-    with pytest.raises(InputError, match=r"accepted: a config\.json up to 1 MiB") as exc:
+    with pytest.raises(InputError, match=r"bytes; a config\.json up to 1 MiB") as exc:
         read_hf_config(huge)
     _one_line(exc)
     with pytest.raises(InputError, match="is not a regular file") as exc:

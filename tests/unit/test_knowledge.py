@@ -108,10 +108,13 @@ def test_gpu_aliases_resolve(knowledge, alias: str, gpu_id: str) -> None:
 
 
 def test_unknown_names_raise_one_line_input_errors(knowledge) -> None:
-    with pytest.raises(InputError, match="unknown GPU 'h1000'; accepted: t4, "):
-        knowledge.gpu("h1000")
-    with pytest.raises(InputError, match="unknown model 'llama-9'"):
-        knowledge.model("llama-9")
+    with pytest.raises(InputError, match="unknown GPU 'h1000'; did you mean 'h100-sxm'"):
+        knowledge.gpu("h1000")  # the nearest ids, not the whole catalogue
+    with pytest.raises(InputError, match="unknown GPU 'zzz'; accepted: t4, "):
+        knowledge.gpu("zzz")  # nothing near: every id
+    with pytest.raises(InputError, match=r"unknown model 'llama3-8b'; did you mean 'llama-3\.1-8b'") as exc:
+        knowledge.model("llama3-8b")
+    assert exc.value.field == "model" and exc.value.structured
 
 
 def test_dense_peaks_are_not_sparse(knowledge) -> None:

@@ -139,7 +139,10 @@ def test_stale_offers_are_excluded_and_counted(knowledge) -> None:
     wider = screen_offers(knowledge, gpu, Constraints(max_price_age_months=48))
     assert len(wider.usable) > len(screened.usable)
     notes = price_notes(knowledge, [gpu], Constraints())
-    assert notes and "older than 12 months excluded" in notes[0] and "no fresh price from" in notes[0]
+    assert (
+        notes and "older than 12 months excluded" in notes[0].text and "no fresh price from" in notes[0].text
+    )
+    assert notes[0].field == "max_price_age_months"  # the input that changes it: each front end names it
 
 
 def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) -> None:
@@ -164,7 +167,7 @@ def test_recommend_prices_on_fresh_offers_and_says_how_many_it_excluded(capsys) 
     report = json.loads(capsys.readouterr().out)
     top = report["plans"][0]["price"]
     assert (dt.date(2026, 11, 30) - dt.date.fromisoformat(top["date"])).days <= 365
-    assert any("older than 12 months excluded" in n for n in report["notes"])
+    assert any("older than 12 months excluded" in n["text"] for n in report["notes"])
 
 
 def test_all_offers_ignores_an_unreadable_user_file(knowledge) -> None:

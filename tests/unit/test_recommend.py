@@ -70,7 +70,8 @@ def test_nothing_fits_says_why_and_what_would(knowledge) -> None:
     )
     assert report.nothing_fits and not report.plans
     assert any("budget" in line for line in report.why_not)
-    assert any(s.startswith("a budget of $") for s in report.suggestions)
+    budget = [s for s in report.suggestions if s.field == "budget_usd"]  # structured: input, value, outcome
+    assert budget and budget[0].value > 0 and budget[0].outcome.startswith("allows ")
 
 
 def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:
@@ -80,7 +81,8 @@ def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:
         Constraints(gpus=("l4",), max_gpus=8),
     )
     assert report.nothing_fits
-    assert any("qlora" in s or "lora" in s for s in report.suggestions), report.suggestions
+    kinds = [s.value for s in report.suggestions if s.field == "kind"]
+    assert "lora" in kinds or "qlora" in kinds, report.suggestions
 
 
 def test_gpu_filter_and_bf16_rule(knowledge) -> None:

@@ -1,4 +1,5 @@
-"""Provides FieldRow: a label, one input control and its validation message beside it."""
+"""Provides FieldRow: a label, one input control and its validation message beside it; field_row() builds
+one from the core's field registry (label, hint, placeholder, choices)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Input, Label, SelectionList, Static
 
-from tui.form import DEFAULTS
+from advisor.question.fields import FIELDS
+from tui.form import CHOICES, DEFAULTS
 from tui.widgets.choice_list import ChoiceList
 from tui.widgets.segmented import Segmented
 
@@ -78,3 +80,17 @@ class FieldRow(Horizontal):
         self.query_one(".field-message", Static).update(text)
         self.set_class(state[1], "-invalid")
         self.set_class(state[2], "-required")
+
+
+def field_row(name: str, control: Widget | None = None) -> FieldRow:
+    """The row of a registry field: its label and hint, and a control of its kind (a select for choices, a
+    tick list for lists, else a text input with the field's placeholder), unless one is given."""
+    f = FIELDS[name]
+    control_id = name.replace("_", "-")
+    if control is None and name in CHOICES:
+        control = Segmented(CHOICES[name], DEFAULTS[name], id=control_id)
+    elif control is None and f.kind == "list":
+        control = SelectionList[str](id=control_id)
+    elif control is None:
+        control = Input(placeholder=f.placeholder, id=control_id, select_on_focus=False)
+    return FieldRow(name, f.label, control, hint=f.hint)

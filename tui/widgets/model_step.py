@@ -11,21 +11,16 @@ from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from advisor.job.inputs import PRECISIONS
+from advisor.question.fields import serving_load
 from tui.formatting import human
 from tui.widgets.advanced import AdvancedSection
-from tui.widgets.field import FieldRow
-from tui.widgets.segmented import Segmented
+from tui.widgets.field import FieldRow, field_row
 
 if TYPE_CHECKING:
     from advisor.catalog import Knowledge
     from advisor.catalog.models import ModelSpec
 
 MAX_MATCHES = 8
-
-
-def _input(field: str, placeholder: str) -> Input:
-    return Input(placeholder=placeholder, id=field.replace("_", "-"), select_on_focus=False)
 
 
 def matches(models: tuple[ModelSpec, ...], text: str) -> list[ModelSpec]:
@@ -55,51 +50,13 @@ class ModelStep(VerticalScroll):
     def compose(self) -> ComposeResult:
         """Model search, then the fields the chosen workload uses."""
         yield Static("Which model?", classes="step-heading")
-        yield FieldRow(
-            "model", "Model", _input("model", "search: llama, resnet, 70b..."), hint="a catalogue model"
-        )
+        yield field_row("model")
         yield OptionList(id="model-matches")
-        yield FieldRow(
-            "params",
-            "Custom size",
-            _input("params", "e.g. 13B"),
-            hint="or a dense transformer of this many parameters",
-        )
-        yield FieldRow(
-            "precision",
-            "Precision",
-            Segmented(PRECISIONS, "auto", id="precision"),
-            hint="auto: bf16 where supported",
-        )
-        yield FieldRow(
-            "seq_len",
-            "Sequence length",
-            _input("seq_len", "default: the model's"),
-            hint="tokens per sequence",
-        )
+        for name in ("params", "precision", "seq_len"):
+            yield field_row(name)
         yield Static("How much work?", classes="step-heading")
-        yield FieldRow(
-            "tokens",
-            "Training tokens",
-            _input("tokens", "e.g. 100M, 2T"),
-            hint="per epoch; blank: a typical amount",
-        )
-        yield FieldRow("samples", "Samples", _input("samples", "e.g. 200k"), hint="per epoch")
-        yield FieldRow("epochs", "Epochs", _input("epochs", "1"), hint="passes over the data")
-        yield FieldRow(
-            "requests_per_s", "Requests/s", _input("requests_per_s", "e.g. 20"), hint="peak load to serve"
-        )
-        yield FieldRow("prompt_tokens", "Prompt tokens", _input("prompt_tokens", "512"), hint="per request")
-        yield FieldRow("output_tokens", "Output tokens", _input("output_tokens", "256"), hint="per request")
-        yield FieldRow(
-            "tpot_ms",
-            "Per-token target",
-            _input("tpot_ms", "50"),
-            hint="ms per output token (latency target)",
-        )
-        yield FieldRow(
-            "ttft_ms", "First-token target", _input("ttft_ms", "optional"), hint="ms to the first token"
-        )
+        for name in ("tokens", "samples", "epochs", *serving_load()):
+            yield field_row(name)
         yield AdvancedSection()
 
     def on_mount(self) -> None:

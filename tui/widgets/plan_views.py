@@ -8,11 +8,12 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widget import Widget
 
-from tui.form import LABELS
+from tui.form import LABELS, label
 from tui.formatting import fmt_hours, gpus, money
 
 if TYPE_CHECKING:
     from advisor.answer.report import PlanOut, Report
+    from advisor.question.assumed import Assumed
 
 EIGHTHS = " ▏▎▍▌▋▊▉"
 LABEL_WIDTH = 16
@@ -32,6 +33,11 @@ def _lines(lines: list[Content]) -> Content:
 
 def _bullets(items: tuple[str, ...] | list[str], style: str = "") -> list[Content]:
     return [Content.from_markup(f"[{style or '$text'}]- $item[/]", item=item) for item in items]
+
+
+def _said(a: Assumed) -> str:
+    """An assumption or note in the UI's words: the wizard field that would change it, by its label."""
+    return a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None)
 
 
 class PlanPanel(Widget, can_focus=False):
@@ -262,12 +268,10 @@ class AdvicePanel(PlanPanel):
             out.append(Content.from_markup("[b]Advice[/b]"))
             out += _bullets(list(dict.fromkeys(advice)))
         out.append(Content.from_markup("[b]Assumed[/b]"))
-        assumed = [
-            a.phrase(f"set {LABELS[a.field]}" if a.field in LABELS else None) for a in report.job.assumed
-        ]
+        assumed = [_said(a) for a in report.job.assumed]
         out += _bullets((*assumed, f"efficiency: {report.efficiency_source}"), "$text-muted")
         if report.notes:
-            out += _bullets(report.notes, "$text-muted")
+            out += _bullets([_said(n) for n in report.notes], "$text-muted")
         return out
 
 
@@ -281,7 +285,7 @@ class WhyNotPanel(PlanPanel):
             out.append(Content.from_markup("[b $error]No plan fits.[/]"))
             if report.suggestions:
                 out.append(Content.from_markup("[b]What would[/b]"))
-                out += _bullets(report.suggestions)
+                out += _bullets([s.phrase(label(s.field)) for s in report.suggestions])
         if report.why_not:
             out.append(Content.from_markup("[b]Why not[/b]"))
             out += _bullets(report.why_not)

@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from tui.presets import KINDS, PRESETS
 from tui.widgets.choice_list import ChoiceList
-from tui.widgets.field import FieldRow
+from tui.widgets.field import field_row
 
 
 class WorkloadStep(VerticalScroll):
@@ -33,7 +33,7 @@ class WorkloadStep(VerticalScroll):
     def compose(self) -> ComposeResult:
         """The kinds, then the presets."""
         yield Static("What do you want to do? (or start from a common job, below)", classes="step-heading")
-        yield FieldRow("kind", "Workload", ChoiceList(KINDS, id="kind"), hint="")
+        yield field_row("kind", ChoiceList(KINDS, id="kind"))
         yield Static("Or start from a common job", classes="step-heading")
         yield OptionList(
             *(
