@@ -26,33 +26,30 @@ class PlanTable(DataTable[str | Text]):
         """Replace the rows with the report's plans, keeping the cursor on the same rank when possible."""
         inference = report.job.kind == "inference"
         keep = self.cursor_row
-        self.clear(columns=True)
         # Cost and time come right after the GPU so they stay on screen in an 80-column terminal.
-        self.add_column("#", key="rank")
-        self.add_column("GPU", key="gpu")
-        self.add_column("n", key="count")
-        self.add_column("cost / month" if inference else "cost", key="cost")
-        self.add_column("TTFT / token" if inference else "time P10-P90", key="time")
-        self.add_column("GB/GPU", key="memory")
-        self.add_column("nodes", key="nodes")
-        self.add_column("parallelism", key="parallelism")
+        heads = (
+            ("#", "rank"),
+            ("GPU", "gpu"),
+            ("n", "count"),
+            ("cost / month" if inference else "cost", "cost"),
+            ("TTFT / token" if inference else "time P10-P90", "time"),
+            ("GB/GPU", "memory"),
+            ("nodes", "nodes"),
+            ("parallelism", "parallelism"),
+        )
+        rows = [_cells(plan, inference) for plan in report.plans]
+        self.clear(columns=True)
+        # Each column gets its width now, from its header and its cells. Left to the table, the cells are
+        # measured only when it next goes idle, and a frame painted before that (a busy screen after a
+        # re-rank) cuts every column to its header and is kept until the cursor moves.
+        for i, (label, key) in enumerate(heads):
+            width = max([len(label), *(row[i].cell_len for row in rows)])
+            self.add_column(label, key=key, width=width)
         self._plans = report.plans
-        for plan in report.plans:
-            rank = Text(f"{plan.rank}{'*' if plan.on_front else ''}")
-            self.add_row(
-                rank,
-                plan.gpu,
-                Text(str(plan.count), justify="right"),
-                plan_cost(plan, inference),
-                plan_timing(plan),
-                Text(f"{plan.memory_per_gpu_gb:.0f}/{plan.memory.capacity_gb:g}", justify="right"),
-                Text(str(plan.nodes), justify="right"),
-                plan.parallelism,
-                key=str(plan.rank),
-            )
+        for plan, row in zip(report.plans, rows, strict=True):
+            self.add_row(*row, key=str(plan.rank))
         if report.plans:
             self.move_cursor(row=min(keep, len(report.plans) - 1))
-        # New rows may want other column widths than the last ranking's: lay the table out again now.
         self.refresh(layout=True)
 
     @property
@@ -61,3 +58,17 @@ class PlanTable(DataTable[str | Text]):
         if not self._plans or not 0 <= self.cursor_row < len(self._plans):
             return None
         return self._plans[self.cursor_row]
+
+
+def _cells(plan: PlanOut, inference: bool) -> tuple[Text, ...]:
+    """One plan's row, as plain text (never read as markup)."""
+    return (
+        Text(f"{plan.rank}{'*' if plan.on_front else ''}"),
+        Text(plan.gpu),
+        Text(str(plan.count), justify="right"),
+        Text(plan_cost(plan, inference)),
+        Text(plan_timing(plan)),
+        Text(f"{plan.memory_per_gpu_gb:.0f}/{plan.memory.capacity_gb:g}", justify="right"),
+        Text(str(plan.nodes), justify="right"),
+        Text(plan.parallelism),
+    )

@@ -1,0 +1,43 @@
+"""Pilot tests of issue 20's UI items: whole table cells after a re-rank, one results screen, the wizard's
+scroll, export's folder question, the checklist's keys and marks, the kept theme."""
+
+from __future__ import annotations
+
+from pilot_flows import open_results, settle
+from textual.widgets import Input
+
+from tui.formatting import plan_cost
+from tui.screens.results import ResultsScreen
+from tui.widgets.plan_table import PlanTable
+
+
+def table_lines(table: PlanTable) -> list[str]:
+    """The table as the terminal shows it, one string per line."""
+    return [table.render_line(y).text for y in range(table.size.height)]
+
+
+async def test_cells_are_whole_after_five_reranks(make_app, monkeypatch) -> None:
+    """A frame painted between the new rows and the table's idle measurement must not freeze the columns at
+    their headers' widths (`v100-16gb x16` shown as `v10  1`)."""
+    shown = PlanTable.show
+
+    def show_then_paint(table: PlanTable, report) -> None:
+        shown(table, report)
+        table_lines(table)  # the frame a busy screen paints before the table's idle handler runs
+
+    monkeypatch.setattr(PlanTable, "show", show_then_paint)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_results(pilot, "lora-70b")
+        table = screen.query_one(PlanTable)
+        for budget in ("20", "150", "", "5000", "20000"):
+            screen.query_one("#budget-usd", Input).value = budget
+            screen.query_one("#budget-usd", Input).focus()
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, ResultsScreen) and screen.report is not None
+            lines = table_lines(table)
+            for i, plan in enumerate(screen.report.plans):
+                row = lines[1 + i]  # under the header
+                assert f" {plan.gpu} " in row and plan_cost(plan, False) in row, (budget, row)
+                assert f" {plan.count} " in row and plan.parallelism in row, (budget, row)
