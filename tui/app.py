@@ -123,6 +123,12 @@ class GpuAdvisorApp(App[int]):
     def _wizard_completed(self, message: WizardScreen.Completed) -> None:
         from tui.screens.results import ResultsScreen
 
+        # Find plans pressed again before (or after) the results showed: keys typed faster than a screen
+        # mounts all reach the wizard. One results screen answers the latest question, one ranking at a time.
+        shown = [s for s in self.screen_stack if isinstance(s, ResultsScreen)]
+        if shown:
+            shown[-1].ask(message.workload, message.constraints)
+            return
         self.push_screen(ResultsScreen(self.engine, message.workload, message.constraints))
 
     # Named for ResultsScreen.ConstraintsAdjusted rather than @on(...), which would import the results screen.

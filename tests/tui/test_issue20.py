@@ -3,12 +3,26 @@ scroll, export's folder question, the checklist's keys and marks, the kept theme
 
 from __future__ import annotations
 
-from pilot_flows import open_results, settle
+from collections.abc import Callable
+
+from pilot_flows import choose_preset, open_results, settle
+from textual import events
 from textual.widgets import Input
 
 from tui.formatting import plan_cost
 from tui.screens.results import ResultsScreen
+from tui.screens.wizard import WizardScreen
 from tui.widgets.plan_table import PlanTable
+
+
+async def until(pilot, condition: Callable[[], bool], tries: int = 50) -> None:
+    """Settle until the condition holds (keys queued at once reach their screens over several rounds)."""
+    for _ in range(tries):
+        await settle(pilot)
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("the app never got there")
 
 
 def table_lines(table: PlanTable) -> list[str]:
@@ -41,3 +55,21 @@ async def test_cells_are_whole_after_five_reranks(make_app, monkeypatch) -> None
                 row = lines[1 + i]  # under the header
                 assert f" {plan.gpu} " in row and plan_cost(plan, False) in row, (budget, row)
                 assert f" {plan.count} " in row and plan.parallelism in row, (budget, row)
+
+
+async def test_quick_find_plans_open_one_results_screen(make_app) -> None:
+    """25 quick Ctrl+N from the first step: one results screen, one Esc back to the wizard."""
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await choose_preset(pilot, "lora-70b")
+        for _ in range(25):  # queued at once, as a terminal delivers keys typed faster than screens mount
+            app.post_message(events.Key("ctrl+n", None))
+        await until(pilot, lambda: getattr(app.screen, "report", None) is not None)
+        stack = [type(s).__name__ for s in app.screen_stack]
+        assert stack.count("ResultsScreen") == 1, stack
+        results = app.screen
+        assert isinstance(results, ResultsScreen) and results.report is not None
+        assert results.report.plans
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, WizardScreen)
