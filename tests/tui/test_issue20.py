@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pilot_flows import choose_preset, open_results, settle
 from textual import events
+from textual.containers import VerticalScroll
 from textual.widgets import Input
 
 from tui.formatting import plan_cost
@@ -73,3 +74,24 @@ async def test_quick_find_plans_open_one_results_screen(make_app) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, WizardScreen)
+
+
+async def test_each_step_opens_at_its_top_with_its_first_field_focused(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await choose_preset(pilot, "lora-70b")
+        step = wizard.query_one("#step-1", VerticalScroll)
+        for leave in (("ctrl+n", "escape"), ("ctrl+r",)):
+            step.scroll_end(animate=False, immediate=True)
+            await settle(pilot)
+            assert step.scroll_y > 0
+            for key in leave:
+                await pilot.press(key)
+                await settle(pilot)
+            if leave == ("ctrl+r",):
+                assert wizard.step == 0
+                wizard = await choose_preset(pilot, "chat-8b")
+            assert wizard.step == 1 and step.scroll_y == 0, leave
+            focused = app.focused
+            assert focused is not None and focused.id == "model", leave
+            assert app.screen.region.contains_region(focused.region), leave
