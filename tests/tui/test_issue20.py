@@ -4,13 +4,16 @@ scroll, export's folder question, the checklist's keys and marks, the kept theme
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from pilot_flows import choose_preset, open_results, settle
 from textual import events
 from textual.containers import VerticalScroll
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from tui.formatting import plan_cost
+from tui.screens.confirm import ConfirmDialog
+from tui.screens.export import ExportDialog
 from tui.screens.results import ResultsScreen
 from tui.screens.wizard import WizardScreen
 from tui.widgets.plan_table import PlanTable
@@ -95,3 +98,29 @@ async def test_each_step_opens_at_its_top_with_its_first_field_focused(make_app)
             focused = app.focused
             assert focused is not None and focused.id == "model", leave
             assert app.screen.region.contains_region(focused.region), leave
+
+
+async def test_export_into_a_new_folder_with_enter_twice_saves(make_app, tmp_path: Path) -> None:
+    """Enter, Enter: the folder typed is made and the file saved; a No or a Cancel says nothing was saved."""
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await open_results(pilot, "inspection")
+        target = tmp_path / "new" / "plan.toml"
+        for answer in ("n", "enter"):
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path", Input).value = str(target)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmDialog)
+            await pilot.press(answer)
+            await settle(pilot)
+            if answer == "n":
+                assert isinstance(app.screen, ExportDialog) and not target.parent.exists()
+                assert "Nothing saved" in str(app.screen.query_one("#export-message", Static).render())
+                await pilot.press("escape")
+                await settle(pilot)
+                assert "Nothing was saved" in [n.message for n in app._notifications][-1]
+        assert isinstance(app.screen, ResultsScreen)
+        assert target.exists()
+        assert [n.title for n in app._notifications][-1] == "Exported"

@@ -309,6 +309,7 @@ class ResultsScreen(Screen[None]):
 
     def _export_path_chosen(self, path: Path | None) -> None:
         if path is None:
+            self.notify("Nothing was saved.", title="Export cancelled")
             return
         if path.is_dir():
             self.action_export(str(path), f"{path} is a folder: add a file name.")
@@ -318,10 +319,12 @@ class ResultsScreen(Screen[None]):
                 if yes:
                     self._create_folder_and_write(path)
                 else:
-                    self.action_export(str(path))
+                    self.action_export(str(path), f"Nothing saved: the folder {path.parent} does not exist.")
 
             self.app.push_screen(
-                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"),
+                ConfirmDialog(
+                    f"The folder {path.parent} does not exist. Create it?", "Yes, create it", yes_is_safe=True
+                ),
                 create,
             )
         elif path.exists():
@@ -330,7 +333,7 @@ class ResultsScreen(Screen[None]):
                 if replace:
                     self._write(path)
                 else:
-                    self.action_export(str(path))
+                    self.action_export(str(path), f"Nothing saved: {path.name} was kept as it was.")
 
             self.app.push_screen(ConfirmDialog(f"{path} exists. Replace it?"), confirmed)
         else:
