@@ -9,14 +9,16 @@ from pathlib import Path
 from pilot_flows import choose_preset, open_results, settle
 from textual import events
 from textual.containers import VerticalScroll
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, OptionList, Static
 
 from tui.formatting import plan_cost
+from tui.screens.checklist import ChecklistScreen
 from tui.screens.confirm import ConfirmDialog
 from tui.screens.export import ExportDialog
 from tui.screens.results import ResultsScreen
 from tui.screens.wizard import WizardScreen
 from tui.widgets.plan_table import PlanTable
+from tui.widgets.tick_list import TickList
 
 
 async def until(pilot, condition: Callable[[], bool], tries: int = 50) -> None:
@@ -124,3 +126,47 @@ async def test_export_into_a_new_folder_with_enter_twice_saves(make_app, tmp_pat
         assert isinstance(app.screen, ResultsScreen)
         assert target.exists()
         assert [n.title for n in app._notifications][-1] == "Exported"
+
+
+async def test_checklist_keys_say_what_they_do_and_ticks_show_in_the_list(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ChecklistScreen)
+        entries = screen.query_one("#checklist-entries", OptionList)
+        first = screen.entries[0]
+        # A tick marks its entry in the list.
+        await pilot.press("enter")  # into the steps
+        await pilot.press("space")
+        await settle(pilot)
+        assert f"✔ 1/{len(first.steps)}" in str(entries.get_option(first.id).prompt)
+        # x asks first; No keeps the tick, Yes clears it and the mark.
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDialog) and "Untick the 1 ticked step" in app.screen.question
+        await pilot.press("enter")  # the safe answer: No
+        await settle(pilot)
+        assert screen.query_one("#entry-steps", TickList).ticked == {0}
+        await pilot.press("x")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert screen.query_one("#entry-steps", TickList).ticked == set()
+        assert "✔" not in str(entries.get_option(first.id).prompt)
+        # In the search box, a is typed: neither the footer nor the hint offers it there.
+        await pilot.press("slash")
+        for key in "zzqq":
+            await pilot.press(key)
+        await settle(pilot)
+        header = str(screen.query_one("#entry-header", Static).render())
+        assert "No entry matches" in header and "press a " not in header and "Tab" in header
+        footer = [k.description for k in screen.query_one(Footer).query("FooterKey").results()]  # type: ignore[attr-defined]
+        assert "All entries" not in footer and "Search" in footer, footer
+        await pilot.press("a")
+        assert screen.query_one("#checklist-query", Input).value == "zzqqa"
+        await pilot.press("tab", "a")
+        await settle(pilot)
+        assert len(screen.entries) == len(app.knowledge.checklist)
