@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
+from textual.theme import Theme
 
 from tui.engine import EfficiencyChoice, Engine
 from tui.messages import EfficiencyLoaded, KnowledgeLoaded, LoadFailed
@@ -73,6 +75,8 @@ class GpuAdvisorApp(App[int]):
         self._exit_on_hangup = exit_on_hangup
         self.engine = Engine(load_knowledge, efficiency, user_data_dir)
         self.efficiency_name = ""
+        self._saved_theme = ""
+        self._theme_lock = threading.Lock()
 
     def on_mount(self) -> None:
         """Paint the wizard first, then load the knowledge and the model in a thread."""
@@ -86,9 +90,34 @@ class GpuAdvisorApp(App[int]):
                 self._tty = None
             if self._tty:
                 self.set_interval(2.0, self._check_terminal)
+        self._restore_theme()
         self.push_screen(WizardScreen())
         # After the wizard's first frame: the load's imports must not compete with painting it.
         self.call_after_refresh(self._load)
+
+    def _restore_theme(self) -> None:
+        """The theme chosen last time (a small file read: before the first frame, so it paints once)."""
+        try:
+            saved = self.engine.saved_theme()
+        except OSError:
+            saved = None
+        if saved in self.available_themes and saved != self.theme:
+            self.theme = saved
+        self._saved_theme = saved or self.theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        if theme.name != self._saved_theme:
+            self._saved_theme = theme.name
+            self._save_theme()
+
+    @work(thread=True, exit_on_error=False, group="theme", description="save the theme")
+    def _save_theme(self) -> None:
+        try:
+            with self._theme_lock:  # quick switches: whichever save runs last writes the latest choice
+                self.engine.save_theme(self._saved_theme)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"Could not keep the theme: {exc}", severity="warning")
 
     def _check_terminal(self) -> None:
         if self._tty and not os.path.exists(self._tty):

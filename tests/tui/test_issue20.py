@@ -170,3 +170,27 @@ async def test_checklist_keys_say_what_they_do_and_ticks_show_in_the_list(make_a
         await pilot.press("tab", "a")
         await settle(pilot)
         assert len(screen.entries) == len(app.knowledge.checklist)
+
+
+async def test_the_theme_is_kept_across_restarts(make_app, tmp_path: Path) -> None:
+    data = tmp_path / "kept"
+    first = make_app(user_data_dir=data)
+    async with first.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        dark = first.current_theme.dark
+        await pilot.press("f3")
+        await settle(pilot)
+        chosen = first.theme
+        assert first.current_theme.dark is not dark
+    again = make_app(user_data_dir=data)
+    async with again.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert again.theme == chosen
+    # A file that is not ours is moved aside (kept), and the app starts on its default theme.
+    settings = data / "ui-settings.json"
+    settings.write_text("{not json", encoding="utf-8")
+    third = make_app(user_data_dir=data)
+    async with third.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert third.current_theme.dark is dark
+    assert [p.read_text() for p in data.glob("ui-settings.json.corrupt-*")] == ["{not json"]
