@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -81,15 +78,11 @@ class GpuAdvisorApp(App[int]):
     def on_mount(self) -> None:
         """Paint the wizard first, then load the knowledge and the model in a thread."""
         if self._exit_on_hangup:
-            # When the terminal goes away (a closed window, a killed tmux), leave instead of spinning on it:
-            # on SIGHUP, and when the tty device itself disappears (no signal reaches a job under make).
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit, None, 129)
-            try:
-                self._tty = os.ttyname(sys.__stdin__.fileno()) if sys.__stdin__ else None
-            except OSError:
-                self._tty = None
-            if self._tty:
-                self.set_interval(2.0, self._check_terminal)
+            from tui.hangup import HANGUP_STATUS, leave_with_the_terminal
+
+            # A closed window, a killed tmux, a dropped SSH link: leave instead of waiting on the terminal.
+            loop = asyncio.get_running_loop()
+            leave_with_the_terminal(lambda: loop.call_soon_threadsafe(self.exit, None, HANGUP_STATUS))
         self._restore_theme()
         self.push_screen(WizardScreen())
         # After the wizard's first frame: the load's imports must not compete with painting it.
@@ -118,10 +111,6 @@ class GpuAdvisorApp(App[int]):
                 self.engine.save_theme(self._saved_theme)
         except OSError as exc:
             self.call_from_thread(self.notify, f"Could not keep the theme: {exc}", severity="warning")
-
-    def _check_terminal(self) -> None:
-        if self._tty and not os.path.exists(self._tty):
-            self.exit(return_code=129)
 
     @work(
         thread=True, exclusive=True, exit_on_error=False, group="load", description="load knowledge and model"
