@@ -663,6 +663,7 @@ def recommend(
         efficiency_source=name,
         catalogue_version=knowledge.catalogue_version,
         plans_considered=len(search.scored),
+        plans_within_limits=len({s.key for s in search.feasible}),
         notes=tuple(notes),
         operations=operations,
         launch=launch,

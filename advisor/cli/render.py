@@ -172,13 +172,17 @@ def prediction_text(p: Prediction) -> str:
     return "\n".join(lines)
 
 
+def _marks(v: Any) -> str:
+    """' (given)', ' (given; dp 1: nothing to shard...)', or nothing for a chosen value without a note."""
+    marks = [m for m in ("" if v.source == "chosen" else v.source, v.note) if m]
+    return f" ({'; '.join(marks)})" if marks else ""
+
+
 def configuration_lines(config: dict[str, Any], alternatives: Sequence[Any]) -> list[str]:
     """'configuration: tp 8 (given), pp 8 (given), ...' and the runner-up layouts with their cost in time."""
     if not config:
         return []
-    parts = [
-        f"{k} {v.value}{'' if v.source == 'chosen' else ' (' + v.source + ')'}" for k, v in config.items()
-    ]
+    parts = [f"{k} {v.value}{_marks(v)}" for k, v in config.items()]
     lines = [
         textwrap.fill(
             "configuration: " + ", ".join(parts) + "  [unmarked: chosen]", width=110, subsequent_indent="  "
@@ -251,7 +255,7 @@ def report_text(r: Report) -> str:
             lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
         else:
             lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
-        lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
+        lines.append(f"{r.plans_line()}; * = on the cost-vs-time front")
         best = r.plans[0]
         lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
         lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]
