@@ -257,9 +257,8 @@ class Report(Record):
     efficiency_source: str
     catalogue_version: str
     plans_considered: int = 0
-    """Plans that fit in memory and have a price, before the budget and the deadline."""
-    plans_within_limits: int = 0
-    """Of those, the plans within the budget and the deadline: what 'best 5 of N' counts."""
+    """The plans the ranking chose from: those that fit in memory, have a price and keep within the budget and
+    the deadline (one per GPU, count and replica shape): what 'N plans fit' and 'best 5 of N' count."""
     notes: tuple[str, ...] = ()
     operations: OpsPlan | None = None
     """The operations plan of the chosen plan."""
@@ -273,21 +272,6 @@ class Report(Record):
         if self.prices_as_of is None:
             return "prices: none used"
         return f"prices as of {self.prices_as_of.isoformat()} ({', '.join(self.price_sources)})"
-
-    def plans_line(self) -> str:
-        """'12 plans fit the budget (64 fit in memory)': how many plans the ranking chose from."""
-        c = self.constraints
-        limits = [
-            name
-            for name, value in (("budget", c.budget_usd), ("deadline", c.deadline_hours))
-            if value is not None and (name == "budget" or self.job.kind != "inference")
-        ]
-        if not limits:
-            return f"{self.plans_within_limits} plans fit"
-        return (
-            f"{self.plans_within_limits} plans fit the {' and '.join(limits)} "
-            f"({self.plans_considered} fit in memory)"
-        )
 
     def plain(self) -> dict[str, Any]:
         """JSON-ready dict (dates as ISO strings)."""

@@ -255,7 +255,7 @@ def report_text(r: Report) -> str:
             lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
         else:
             lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
-        lines.append(f"{r.plans_line()}; * = on the cost-vs-time front")
+        lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
         best = r.plans[0]
         lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
         lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]

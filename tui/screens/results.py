@@ -178,7 +178,7 @@ class ResultsScreen(Screen[None]):
         table.show(report)
         table.display = bool(report.plans)
         status = (
-            f"best {len(report.plans)} of {report.plans_line()}; * on the front"
+            f"best {len(report.plans)} of {report.plans_considered} plans that fit; * on the front"
             if report.plans
             else "[$error]No plan fits: see Why not[/]"
         )
