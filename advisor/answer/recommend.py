@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
     configuration,
     goodput_out,
@@ -664,7 +665,7 @@ def recommend(
     front_keys = {s.key for s in front}
     serving_name, serving_notes = serving_source(ctx.job, workload)
     name = ctx.efficiency.name if ctx.job.training else serving_name
-    plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys) for i, s in enumerate(top))
+    plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
