@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.widgets import DataTable
 
 from tui.formatting import plan_cost, plan_timing
@@ -42,12 +43,15 @@ class PlanTable(DataTable[str | Text]):
         # Each column gets its width now, from its header and its cells. Left to the table, the cells are
         # measured only when it next goes idle, and a frame painted before that (a busy screen after a
         # re-rank) cuts every column to its header and is kept until the cursor moves.
-        for i, (label, key) in enumerate(heads):
-            width = max([len(label), *(row[i].cell_len for row in rows)])
+        widths = [max([len(label), *(row[i].cell_len for row in rows)]) for i, (label, _) in enumerate(heads)]
+        for (label, key), width in zip(heads, widths, strict=True):
             self.add_column(label, key=key, width=width)
         self._plans = report.plans
         for plan, row in zip(report.plans, rows, strict=True):
             self.add_row(*row, key=str(plan.rank))
+        # The size too (the table's height is its rows'), so the next layout holds every row at once.
+        header = self.header_height if self.show_header else 0
+        self.virtual_size = Size(sum(w + 2 * self.cell_padding for w in widths), len(rows) + header)
         if report.plans:
             self.move_cursor(row=min(keep, len(report.plans) - 1))
         self.refresh(layout=True)
