@@ -51,7 +51,7 @@ def _batch(ctx: Context, plan: PlanOut) -> str | None:
         f"micro-batch {mb:,} per GPU is the batch the benchmark's throughput runs used on this GPU (or the "
         f"nearest in memory): it measures speed, and a recipe tuned for accuracy may use less per GPU, "
         f"at a lower speed; global batch {mb * plan.layout.dp * plan.layout.grad_accum:,} "
-        "(pass --batch-size to set the micro-batch)"
+        "(state a micro-batch to change it)"
     )
 
 
@@ -81,5 +81,5 @@ def _fabric(ctx: Context, plan: PlanOut) -> str | None:
     return (
         f"{price.instances:,} separate {price.instance} instances, timed as linked by {fabric.name}, the "
         f"default for {plan.gpu}: the price catalogue does not say how {price.provider} links them; confirm "
-        "it, or pass --fabric"
+        "it, or state the fabric they have"
     )

@@ -34,7 +34,7 @@ def test_separate_instances_state_the_fabric_assumed(knowledge, finetune_cheap) 
         assert bool(said) == (plan.price is not None and plan.price.instances > 1)
         if said:
             fabric = knowledge.assumptions.fabric[knowledge.gpu(plan.gpu).fabric]
-            assert fabric.name in said[0] and "--fabric" in said[0]
+            assert fabric.name in said[0] and "state the fabric" in said[0]
     given = recommend(
         knowledge,
         Workload(model="llama-2-70b", kind="finetune"),
