@@ -37,6 +37,7 @@ screenshots: $(STAMP)
 benchmark: $(STAMP) bytecode
 	$(BIN)/python benchmarks/bench_recommend.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_fleet.py
 
 train: $(STAMP)
 	$(BIN)/gpu-advisor model train

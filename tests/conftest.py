@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from advisor.catalog import Knowledge, load_knowledge
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One knowledge cache for the session, not the user's: tests never read or evict a developer's entries,
+    and every process the tests start (subprocesses inherit it) finds the session's warm entries."""
+    folder = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ["GPU_ADVISOR_CACHE_DIR"] = folder
 
 
 @pytest.fixture(scope="session")

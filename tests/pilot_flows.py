@@ -13,10 +13,22 @@ from tui.screens.wizard import WizardScreen
 
 async def settle(pilot: Pilot) -> None:
     """Let every worker finish and every message be handled."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(2):
+        await _workers_done(pilot)
+        await pilot.pause()
+
+
+async def _workers_done(pilot: Pilot) -> None:
+    """Wait for every worker; one cancelled on the way (an exclusive worker replaced by a newer run, as under
+    load a fast key press does) is not a failure: wait for its replacement instead."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(50):
+        try:
+            await pilot.app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
 
 
 async def changed(pilot: Pilot) -> None:

@@ -45,6 +45,15 @@ class GpuAdvisorApp(App[int]):
             id="app-checklist",
         ),
         Binding("f3", "toggle_dark", "Light/dark", show=False, id="app-theme"),
+        # Not in the footer: every screen's footer (and its snapshot) stays as it was; F1 and Ctrl+P list it.
+        Binding(
+            "f4",
+            "fleet",
+            "Fleet",
+            show=False,
+            tooltip="Plan a cluster for a portfolio of jobs",
+            id="app-fleet",
+        ),
         Binding("ctrl+r", "restart_wizard", "Restart", show=False, id="app-restart"),
         # q quits wherever it is not text being typed (an input keeps its q); Ctrl+Q works everywhere.
         Binding("q", "quit", "Quit", show=False, tooltip="Leave gpu-advisor", id="app-quit"),
@@ -174,6 +183,13 @@ class GpuAdvisorApp(App[int]):
             return
         self.push_screen(ChecklistScreen(self.engine, self.knowledge))
 
+    def action_fleet(self, path: str | None = None) -> None:
+        """The fleet planner: a cluster for a whole portfolio (its own screen; sized in a worker)."""
+        from tui.screens.fleet import FleetScreen
+
+        if not isinstance(self.screen, FleetScreen):
+            self.push_screen(FleetScreen(self.engine, path))
+
     def action_toggle_dark(self) -> None:
         """Switch between the light and the dark theme."""
         self.theme = LIGHT if self.current_theme.dark else DARK
@@ -209,6 +225,11 @@ class GpuAdvisorApp(App[int]):
             "Open the troubleshooting checklist",
             "Error types, symptoms and ordered steps",
             self.action_checklist,
+        )
+        yield SystemCommand(
+            "Plan a fleet for a portfolio",
+            "Size, simulate and price a cluster for a team's whole portfolio (TOML)",
+            self.action_fleet,
         )
         yield SystemCommand(
             "Switch light/dark theme",

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.job.inputs import Constraints, Workload
-from advisor.ops.launch import LaunchArtefacts
-from advisor.ops.plan import OpsPlan
 from advisor.ops.plan_facts import PlanFacts
-from advisor.ops.tco import TcoOut
 from advisor.question.assumed import Assumed
 from advisor.question.records import Record, record
+
+if TYPE_CHECKING:  # field types only: a record needs no class at run time, and a prediction no ops modules
+    from advisor.job.inputs import Constraints, Workload
+    from advisor.ops.launch import LaunchArtefacts
+    from advisor.ops.plan import OpsPlan
+    from advisor.ops.tco import TcoOut
 
 SCHEMA_VERSION = 1
 

@@ -184,6 +184,64 @@ def _model(knowledge: Knowledge, gpu: str, efficiency: Any) -> tuple[float | Non
     return four.throughput.value, four.throughput.value / one.throughput.value
 
 
+CASE_STUDY_STATED = (
+    "title",
+    "model",
+    "gpu",
+    "gpus",
+    "provider",
+    "hours_before",
+    "hours_after",
+    "cost_before_usd",
+    "cost_after_usd",
+    "cache_tb",
+    "share_training",
+    "share_cache",
+    "share_monitoring",
+    "accuracy_before",
+    "accuracy_after",
+    "note",
+)
+"""The guide's own figures of the case study, repeated as it states them."""
+
+
+def _case_differences(
+    c: dict[str, Any],
+    gpu_id: str,
+    choice: Any,
+    after: float | None,
+    cache: Any,
+    run_cache: float,
+    speedup: float | None,
+) -> list[str]:
+    """Where the guide's case study and today's figures part, one sentence each."""
+    cache_gb = c["cache_tb"] * 1000.0
+    implied_after = c["cost_after_usd"] / (c["gpus"] * c["hours_after"])
+    implied_before = c["cost_before_usd"] / (c["gpus"] * c["hours_before"])
+    return [
+        f"the guide's ${c['cost_after_usd']:,} for {c['gpus']} GPUs x {c['hours_after']} h is "
+        f"${implied_after:.2f}/GPU-h (${implied_before:.2f} before); its {c['share_training']:.0%} training "
+        f"share "
+        f"is ${c['cost_after_usd'] * c['share_training'] / (c['gpus'] * c['hours_after']):.2f}/GPU-h",
+        f"today: {c['gpus']} x {gpu_id} cost ${after:,.0f} for {c['hours_after']} h on the cheapest fresh "
+        f"offer "
+        f"({choice.billed_gpus} GPUs billed), about {c['cost_after_usd'] / after:.0f}x less than the guide"
+        if choice is not None and after
+        else f"today: no fresh on-demand offer of {gpu_id}",
+        f"the {c['cache_tb']} TB SSD cache on {cache.name} (${cache.usd_per_gb_month:g}/GB-month) costs "
+        f"${run_cache:,.0f} for the {c['hours_after']} h run but ${cache_gb * cache.usd_per_gb_month:,.0f} a "
+        f"month "
+        f"kept; the guide's {c['share_cache']:.0%} share (${c['cost_after_usd'] * c['share_cache']:,.0f}) "
+        f"fits neither",
+        "the guide's 72 h -> 18 h (4x) is the 1 -> 4 GPU step if anything: the model gives "
+        f"{speedup:.2f}x for ResNet-50 from 1 to 4 x {gpu_id}"
+        if speedup
+        else "no model estimate for this GPU",
+        "the guide gives no image count, epochs or instance type, and EC2 has no 4-GPU A100 instance "
+        "(p4d.24xlarge has 8): the images per run are what the model says 4 GPUs process in 18 h",
+    ]
+
+
 def case_study(knowledge: Knowledge, efficiency: Any = None) -> CaseStudy:
     """The quality-inspection case: the guide's figures, today's cheapest fresh offer and the model's
     speed."""
@@ -199,50 +257,9 @@ def case_study(knowledge: Knowledge, efficiency: Any = None) -> CaseStudy:
     after = choice.usd_per_hour * c["hours_after"] if choice else None
     before = choice.usd_per_hour * c["hours_before"] if choice else None
     run_cache = storage_cost(cache, cache_gb, c["hours_after"])
-    differences = [
-        f"the guide's ${c['cost_after_usd']:,} for {c['gpus']} GPUs x {c['hours_after']} h is "
-        f"${implied_after:.2f}/GPU-h (${implied_before:.2f} before); its {c['share_training']:.0%} training "
-        f"share "
-        f"is ${c['cost_after_usd'] * c['share_training'] / (c['gpus'] * c['hours_after']):.2f}/GPU-h",
-        f"today: {c['gpus']} x {gpu.id} cost ${after:,.0f} for {c['hours_after']} h on the cheapest fresh "
-        f"offer "
-        f"({choice.billed_gpus} GPUs billed), about {c['cost_after_usd'] / after:.0f}x less than the guide"
-        if choice is not None and after
-        else f"today: no fresh on-demand offer of {gpu.id}",
-        f"the {c['cache_tb']} TB SSD cache on {cache.name} (${cache.usd_per_gb_month:g}/GB-month) costs "
-        f"${run_cache:,.0f} for the {c['hours_after']} h run but ${cache_gb * cache.usd_per_gb_month:,.0f} a "
-        f"month "
-        f"kept; the guide's {c['share_cache']:.0%} share (${c['cost_after_usd'] * c['share_cache']:,.0f}) "
-        f"fits neither",
-        "the guide's 72 h -> 18 h (4x) is the 1 -> 4 GPU step if anything: the model gives "
-        f"{speedup:.2f}x for ResNet-50 from 1 to 4 x {gpu.id}"
-        if speedup
-        else "no model estimate for this GPU",
-        "the guide gives no image count, epochs or instance type, and EC2 has no 4-GPU A100 instance "
-        "(p4d.24xlarge has 8): the images per run are what the model says 4 GPUs process in 18 h",
-    ]
+    differences = _case_differences(c, gpu.id, choice, after, cache, run_cache, speedup)
     return CaseStudy(
-        stated={
-            k: c[k]
-            for k in (
-                "title",
-                "model",
-                "gpu",
-                "gpus",
-                "provider",
-                "hours_before",
-                "hours_after",
-                "cost_before_usd",
-                "cost_after_usd",
-                "cache_tb",
-                "share_training",
-                "share_cache",
-                "share_monitoring",
-                "accuracy_before",
-                "accuracy_after",
-                "note",
-            )
-        },
+        stated={k: c[k] for k in CASE_STUDY_STATED},
         implied_usd_per_gpu_hour_after=round(implied_after, 2),
         implied_usd_per_gpu_hour_before=round(implied_before, 2),
         offer=(

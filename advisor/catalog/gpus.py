@@ -56,14 +56,36 @@ class Features(Record):
     flash_attention: bool
 
 
+# A purchase price older than this is marked old (as a cloud offer older than 12 months is marked stale):
+# GPU prices move a lot in two years (Lambda's H100 SXM estimate of 2023 is a third above 2026 street prices).
+PRICE_OLD_MONTHS = 24.0
+
+
 @record
 class Price(Record):
-    """Purchase price of one GPU, with its date and source."""
+    """Purchase price of one GPU, with the date it was written and its source."""
 
     usd: PosFloat
     date: dt.date
+    """When the figure was written (the source's commit or publication), not when it was read."""
     source: str
     kind: Literal["list", "street", "estimate"]
+
+    def age_months(self, now: dt.date | None = None) -> float:
+        """Months since the price was written ($GPU_ADVISOR_TODAY pins today)."""
+        from advisor.catalog.prices import age_months
+
+        return age_months(self.date, now)
+
+    def is_old(self, now: dt.date | None = None) -> bool:
+        """Whether the price is older than PRICE_OLD_MONTHS."""
+        return self.age_months(now) > PRICE_OLD_MONTHS
+
+    def label(self, now: dt.date | None = None) -> str:
+        """'estimate of 2023-01-12, old: 47 months' or 'street price of 2026-05-25'."""
+        kind = "estimate" if self.kind == "estimate" else f"{self.kind} price"
+        text = f"{kind} of {self.date.isoformat()}"
+        return f"{text}, old: {self.age_months(now):.0f} months" if self.is_old(now) else text
 
 
 @record

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from advisor.catalog.models import ModelSpec
-from advisor.catalog.shape_params import Latent, Moe, Shape, count_params
+from advisor.catalog.shape_params import SHAPE_LIMITS, Latent, Moe, Shape, count_params, shape_problems
 from advisor.question.errors import InputError
 
 MAX_BYTES = 1 << 20
@@ -102,6 +102,10 @@ def _qwen2(c: _Config) -> Shape:
 
 def _qwen_dense_layers(c: _Config, layers: int) -> int:
     """Qwen-MoE layers with a dense MLP: those in mlp_only_layers or off the decoder_sparse_step grid."""
+    if layers > SHAPE_LIMITS["layers"]:  # counted one by one below: bound the depth first
+        raise c._fail(
+            f"num_hidden_layers {layers:.3g} is out of range; accepted: at most {SHAPE_LIMITS['layers']:,}"
+        )
     step = c.num("decoder_sparse_step", default=1)
     only = c.data.get("mlp_only_layers") or []
     if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
@@ -329,6 +333,30 @@ def spec_from_hf_config(data: Mapping[str, Any], *, source: str, model_id: str |
     )
 
 
+def _refuse_unsound(shape: Shape, source: str) -> None:
+    """One InputError for the first architectural invariant the shape breaks (none: return)."""
+    problems = shape_problems(shape)
+    if not problems:
+        return
+    field, value, problem, accepted = problems[0]
+    shown = f"{value:,}" if value < 10**12 else f"{value:.3g}"
+    if source == "shape":  # a quick shape: the dimension given is the input at fault
+        raise InputError(
+            f"{field} {shown} {problem}; accepted: {accepted}",
+            field={"per_token": "experts_per_token"}.get(field, field),
+            value=shown,
+            problem=problem,
+            accepted=accepted,
+        )
+    raise InputError(  # a file: the file is the input at fault, the dimension is what is wrong in it
+        f"{source}: {field} {shown} {problem}; accepted: {accepted}",
+        field="config",
+        value=source,
+        problem=f"has {field} {shown}, which {problem}",
+        accepted=f"a config.json whose {field} is {accepted}",
+    )
+
+
 def spec_from_shape_obj(
     shape: Shape,
     *,
@@ -338,7 +366,9 @@ def spec_from_shape_obj(
     max_seq_len: int | None = None,
     architecture: str | None = None,
 ) -> ModelSpec:
-    """A catalogue-style ModelSpec for a Shape, with its parameter count derived and said so."""
+    """A catalogue-style ModelSpec for a Shape, with its parameter count derived and said so; a shape no model
+    family could have (GQA groups that do not divide the heads, absurd sizes, ...) is one InputError."""
+    _refuse_unsound(shape, source)
     total, active = count_params(shape)
     moe, mla = shape.moe, shape.mla
     dense_ffn = shape.ffn if moe is None or moe.dense_layers else moe.ffn
@@ -461,7 +491,8 @@ def _load_json(path: Path) -> Any:
         raise InputError(f"--config {str(path)!r} is {size:,} bytes; accepted: a config.json up to 1 MiB")
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:
+        # ValueError: JSONDecodeError, and an integer past Python's 4,300-digit conversion limit.
         raise InputError(f"--config {str(path)!r} is not JSON ({str(exc).splitlines()[0]})") from None
     except RecursionError:
         raise InputError(f"--config {str(path)!r} is nested too deeply; accepted: a config.json") from None

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 # Bump when the cached form changes in a way the record types' source does not show.
 CACHE_FORMAT = b"records-2"
+KEEP_VERSIONS = 4
+"""Cached versions kept per knowledge file."""
 
 
 def cache_dir() -> Path | None:
@@ -77,9 +79,13 @@ def cached_records(root: Traversable, name: str, build: Callable[[dict[str, Any]
     cached = folder / f"{stem}{hashlib.sha256(_schema_key() + raw).hexdigest()[:24]}.json" if folder else None
     if cached is not None:
         try:
-            return json.loads(cached.read_bytes(), object_hook=decode_object)
+            records = json.loads(cached.read_bytes(), object_hook=decode_object)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # absent, or written by another version: rebuild it
+        else:
+            with contextlib.suppress(OSError):
+                os.utime(cached)  # most recently used: the last to be pruned
+            return records
     records = build(parse_toml(raw, name))
     if cached is not None:
         _write_cache(cached, records, stem)
@@ -104,14 +110,21 @@ def _write_cache(path: Path, records: Any, stem: str) -> None:
         os.replace(tmp, path)
     except OSError:
         return  # a read-only home only costs speed
-    # Entries of an older file or schema are never read again; `name.<hash>.json` is the older raw-parse form.
+    # Older entries of this file (an edited file, another installed version) are pruned, keeping the few most
+    # recently used: two versions used in turn must not rebuild each other's entry every run.
+    # `name.<hash>.json` is the older raw-parse form, never read again.
     legacy = re.compile(re.escape(stem.removesuffix("records.")) + r"[0-9a-f]{20}\.json")
-    for stale in path.parent.iterdir():
-        if stale != path and (
-            (stale.name.startswith(stem) and stale.suffix == ".json") or legacy.fullmatch(stale.name)
-        ):
+    entries = []
+    for other in path.parent.iterdir():
+        if legacy.fullmatch(other.name):
             with contextlib.suppress(OSError):
-                stale.unlink()
+                other.unlink()
+        elif other != path and other.name.startswith(stem) and other.suffix == ".json":
+            with contextlib.suppress(OSError):
+                entries.append((other.stat().st_mtime, other))
+    for _, stale in sorted(entries, reverse=True)[KEEP_VERSIONS - 1 :]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _where(loc: tuple[Any, ...], data: Any, table: str) -> str:

@@ -69,25 +69,28 @@ def user_prices_path() -> Path:
     return data_dir() / USER_PRICES
 
 
-_CACHE: dict[tuple[str, float], UserPrices | None] = {}
+_CACHE: dict[tuple[str, int, int], UserPrices | None] = {}
+
+
+def _parse_user_prices(text: str) -> UserPrices:
+    return UserPrices.model_validate(json.loads(text))
 
 
 def load_user_prices(path: Path | None = None) -> UserPrices | None:
-    """The refreshed offers, or None when there are none (an unreadable file is ignored: the snapshot
-    serves)."""
+    """The refreshed offers, or None when there are none.
+
+    A damaged or hostile file (not JSON, wrong shape, not a regular file, too large) is moved aside with a
+    warning, never silently ignored: the snapshot then serves."""
+    from advisor.catalog.userdata import read_stored
+
     path = path or user_prices_path()
     try:
-        key = (str(path), path.stat().st_mtime)
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
     except OSError:
         return None
     if key not in _CACHE:
-        try:
-            # Validated by the pydantic schema (imported only when a refreshed file exists); ValidationError
-            # is
-            # a ValueError.
-            _CACHE[key] = UserPrices.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            _CACHE[key] = None
+        _CACHE[key] = read_stored(path, _parse_user_prices)  # validated by pydantic only when the file exists
     return _CACHE[key]
 
 

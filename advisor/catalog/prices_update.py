@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import re
 import statistics
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
+from advisor.question.checks import shown
 from advisor.question.errors import AdvisorError, InputError
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
@@ -42,6 +47,9 @@ NAMES = {
     "H200-SXM": "h200",
     "GH200": "gh200",
     "B200": "b200",
+    "B300": "b300",
+    "GB200": "gb200",  # one GPU of the superchip (OCI BM.GPU.GB200.4 = 4 GPUs)
+    "GB300": "gb300",
     "RTXA6000": "rtx-a6000",
     "RTX6000-Ada": "rtx-6000-ada",
     "RTX4090": "rtx-4090",
@@ -83,9 +91,40 @@ def _number(text: str | None) -> float | None:
     if not text:
         return None
     value = float(text)  # ValueError marks the row invalid
-    if value != value or value < 0:
+    if not math.isfinite(value) or value < 0:
         raise ValueError(f"bad number {text!r}")
     return value
+
+
+# Bounds past every real catalogue row (the largest VM has 16 GPUs; no GPU rents above $100/GPU-hour), which
+# keep a hostile catalogue from storing a $0 offer (a price that rounds to 0) or a 1e300-GPU instance.
+MAX_GPUS_PER_INSTANCE = 128
+USD_PER_GPU_HOUR = (1e-4, 1000.0)
+
+
+# Names a catalogue row may carry into the store and every later output: printable, no terminal escapes,
+# and not starting like a spreadsheet formula (=, +, -, @), since exports are opened in spreadsheets.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.:/()+\-]{0,127}")
+
+
+def _checked_names(**names: str) -> None:
+    """ValueError naming the first column whose text is not a plain catalogue name."""
+    for column, text in names.items():
+        if text and not _SAFE_NAME.fullmatch(text):
+            raise ValueError(f"{column} {shown(text, 40)} is not a plain name")
+
+
+def _checked_prices(
+    count: float, price: float | None, spot: float | None
+) -> tuple[float | None, float | None]:
+    """The row's prices, each None when absent; ValueError when one is outside the accepted $/GPU-hour."""
+    lo, hi = USD_PER_GPU_HOUR
+    for label, value in (("Price", price), ("SpotPrice", spot)):
+        if value and not lo <= value / count <= hi:
+            raise ValueError(
+                f"{label} {value:g} is ${value / count:.3g}/GPU-hour; accepted: ${lo:g} to ${hi:g}"
+            )
+    return price, spot
 
 
 def _rows(text: str, where: str) -> list[dict[str, str]]:
@@ -113,11 +152,16 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
         try:
             count = _number(row.get("AcceleratorCount"))
             price, spot = _number(row.get("Price")), _number(row.get("SpotPrice"))
-            if count is None or count < 1 or count != int(count):
-                raise ValueError(f"AcceleratorCount {row.get('AcceleratorCount')!r} is not a whole GPU count")
+            if count is None or not 1 <= count <= MAX_GPUS_PER_INSTANCE or count != int(count):
+                raise ValueError(
+                    f"AcceleratorCount {row.get('AcceleratorCount')!r} is not a whole GPU count from 1 to "
+                    f"{MAX_GPUS_PER_INSTANCE}"
+                )
+            price, spot = _checked_prices(count, price, spot)
             region = (row.get("Region") or "").strip()
             if not region:
                 raise ValueError("empty Region")
+            _checked_names(AcceleratorName=name, InstanceType=instance, Region=region)
         except ValueError as exc:
             out.invalid.append(f"{where}:{line}: {exc}")
             continue
@@ -172,6 +216,35 @@ def _fold(
     return offers
 
 
+# A SkyPilot v8 vms.csv is a few MB (AWS, the largest, is under 20 MB): a larger file or response is not one.
+MAX_CATALOGUE_BYTES = 64 << 20
+
+
+def _read_capped(stream: BinaryIO, where: str) -> str:
+    """At most MAX_CATALOGUE_BYTES of a catalogue, as text; more is refused, never read on without bound."""
+    data = stream.read(MAX_CATALOGUE_BYTES + 1)
+    if len(data) > MAX_CATALOGUE_BYTES:
+        raise InputError(
+            f"{where} is larger than {MAX_CATALOGUE_BYTES >> 20} MiB; accepted: a SkyPilot v8 vms.csv",
+            field="url",
+            value=where,
+            problem=f"is larger than {MAX_CATALOGUE_BYTES >> 20} MiB",
+            accepted="a SkyPilot v8 vms.csv",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where} is not UTF-8 text; accepted: a SkyPilot v8 vms.csv") from None
+
+
+def _catalogue_file(path: Path) -> str:
+    """A vms.csv from a folder: a regular file (never a FIFO or a device), read with the size cap."""
+    if not path.is_file():
+        raise InputError(f"{path} is not a regular file; accepted: a SkyPilot v8 vms.csv")
+    with path.open("rb") as stream:
+        return _read_capped(stream, str(path))
+
+
 def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """cloud -> (csv text, where) for each cloud with a vms.csv under folder (or folder/catalogs/v8)."""
     if not folder.is_dir():
@@ -179,8 +252,8 @@ def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, s
     found = {}
     for cloud in clouds:
         for path in (folder / cloud / "vms.csv", folder / "catalogs" / "v8" / cloud / "vms.csv"):
-            if path.is_file():
-                found[cloud] = (path.read_text(encoding="utf-8"), str(path))
+            if path.exists():
+                found[cloud] = (_catalogue_file(path), str(path))
                 break
     if not found:
         raise InputError(f"--from {folder}: no <cloud>/vms.csv for any of {', '.join(clouds)}")
@@ -188,13 +261,25 @@ def read_folder(folder: Path, clouds: tuple[str, ...]) -> dict[str, tuple[str, s
 
 
 def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[str, tuple[str, str]]:
-    """cloud -> (csv text, url); any network failure stops the whole update (old prices are kept)."""
+    """cloud -> (csv text, url); any network failure stops the whole update (old prices are kept).
+
+    Only http(s) URLs: a file is given with --from (its own checks), and urllib's other schemes (file://,
+    ftp://, data:) would read what a web address should not."""
+    scheme = urllib.parse.urlsplit(base).scheme.lower()
+    if scheme not in ("http", "https") or not urllib.parse.urlsplit(base).netloc:
+        raise InputError(
+            f"--url {base!r} is not an http(s) address; accepted: https://... (a folder: --from DIR)",
+            field="url",
+            value=base,
+            problem="is not an http(s) address",
+            accepted="an http(s) address of a catalogs/v8 folder",
+        )
     found = {}
     for cloud in clouds:
         url = f"{base.rstrip('/')}/{cloud}/vms.csv"
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (https URL by default)
-                found[cloud] = (response.read().decode("utf-8"), url)
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (http(s) checked above)
+                found[cloud] = (_read_capped(response, url), url)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 continue  # SkyPilot has no catalogue for this cloud

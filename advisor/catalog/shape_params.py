@@ -114,3 +114,63 @@ def count_params(s: Shape) -> tuple[int, int]:
     total = outside + dense + sparse_layers * (per_layer + _moe_layer(s, m, m.experts))
     active = outside + dense + sparse_layers * (per_layer + _moe_layer(s, m, m.per_token))
     return total, active
+
+
+# The largest value each dimension may take: well past every published model (Llama 3.1 405B: 126 layers,
+# hidden 16,384, 128 heads, FFN 53,248, vocabulary 128,256; DeepSeek-V3: 256 experts; Gemma: 256k vocabulary),
+# and small enough that no count or product computed from them overflows or runs for long.
+SHAPE_LIMITS: dict[str, int] = {
+    "layers": 10_000,
+    "hidden": 1_048_576,
+    "heads": 65_536,
+    "kv_heads": 65_536,
+    "head_dim": 65_536,
+    "ffn": 4_194_304,
+    "vocab": 16_777_216,
+    "experts": 1_048_576,
+    "per_token": 1_048_576,
+    "dense_layers": 10_000,
+    "kv_lora_rank": 1_048_576,
+}
+
+
+def shape_problems(shape: Shape) -> list[tuple[str, int, str, str]]:
+    """The architectural invariants a shape breaks, as (field, value, problem, accepted); [] when it is sound.
+
+    Every family the catalogue reads keeps them: whole heads of KV per query group (GQA), a hidden size that
+    splits into the heads unless the head size is stated, at most as many routed experts per token as experts,
+    and dense leading layers within the depth (DeepSeek's first_k_dense_replace)."""
+    out: list[tuple[str, int, str, str]] = []
+    sizes = {
+        "layers": shape.layers,
+        "hidden": shape.hidden,
+        "heads": shape.heads,
+        "kv_heads": shape.kv_heads,
+        "head_dim": shape.head_dim,
+        "ffn": shape.ffn,
+        "vocab": shape.vocab,
+    }
+    if shape.moe is not None:
+        sizes |= {"experts": shape.moe.experts, "per_token": shape.moe.per_token}
+    if shape.mla is not None:
+        sizes["kv_lora_rank"] = shape.mla.kv_lora_rank
+    for name, value in sizes.items():
+        if not 1 <= value <= SHAPE_LIMITS[name]:
+            out.append((name, value, "is out of range", f"a whole number from 1 to {SHAPE_LIMITS[name]:,}"))
+    if out:
+        return out  # the relations below assume sizes in range
+    if shape.heads % shape.kv_heads:
+        out.append(
+            ("kv_heads", shape.kv_heads, f"does not divide the {shape.heads} heads", "a divisor of heads")
+        )
+    if shape.mla is None and shape.head_dim * shape.heads != shape.hidden and shape.hidden % shape.heads:
+        out.append(("heads", shape.heads, f"does not divide hidden {shape.hidden}", "a divisor of hidden"))
+    if shape.moe is not None:
+        moe = shape.moe
+        if moe.per_token > moe.experts:
+            out.append(("per_token", moe.per_token, f"exceeds the {moe.experts} experts", "at most experts"))
+        if moe.dense_layers > shape.layers:
+            out.append(
+                ("dense_layers", moe.dense_layers, f"exceeds the {shape.layers} layers", "at most layers")
+            )
+    return out

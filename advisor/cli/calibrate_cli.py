@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.catalog.benchmarks import COLUMNS
+from advisor.cli.output import json_text
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
 
@@ -56,7 +56,7 @@ def _list(knowledge: Knowledge, folder: Path, fmt: str) -> int:
 
     rows = list_runs(knowledge, folder)
     if fmt == "json":
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        print(json_text([r.model_dump(mode="json") for r in rows], indent=2))
         return 0
     if not rows:
         print(f"no stored runs in {folder}")

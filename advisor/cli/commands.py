@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
+from advisor.cli.output import json_text
 from advisor.question.errors import InputError
 from advisor.question.units import parse_count, parse_hours
 
@@ -192,7 +192,7 @@ def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
 
 def _catalogue(args: argparse.Namespace, rows: Sequence[Any], text: str) -> int:
     if (args.format or "table") == "json":
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        print(json_text([r.model_dump(mode="json") for r in rows], indent=2))
     else:
         print(text)
     return 0
@@ -232,7 +232,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     flags = offer_flags(offers, max_age)
     if (args.format or "table") == "json":
         print(
-            json.dumps(
+            json_text(
                 [
                     o.model_dump(mode="json")
                     | {"usd_per_gpu_hour": o.usd_per_gpu_hour, "flags": flags[id(o)]}
@@ -257,7 +257,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_applicable(args, workload.kind)
     result = predict(knowledge, workload, args.gpu, count, constraints, _efficiency(knowledge, args))
     if (args.format or "table") == "json":
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print(json_text(result.model_dump(mode="json"), indent=2))
     else:
         print(render.prediction_text(result))
     return 0 if result.throughput is not None else 1
@@ -308,7 +308,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
     fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "table")
     if fmt == "json":
-        text = json.dumps(report.plain(), indent=2)
+        text = json_text(report.plain(), indent=2)
     elif fmt == "toml":
         text = export_toml(report, knowledge)
     else:
@@ -378,7 +378,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     entries = find_entries(knowledge, args.error_type, args.search)
     if (args.format or "text") == "json":
-        print(json.dumps([e.model_dump(mode="json") for e in entries], indent=2))
+        print(json_text([e.model_dump(mode="json") for e in entries], indent=2))
     else:
         print(render.checklist_text(entries, knowledge, full=bool(args.error_type or args.search)))
     return 0
@@ -391,7 +391,7 @@ def cmd_tco(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     result = tco(knowledge, tco_inputs(args))
     if (args.format or "table") == "json":
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print(json_text(result.model_dump(mode="json"), indent=2))
     else:
         print(render.tco_text(result))
     return 0

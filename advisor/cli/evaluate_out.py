@@ -4,7 +4,6 @@ goals."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from advisor.cli.output import json_text
 from advisor.learned.efficiency.evaluate import Scores
 
 # The goals of issue 9 for held-out-source LLM rows.
@@ -154,7 +154,7 @@ def model_evaluate(args: argparse.Namespace) -> int:
     scores, notes = evaluation(knowledge)
     if (args.format or "table") == "json":
         rows = [{k: _nan_none(v) for k, v in asdict(s).items()} for s in scores]
-        print(json.dumps({"scores": rows, "goals": goals(scores), "notes": notes + NOTES}, indent=2))
+        print(json_text({"scores": rows, "goals": goals(scores), "notes": notes + NOTES}, indent=2))
         return 0
     print("training efficiency (measured / speed of light):")
     print(scores_table(scores))

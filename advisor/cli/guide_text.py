@@ -4,9 +4,9 @@ its cost table beside today's market, and the case-study scenario."""
 from __future__ import annotations
 
 import argparse
-import json
 
 from advisor.catalog import Knowledge, load_knowledge
+from advisor.cli.output import json_text
 from advisor.question.errors import InputError
 from advisor.question.units import parse_count
 from advisor.search.cost import guide_cost
@@ -171,7 +171,7 @@ def cost_cli(args: argparse.Namespace) -> int:
         eff = efficiency_model(knowledge, prior=False)
         if fmt == "json":
             scenario_text(knowledge, args.scenario, eff)  # validates the name
-            print(json.dumps(case_study(knowledge, eff).model_dump(mode="json"), indent=2))
+            print(json_text(case_study(knowledge, eff).model_dump(mode="json"), indent=2))
         else:
             print(scenario_text(knowledge, args.scenario, eff))
         return 0
@@ -180,7 +180,7 @@ def cost_cli(args: argparse.Namespace) -> int:
 
         if fmt == "json":
             print(
-                json.dumps(
+                json_text(
                     {
                         "example": guide_example(knowledge).model_dump(mode="json"),
                         "cost_table": [r.model_dump(mode="json") for r in cost_table(knowledge)],
@@ -192,5 +192,5 @@ def cost_cli(args: argparse.Namespace) -> int:
             print(example_text(knowledge))
         return 0
     result = user_cost(args, knowledge)
-    print(json.dumps(result, indent=2) if fmt == "json" else user_text(result))
+    print(json_text(result, indent=2) if fmt == "json" else user_text(result))
     return 0

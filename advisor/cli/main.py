@@ -40,6 +40,7 @@ USAGE = """gpu-advisor: which GPU, how many, on which plan, how long and at what
   gpu-advisor gpus | models | prices   the catalogues
   gpu-advisor model train|evaluate     the benchmark-trained efficiency model
   gpu-advisor calibrate FILE.csv   refit the efficiency model on your own measured runs
+  gpu-advisor fleet plan FILE.toml size, simulate and price a cluster for a portfolio of jobs
 
 Example: gpu-advisor recommend --model llama-2-70b --workload finetune --precision bf16 --budget 20000"""
 
@@ -304,6 +305,9 @@ def build_parser() -> Parser:
     from advisor.cli.serve import add_serve_parser  # the UI in a browser
 
     add_serve_parser(sub)
+    from advisor.cli.fleet_cli import add_fleet_parser  # the fleet planner (its own module)
+
+    add_fleet_parser(sub)
     return parser
 
 
@@ -384,6 +388,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from advisor.cli.serve import run_serve
 
         return run_serve(args)
+    if args.command == "fleet":  # the fleet planner lives in its own module
+        from advisor.cli.fleet_cli import run_fleet
+
+        return run_fleet(args)
     return commands.dispatch(args)
 
 
@@ -397,21 +405,47 @@ def _say(message: str, prefix: str = "error") -> None:
 
 def _run_safely(run: Callable[[], int]) -> int:
     """run(), with every failure turned into one line on stderr and an exit code."""
-    _tolerant_streams()
+    import signal
+
+    from advisor.cli import _interrupted_while_starting
+
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
+        _tolerant_streams()
         code = run()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as an ignored exception at exit
         return code
     except SystemExit:
         raise
     except KeyboardInterrupt:
+        # Once is enough: a second Ctrl-C while we say so and exit must not end the process by the signal.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("\ngpu-advisor: interrupted", file=sys.stderr)
+        _exit_if_command(130)
         return 130
     except BrokenPipeError:  # `gpu-advisor ... | head`: the reader left; say nothing more
         _silence_stdout()
         return 0
     except BaseException as exc:  # noqa: BLE001 - the one place every other failure becomes one line
         return _report(exc)
+
+
+def _exit_if_command(code: int) -> None:
+    """End this process now with code, when it is the command itself (never when main() runs in-process).
+
+    CPython 3.11 marks a KeyboardInterrupt that passes through exec() of a string (dataclasses build their
+    methods that way while a module loads) as unhandled, and then ends the process by SIGINT at exit even
+    though it was caught here: the exit code would be -2, not 130. Everything is already saved atomically."""
+    import os
+
+    from advisor.cli import AS_COMMAND
+
+    if AS_COMMAND:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def _report(exc: BaseException) -> int:

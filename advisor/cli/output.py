@@ -4,21 +4,27 @@ writes."""
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from advisor.catalog.userdata import stage_text
-from advisor.question.checks import shown
+from advisor.question.checks import escape_controls, shown
 from advisor.question.errors import InputError
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = ()) -> str:
-    """A fixed-width text table; columns listed in `right` are right-aligned."""
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
+    """A fixed-width text table; columns listed in `right` are right-aligned. Control characters in a cell (a
+    catalogue's hostile instance name) are shown escaped, never sent to the terminal."""
+    cells = [[str(h) for h in headers]] + [
+        ["" if v is None else escape_controls(str(v)) for v in row] for row in rows
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
     def fmt(row: list[str]) -> str:
@@ -29,6 +35,23 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Seque
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([fmt(cells[0]), rule, *(fmt(r) for r in cells[1:])])
+
+
+def finite(value: Any) -> Any:
+    """value with every NaN or infinite float replaced by None: JSON has no Infinity, and a reader of ours
+    must never meet one."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """Strict JSON of value (non-finite numbers as null): what every --format json prints."""
+    return json.dumps(finite(value), indent=indent, allow_nan=False)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from advisor.question.errors import InputError
 def update_cli(args: argparse.Namespace) -> int:
     """`gpu-advisor prices update [--from DIR | --url URL] [--cloud ...] [--dry-run]`."""
     from advisor.catalog import load_knowledge
-    from advisor.catalog.userdata import write_text_atomic
+    from advisor.catalog.userdata import locked, write_text_atomic
 
     clouds = tuple(c.strip().lower() for c in (args.cloud or ",".join(CLOUDS)).split(",") if c.strip())
     bad = [c for c in clouds if c not in CLOUDS]
@@ -31,16 +31,21 @@ def update_cli(args: argparse.Namespace) -> int:
         base = args.url or DEFAULT_URL
         texts = read_url(base, clouds)
         source = f"SkyPilot catalogue {base} fetched {today().isoformat()}"
-    update = build_update(knowledge, texts, source)
-    for line in summary(update, knowledge):
-        print(line)
     path = user_prices_path()
-    if args.dry_run:
-        print(
-            f"dry run: would write {len(update.prices.offers)} offers dated {today().isoformat()} to {path}"
+    # Read, merge and write under the store's lock: parallel updates of other clouds each keep the others'.
+    with locked("prices", path.parent):
+        update = build_update(knowledge, texts, source)
+        for line in summary(update, knowledge):
+            print(line)
+        if args.dry_run:
+            print(
+                f"dry run: would write {len(update.prices.offers)} offers dated {today().isoformat()} "
+                f"to {path}"
+            )
+            return 0
+        write_text_atomic(
+            path, json.dumps(update.prices.model_dump(mode="json"), indent=1, allow_nan=False) + "\n"
         )
-        return 0
-    write_text_atomic(path, json.dumps(update.prices.model_dump(mode="json"), indent=1) + "\n")
     print(
         f"wrote {len(update.prices.offers)} offers dated {today().isoformat()} to {path} "
         "(the shipped snapshot stays as the fallback)"

@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from advisor.catalog.gpus import PRICE_OLD_MONTHS
 from advisor.cli.hints import assumed_text
 from advisor.cli.output import table
 from advisor.question.units import fmt_hours, human
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from advisor.answer.report import Report
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
+    from advisor.catalog.gpus import Price
     from advisor.catalog.prices import Offer
     from advisor.ops.tco import TcoOut
 
@@ -31,7 +33,7 @@ def gpus_table(k: Knowledge) -> str:
         link = (
             f"{g.interconnect.kind} {_f(g.interconnect.gbs)}" if g.interconnect.gbs else g.interconnect.kind
         )
-        price = f"${g.price.usd:,.0f} ({g.price.date.year})" if g.price else "-"
+        price = _price_cell(g.price) if g.price else "-"
         rows.append(
             [
                 g.id,
@@ -47,11 +49,32 @@ def gpus_table(k: Knowledge) -> str:
                 price,
             ]
         )
-    head = ["id", "name", "GB", "GB/s", "fp32", "tf32", "16-bit", "fp8", "W", "link (GB/s)", "price"]
+    head = [
+        "id",
+        "name",
+        "GB",
+        "GB/s",
+        "fp32",
+        "tf32",
+        "16-bit",
+        "fp8",
+        "W",
+        "link (GB/s)",
+        "price (written)",
+    ]
+    old = sum(1 for g in k.gpus if g.price and g.price.is_old())
     return (
-        table(head, rows, right=range(2, 9)) + "\n\nTFLOPS are dense peaks (no sparsity). "
+        table(head, rows, right=range(2, 9))
+        + "\n\nTFLOPS are dense peaks (no sparsity). Each purchase price "
+        f"is dated when its source wrote it; {old} are older than {PRICE_OLD_MONTHS:g} months (marked old: "
+        "tco flags them). "
         f"Catalogue {k.catalogue_version}; every figure's source: gpu-advisor gpus --format json"
     )
+
+
+def _price_cell(price: Price) -> str:
+    """'$9,938 2023-01-12 old' (old = older than PRICE_OLD_MONTHS, as stale offers are flagged)."""
+    return f"${price.usd:,.0f} {price.date.isoformat()}" + (" old" if price.is_old() else "")
 
 
 def models_table(k: Knowledge) -> str:
@@ -113,11 +136,31 @@ def prices_table(
         right=(4, 6, 7),
     )
     stale = sum(1 for o in offers if any(f.startswith("stale") for f in flags.get(id(o), [])))
-    return out + (
-        f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
-        "(--max-price-age to change); refresh: gpu-advisor prices update"
-        if stale
-        else ""
+    return (
+        out
+        + (
+            f"\n\n{stale} offer(s) older than {max_age:g} months are not used by recommend "
+            "(--max-price-age to change)."
+            if stale
+            else ""
+        )
+        + snapshot_note(offers)
+    )
+
+
+def snapshot_note(offers: Sequence[Offer]) -> str:
+    """When the listed prices were taken (each offer is dated by its source), newest per provider, and how
+    to refresh them."""
+    newest: dict[str, str] = {}
+    for o in offers:
+        newest[o.provider] = max(newest.get(o.provider, ""), o.date.isoformat())
+    if not newest:
+        return ""
+    dates = ", ".join(f"{p} {d}" for p, d in sorted(newest.items()))
+    return (
+        f"\n\nPrices as of (newest offer per provider, dated by its source): {dates}. "
+        "Refresh: gpu-advisor prices update (reads SkyPilot's current catalogue into your data directory; "
+        "the shipped snapshot stays as the fallback)."
     )
 
 

@@ -36,6 +36,12 @@ def tco_text(r: TcoOut) -> str:
             f"  {b.gpu_hours_per_month:,.0f} GPU-hours/month: own ${b.own_usd_per_month:,.0f}/month, "
             f"rent ${b.cloud_usd_per_month:,.0f}/month at ${b.cloud_usd_per_gpu_hour:.2f}/GPU-h"
         )
+        if b.breakeven_months is not None:
+            lines.append(
+                f"  payback: ${b.capex_usd:,.0f} bought / (rent ${b.cloud_usd_per_month:,.0f} - running "
+                f"${b.running_usd_per_month:,.0f} power, operations and space)/month "
+                f"= {b.breakeven_months:.1f} months"
+            )
     lines.append(f"  {b.verdict}")
     lines += ["", "Financing:"]
     for o in r.options:

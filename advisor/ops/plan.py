@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.tco import load_tco
+from advisor.catalog.tco import Operations, TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
@@ -54,10 +54,6 @@ class OpsPlan(Record):
         ]
 
 
-def _whole_nodes(gpus: float, node: int) -> int:
-    return max(node, math.ceil(gpus / node) * node)
-
-
 def checkpoint_interval_h(
     knowledge: Knowledge, plan: PlanFacts, constraints: Constraints
 ) -> tuple[float, float]:
@@ -76,14 +72,38 @@ def checkpoint_interval_h(
     return math.sqrt(2.0 * write_h * mtbi), mtbi
 
 
-def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts) -> OpsPlan:
-    """The operations plan for one plan, every item with its reason and source."""
-    t = load_tco(knowledge)
-    op, pc = t.operations, t.power_cap
-    gpu = knowledge.gpu(plan.gpu)
-    node = max(1, plan.count // max(plan.nodes, 1))
+FLEET = "gpu-advisor fleet plan PORTFOLIO.toml"
+
+
+def _max_gpus(op, job: Job, plan: PlanFacts) -> OpsItem:
+    """A training job restarts rather than resizes: it has no elastic reserve of its own; a service grows
+    by whole replicas, the guide's 20% rounded up to at least one more."""
     reserve = op.elastic_reserve_fraction.value
-    top = _whole_nodes(plan.count * (1 + reserve), node)
+    if job.training:
+        return OpsItem(
+            name="max GPUs",
+            setting=str(plan.count),
+            reason="a training job keeps its size to the end (it restarts to change it): no elastic "
+            f"reserve on the job; the guide's {reserve:.0%} elastic pool is cluster policy, sized by "
+            f"`{FLEET}`",
+            source=op.elastic_reserve_fraction.source,
+        )
+    per = plan.gpus_per_replica or 1
+    top = max(plan.count + per, math.ceil(plan.count * (1 + reserve) / per) * per)
+    return OpsItem(
+        name="max GPUs",
+        setting=str(top),
+        reason=f"the plan's {plan.count} plus the guide's {reserve:.0%} elastic reserve, in whole "
+        f"replicas of {per} (at least one more, so a failed replica does not stop the service)",
+        source=op.elastic_reserve_fraction.source,
+    )
+
+
+def _scaling(
+    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts
+) -> tuple[OpsItem, ...]:
+    """Scaling items that are true of this job: a training job neither scales out nor has a night window."""
+    op = load_tco(knowledge).operations
     if job.training:
         low, why_low = (
             plan.count,
@@ -91,47 +111,105 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         )
     else:
         assert plan.replicas is not None and plan.gpus_per_replica is not None
-        low = plan.gpus_per_replica
-        why_low = "one replica stays up to keep the service answering"
+        low, why_low = plan.gpus_per_replica, "one replica stays up to keep the service answering"
     budget_rule = (
         f"scale in when the month's spend runs above ${constraints.budget_usd:,.0f}"
         if constraints.budget_usd and constraints.budget_period == "month"
-        # A training job keeps its size to the end: the guide's per-instance cost rule is for pools.
         else "release every GPU when the job ends"
         if job.training
         else f"scale in an instance whose cost passes ${op.scale_in_instance_cost_usd.value:,.0f} "
         "(the guide's rule; set your own)"
     )
-    scaling = (
+    items = [
         OpsItem(name="min GPUs", setting=str(low), reason=why_low, source="design"),
-        OpsItem(
-            name="max GPUs",
-            setting=str(top),
-            reason=f"the plan's {plan.count} plus a {reserve:.0%} elastic reserve, "
-            f"in whole servers of {node}",
-            source=op.elastic_reserve_fraction.source,
-        ),
-        OpsItem(
-            name="scale out",
-            setting=f"GPU utilisation > {op.scale_out_utilization.value:.0%}",
-            reason="the guide's trigger: add capacity before queues build",
-            source=op.scale_out_utilization.source,
-        ),
+        _max_gpus(op, job, plan),
         OpsItem(
             name="scale in",
             setting=budget_rule,
             reason="cost, not load, decides when to give capacity back",
             source=op.scale_in_instance_cost_usd.source,
         ),
+    ]
+    if not job.training:
+        items.insert(
+            2,
+            OpsItem(
+                name="scale out",
+                setting=f"GPU utilisation > {op.scale_out_utilization.value:.0%}",
+                reason="the guide's trigger: add replicas before requests queue",
+                source=op.scale_out_utilization.source,
+            ),
+        )
+        items.append(
+            OpsItem(
+                name="reclaim window",
+                setting=f"{op.reclaim_start_hour.value:02.0f}:00-{op.reclaim_end_hour.value:02.0f}:00 daily",
+                reason="release the replicas the night's lower load does not need",
+                source=op.reclaim_start_hour.source,
+            )
+        )
+    return tuple(items)
+
+
+def _queues(op, job: Job) -> tuple[OpsItem, ...]:
+    """Training: the guide's four queues and which this kind of job belongs in. Serving: it is not queued."""
+    if not job.training:
+        return (
+            OpsItem(
+                name="serving",
+                setting="always on, ahead of the training queues",
+                reason=f"replicas follow the request rate (scale out/in above); `{FLEET}` simulates them "
+                "beside a cluster's training queues",
+                source=op.queue_levels.source,
+            ),
+        )
+    return (
         OpsItem(
-            name="reclaim window",
-            setting=f"{op.reclaim_start_hour.value:02.0f}:00-{op.reclaim_end_hour.value:02.0f}:00 daily",
-            reason="release idle development and inference capacity overnight; keep the full cluster while a "
-            "model is being validated",
-            source=op.reclaim_start_hour.source,
+            name="urgent",
+            setting="preempts lower levels",
+            reason="deadline-bound training",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="regular",
+            setting="first in, first out",
+            reason="ordinary training",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="batch inference",
+            setting="idle capacity only",
+            reason="soaks up idle GPUs between training jobs",
+            source=op.queue_levels.source,
+        ),
+        OpsItem(
+            name="development",
+            setting="capped per team",
+            reason="keeps experiments from starving production",
+            source=op.queue_levels.source,
         ),
     )
-    tdp = gpu.tdp_w or 0
+
+
+def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts) -> OpsPlan:
+    """The operations plan for one plan, every item with its reason and source."""
+    t = load_tco(knowledge)
+    gpu = knowledge.gpu(plan.gpu)
+    return OpsPlan(
+        scaling=_scaling(knowledge, job, constraints, plan),
+        power=_power_items(t, job, plan, gpu.tdp_w or 0),
+        power_effect=_power_effect(t, job, plan, gpu.tdp_w or 0),
+        queue=_queues(t.operations, job),
+        monitoring=_monitoring(t.operations),
+        fault_tolerance=_fault_tolerance(knowledge, job, constraints, plan),
+        hybrid=_hybrid(t.operations),
+    )
+
+
+def _power_items(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> tuple[OpsItem, ...]:
+    """The power caps that apply to this job: its own kind's cap, and the night cap only when it runs past
+    the night window."""
+    pc = t.power_cap
     cap_w = round(tdp * pc.cap_fraction.value)
     guide_train = pc.guide_training_cap_w.value
     power: tuple[OpsItem, ...] = (
@@ -164,46 +242,35 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             source=pc.guide_night_cap_fraction.source,
         ),
     )
-    # Each job gets the cap for its own kind only.
-    power = tuple(i for i in power if i.name != ("inference cap" if job.training else "training cap"))
-    effect = None
-    if job.training and tdp:
-        overhead = t.power.server_overhead_w_per_gpu.value
-        kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
-        effect = PowerEffect(
-            cap_w=cap_w,
-            energy_kwh=round(kwh, 1),
-            energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
-            hours_p50=round(plan.hours_p50, 3),
-            hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
-        )
-    queue = (
-        OpsItem(
-            name="urgent",
-            setting="preempts lower levels",
-            reason="deadline-bound training",
-            source=op.queue_levels.source,
-        ),
-        OpsItem(
-            name="regular",
-            setting="first in, first out",
-            reason="ordinary training",
-            source=op.queue_levels.source,
-        ),
-        OpsItem(
-            name="batch inference",
-            setting="idle capacity only",
-            reason="soaks up idle GPUs, e.g. in the reclaim window",
-            source=op.queue_levels.source,
-        ),
-        OpsItem(
-            name="development",
-            setting="capped per team",
-            reason="keeps experiments from starving production",
-            source=op.queue_levels.source,
-        ),
+    # Each job gets the cap for its own kind only; a training job shorter than the night window has none.
+    night = (pc.guide_night_end_hour.value - pc.guide_night_start_hour.value) % 24
+    return tuple(
+        i
+        for i in power
+        if i.name != ("inference cap" if job.training else "training cap")
+        and not (i.name == "off-peak" and job.training and plan.hours_p50 < night)
     )
-    monitoring = (
+
+
+def _power_effect(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> PowerEffect | None:
+    """Energy and time of a training job with and without the measured cap."""
+    if not (job.training and tdp):
+        return None
+    pc = t.power_cap
+    overhead = t.power.server_overhead_w_per_gpu.value
+    kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
+    return PowerEffect(
+        cap_w=round(tdp * pc.cap_fraction.value),
+        energy_kwh=round(kwh, 1),
+        energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
+        hours_p50=round(plan.hours_p50, 3),
+        hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
+    )
+
+
+def _monitoring(op: Operations) -> tuple[OpsItem, ...]:
+    """The guide's KPIs to watch, each with its target."""
+    return (
         OpsItem(
             name="utilisation",
             setting=f">= {op.target_utilization.value:.0%}",
@@ -230,6 +297,13 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             source=op.idle_max_fraction.source,
         ),
     )
+
+
+def _fault_tolerance(
+    knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts
+) -> tuple[OpsItem, ...]:
+    """Restart policy and the checkpoint interval, never longer than the job itself."""
+    op = load_tco(knowledge).operations
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
     write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
     if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
@@ -242,7 +316,7 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
         ckpt = f"every {steps} steps (~{interval * 60:.0f} min)"
     else:
         ckpt = "not applicable (stateless serving)"
-    fault = (
+    return (
         OpsItem(
             name="restart policy",
             setting=f"stop after {op.restart_limit.value:.0f} failures",
@@ -261,24 +335,18 @@ def operations_plan(knowledge: Knowledge, job: Job, constraints: Constraints, pl
             source="young-1974",
         ),
     )
+
+
+def _hybrid(op: Operations) -> tuple[OpsItem, ...]:
+    """Cluster-level policy belongs to the fleet planner: one pointer to it."""
     share = op.hybrid_train_share.value
-    hybrid = (
+    return (
         OpsItem(
-            name="core + inference split",
-            setting=f"{_whole_nodes(plan.count, node)} GPUs training : "
-            f"{_whole_nodes(plan.count * (1 - share) / share, node)} GPUs inference, plus "
-            f"{_whole_nodes(plan.count * reserve, node)} GPUs elastic",
-            reason="if this cluster also serves models: the guide's 3:1 training:inference ratio "
-            "and 20% elastic reserve",
+            name="cluster policy",
+            setting=f"`{FLEET}`",
+            reason=f"the guide's {share / (1 - share):.0f}:1 training:inference split, "
+            f"{op.elastic_reserve_fraction.value:.0%} elastic pool and four queues are properties of a "
+            "cluster, not of one job: the fleet planner sizes and simulates them for a whole portfolio",
             source=op.hybrid_train_share.source,
         ),
-    )
-    return OpsPlan(
-        scaling=scaling,
-        power=power,
-        power_effect=effect,
-        queue=queue,
-        monitoring=monitoring,
-        fault_tolerance=fault,
-        hybrid=hybrid,
     )

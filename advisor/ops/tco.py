@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import Field
 
-from advisor.catalog.gpus import Gpu
+from advisor.catalog.assumptions import Figure
+from advisor.catalog.gpus import PRICE_OLD_MONTHS, Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.strict import Strict
 from advisor.catalog.tco import TcoFigures, load_tco
@@ -58,8 +60,14 @@ class BuyRent(Record):
     own_usd_per_month: float
     cloud_usd_per_month: float | None
     breakeven_months: float | None
+    """Gross purchase (capex_usd) / (cloud per month - running_usd_per_month): months until owning has paid
+    for itself against renting the same GPU-hours."""
     breakeven_utilization: float | None
     verdict: str
+    capex_usd: float = 0.0
+    """GPUs, servers and network as bought (before any resale)."""
+    running_usd_per_month: float = 0.0
+    """Power, operations and space per month: what owning costs once bought."""
 
 
 @record
@@ -105,6 +113,20 @@ class TcoOut(Record):
     """What the figures could not source, each with the input that would supply it (front ends name it)."""
 
 
+def _old_price(gpu: Gpu) -> list[Assumed]:
+    """A note when the purchase price is older than PRICE_OLD_MONTHS (the hardware line says its date)."""
+    price = gpu.price
+    if price is None or not price.is_old():
+        return []
+    return [
+        Assumed(
+            text=f"GPU price ${price.usd:,.0f} ({price.kind}) was written on {price.date.isoformat()}, "
+            f"{price.age_months():.0f} months ago (over {PRICE_OLD_MONTHS:g}): today's price may differ",
+            note=f"source {price.source}",
+        )
+    ]
+
+
 def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     """Non-GPU server cost per node, and which figure it is."""
     name = gpu.name.lower()
@@ -115,103 +137,89 @@ def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     return t.hardware.server_8gpu_sxm_usd.value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
 
 
-def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None = None) -> TcoOut:
-    """Compute TCO, shares against the guide's typical ranges, attribution, buy-versus-rent and options."""
-    t = load_tco(knowledge)
-    gpu = knowledge.gpu(inputs.gpu)
-    if gpu.price is None:
-        priced = ", ".join(g.id for g in knowledge.gpus if g.price)
-        raise InputError(f"--gpu {gpu.id}: no sourced purchase price; TCO needs one of: {priced}")
-    years, n = inputs.years, inputs.count
-    util = inputs.utilization if inputs.utilization is not None else t.operations.target_utilization.value
-    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
-    pue = inputs.pue or t.power.pue.value
+@dataclass(frozen=True, slots=True)
+class _Capital:
+    """What owning buys: GPUs, servers and fabric, and the resale at the end of the period."""
+
+    nodes: int
+    server_each: float
+    server_kind: str
+    gpus_usd: float
+    servers_usd: float
+    residual: float
+    network_usd: float
+    network_basis: str
+
+    @property
+    def capex(self) -> float:
+        """GPUs, servers and network as bought."""
+        return self.gpus_usd + self.servers_usd + self.network_usd
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """What owning costs each year once bought: power and space, and the IT load behind both."""
+
+    power_year: float
+    power_basis: str
+    space_year: float
+    it_kw: float
+
+
+def _capital(gpu: Gpu, n: int, years: float, t: TcoFigures, fabric: str, notes: list[Assumed]) -> _Capital:
+    """The purchase: n GPUs, their servers and (past one server) their fabric; the resale after `years`."""
+    assert gpu.price is not None
     nodes = math.ceil(n / gpu.gpus_per_node)
     server_each, server_kind = _server_cost(gpu, t)
-    notes: list[Assumed] = []
-
     gpus_usd = n * gpu.price.usd
-    servers_usd = nodes * server_each
-    hardware_usd = gpus_usd + servers_usd
     residual_fig = t.hardware.residual_value_fraction
     residual = gpus_usd * (residual_fig.value if years <= 3 else (residual_fig.low or residual_fig.value))
     network_usd, network_basis = 0.0, "one server: no cluster fabric"
-    fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
-    if nodes > 1:
-        if fabric.startswith(("ib", "roce")):
-            network_usd = n * t.hardware.network_ib_per_gpu_usd.value
-            network_basis = (
-                f"{fabric} fabric at ${t.hardware.network_ib_per_gpu_usd.value:,.0f} "
-                "per GPU (switches, optics)"
-            )
-        else:
-            network_basis = f"{fabric}: no sourced price for Ethernet switching (left out)"
-            notes.append(
-                Assumed(text="network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
-            )
+    if nodes > 1 and fabric.startswith(("ib", "roce")):
+        per_gpu = t.hardware.network_ib_per_gpu_usd.value
+        network_usd = n * per_gpu
+        network_basis = f"{fabric} fabric at ${per_gpu:,.0f} per GPU (switches, optics)"
+    elif nodes > 1:
+        network_basis = f"{fabric}: no sourced price for Ethernet switching (left out)"
+        notes.append(
+            Assumed(text="network: " + t.missing.get("hardware.network_eth_per_node_usd", "unsourced"))
+        )
+    return _Capital(
+        nodes, server_each, server_kind, gpus_usd, nodes * server_each, residual, network_usd, network_basis
+    )
+
+
+def _running(
+    gpu: Gpu, n: int, inputs: TcoInputs, util: float, t: TcoFigures, notes: list[Assumed]
+) -> _Running:
+    """Power (at the user's or the sourced tariff, day and night) and colocation space per year."""
+    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
+    pue = inputs.pue or t.power.pue.value
     tdp = gpu.tdp_w or 0
     overhead_w = t.power.server_overhead_w_per_gpu.value
-    it_kw_capacity = n * (tdp + overhead_w) / 1000.0
-    kwh_year = n * (tdp + overhead_w) * util * HOURS_PER_YEAR / 1000.0 * pue
+    it_kw = n * (tdp + overhead_w) / 1000.0
+    kwh_year = it_kw * util * HOURS_PER_YEAR * pue
+    use = (
+        f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
+        f"use, PUE {pue:g}) at ${tariff:g}/kWh"
+    )
     if inputs.off_peak_usd_kwh:
         blended = (tariff * (24 - NIGHT_HOURS) + inputs.off_peak_usd_kwh * NIGHT_HOURS) / 24
-        power_basis = (
-            f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
-            f"use, PUE {pue:g}) at ${tariff:g}/kWh day, ${inputs.off_peak_usd_kwh:g} off-peak 22:00-08:00"
-        )
+        basis = f"{use} day, ${inputs.off_peak_usd_kwh:g} off-peak 22:00-08:00"
     else:
-        blended = tariff
-        power_basis = (
-            f"{kwh_year:,.0f} kWh/yr (TDP {tdp} W + {overhead_w:.0f} W server share per GPU, x{util:.0%} "
-            f"use, PUE {pue:g}) at ${tariff:g}/kWh"
-        )
+        blended, basis = tariff, use
         notes.append(
             Assumed(
                 text="off-peak tariff: " + t.missing.get("power.off_peak_usd_kwh", "unsourced"),
                 field="off_peak_usd_kwh",
             )
         )
-    power_year = kwh_year * blended
-    space_year = t.space.colocation_usd_per_kw_month.value * it_kw_capacity * 12
-    base_usd = hardware_usd - residual + network_usd
-    ops_usd, ops_basis = _operations(inputs, t, base_usd, years)
-    if inputs.staff_usd_year is None:
-        notes.append(
-            Assumed(
-                text="operations at the guide's share of the hardware and network cost",
-                note="no sourced GPUs-per-engineer ratio exists",
-                field="staff_usd_year",
-            )
-        )
-    s = t.typical_shares
-    raw = [
-        (
-            "hardware",
-            hardware_usd - residual,
-            s.hardware,
-            f"{n} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.kind}, {gpu.price.date.year}) "
-            f"+ {nodes} x ${server_each:,.0f} {server_kind} - ${residual:,.0f} resale after {years:g} years",
-            gpu.price.source,
-        ),
-        ("network", network_usd, s.network, network_basis, t.hardware.network_ib_per_gpu_usd.source),
-        ("power", power_year * years, s.power, power_basis, t.power.electricity_usd_kwh.source),
-        (
-            "operations",
-            ops_usd,
-            s.staff,
-            ops_basis,
-            "given"
-            if inputs.staff_usd_year is not None
-            else t.operations.maintenance_fraction_per_year.source,
-        ),
-        (
-            "space",
-            space_year * years,
-            s.space,
-            f"{it_kw_capacity:.1f} kW of IT load at ${t.space.colocation_usd_per_kw_month.value:g}/kW-month",
-            t.space.colocation_usd_per_kw_month.source,
-        ),
-    ]
+    space_year = t.space.colocation_usd_per_kw_month.value * it_kw * 12
+    return _Running(kwh_year * blended, basis, space_year, it_kw)
+
+
+def _cost_lines(raw: list[tuple[str, float, Figure | None, str, str]]) -> tuple[tuple[CostLine, ...], float]:
+    """Each component with its share of the total, flagged against the guide's typical range; the total."""
     total = sum(r[1] for r in raw)
     lines = []
     for comp, usd, typical, basis, source in raw:
@@ -235,16 +243,14 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
                 source=source,
             )
         )
-    used_hours = n * HOURS_PER_YEAR * years * util
-    per_hour = total / used_hours
-    # Every line of the table per used GPU-hour: the parts add up to the total per GPU-hour.
-    attribution = {comp: round(usd / used_hours, 4) for comp, usd, *_ in raw}
-    buy_rent = _buy_rent(
-        knowledge, gpu, n, inputs, util, total, years, power_year, hardware_usd + network_usd, constraints
-    )
+    return tuple(lines), total
+
+
+def _options(capex: float, t: TcoFigures) -> tuple[FinanceOption, ...]:
+    """Purchase, lease and joint development, as the guide compares them (lease terms sourced)."""
     lease = t.lease
-    capex = hardware_usd + network_usd
-    options = (
+    ratio = lease.lease_to_purchase_ratio
+    return (
         FinanceOption(
             name="purchase",
             initial_usd=round(capex, 2),
@@ -255,13 +261,12 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
         ),
         FinanceOption(
             name="lease",
-            initial_usd=round(capex * lease.lease_to_purchase_ratio.value / lease.term_months.value, 2),
-            total_usd=round(capex * lease.lease_to_purchase_ratio.value, 2),
+            initial_usd=round(capex * ratio.value / lease.term_months.value, 2),
+            total_usd=round(capex * ratio.value, 2),
             expansion_cost="high",
             lock_in="medium",
             note=f"{lease.term_months.value:.0f} monthly payments at {lease.annual_rate.value:.1%} APR: "
-            f"{lease.lease_to_purchase_ratio.value:.2f}x the price ({lease.lease_to_purchase_ratio.low:.2f}-"
-            f"{lease.lease_to_purchase_ratio.high:.2f}x over 10-17% APR, 36-60 months)",
+            f"{ratio.value:.2f}x the price ({ratio.low:.2f}-{ratio.high:.2f}x over 10-17% APR, 36-60 months)",
         ),
         FinanceOption(
             name="joint development",
@@ -273,34 +278,102 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
             "lock-in low; terms are negotiated",
         ),
     )
-    staged = _staged(gpu, n, t, server_each, network_usd / n if n else 0.0)
-    util_from = "given" if inputs.utilization is not None else "the guide target, field-guide-002"
-    tariff_from = "given" if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source
-    colo = t.space.colocation_usd_per_kw_month
-    assumptions = (
-        f"utilisation {util:.0%} ({util_from})",
-        f"electricity ${tariff:g}/kWh ({tariff_from})",
-        f"PUE {pue:g} ({'given' if inputs.pue else t.power.pue.source})",
-        f"amortised over {years:g} years; resale {residual / gpus_usd:.0%} of the GPU price "
-        f"({residual_fig.source})",
-        f"server without GPUs ${server_each:,.0f} ({server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
-        f"colocation ${colo.value:g}/kW-month ({colo.source})",
-        f"operations (staff and maintenance, one category): {ops_basis}",
-    )
+
+
+def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None = None) -> TcoOut:
+    """Compute TCO, shares against the guide's typical ranges, attribution, buy-versus-rent and options."""
+    t = load_tco(knowledge)
+    gpu = knowledge.gpu(inputs.gpu)
+    if gpu.price is None:
+        priced = ", ".join(g.id for g in knowledge.gpus if g.price)
+        raise InputError(f"--gpu {gpu.id}: no sourced purchase price; TCO needs one of: {priced}")
+    years, n = inputs.years, inputs.count
+    util = inputs.utilization if inputs.utilization is not None else t.operations.target_utilization.value
+    notes: list[Assumed] = []
+    fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
+    cap = _capital(gpu, n, years, t, fabric, notes)
+    run = _running(gpu, n, inputs, util, t, notes)
+    ops_usd, ops_basis = _operations(inputs, t, cap.capex - cap.residual, years)
+    if inputs.staff_usd_year is None:
+        notes.append(
+            Assumed(
+                text="operations at the guide's share of the hardware and network cost",
+                note="no sourced GPUs-per-engineer ratio exists",
+                field="staff_usd_year",
+            )
+        )
+    notes += _old_price(gpu)
+    lines, total = _cost_lines(_components(gpu, inputs, cap, run, ops_usd, ops_basis, t))
+    used_hours = n * HOURS_PER_YEAR * years * util
+    running_month = (run.power_year + run.space_year) / 12 + ops_usd / (years * 12)
     return TcoOut(
         inputs=inputs,
         gpu_name=gpu.name,
-        nodes=nodes,
-        lines=tuple(lines),
+        nodes=cap.nodes,
+        lines=lines,
         total_usd=round(total, 2),
         per_year_usd=round(total / years, 2),
-        usd_per_gpu_hour=round(per_hour, 4),
-        attribution_per_gpu_hour=attribution,
-        buy_rent=buy_rent,
-        options=options,
-        staged=staged,
-        assumptions=assumptions,
+        usd_per_gpu_hour=round(total / used_hours, 4),
+        # Every line of the table per used GPU-hour: the parts add up to the total per GPU-hour.
+        attribution_per_gpu_hour={c.component: round(c.usd / used_hours, 4) for c in lines},
+        buy_rent=_buy_rent(
+            knowledge, gpu, n, inputs, util, total, years, run.power_year, cap.capex, running_month
+        ),
+        options=_options(cap.capex, t),
+        staged=_staged(gpu, n, t, cap.server_each, cap.network_usd / n if n else 0.0),
+        assumptions=_assumption_lines(inputs, util, cap, gpu, years, t),
         notes=tuple(notes),
+    )
+
+
+def _components(
+    gpu: Gpu, inputs: TcoInputs, cap: _Capital, run: _Running, ops_usd: float, ops_basis: str, t: TcoFigures
+) -> list[tuple[str, float, Figure | None, str, str]]:
+    """(component, USD over the period, the guide's typical share, basis, source) for each line of the TCO."""
+    assert gpu.price is not None
+    s, years, colo = t.typical_shares, inputs.years, t.space.colocation_usd_per_kw_month
+    hardware = (
+        f"{inputs.count} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.label()}) + {cap.nodes} x "
+        f"${cap.server_each:,.0f} {cap.server_kind} - ${cap.residual:,.0f} resale after {years:g} years"
+    )
+    ops_source = (
+        "given" if inputs.staff_usd_year is not None else t.operations.maintenance_fraction_per_year.source
+    )
+    return [
+        ("hardware", cap.gpus_usd + cap.servers_usd - cap.residual, s.hardware, hardware, gpu.price.source),
+        ("network", cap.network_usd, s.network, cap.network_basis, t.hardware.network_ib_per_gpu_usd.source),
+        ("power", run.power_year * years, s.power, run.power_basis, t.power.electricity_usd_kwh.source),
+        ("operations", ops_usd, s.staff, ops_basis, ops_source),
+        (
+            "space",
+            run.space_year * years,
+            s.space,
+            f"{run.it_kw:.1f} kW of IT load at ${colo.value:g}/kW-month",
+            colo.source,
+        ),
+    ]
+
+
+def _assumption_lines(
+    inputs: TcoInputs, util: float, cap: _Capital, gpu: Gpu, years: float, t: TcoFigures
+) -> tuple[str, ...]:
+    """What the figures assumed, each with where it came from (given, or its source)."""
+    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
+    pue = inputs.pue or t.power.pue.value
+    util_from = "given" if inputs.utilization is not None else "the guide target, field-guide-002"
+    tariff_from = "given" if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source
+    colo = t.space.colocation_usd_per_kw_month
+    _, ops_basis = _operations(inputs, t, cap.capex - cap.residual, years)
+    return (
+        f"utilisation {util:.0%} ({util_from})",
+        f"electricity ${tariff:g}/kWh ({tariff_from})",
+        f"PUE {pue:g} ({'given' if inputs.pue else t.power.pue.source})",
+        f"amortised over {years:g} years; resale {cap.residual / cap.gpus_usd:.0%} of the GPU price "
+        f"({t.hardware.residual_value_fraction.source})",
+        f"server without GPUs ${cap.server_each:,.0f} "
+        f"({cap.server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
+        f"colocation ${colo.value:g}/kW-month ({colo.source})",
+        f"operations (staff and maintenance, one category): {ops_basis}",
     )
 
 
@@ -314,7 +387,7 @@ def _buy_rent(
     years: float,
     power_year: float,
     capex: float,
-    constraints: Constraints | None,
+    running_month: float,
 ) -> BuyRent:
     from advisor.search.cost import best_offer, node_size_for, usable_offers
 
@@ -332,16 +405,35 @@ def _buy_rent(
             breakeven_months=None,
             breakeven_utilization=None,
             verdict="no cloud price to compare with",
+            capex_usd=round(capex, 2),
+            running_usd_per_month=round(running_month, 2),
         )
     rate = choice.usd_per_hour / n  # whole instances are billed: the rate per GPU the plan uses
     cloud_month = rate * hours_month
     power_per_gpu_hour = power_year / (n * HOURS_PER_YEAR * util)
     fixed_month = own_month - power_year / 12
-    running_month = own_month - capex / (years * 12)
+    # Payback compares the gross purchase with what renting saves each month once the cluster is running: the
+    # resale at the end of the period is not money in hand during it, so it is not netted into either side.
     margin = cloud_month - running_month
     months = capex / margin if margin > 0 else None
     u_star = fixed_month / (n * 730.0 * (rate - power_per_gpu_hour)) if rate > power_per_gpu_hour else None
     o = choice.offer
+    return BuyRent(
+        cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
+        cloud_usd_per_gpu_hour=round(rate, 4),
+        gpu_hours_per_month=round(hours_month, 1),
+        own_usd_per_month=round(own_month, 2),
+        cloud_usd_per_month=round(cloud_month, 2),
+        breakeven_months=None if months is None else round(months, 1),
+        breakeven_utilization=None if u_star is None else round(u_star, 4),
+        verdict=_verdict(months, u_star, years, hours_month),
+        capex_usd=round(capex, 2),
+        running_usd_per_month=round(running_month, 2),
+    )
+
+
+def _verdict(months: float | None, u_star: float | None, years: float, hours_month: float) -> str:
+    """Buy or rent in one sentence: the payback at this usage, and the utilisation where owning wins."""
     if months is not None and months <= years * 12:
         verdict = f"owning pays back in {months:.1f} months at {hours_month:,.0f} GPU-hours/month"
     else:
@@ -352,16 +444,7 @@ def _buy_rent(
             if u_star <= 1
             else "; owning never wins, even at 100% utilisation"
         )
-    return BuyRent(
-        cloud=f"{o.provider} {o.instance} {o.pricing} (prices as of {o.date.isoformat()})",
-        cloud_usd_per_gpu_hour=round(rate, 4),
-        gpu_hours_per_month=round(hours_month, 1),
-        own_usd_per_month=round(own_month, 2),
-        cloud_usd_per_month=round(cloud_month, 2),
-        breakeven_months=None if months is None else round(months, 1),
-        breakeven_utilization=None if u_star is None else round(u_star, 4),
-        verdict=verdict,
-    )
+    return verdict
 
 
 def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float) -> tuple[float, str]:

@@ -38,10 +38,16 @@ class Goodput:
 
 
 def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
-    """Daly's optimum compute time between checkpoints: sqrt(2 delta M) - delta when delta < M/2, else M."""
-    if checkpoint_s >= mtbf_s / 2.0:
+    """Daly's higher-order optimum compute time between checkpoints (Daly 2006, FGCS 22(3) 303-312, eq. 37):
+    sqrt(2 delta M) [1 + (1/3) sqrt(delta / 2M) + (1/9) (delta / 2M)] - delta for delta < 2M, else M.
+
+    The series is in xi = delta / 2M, hence the cut-off at delta = 2M (not M/2). Checked against the
+    paper's Figs. 3-5: M = 24 h, 6 h, 15 min with delta = 5 min give 117, 57 and 9.1 min, which the
+    first-order sqrt(2 delta M) - delta (115, 55, 7.2 min) does not."""
+    if checkpoint_s >= 2.0 * mtbf_s:
         return mtbf_s
-    return math.sqrt(2.0 * checkpoint_s * mtbf_s) - checkpoint_s
+    xi = checkpoint_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * checkpoint_s * mtbf_s) * (1.0 + math.sqrt(xi) / 3.0 + xi / 9.0) - checkpoint_s
 
 
 def goodput_fraction(checkpoint_s: float, interval_s: float, restart_s: float, mtbf_s: float) -> float:

@@ -1,4 +1,5 @@
-"""The validated-knowledge cache: a warm cache gives the same records, and stale entries are evicted."""
+"""The validated-knowledge cache: a warm cache gives the same records; entries of other versions are kept up
+to a few per file (two installed versions must not rebuild each other's), older ones evicted."""
 
 from __future__ import annotations
 
@@ -16,12 +17,19 @@ def test_warm_cache_gives_equal_records_and_evicts_stale_entries(
     monkeypatch.delenv("GPU_ADVISOR_NO_CACHE", raising=False)
     folder = tmp_path / "gpu-advisor"
     folder.mkdir()
-    stale = [folder / "gpus.toml.records.0000.json", folder / "gpus.toml.0123456789abcdef0123.json"]
-    for path in stale:
+    import os
+
+    others = [folder / f"gpus.toml.records.{n:04d}.json" for n in range(5)]
+    for age, path in enumerate(others):
         path.write_text("{}")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))  # 0000 the newest, 0004 the oldest
+    legacy = folder / "gpus.toml.0123456789abcdef0123.json"
+    legacy.write_text("{}")
     cold = load_knowledge_from(resources.files("knowledge"))
-    assert not any(p.exists() for p in stale)
-    assert len(list(folder.glob("gpus.toml.records.*.json"))) == 1
+    assert not legacy.exists()
+    # This version's entry and the three most recently used others are kept.
+    assert [p.exists() for p in others] == [True, True, True, False, False]
+    assert len(list(folder.glob("gpus.toml.records.*.json"))) == 4
     warm = load_knowledge_from(resources.files("knowledge"))
     assert warm.gpus == cold.gpus and warm.models == cold.models and warm.offers == cold.offers
     assert (

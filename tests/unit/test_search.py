@@ -199,9 +199,19 @@ def test_expert_parallel_memory(knowledge) -> None:
 
 
 def test_young_daly_goodput() -> None:
-    # delta = 60 s, M = 10 h: Daly's interval sqrt(2 x 60 x 36000) - 60 = 2018.5 s.
-    assert daly_interval_s(60.0, 36000.0) == pytest.approx(math.sqrt(2 * 60 * 36000) - 60)
-    assert daly_interval_s(30000.0, 36000.0) == 36000.0  # delta >= M / 2: checkpoint once per failure
+    # Daly 2006 (FGCS 22(3), eq. 37), checked on the paper's own Figs. 3-5 (delta = 5 min):
+    # M = 24 h -> tau_opt 117 min, M = 6 h -> 57 min, M = 15 min -> 9.1 min.
+    assert daly_interval_s(300.0, 24 * 3600.0) / 60 == pytest.approx(117, abs=0.5)
+    assert daly_interval_s(300.0, 6 * 3600.0) / 60 == pytest.approx(57, abs=0.5)
+    assert daly_interval_s(300.0, 15 * 60.0) / 60 == pytest.approx(9.1, abs=0.05)
+    # The first-order sqrt(2 delta M) - delta is below it (7.2 min for the last case).
+    assert daly_interval_s(300.0, 900.0) > math.sqrt(2 * 300 * 900) - 300 + 60
+    # The cut-off is delta = 2M, not M/2: delta = 30000 s, M = 36000 s still takes the series.
+    xi = 30000 / 72000
+    series = math.sqrt(2 * 30000 * 36000) * (1 + math.sqrt(xi) / 3 + xi / 9) - 30000
+    assert daly_interval_s(30000.0, 36000.0) == pytest.approx(series)
+    assert daly_interval_s(30000.0, 36000.0) < 36000.0
+    assert daly_interval_s(72000.0, 36000.0) == 36000.0  # delta >= 2M: checkpoint once per failure
     tau = daly_interval_s(60.0, 36000.0)
     waste = 60 / (tau + 60) + ((tau + 60) / 2 + 900) / 36000
     assert goodput_fraction(60.0, tau, 900.0, 36000.0) == pytest.approx(1 - waste)

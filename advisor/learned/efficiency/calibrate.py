@@ -150,7 +150,9 @@ def _config_of(raw: dict[str, str]) -> tuple[dict[str, object], str]:
                 return {}, f"recompute={value!r}: accepted none, selective, full"
             out[col] = value
         else:
-            ok = value.isdigit() and (int(value) <= 3 if col == "zero" else int(value) >= 1)
+            # ASCII digits only: str.isdigit also takes superscripts ("²") that int() refuses.
+            ok = value.isascii() and value.isdigit() and len(value) <= 9
+            ok = ok and (int(value) <= 3 if col == "zero" else int(value) >= 1)
             if not ok:
                 return {}, f"{col}={value!r}: accepted " + (
                     "0, 1, 2 or 3" if col == "zero" else "a whole number >= 1"

@@ -17,6 +17,10 @@ from advisor.learned.efficiency.linear import LinearLogModel
 FORMAT = "gpu-advisor-gbdt-v1"
 
 
+MAX_LOG_TERM = 50.0
+"""Largest |log efficiency| a stored baseline or leaf may hold."""
+
+
 @dataclass(frozen=True, slots=True)
 class Tree:
     """One regression tree as parallel node arrays (feature, threshold, left, right, value, leaf)."""
@@ -151,6 +155,10 @@ def check_exported(model: ExportedModel, features: Sequence[str]) -> ExportedMod
         raise ValueError("feature range or interval of the wrong shape")
     if not all(math.isfinite(v) for v in numbers) or model.rows < 0 or not isinstance(model.meta, dict):
         raise ValueError("a baseline, range or interval that is not a finite number")
+    # Log-efficiency terms: e**50 is past any ratio to the speed of light; a stored 1e308 would overflow every
+    # prediction instead of being refused here.
+    if abs(model.baseline) > MAX_LOG_TERM:
+        raise ValueError(f"baseline {model.baseline:g} is not a log efficiency (|x| <= {MAX_LOG_TERM:g})")
     calibrated = model.meta.get("calibration_rows", 0)
     if isinstance(calibrated, bool) or not isinstance(calibrated, int) or calibrated < 0:
         raise ValueError(f"meta.calibration_rows {calibrated!r} is not a count")
@@ -166,8 +174,8 @@ def _check_tree(tree: Tree, n_features: int, k: int) -> None:
         raise ValueError(f"tree {k}: node arrays of different lengths")
     for i in range(size):
         if tree.leaf[i]:
-            if not math.isfinite(tree.value[i]):
-                raise ValueError(f"tree {k} node {i}: leaf value {tree.value[i]!r} is not finite")
+            if not math.isfinite(tree.value[i]) or abs(tree.value[i]) > MAX_LOG_TERM:
+                raise ValueError(f"tree {k} node {i}: leaf value {tree.value[i]!r} is not a log efficiency")
             continue
         # Children after their parent (scikit-learn's order) rules out cycles and out-of-range jumps.
         if not (

@@ -134,4 +134,9 @@ class LinearLogModel:
         ]
         if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale):
             raise ValueError("linear LLM model: a parameter that is not a finite number (or a scale <= 0)")
+        # Terms of a log efficiency: past |50| a stored file would overflow every prediction instead.
+        if any(abs(v) > 50.0 for v in (model.intercept, *model.coef, *model.interval)):
+            raise ValueError(
+                "linear LLM model: an intercept, weight or interval past |50| (not a log efficiency)"
+            )
         return model
