@@ -42,7 +42,9 @@ async def run(actions: int, seed: int, workdir: Path) -> None:
     )
     print(
         f"  sent: {result.keys} keys, {result.actions['paste']} pastes, {result.actions['click']} clicks, "
-        f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys; "
+        f"{result.actions['resize']} resizes, {result.actions['journey']} preset journeys, "
+        f"{result.actions['find plans burst']} Ctrl+N bursts, {result.actions['rerank']} re-ranks "
+        f"({result.actions['table read']} tables read whole); "
         f"{result.actions['quit asked']} quits asked for (counted, not obeyed)"
     )
     print(f"  full renders checked: {result.renders}; app still up at the end: {alive}")

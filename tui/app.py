@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +13,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
+from textual.theme import Theme
 
 from tui.engine import EfficiencyChoice, Engine
 from tui.messages import EfficiencyLoaded, KnowledgeLoaded, LoadFailed
@@ -82,26 +81,45 @@ class GpuAdvisorApp(App[int]):
         self._exit_on_hangup = exit_on_hangup
         self.engine = Engine(load_knowledge, efficiency, user_data_dir)
         self.efficiency_name = ""
+        self._saved_theme = ""
+        self._theme_lock = threading.Lock()
 
     def on_mount(self) -> None:
         """Paint the wizard first, then load the knowledge and the model in a thread."""
         if self._exit_on_hangup:
-            # When the terminal goes away (a closed window, a killed tmux), leave instead of spinning on it:
-            # on SIGHUP, and when the tty device itself disappears (no signal reaches a job under make).
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit, None, 129)
-            try:
-                self._tty = os.ttyname(sys.__stdin__.fileno()) if sys.__stdin__ else None
-            except OSError:
-                self._tty = None
-            if self._tty:
-                self.set_interval(2.0, self._check_terminal)
+            from tui.hangup import HANGUP_STATUS, leave_with_the_terminal
+
+            # A closed window, a killed tmux, a dropped SSH link: leave instead of waiting on the terminal.
+            loop = asyncio.get_running_loop()
+            leave_with_the_terminal(lambda: loop.call_soon_threadsafe(self.exit, None, HANGUP_STATUS))
+        self._restore_theme()
         self.push_screen(WizardScreen())
         # After the wizard's first frame: the load's imports must not compete with painting it.
         self.call_after_refresh(self._load)
 
-    def _check_terminal(self) -> None:
-        if self._tty and not os.path.exists(self._tty):
-            self.exit(return_code=129)
+    def _restore_theme(self) -> None:
+        """The theme chosen last time (a small file read: before the first frame, so it paints once)."""
+        try:
+            saved = self.engine.saved_theme()
+        except OSError:
+            saved = None
+        if saved in self.available_themes and saved != self.theme:
+            self.theme = saved
+        self._saved_theme = saved or self.theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        if theme.name != self._saved_theme:
+            self._saved_theme = theme.name
+            self._save_theme()
+
+    @work(thread=True, exit_on_error=False, group="theme", description="save the theme")
+    def _save_theme(self) -> None:
+        try:
+            with self._theme_lock:  # quick switches: whichever save runs last writes the latest choice
+                self.engine.save_theme(self._saved_theme)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"Could not keep the theme: {exc}", severity="warning")
 
     @work(
         thread=True, exclusive=True, exit_on_error=False, group="load", description="load knowledge and model"
@@ -132,6 +150,12 @@ class GpuAdvisorApp(App[int]):
     def _wizard_completed(self, message: WizardScreen.Completed) -> None:
         from tui.screens.results import ResultsScreen
 
+        # Find plans pressed again before (or after) the results showed: keys typed faster than a screen
+        # mounts all reach the wizard. One results screen answers the latest question, one ranking at a time.
+        shown = [s for s in self.screen_stack if isinstance(s, ResultsScreen)]
+        if shown:
+            shown[-1].ask(message.workload, message.constraints)
+            return
         self.push_screen(ResultsScreen(self.engine, message.workload, message.constraints))
 
     # Named for ResultsScreen.ConstraintsAdjusted rather than @on(...), which would import the results screen.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,6 +115,28 @@ class Engine:
         with self._ticks_lock:
             ticks.clear(entry_id)
 
+    def _settings_path(self) -> Path:
+        from advisor.catalog.userdata import data_dir
+
+        return (self._user_data_dir or data_dir()) / "ui-settings.json"
+
+    def saved_theme(self) -> str | None:
+        """The theme the user chose last time (None when none was saved; a bad file is moved aside)."""
+        from advisor.catalog.userdata import read_stored
+
+        settings = read_stored(self._settings_path(), _parse_settings)
+        return settings.get("theme") if settings else None
+
+    def save_theme(self, name: str) -> None:
+        """Keep the chosen theme for the next start (under the data directory's lock, written atomically)."""
+        from advisor.catalog.userdata import locked, read_stored, write_text_atomic
+
+        path = self._settings_path()
+        with locked(path.name, path.parent):
+            settings = read_stored(path, _parse_settings) or {}
+            settings["theme"] = name
+            write_text_atomic(path, json.dumps(settings, indent=1, sort_keys=True))
+
     def plan_operations(self, report: Report, plan: PlanOut) -> PlanOps:
         """How to run one plan of the report: the report's own for plan #1, else worked out for this one."""
         if report.plans and plan.rank == report.plans[0].rank:
@@ -142,3 +165,11 @@ class Engine:
         from advisor.answer.checklist import entries_for_plan
 
         return [entry.id for entry, _ in entries_for_plan(self.knowledge(), report, plan)]
+
+
+def _parse_settings(text: str) -> dict[str, str]:
+    """The UI settings file: a JSON object of setting -> text (anything else is not ours to read)."""
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise ValueError("expected a JSON object of setting name -> text")
+    return raw

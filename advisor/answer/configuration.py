@@ -96,6 +96,12 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         else:
             source = "given" if key in given else ("default" if key in _DEFAULTED else "chosen")
         out[key] = ConfigValue(value=value, source=source)
+    if c.zero is not None and ZERO_OF[lay.sharding] != c.zero:
+        # The user's stage, as given: on one data-parallel rank (dp x cp = 1) there is nothing to shard over,
+        # so the layout runs it as plain data parallel.
+        out["zero"] = ConfigValue(
+            value=c.zero, source="given", note=f"dp {lay.dp * lay.cp}: nothing to shard, as without ZeRO"
+        )
     return out
 
 

@@ -6,7 +6,9 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
     configuration,
     goodput_out,
@@ -54,6 +56,11 @@ from advisor.search.cost import (
 )
 from advisor.search.serving import serving_source
 from advisor.search.training import search_training, with_rules
+
+if TYPE_CHECKING:  # the operations modules load only when a plan needs them
+    from advisor.ops.launch import LaunchArtefacts
+    from advisor.ops.plan import OpsPlan
+    from advisor.ops.tco import TcoOut
 
 OnPremRate = Callable[[Gpu, int], float]
 
@@ -608,6 +615,66 @@ def _lighter(
     return []
 
 
+def _top(ranked: list[Scored], n: int) -> list[Scored]:
+    """The first n ranked plans, one per GPU, count and replica shape."""
+    top: list[Scored] = []
+    seen: set[tuple[str, int, int]] = set()
+    for s in ranked:
+        if s.key not in seen:
+            seen.add(s.key)
+            top.append(s)
+        if len(top) == n:
+            break
+    return top
+
+
+def _how_to_run(
+    knowledge: Knowledge, search: Search, plans: tuple[PlanOut, ...], onprem: dict[str, float] | None
+) -> tuple[OpsPlan | None, LaunchArtefacts | None, TcoOut | None]:
+    """The chosen plan's operations plan, launch artefacts and (on-prem) TCO; None without a plan."""
+    if not plans:
+        return None, None, None
+    from advisor.ops.launch import launch_artefacts
+    from advisor.ops.plan import operations_plan
+
+    job, constraints = search.ctx.job, search.ctx.constraints
+    operations = operations_plan(knowledge, job, constraints, plans[0].facts())
+    launch = launch_artefacts(knowledge, job, constraints, plans[0].facts())
+    tco_out = None
+    if constraints.deployment == "on-prem":
+        from advisor.ops.tco import TcoInputs, tco
+
+        tco_inputs = TcoInputs(gpu=plans[0].gpu, count=plans[0].count, **(onprem or {}))
+        tco_out = tco(knowledge, tco_inputs, constraints)
+    return operations, launch, tco_out
+
+
+def _job_out(job: Job) -> JobOut:
+    return JobOut(
+        model=job.model_id,
+        model_name=job.model_name,
+        kind=job.kind,
+        params=job.params,
+        seq_len=job.seq_len,
+        unit=job.unit,
+        total_items=job.total_items,
+        assumed=job.assumed,
+    )
+
+
+def _front_points(front: list[Scored], top: list[Scored]) -> tuple[FrontPoint, ...]:
+    return tuple(
+        FrontPoint(
+            gpu=s.cand.gpu.id,
+            count=s.cand.layout.count,
+            hours_p50=s.time_key,
+            cost_mid=s.cost.mid,
+            chosen=bool(top) and s.key == top[0].key,
+        )
+        for s in front
+    )
+
+
 def recommend(
     knowledge: Knowledge,
     workload: Workload,
@@ -620,36 +687,17 @@ def recommend(
     search = run_search(knowledge, workload, constraints, efficiency, onprem)
     ctx = search.ctx
     ranked = _rank(ctx, search.feasible)
-    top: list[Scored] = []
-    seen: set[tuple[str, int, int]] = set()
-    for s in ranked:
-        if s.key not in seen:
-            seen.add(s.key)
-            top.append(s)
-        if len(top) == constraints.top:
-            break
+    top = _top(ranked, constraints.top)
     front = pareto_front(search.feasible)
     front_keys = {s.key for s in front}
     serving_name, serving_notes = serving_source(ctx.job, workload)
     name = ctx.efficiency.name if ctx.job.training else serving_name
-    plans = tuple(_plan_out(ctx, s, i + 1, s.key in front_keys) for i, s in enumerate(top))
-    shown = top or []
-    dates = [s.price.offer.date for s in shown if s.price is not None]
-    sources = sorted({s.price.offer.source for s in shown if s.price is not None})
+    plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
+    dates = [s.price.offer.date for s in top if s.price is not None]
+    sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
     suggestions = [] if top else _suggestions(knowledge, workload, constraints, search, efficiency, onprem)
-    operations = launch = tco_out = None
-    if plans:
-        from advisor.ops.launch import launch_artefacts
-        from advisor.ops.plan import operations_plan
-
-        operations = operations_plan(knowledge, job, constraints, plans[0].facts())
-        launch = launch_artefacts(knowledge, job, constraints, plans[0].facts())
-        if constraints.deployment == "on-prem":
-            from advisor.ops.tco import TcoInputs, tco
-
-            tco_inputs = TcoInputs(gpu=plans[0].gpu, count=plans[0].count, **(onprem or {}))
-            tco_out = tco(knowledge, tco_inputs, constraints)
+    operations, launch, tco_out = _how_to_run(knowledge, search, plans, onprem)
     notes: list[Assumed] = []
     if not job.training:
         notes.extend(Assumed(text=n) for n in serving_notes)
@@ -658,27 +706,9 @@ def recommend(
     return Report(
         workload=workload,
         constraints=constraints,
-        job=JobOut(
-            model=job.model_id,
-            model_name=job.model_name,
-            kind=job.kind,
-            params=job.params,
-            seq_len=job.seq_len,
-            unit=job.unit,
-            total_items=job.total_items,
-            assumed=job.assumed,
-        ),
+        job=_job_out(job),
         plans=plans,
-        front=tuple(
-            FrontPoint(
-                gpu=s.cand.gpu.id,
-                count=s.cand.layout.count,
-                hours_p50=s.time_key,
-                cost_mid=s.cost.mid,
-                chosen=bool(top) and s.key == top[0].key,
-            )
-            for s in front
-        ),
+        front=_front_points(front, top),
         why_not=tuple(_why_not(search, ranked, top)),
         job_advice=tuple(
             RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in search.job_firings
@@ -689,7 +719,8 @@ def recommend(
         price_sources=tuple(sources),
         efficiency_source=name,
         catalogue_version=knowledge.catalogue_version,
-        plans_considered=len(search.scored),
+        # What the ranking chose from: within memory, budget and deadline, one per GPU, count and shape.
+        plans_considered=len({s.key for s in search.feasible}),
         notes=tuple(notes),
         operations=operations,
         launch=launch,

@@ -112,6 +112,8 @@ class ConfigValue(Record):
     value: int | float | str | bool
     source: str
     """given | chosen | default."""
+    note: str | None = None
+    """What the value does in this plan, when that is not what it says (ZeRO-3 given on one data rank)."""
 
 
 @record
@@ -278,6 +280,8 @@ class Report(Record):
     efficiency_source: str
     catalogue_version: str
     plans_considered: int = 0
+    """The plans the ranking chose from: those that fit in memory, have a price and keep within the budget and
+    the deadline (one per GPU, count and replica shape): what 'N plans fit' and 'best 5 of N' count."""
     notes: tuple[Assumed, ...] = ()
     """What the answer set aside or could not source, each with the input that would change it."""
     operations: OpsPlan | None = None

@@ -21,6 +21,7 @@ FIELDS: dict[str, type] = {
     "workload.sequence_model": bool,  # llm, encoder, rnn, speech
     "workload.seq_len": int,
     "workload.optimizer": str,
+    "workload.recompute_given": bool,  # the user stated the recomputation policy
     "constraints.deployment": str,  # cloud | on-prem
     "constraints.pricing": str,  # on-demand | spot | reserved
     "constraints.objective": str,
@@ -49,6 +50,9 @@ FIELDS: dict[str, type] = {
     "plan.sharding": str,  # none | ddp | zero1 | zero2 | zero3
     "plan.recompute": str,  # none | selective | full
     "plan.micro_batch": int,
+    "plan.grad_accum": int,  # micro-batches per optimizer step (per pipeline, with pipeline parallelism)
+    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: (pp - 1) / (micro-batches x chunks)
+    "plan.recompute_needed": bool,  # the plan does not fit at its micro-batch without its recomputation
     "plan.memory_fraction": float,  # upper estimate / capacity
     "plan.dominant": str,  # the largest memory component
     "plan.comm_fraction": float,  # exposed communication / step time at speed of light

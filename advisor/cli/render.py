@@ -216,13 +216,17 @@ def prediction_text(p: Prediction) -> str:
     return "\n".join(lines)
 
 
+def _marks(v: Any) -> str:
+    """' (given)', ' (given; dp 1: nothing to shard...)', or nothing for a chosen value without a note."""
+    marks = [m for m in ("" if v.source == "chosen" else v.source, v.note) if m]
+    return f" ({'; '.join(marks)})" if marks else ""
+
+
 def configuration_lines(config: dict[str, Any], alternatives: Sequence[Any]) -> list[str]:
     """'configuration: tp 8 (given), pp 8 (given), ...' and the runner-up layouts with their cost in time."""
     if not config:
         return []
-    parts = [
-        f"{k} {v.value}{'' if v.source == 'chosen' else ' (' + v.source + ')'}" for k, v in config.items()
-    ]
+    parts = [f"{k} {v.value}{_marks(v)}" for k, v in config.items()]
     lines = [
         textwrap.fill(
             "configuration: " + ", ".join(parts) + "  [unmarked: chosen]", width=110, subsequent_indent="  "

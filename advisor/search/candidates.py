@@ -122,17 +122,33 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
         "plan.sharding": layout.sharding,
         "plan.recompute": layout.recompute,
         "plan.micro_batch": layout.micro_batch,
+        "plan.grad_accum": layout.grad_accum,
+        "plan.bubble_pct": bubble_pct(layout),
     }
 
 
+def bubble_pct(layout: Layout) -> int:
+    """The pipeline bubble as a share of the step, in %: (p - 1) / (m v) (Narayanan et al. 2021, 2.2.2)."""
+    if layout.pp <= 1:
+        return 0
+    return round(100 * (layout.pp - 1) / (layout.grad_accum * layout.virtual))
+
+
 def plan_facts(
-    base: dict[str, Any], layout: Layout, memory: Memory, gpu: Gpu, comm_fraction: float
+    base: dict[str, Any],
+    layout: Layout,
+    memory: Memory,
+    gpu: Gpu,
+    comm_fraction: float,
+    recompute_needed: bool = False,
 ) -> dict[str, Any]:
+    """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation."""
     return {
         **layout_facts(base, layout, gpu),
         "plan.memory_fraction": round(memory.high_gb / memory.capacity_gb, 3),
         "plan.dominant": memory.dominant,
         "plan.comm_fraction": round(comm_fraction, 2),
+        "plan.recompute_needed": recompute_needed,
     }
 
 

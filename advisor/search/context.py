@@ -53,6 +53,7 @@ class Context:
             "workload.sequence_model": job.model_kind in SEQUENCE_KINDS,
             "workload.seq_len": job.seq_len,
             "workload.optimizer": job.optimizer,
+            "workload.recompute_given": job.config.recompute is not None,
             "constraints.deployment": c.deployment,
             "constraints.pricing": c.pricing,
             "constraints.objective": c.objective,

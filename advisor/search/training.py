@@ -530,7 +530,11 @@ class TrainingSearch:
         runner-up shows no rules unless it becomes the chosen layout, and then with_rules() adds them)."""
         memory = self.model.components(found.layout, self.usable)
         cand = Candidate(self.gpu, found.layout, memory, regime_of(self.job), step=found.step)
-        return _judged(cand, self.gpu_facts, self.others) if rules else cand
+        if not rules:
+            return cand
+        return _judged(
+            cand, self.gpu_facts, self.others, _needs_recompute(self.model, found.layout, self.usable)
+        )
 
     def miss(self, count: int, res: _CountResult) -> Miss | None:
         """The real reason nothing ran at this count: memory, the global batch, or a hard rule."""
@@ -581,12 +585,25 @@ def with_rules(ctx: Context, cand: Candidate) -> Candidate:
     if cand.facts:
         return cand
     others = [r for r in ctx.rules_by_scope["plan"] if r.kind != "constraint"]
-    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others)
+    model = TrainingMemoryModel(ctx.job, cand.gpu, cand.layout.precision, ctx.knowledge.assumptions)
+    usable = cand.gpu.memory_gb * (1 - ctx.headroom)
+    needed = _needs_recompute(model, cand.layout, usable)
+    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others, needed)
 
 
-def _judged(cand: Candidate, gpu_facts: dict[str, Any], others: list[Any]) -> Candidate:
+def _needs_recompute(model: TrainingMemoryModel, layout: Layout, usable_gb: float) -> bool:
+    """Whether the layout, at its micro-batch, does not fit without its recomputation (what the advice to turn
+    it on claims)."""
+    return layout.recompute != "none" and not model.components(layout.with_(recompute="none"), usable_gb).fits
+
+
+def _judged(
+    cand: Candidate, gpu_facts: dict[str, Any], others: list[Any], recompute_needed: bool
+) -> Candidate:
     assert cand.step is not None
-    cand.facts = plan_facts(gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction)
+    cand.facts = plan_facts(
+        gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction, recompute_needed
+    )
     cand.firings = evaluate(others, cand.facts)
     return cand
 

@@ -50,7 +50,7 @@ async def test_search_tick_restart_keeps_ticks_then_clear(make_app, tmp_path: Pa
         screen = await open_checklist(pilot, "nccl")
         steps = screen.query_one("#entry-steps", TickList)
         assert steps.ticked == {0, 2}
-        await pilot.press("x")  # clear this entry's ticks
+        await pilot.press("x", "y")  # clear this entry's ticks (asked first: yes)
         await settle(pilot)
         assert steps.ticked == set()
     assert json.loads((data_dir / "checklist-ticks.json").read_text(encoding="utf-8")) == {}

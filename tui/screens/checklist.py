@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from tui.screens.confirm import ConfirmDialog
 from tui.widgets.checklist_entry import entry_header, entry_references, entry_symptoms, step_prompt
 from tui.widgets.tick_list import TickList
 
@@ -35,7 +36,7 @@ class ChecklistScreen(Screen[None]):
             "x",
             "clear_ticks",
             "Clear ticks",
-            tooltip="Untick every step of the open entry",
+            tooltip="Untick every step of the open entry (asks first)",
             id="checklist-clear",
         ),
     ]
@@ -51,6 +52,8 @@ class ChecklistScreen(Screen[None]):
         self.entries: list[ChecklistEntry] = []
         self.current: ChecklistEntry | None = None
         self._ticks: ChecklistTicks | None = None
+        self._ticked: dict[str, int] = {}
+        """How many steps of each entry are ticked, as the list shows it."""
 
     def compose(self) -> ComposeResult:
         """Search and list on the left; the entry and its steps on the right."""
@@ -98,6 +101,9 @@ class ChecklistScreen(Screen[None]):
 
     def _ticks_loaded(self, ticks: ChecklistTicks) -> None:
         self._ticks = ticks
+        self._ticked = {e.id: len(ticks.ticked(e.id)) for e in self.knowledge.checklist}
+        for entry in self.entries:
+            self._mark(entry)
         self._show_steps()
 
     # List and search --------------------------------------------------------------------------------
@@ -106,14 +112,24 @@ class ChecklistScreen(Screen[None]):
         self.entries = entries
         option_list = self.query_one("#checklist-entries", OptionList)
         option_list.clear_options()
-        option_list.add_options(
-            Option(Content.assemble((e.title, "bold"), "\n", (f"{e.id} · {e.category}", "dim")), id=e.id)
-            for e in entries
-        )
+        option_list.add_options(Option(self._entry_prompt(e), id=e.id) for e in entries)
         if entries:
             option_list.highlighted = 0
         else:
             self._open(None)
+
+    def _entry_prompt(self, entry: ChecklistEntry) -> Content:
+        """Title, id and category; and how many of its steps are ticked, when any are."""
+        done = self._ticked.get(entry.id, 0)
+        mark = Content.styled(f"  ✔ {done}/{len(entry.steps)}", "$text-success") if done else Content("")
+        return Content.assemble((entry.title, "bold"), mark, "\n", (f"{entry.id} · {entry.category}", "dim"))
+
+    def _mark(self, entry: ChecklistEntry) -> None:
+        """Show the entry's ticked count in the list (when it is listed)."""
+        if any(e.id == entry.id for e in self.entries):
+            self.query_one("#checklist-entries", OptionList).replace_option_prompt(
+                entry.id, self._entry_prompt(entry)
+            )
 
     @on(Input.Changed, "#checklist-query")
     def _query_changed(self, event: Input.Changed) -> None:
@@ -157,6 +173,8 @@ class ChecklistScreen(Screen[None]):
     def _step_toggled(self, event: TickList.Toggled) -> None:
         if self.current is None or self._ticks is None:
             return
+        self._ticked[self.current.id] = len(event.tick_list.ticked)
+        self._mark(self.current)
         self._save_tick(self._ticks, self.current.id, event.index, event.done)
 
     @work(thread=True, exit_on_error=False, group="ticks-save", description="save a checklist tick")
@@ -167,17 +185,36 @@ class ChecklistScreen(Screen[None]):
             self.app.call_from_thread(self.notify, f"Could not save the tick: {exc}", severity="error")
 
     def action_clear_ticks(self) -> None:
-        """Untick every step of the open entry."""
-        if self.current is None or self._ticks is None:
+        """Untick every step of the open entry, once the user says so (ticks are work: not lost to a key)."""
+        entry, ticks = self.current, self._ticks
+        if entry is None or ticks is None:
             return
-        self.query_one("#entry-steps", TickList).untick_all()
-        self._clear(self._ticks, self.current.id)
+        done = len(self.query_one("#entry-steps", TickList).ticked)
+        if not done:
+            self.notify(f"No step of {entry.title} is ticked.")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.current is entry:
+                self.query_one("#entry-steps", TickList).untick_all()
+                self._ticked[entry.id] = 0
+                self._mark(entry)
+                self._clear(ticks, entry.id)
+
+        steps = "step" if done == 1 else "steps"
+        self.app.push_screen(
+            ConfirmDialog(f"Untick the {done} ticked {steps} of {entry.title}?", "Yes, untick"), answered
+        )
 
     @work(thread=True, exit_on_error=False, group="ticks-save", description="clear checklist ticks")
     def _clear(self, ticks: ChecklistTicks, entry_id: str) -> None:
         self.engine.clear_ticks(ticks, entry_id)
 
     # Navigation -------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`a` is not offered while the search box has focus: there it types an a."""
+        return not (action == "show_all" and isinstance(self.focused, Input))
 
     def action_focus_search(self) -> None:
         """Put the cursor in the search field."""

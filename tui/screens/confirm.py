@@ -18,23 +18,25 @@ class ConfirmDialog(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm-no"),
     ]
 
-    def __init__(self, question: str, yes: str = "Yes, replace") -> None:
+    def __init__(self, question: str, yes: str = "Yes, replace", *, yes_is_safe: bool = False) -> None:
+        """`yes_is_safe`: Yes loses nothing (creating a folder the user typed), so Enter answers Yes."""
         super().__init__()
         self.question = question
         self.yes = yes
+        self.yes_is_safe = yes_is_safe
 
     def compose(self) -> ComposeResult:
-        """The question and two buttons; No is focused so Enter is the safe answer."""
+        """The question and two buttons; the safe answer is focused, so Enter gives it."""
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self.yes, id="yes", variant="warning")
-                yield Button("No", id="no", variant="primary")
+                yield Button(self.yes, id="yes", variant="primary" if self.yes_is_safe else "warning")
+                yield Button("No", id="no", variant="default" if self.yes_is_safe else "primary")
         yield Footer()
 
     def on_mount(self) -> None:
         """Focus the safe answer."""
-        self.query_one("#no", Button).focus()
+        self.query_one("#yes" if self.yes_is_safe else "#no", Button).focus()
 
     def action_answer(self, yes: bool) -> None:
         """Close with the answer."""

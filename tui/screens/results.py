@@ -75,6 +75,8 @@ class ResultsScreen(Screen[None]):
         self.constraints = constraints
         self.report: Report | None = None
         self._generation = 0
+        self._in_flight: int | None = None
+        """The generation of the ranking running now, if any."""
         self._ops_generation = 0
         self._timer = None
 
@@ -118,12 +120,38 @@ class ResultsScreen(Screen[None]):
 
     # Recommendation worker --------------------------------------------------------------------------
 
+    def ask(self, workload: Workload, constraints: Constraints) -> None:
+        """Answer another question here (Find plans pressed again): a new one is ranked, the same is not."""
+        if (workload, constraints) == (self.workload, self.constraints):
+            return
+        self.workload, self.constraints = workload, constraints
+        self.query_one("#budget-usd", Input).value = _fmt(constraints.budget_usd)
+        self.query_one("#deadline-hours", Input).value = _fmt(constraints.deadline_hours)
+        self.query_one("#deadline-hours").parent.display = workload.kind != "inference"  # type: ignore[union-attr]
+        self.recompute()
+
     def recompute(self) -> None:
-        """Ask the core again with the current constraints; older answers still running are dropped."""
+        """Ask the core again with the current constraints. One ranking runs at a time: a question asked
+        while one runs is started when it ends (a thread cannot be stopped; its stale answer is dropped)."""
         self._generation += 1
         self.query_one("#results-loading").display = True
         self.query_one("#results-status", Static).update("Ranking plans...")
+        if self._in_flight is None:
+            self._start_ranking()
+
+    def _start_ranking(self) -> None:
+        self._in_flight = self._generation
         self._recommend(self.workload, self.constraints, self._generation)
+
+    def _ranking_ended(self, generation: int) -> bool:
+        """Note a ranking's end; True when its answer is the latest question's (else the latest starts)."""
+        if generation == self._in_flight:
+            self._in_flight = None
+        if generation == self._generation:
+            return True
+        if self._in_flight is None:
+            self._start_ranking()
+        return False
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recommend", description="rank plans")
     def _recommend(self, workload: Workload, constraints: Constraints, generation: int) -> None:
@@ -135,12 +163,11 @@ class ResultsScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - a worker thread: the screen reports any failure instead of dying
             self.post_message(RecommendFailed(f"{type(exc).__name__}: {exc}", generation))
             return
-        if not get_current_worker().is_cancelled:
-            self.post_message(ReportReady(report, generation))
+        self.post_message(ReportReady(report, generation))
 
     @on(ReportReady)
     def _report_ready(self, message: ReportReady) -> None:
-        if message.generation != self._generation:
+        if not self._ranking_ended(message.generation):
             return  # a newer question is on its way
         report = self.report = message.report
         self.query_one("#results-loading").display = False
@@ -151,7 +178,7 @@ class ResultsScreen(Screen[None]):
         table.show(report)
         table.display = bool(report.plans)
         status = (
-            f"best {len(report.plans)} of {report.plans_considered} plans; * on the front"
+            f"best {len(report.plans)} of {report.plans_considered} plans that fit; * on the front"
             if report.plans
             else "[$error]No plan fits: see Why not[/]"
         )
@@ -163,7 +190,7 @@ class ResultsScreen(Screen[None]):
 
     @on(RecommendFailed)
     def _recommend_failed(self, message: RecommendFailed) -> None:
-        if message.generation != self._generation:
+        if not self._ranking_ended(message.generation):
             return
         self.query_one("#results-loading").display = False
         self.query_one("#results-status", Static).update(
@@ -282,6 +309,7 @@ class ResultsScreen(Screen[None]):
 
     def _export_path_chosen(self, path: Path | None) -> None:
         if path is None:
+            self.notify("Nothing was saved.", title="Export cancelled")
             return
         if path.is_dir():
             self.action_export(str(path), f"{path} is a folder: add a file name.")
@@ -291,10 +319,12 @@ class ResultsScreen(Screen[None]):
                 if yes:
                     self._create_folder_and_write(path)
                 else:
-                    self.action_export(str(path))
+                    self.action_export(str(path), f"Nothing saved: the folder {path.parent} does not exist.")
 
             self.app.push_screen(
-                ConfirmDialog(f"The folder {path.parent} does not exist. Create it?", "Yes, create it"),
+                ConfirmDialog(
+                    f"The folder {path.parent} does not exist. Create it?", "Yes, create it", yes_is_safe=True
+                ),
                 create,
             )
         elif path.exists():
@@ -303,7 +333,7 @@ class ResultsScreen(Screen[None]):
                 if replace:
                     self._write(path)
                 else:
-                    self.action_export(str(path))
+                    self.action_export(str(path), f"Nothing saved: {path.name} was kept as it was.")
 
             self.app.push_screen(ConfirmDialog(f"{path} exists. Replace it?"), confirmed)
         else:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -113,8 +113,10 @@ class WizardScreen(Screen[None]):
         self.revalidate()
 
     def restart(self) -> None:
-        """Every field back to its default, and the first step."""
+        """Every field back to its default, and the first step (shown from its top)."""
         self.apply_values({}, reset=True)
+        if self.step == 0:
+            self.call_later(self._show_step)
         self.step = 0
 
     @property
@@ -220,17 +222,19 @@ class WizardScreen(Screen[None]):
                 row.set_value(self._values[row.field])
             self.revalidate()
         switcher.current = step_id
+        # Each step opens at its top with its first field focused: a step scrolled down earlier (before a
+        # restart, a preset or Next) would put the cursor in a field off screen.
+        shown = switcher.query_one(f"#{step_id}", VerticalScroll)
+        shown.scroll_home(animate=False, immediate=True)
         marks = []
         for i, title in enumerate(STEP_TITLES):
             style = "$text-accent bold" if i == self.step else "$text-muted"
             marks.append(f"[{style}]{i + 1} {title}[/]")
         self.query_one("#step-bar", Static).update(" [$text-muted]>[/] ".join(marks))
         self._update_nav()
-        first = next(
-            (row.control for row in self.query_one(f"#step-{self.step}").query(FieldRow) if row.display), None
-        )
+        first = next((row.control for row in shown.query(FieldRow) if row.display), None)
         if first is not None:
-            first.focus()
+            first.focus(scroll_visible=False)
 
     def _read_fields(self) -> None:
         """Take every shown field's value as it is now: a key typed just before Ctrl+N has not yet reached

@@ -19,7 +19,10 @@ def _join(lines: list[Content]) -> Content:
 def entry_header(entry: ChecklistEntry | None, plan: PlanOut | None) -> Content:
     """Title, and for a plan with memory remedies: its largest component and what shrinks it."""
     if entry is None:
-        return Content.from_markup("No entry matches. Try other words, or press [b]a[/b] for all entries.")
+        # Said so that it works from the search box too, where an a would be typed.
+        return Content.from_markup(
+            "No entry matches. Try other words, or press [b]Tab[/b] then [b]a[/b] for all entries."
+        )
     lines = [
         Content.from_markup(
             "[b $text-accent]$title[/]  [$text-muted]$id · $cat[/]",

@@ -229,6 +229,7 @@ def configuration_lines(plan: PlanOut) -> list[Content]:
             Content.assemble(
                 f"  {OUTPUT_NAMES.get(key) or LABELS.get(key, key):<20} {value!s:<14} ",
                 (item.source, SOURCE_STYLE.get(item.source, "")),
+                (f"  {item.note}" if item.note else "", "$text-muted"),
             )
         )
     return out

@@ -1,0 +1,79 @@
+"""Unit tests of the caveats a plan carries (issue 20, believability): capacity not modelled, a benchmark's
+batch, one serving replica, the fabric assumed between separate instances."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.answer.caveats import MANY_INSTANCES
+from advisor.answer.recommend import recommend
+from advisor.job.inputs import Constraints, Workload
+
+
+def checks(plan) -> list[str]:
+    return [r for r in plan.reasons if r.startswith("check: ")]
+
+
+@pytest.fixture(scope="module")
+def finetune_cheap(knowledge):
+    """70B full fine-tune on $800: many separate instances."""
+    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune"), Constraints(budget_usd=800))
+
+
+def test_many_instances_say_availability_is_not_modelled(finetune_cheap) -> None:
+    many = [p for p in finetune_cheap.plans if p.price and p.price.instances > MANY_INSTANCES]
+    assert many
+    for plan in finetune_cheap.plans:
+        said = any("availability is not modelled" in c for c in checks(plan))
+        assert said == (plan in many), plan.parallelism
+
+
+def test_separate_instances_state_the_fabric_assumed(knowledge, finetune_cheap) -> None:
+    for plan in finetune_cheap.plans:
+        said = [c for c in checks(plan) if "timed as linked by" in c]
+        assert bool(said) == (plan.price is not None and plan.price.instances > 1)
+        if said:
+            fabric = knowledge.assumptions.fabric[knowledge.gpu(plan.gpu).fabric]
+            assert fabric.name in said[0] and "state the fabric" in said[0]
+    given = recommend(
+        knowledge,
+        Workload(model="llama-2-70b", kind="finetune"),
+        Constraints(budget_usd=800, fabric="eth-100"),
+    )
+    assert not any("timed as linked by" in c for p in given.plans for c in checks(p))
+
+
+def test_a_benchmarks_batch_is_flagged(knowledge) -> None:
+    report = recommend(
+        knowledge, Workload(model="resnet50", samples=200e3, epochs=30), Constraints(deadline_hours=72)
+    )
+    flagged = [p for p in report.plans if any("the benchmark's throughput runs used" in c for c in checks(p))]
+    assert flagged
+    for plan in flagged:
+        assert f"micro-batch {plan.layout.micro_batch:,} per GPU" in checks(plan)[0]
+    given = recommend(
+        knowledge,
+        Workload(model="resnet50", samples=200e3, epochs=30, batch_size=256),
+        Constraints(deadline_hours=72),
+    )
+    assert not any("throughput runs used" in c for p in given.plans for c in checks(p))
+
+
+def test_a_service_without_a_spare_replica_says_so_with_the_cost_of_one(knowledge) -> None:
+    report = recommend(
+        knowledge,
+        Workload(model="llama-3.1-8b", kind="inference", requests_per_s=20, tpot_ms=50),
+        Constraints(),
+    )
+    for plan in report.plans:
+        s = plan.serving
+        assert s is not None
+        spare = (s.replicas - 1) * s.capacity_rps / s.replicas >= s.load_rps
+        said = [c for c in checks(plan) if "N+1" in c]
+        assert bool(said) == (not spare), plan.parallelism
+        if said:
+            assert (
+                f"N+1 ({s.replicas + 1} replicas) costs about ${plan.cost_usd.mid / s.replicas:,.0f}"
+                in said[0]
+            )
+    assert any(p.serving and p.serving.replicas == 1 for p in report.plans)

@@ -1,0 +1,86 @@
+"""Issue 20's core fixes: the configuration shows the ZeRO stage the user gave, recomputation advice is said
+only when true, pipeline advice matches the plan's micro-batches, and 'N plans fit' counts the limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.answer.recommend import recommend
+from advisor.catalog.gpus import Gpu
+from advisor.cli.render import report_text
+from advisor.job.inputs import Constraints, RunConfig, Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.physics.memory import training_memory
+
+WORKLOAD = Workload(model="llama-2-70b", kind="finetune", precision="bf16")
+
+
+@pytest.fixture(scope="module")
+def given(knowledge):
+    """The issue's repro: --tp 8 --zero 3 --recompute full --budget 20000."""
+    w = WORKLOAD.model_copy(update={"config": RunConfig(tp=8, zero=3, recompute="full")})
+    return recommend(knowledge, w, Constraints(budget_usd=20000))
+
+
+@pytest.fixture(scope="module")
+def searched(knowledge):
+    """The same job with nothing stated: the search chooses the recomputation."""
+    return recommend(knowledge, WORKLOAD, Constraints(budget_usd=800))
+
+
+def fits_without_recompute(knowledge, report, plan) -> bool:
+    gpu: Gpu = knowledge.gpu(plan.gpu)
+    lay = plan.layout
+    layout = Layout(
+        plan.count, plan.nodes, min(plan.count, gpu.gpus_per_node), plan.precision, lay.tp, lay.pp, lay.dp,
+        lay.sharding, "none", lay.micro_batch, lay.grad_accum, lay.cp, lay.ep, lay.shard_group, lay.virtual,
+    )  # fmt: skip
+    job = resolve_job(knowledge, report.workload)
+    usable = plan.memory.usable_gb
+    return training_memory(job, gpu, layout, knowledge.assumptions, usable).fits
+
+
+def test_the_given_zero_stage_is_shown_as_given(given) -> None:
+    one_rank = [p for p in given.plans if p.layout.dp * p.layout.cp == 1]
+    assert one_rank, "the repro has a dp-1 plan"
+    for plan in given.plans:
+        zero = plan.configuration["zero"]
+        assert (zero.value, zero.source) == (3, "given"), plan.parallelism
+        assert bool(zero.note) == (plan.layout.dp * plan.layout.cp == 1)
+    assert "zero 3 (given; dp 1: nothing to shard" in report_text(given)
+    assert "zero 0 (given)" not in report_text(given)
+
+
+def test_recompute_advice_is_true_of_the_plan(knowledge, given, searched) -> None:
+    for report in (given, searched):
+        for plan in report.plans:
+            ids = {r.id for r in plan.rules}
+            if plan.layout.recompute == "none":
+                continue
+            spare = fits_without_recompute(knowledge, report, plan)
+            stated = report is given
+            assert ("advise-activation-checkpointing" in ids) == (not spare and not stated), plan.parallelism
+            assert ("advise-recompute-not-needed" in ids) == (spare and stated), plan.parallelism
+    # The issue's plans use a few GB of a B200's 171 usable: none "only fits" with recomputation.
+    assert not any("only fits with it" in a for p in given.plans for a in p.advice)
+
+
+def test_pipeline_advice_names_the_plans_own_micro_batches(given, searched) -> None:
+    piped = [p for r in (given, searched) for p in r.plans if p.layout.pp > 1]
+    assert piped
+    for plan in piped:
+        text = next(a for a in plan.advice if a.startswith(f"Pipeline parallel {plan.layout.pp}"))
+        assert f"{plan.layout.grad_accum} micro-batches per step" in text
+        bubble = round(100 * (plan.layout.pp - 1) / (plan.layout.grad_accum * plan.layout.virtual))
+        assert f"about {bubble}% of each step" in text
+        assert "at least 4 x" not in text
+
+
+def test_plans_fit_counts_the_budget(knowledge, searched) -> None:
+    """'N plans fit' counts the plans within the budget (the issue: '64 plans fit' above 2 rows at $200)."""
+    unlimited = recommend(knowledge, WORKLOAD, Constraints())
+    assert searched.plans and len(searched.plans) <= searched.plans_considered
+    assert searched.plans_considered < unlimited.plans_considered  # $800 leaves many plans out
+    assert all(p.cost_usd.high <= 800 for p in searched.plans)
+    assert f"\n{searched.plans_considered} plans fit; " in report_text(searched)
