@@ -131,13 +131,13 @@ def _alive(pid: str) -> bool:
         return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def rss_mb(pids: list[int]) -> float:
-    """Resident memory of these processes together, in MB."""
+def rss_mb(pids: list[int], field: str = "VmRSS") -> float:
+    """Resident memory of these processes together, in MB (field="VmHWM": each one's peak)."""
     total_kb = 0
     for pid in pids:
         with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     total_kb += int(line.split()[1])
     return total_kb / 1024
 

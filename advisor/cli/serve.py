@@ -6,6 +6,7 @@ import argparse
 import errno
 import secrets
 import socket
+from pathlib import Path
 
 from advisor.question.errors import InputError
 
@@ -146,6 +147,22 @@ def page_url(host: str, port: int, token: str) -> str:
     return f"http://{name}:{port}/?token={token}"
 
 
+def sessions_root() -> Path:
+    """The folder that holds one private folder per session (its ticks and exports), made now so that an
+    unwritable data directory is one line at start rather than a failure at each tab."""
+    from advisor.catalog.userdata import data_dir, ensure_dir
+
+    root = data_dir() / "serve-sessions"
+    try:
+        ensure_dir(root).chmod(0o700)
+    except OSError as exc:
+        raise InputError(
+            f"data directory {root}: cannot create it ({exc.strerror or exc}); set GPU_ADVISOR_DATA_DIR "
+            "to a folder you can write"
+        ) from None
+    return root
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Bind (or fail in one line), print the one start-up line with the link, serve until Ctrl+C."""
     origins = check_serve_args(args)
@@ -153,17 +170,12 @@ def run_serve(args: argparse.Namespace) -> int:
         from advisor.cli.serve_web import GuardedServer
     except ImportError as exc:
         raise InputError("serve needs textual-serve: pip install textual-serve") from exc
-    from advisor.catalog.userdata import data_dir
     from advisor.cli.serve_rules import Doors
 
+    root = sessions_root()
     sockets = bind(args.host, args.port)
     doors = Doors(args.host, args.port, secrets.token_urlsafe(24), origins)
-    server = GuardedServer(
-        doors,
-        max_sessions=args.max_sessions,
-        sessions_root=data_dir() / "serve-sessions",
-        title="gpu-advisor",
-    )
+    server = GuardedServer(doors, max_sessions=args.max_sessions, sessions_root=root, title="gpu-advisor")
     print(
         f"gpu-advisor serve: open {page_url(args.host, args.port, doors.token)} in a browser; "
         f"{reach(args.host)}; at most {args.max_sessions} sessions at once. Ctrl+C stops it.",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -161,6 +163,17 @@ async def test_sessions_are_capped_and_every_app_is_reaped_when_its_websocket_cl
     seconds = wait_until_gone(server)
     assert seconds < 10
     assert not any((server.root / "data" / "serve-sessions").iterdir())  # each session's folder went with it
+
+
+async def test_a_hung_app_is_killed_when_its_tab_closes(server: Served) -> None:
+    async with client() as session:
+        ws = await connect(server, session)
+        await first_bytes(ws)
+        (pid,) = server.app_processes()
+        os.kill(pid, signal.SIGSTOP)  # an app that no longer reads its input: "quit" cannot reach it
+        await ws.close()
+    # The reaper waits for "quit", then SIGTERMs the app's process group, then SIGKILLs it.
+    assert wait_until_gone(server, timeout=20) < 15
 
 
 TRAVERSALS = [

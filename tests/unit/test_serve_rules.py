@@ -4,6 +4,7 @@ messages reach a session, and that a bad --host, a busy port or a bad flag is on
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -203,3 +204,13 @@ def test_a_busy_port_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) 
         code, out, err = _serve(capsys, "--port", str(port))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"--port: {port} is already in use on 127.0.0.1" in err, err
+
+
+def test_a_data_directory_that_cannot_hold_sessions_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(blocker))
+    code, out, err = _serve(capsys, "--port", "8000")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "data directory" in err, err
