@@ -18,7 +18,6 @@ WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 MAX_COLUMNS, MAX_ROWS = 1000, 400
 MAX_STDIN_CHARS = 64 << 10  # one paste; the browser sends keys and pastes as they come
 MAX_PING_CHARS = 64
-TOKEN_COOKIE = "gpu_advisor_token"
 
 
 def bracketed(host: str) -> str:
@@ -77,6 +76,12 @@ class Doors:
             return True
         scheme = self.scheme_for(host_header)
         return origin == origin_of(f"{scheme}://{host_header}")
+
+    @property
+    def cookie(self) -> str:
+        """The token cookie's name: a browser keeps cookies per host, not per port, so each port has its own
+        (two servers on one machine must not overwrite each other's)."""
+        return f"gpu_advisor_token_{self.port}"
 
     def token_ok(self, given: str | None) -> bool:
         """A constant-time comparison with the server's token."""

@@ -22,7 +22,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from advisor.cli.serve_rules import TOKEN_COOKIE, Doors, parse_message, size_from_query
+from advisor.cli.serve_rules import Doors, parse_message, size_from_query
 from advisor.question.checks import escape_controls
 
 log = logging.getLogger("gpu-advisor.serve")
@@ -70,6 +70,7 @@ class Session(AppService):
         super().__init__(" ".join(APP_COMMAND), **kwargs)
         self.folder = folder
         self.name = folder.name[:8]
+        self.bad_messages = 0
         self._stopping: asyncio.Future[None] | None = None
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
@@ -207,7 +208,7 @@ class GuardedServer(Server):
         return response
 
     def _has_token(self, request: web.Request) -> bool:
-        return self.doors.token_ok(request.cookies.get(TOKEN_COOKIE) or request.query.get("token"))
+        return self.doors.token_ok(request.cookies.get(self.doors.cookie) or request.query.get("token"))
 
     def full(self) -> bool:
         """Whether every session is taken (a closing session counts until its process is gone)."""
@@ -228,7 +229,9 @@ class GuardedServer(Server):
                     403, "Wrong token", "This link's token is not this server's: use the start-up link."
                 )
             response = web.Response(status=303, headers={"Location": "/"})  # the token leaves the address bar
-            response.set_cookie(TOKEN_COOKIE, self.doors.token, httponly=True, samesite="Strict", path="/")
+            response.set_cookie(
+                self.doors.cookie, self.doors.token, httponly=True, samesite="Strict", path="/"
+            )
             return response
         if not self._has_token(request):
             return page(
@@ -313,22 +316,22 @@ class GuardedServer(Server):
             if errors := session.errors():
                 log.warning("session %s: the app wrote to stderr: %s", session.name, errors)
             shutil.rmtree(session.folder, ignore_errors=True)
-            log.info("session %s closed (%d open)", session.name, len(self.sessions))
+            bad = (
+                f"; {session.bad_messages} bad messages ignored" if session.bad_messages > BAD_LOGGED else ""
+            )
+            log.info("session %s closed (%d open%s)", session.name, len(self.sessions), bad)
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
         """The browser's messages, each checked (serve_rules.parse_message); garbage: one log line."""
-        bad = 0
+        assert isinstance(app_service, Session)
         async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            parsed = parse_message(message.data)
+            parsed = parse_message(message.data) if message.type == WSMsgType.TEXT else "a binary message"
             if isinstance(parsed, str):
-                bad += 1
-                if bad <= BAD_LOGGED:
-                    more = (
-                        "; further bad messages of this session are not logged" if bad == BAD_LOGGED else ""
-                    )
-                    log.warning("ignored %s%s", parsed, more)
+                app_service.bad_messages += 1
+                if app_service.bad_messages <= BAD_LOGGED:
+                    last = app_service.bad_messages == BAD_LOGGED
+                    more = "; further bad messages of this session are counted, not logged" if last else ""
+                    log.warning("session %s: ignored %s%s", app_service.name, parsed, more)
                 continue
             kind, value = parsed
             if kind == "stdin":

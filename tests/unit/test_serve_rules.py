@@ -86,6 +86,10 @@ def test_allow_origin_adds_a_name_and_its_scheme() -> None:
     assert doors.scheme_for("127.0.0.1:8000") == "http"
 
 
+def test_each_port_has_its_own_cookie() -> None:
+    assert LOOP.cookie != Doors("127.0.0.1", 8001, "other").cookie
+
+
 def test_the_token_is_compared_whole() -> None:
     assert LOOP.token_ok("secret-token")
     assert not any(LOOP.token_ok(t) for t in ("", None, "secret", "secret-token ", "SECRET-TOKEN"))
