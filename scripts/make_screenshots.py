@@ -1,4 +1,5 @@
-"""Regenerates screenshots/*.svg by driving the terminal UI with Pilot on the shipped knowledge."""
+"""Regenerates screenshots/*.svg by driving the terminal UI with Pilot on the shipped knowledge, and the
+browser ones (screenshots/serve-*.png) by driving `gpu-advisor serve` in headless Chromium."""
 
 # Run by `make screenshots`. Prior efficiency keeps the numbers stable between runs, and the user data
 # directory is a temporary one, so the shots never show the developer's own checklist ticks.
@@ -134,13 +135,51 @@ async def shoot(name: str, drive: Callable[[Pilot], Awaitable[None]], data_dir: 
     return OUT / f"{name}.svg"
 
 
-def main() -> int:
-    """Write every screenshot and list them."""
-    Input._toggle_cursor = lambda self: None  # type: ignore[method-assign]  # no blink: stable SVGs
+def serve_shots() -> list[Path]:
+    """screenshots/serve-wizard.png and serve-results.png: the UI as `gpu-advisor serve` shows it."""
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        chromium = None
+    if chromium is None:
+        print("serve-*.png skipped: needs playwright and Debian's chromium (apt-get install -y chromium)")
+        return []
+    from serve_client import open_in_browser, rank_in_browser, served
+
+    shots = [OUT / "serve-wizard.png", OUT / "serve-results.png"]
+    with (
+        tempfile.TemporaryDirectory(prefix="gpu-advisor-serve-shots-") as tmp,
+        served(Path(tmp)) as server,
+        sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            screen = open_in_browser(page, server)
+            page.screenshot(path=str(shots[0]))
+            rank_in_browser(page, screen)
+            page.wait_for_timeout(1000)  # the plan's details fill in after the table
+            page.screenshot(path=str(shots[1]))
+        finally:
+            browser.close()
+    return shots
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write every screenshot and list them (--no-serve: the SVGs only; --serve-only: the PNGs only)."""
+    args = set(sys.argv[1:] if argv is None else argv)
     OUT.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="gpu-advisor-shots-") as tmp:
-        for name, drive in SHOTS.items():
-            print(asyncio.run(shoot(name, drive, Path(tmp))).relative_to(ROOT))
+    if "--serve-only" not in args:
+        Input._toggle_cursor = lambda self: None  # type: ignore[method-assign]  # no blink: stable SVGs
+        with tempfile.TemporaryDirectory(prefix="gpu-advisor-shots-") as tmp:
+            for name, drive in SHOTS.items():
+                print(asyncio.run(shoot(name, drive, Path(tmp))).relative_to(ROOT))
+    if "--no-serve" not in args:
+        for shot in serve_shots():
+            print(shot.relative_to(ROOT))
     return 0
 
 

@@ -68,6 +68,7 @@ class GpuAdvisorApp(App[int]):
         efficiency: EfficiencyChoice = "learned",
         user_data_dir: Path | None = None,
         exit_on_hangup: bool = False,
+        served_dir: Path | None = None,
     ) -> None:
         """Build the app.
 
@@ -76,9 +77,12 @@ class GpuAdvisorApp(App[int]):
             efficiency: "learned" (the benchmark-trained model when present) or "prior" (deterministic).
             user_data_dir: where checklist ticks are kept (default: the user's data directory).
             exit_on_hangup: leave on SIGHUP (the real terminal; tests run without one).
+            served_dir: the session folder when `gpu-advisor serve` runs this app for a browser: exports are
+                downloads written only there (tui/served.py).
         """
         super().__init__()
         self._exit_on_hangup = exit_on_hangup
+        self.served_dir = served_dir
         self.engine = Engine(load_knowledge, efficiency, user_data_dir)
         self.efficiency_name = ""
         self._saved_theme = ""
@@ -93,6 +97,10 @@ class GpuAdvisorApp(App[int]):
             loop = asyncio.get_running_loop()
             leave_with_the_terminal(lambda: loop.call_soon_threadsafe(self.exit, None, HANGUP_STATUS))
         self._restore_theme()
+        if self.served_dir is not None:
+            from tui.served import leave_with_server
+
+            leave_with_server(self)
         self.push_screen(WizardScreen())
         # After the wizard's first frame: the load's imports must not compete with painting it.
         self.call_after_refresh(self._load)
@@ -247,6 +255,10 @@ def _import_later_screens() -> None:
 
 def run_app() -> int:
     """Run the UI until the user quits; the exit status."""
-    app = GpuAdvisorApp(exit_on_hangup=True)
+    from tui.served import session_dir
+
+    # Served (a browser session): its ticks and exports stay in the session's own folder.
+    folder = session_dir()
+    app = GpuAdvisorApp(exit_on_hangup=folder is None, user_data_dir=folder, served_dir=folder)
     app.run()
     return app.return_code or 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import on
@@ -12,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 HINT = "The plans, what was assumed and the launch files, as TOML (the same as the command line's export)."
+LABEL = "File (relative to the current directory, or absolute):"
 
 
 class ExportDialog(ModalScreen[Path | None]):
@@ -19,16 +21,26 @@ class ExportDialog(ModalScreen[Path | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="export-cancel")]
 
-    def __init__(self, default: str, error: str = "") -> None:
+    def __init__(
+        self,
+        default: str,
+        error: str = "",
+        *,
+        label: str = LABEL,
+        rule: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """rule: a further check of the text (the served UI's: a plain file name only)."""
         super().__init__()
         self.default = default
         self.error = error
+        self.label = label
+        self.rule = rule
 
     def compose(self) -> ComposeResult:
         """Title, path input, message, buttons."""
         with Vertical(classes="dialog", id="export-dialog"):
             yield Static("Export the recommendation as TOML", classes="dialog-title")
-            yield Label("File (relative to the current directory, or absolute):")
+            yield Label(self.label)
             yield Input(self.default, id="export-path", select_on_focus=False)
             yield Static(
                 self.error or HINT,
@@ -66,7 +78,7 @@ class ExportDialog(ModalScreen[Path | None]):
             return "Give a file name."
         if text.endswith(("/", "\\")):
             return "That is a folder: add a file name."
-        return None
+        return self.rule(text) if self.rule else None
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#save")

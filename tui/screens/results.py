@@ -305,7 +305,20 @@ class ResultsScreen(Screen[None]):
         if self.report is None or not self.report.plans:
             return
         default = path_text or default_export_name(self.report)
+        if getattr(self.app, "served_dir", None) is not None:
+            self._export_served(default)
+            return
         self.app.push_screen(ExportDialog(default, error), self._export_path_chosen)
+
+    def _export_served(self, default: str) -> None:
+        """In a browser: a file name only, written in the session's folder and sent as a download."""
+        from tui import served
+
+        def chosen(path: Path | None) -> None:
+            if path is not None and self.report is not None:
+                served.deliver_export(self, self.engine, self.report, self.app.served_dir, str(path))  # type: ignore[attr-defined]
+
+        self.app.push_screen(ExportDialog(default, label=served.LABEL, rule=served.name_problem), chosen)
 
     def _export_path_chosen(self, path: Path | None) -> None:
         if path is None:
