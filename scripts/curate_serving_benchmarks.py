@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serving_benches import READERS as BENCH_READERS
 from serving_dstack import READERS as DSTACK_READERS
 from serving_lmdeploy import READERS as LMDEPLOY_READERS
-from serving_rows import COLUMNS, ENGINES, FAMILIES, KINDS, PCTLS, PRECISIONS
+from serving_rows import COLUMNS, ENGINES, FAMILIES, KINDS, KV_PRECISIONS, PCTLS, PRECISIONS
 from serving_trtllm import READERS as TRTLLM_READERS
 from source_tables import read_source, write_csv
 
@@ -38,7 +38,7 @@ def _check(r: dict[str, str]) -> str:
     for col, allowed in closed.items():
         if r[col] not in allowed:
             return f"{col} {r[col]!r} not accepted (one of {', '.join(allowed)})"
-    if r["kv_precision"] not in ("", *PRECISIONS):
+    if r["kv_precision"] not in ("", *KV_PRECISIONS):
         return f"kv_precision {r['kv_precision']!r} not accepted"
     if int(r["isl"]) < 1 or int(r["osl"]) < 1:
         return "input and output lengths must be positive"

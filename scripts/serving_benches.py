@@ -23,7 +23,7 @@ def lat(d: dict[str, str], centre: str = "mean") -> dict[str, str]:
         if v is None:
             continue
         out[f"{metric}_ms"] = fmt(round(v, 2))
-        out[f"{metric}_pctl"] = "p50" if centre == "median" else "mean"
+        out[f"{metric}_pctl"] = "mean" if centre == "mean" else "p50"  # 'median' and 'p50' name the same
         p99 = number(d.get(f"p99_{metric}_ms", ""))
         out[f"{metric}_p99_ms"] = fmt(None if p99 is None else round(p99, 2))
     return out
@@ -111,9 +111,62 @@ def datacrunch_405b(src: SourceTable) -> list[dict[str, str]]:
     return _datacrunch(src, "Llama 3.1 405B Instruct", 8)
 
 
+# Engine, version, weights and what backs the precision, for each framework section of the RTX 3090 page.
+RTX3090 = {
+    "vllm": ("vllm", "0.4.1", "bf16", "dtype bfloat16 in the server log"),
+    "lmdeploy": (
+        "lmdeploy",
+        "0.4.0 (TurboMind, api_server defaults)",
+        "bf16",
+        "TurboMind 0.4.0 keeps a bfloat16 checkpoint in bf16 (InternLM/lmdeploy@"
+        "04ba0ff797914666ad52ed35e8297bd11151ca15:lmdeploy/turbomind/deploy/converter.py)",
+    ),
+    "trt-llm": (
+        "trtllm",
+        "0.9.0 (Triton backend; engine max batch 40)",
+        "fp16",
+        "engine dtype not printed: float16 assumed (no quantisation configured)",
+    ),
+}
+
+
+def rtx3090(src: SourceTable) -> list[dict[str, str]]:
+    out = []
+    for i, d in enumerate(src.rows, start=1):
+        engine, version, precision, why = RTX3090[d["framework"]]
+        kv8 = d["variant"] == "kv-int8"
+        row = base(
+            src,
+            engine,
+            "independent",
+            kind="online",
+            model=MODELS["Llama 3.1 8B"],
+            source_model="Meta-Llama-3-8B-Instruct",
+            gpu="rtx-3090",
+            source_gpu="RTX 3090 24GB",
+            count=1,
+            tp=1,
+            precision=precision,
+            kv_precision="int8" if kv8 else "",
+            isl=mean_len(d["total_input_tokens"], d["num_prompts"]),
+            osl=mean_len(d["total_generated_tokens"], d["num_prompts"]),
+            dataset="sharegpt",
+            request_rate=d["request_rate"],
+            output_tok_s=num(d["output_tok_s"]),
+            requests_s=num(d["request_throughput"]),
+            **lat(d, "p50"),
+            engine_version=version + ("; --quant-policy 8" if kv8 else ""),
+            row_ref=f"row {i} ({d['framework']} {d['variant']})",
+            note=f"Llama 3 8B has the Llama 3.1 8B shapes; {d['num_prompts']} prompts; {why}",
+        )
+        out.append(per_gpu(row))
+    return out
+
+
 READERS = {
     "serve_sglang_v0.3.0_vs_vllm_v0.6.0.csv": sglang_v030,
     "serve_sglang_datacrunch_h200_70b_offline.csv": datacrunch_70b,
     "serve_sglang_datacrunch_h200_70b_online.csv": datacrunch_70b,
     "serve_sglang_datacrunch_h200_405b_online.csv": datacrunch_405b,
+    "serve_multi_zhjunqin_rtx3090.csv": rtx3090,
 }

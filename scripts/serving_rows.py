@@ -48,6 +48,7 @@ COLUMNS = [
 # batch without in-flight batching; ttft-bs1: first-token latency of one request alone.
 KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
 PRECISIONS = ("fp8", "fp16", "bf16", "nvfp4")
+KV_PRECISIONS = ("fp8", "fp16", "bf16", "int8")
 PCTLS = ("mean", "p50", "p90", "p99")
 ENGINES = ("trtllm", "vllm", "sglang", "lmdeploy", "tgi")
 FAMILIES = ("vendor", "independent")
