@@ -163,10 +163,49 @@ def rtx3090(src: SourceTable) -> list[dict[str, str]]:
     return out
 
 
+def rocm_latency(version: str, kv: str):  # type: ignore[no-untyped-def]
+    """A reader of one version of AMD's ROCm vLLM latency table (benchmark_latency: one batch to the end)."""
+
+    def read(src: SourceTable) -> list[dict[str, str]]:
+        out = []
+        for i, d in enumerate(src.rows, start=1):
+            model = "Llama 3.1 405B" if d["model"].startswith("Llama 3.1 405B") else "Llama 3.1 70B"
+            n, osl, secs = num(d["batch_size"]), num(d["output"]), num(d["mi300x_latency_s"])
+            row = base(
+                src,
+                "vllm",
+                "vendor",  # AMD's documentation of its own vLLM build
+                kind="batch",
+                model=MODELS[model],
+                source_model=d["model"],
+                gpu="mi300x",
+                source_gpu="MI300X 192GB",
+                count=d["tp"],
+                tp=d["tp"],
+                precision="fp8",
+                kv_precision=kv,
+                isl=d["input"],
+                osl=d["output"],
+                dataset="fixed",
+                batch=d["batch_size"],
+                request_rate="inf",
+                output_tok_s=round(n * osl / secs, 2),
+                engine_version=version,
+                row_ref=f"row {i}",
+                note=f"output tok/s = batch x output / end-to-end latency ({d['mi300x_latency_s']} s)",
+            )
+            out.append(per_gpu(row))
+        return out
+
+    return read
+
+
 READERS = {
     "serve_sglang_v0.3.0_vs_vllm_v0.6.0.csv": sglang_v030,
     "serve_sglang_datacrunch_h200_70b_offline.csv": datacrunch_70b,
     "serve_sglang_datacrunch_h200_70b_online.csv": datacrunch_70b,
     "serve_sglang_datacrunch_h200_405b_online.csv": datacrunch_405b,
     "serve_multi_zhjunqin_rtx3090.csv": rtx3090,
+    "serve_vllm_rocm_mi300x_v0.7.3_latency.csv": rocm_latency("0.7.3 (ROCm 6.3.1, 20250305_aiter)", "fp8"),
+    "serve_vllm_rocm_mi300x_v0.10.0_latency.csv": rocm_latency("0.10.0 (ROCm 6.4.1 image, AITER)", ""),
 }

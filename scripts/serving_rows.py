@@ -58,6 +58,7 @@ MODELS = {
     "LLaMA 3.1 8B": "llama-3.1-8b",
     "Llama 3.1 8B Instruct": "llama-3.1-8b",
     "LLaMA v3.1 70B": "llama-3.1-70b",
+    "Llama 3.1 70B": "llama-3.1-70b",
     "LLaMA 3.1 70B": "llama-3.1-70b",
     "Llama 3.1 70B Instruct": "llama-3.1-70b",
     "Llama 3.3 70B": "llama-3.1-70b",
