@@ -34,6 +34,7 @@ FLAG = {
     "output_tokens": "--output-tokens",
     "tpot_ms": "--tpot-ms",
     "ttft_ms": "--ttft-ms",
+    "slo_percentile": "--slo-percentile",
     "budget_usd": "--budget",
     "deadline_hours": "--deadline",
     "max_gpus": "--max-gpus",
@@ -96,6 +97,7 @@ def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
         "output_tokens": _int(g("output_tokens"), "--output-tokens"),
         "tpot_ms": _float(g("tpot_ms"), "--tpot-ms"),
         "ttft_ms": _float(g("ttft_ms"), "--ttft-ms"),
+        "slo_percentile": int(g("slo_percentile")) if g("slo_percentile") else None,
     }
     fields["config"] = config_fields(args)
     fields["spec"] = model_spec_fields(args)

@@ -21,7 +21,7 @@ FLAG_OF = {
     "workload": "--workload",
 }
 TRAINING_ONLY = ("tokens", "samples", "epochs", "dataset_gb", "optimizer", "lora_rank")
-INFERENCE_ONLY = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms")
+INFERENCE_ONLY = ("requests_per_s", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms", "slo_percentile")
 LORA_ONLY = ("lora_rank",)
 ONPREM_ONLY = ("electricity_usd_kwh", "utilization", "years")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -24,6 +24,7 @@ from advisor.question.vocab import (
     PRECISIONS,
     PRICING_PLANS,
     RECOMPUTES,
+    SLO_PERCENTILES,
     STACKS,
     WORKLOADS,
 )
@@ -92,6 +93,11 @@ def _workload_args(p: argparse.ArgumentParser, *, inference: bool = True) -> Non
         g.add_argument("--output-tokens", help="inference output length (default 256)")
         g.add_argument("--tpot-ms", help="latency target per output token, ms (default 50)")
         g.add_argument("--ttft-ms", help="latency target to the first token, ms (optional)")
+        g.add_argument(
+            "--slo-percentile",
+            choices=tuple(str(p) for p in SLO_PERCENTILES),
+            help="the percentile of requests the latency targets hold for (default 50)",
+        )
 
 
 def _shape_args(p: argparse.ArgumentParser) -> None:
