@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from advisor.learned.serving.data import Case
 from advisor.learned.serving.model import ENGINE_TERMS, GLOBALS, ServingModel, initial
 from advisor.learned.serving.observe import fit_obs, traits
 
 SEED = 0  # recorded in the metadata: the fit is deterministic (fixed start, no random draws)
-ENGINE_RIDGE = 0.05  # residual weight on each engine offset: a light pull toward the engines' common value
+ENGINE_RIDGE = 0.01  # residual weight on each engine offset: a light pull toward the engines' common value
 PRIOR_WEIGHT = 0.1  # a weak pull of every global toward its starting value, so that no term runs off to +-30
 MAX_EVALUATIONS = 60
 
@@ -61,6 +62,36 @@ def residuals_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, f
     return out
 
 
+STEP = 1e-4  # relative change of an efficiency field for its finite difference
+
+
+def jacobian_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, float], names: list[str]):
+    """d residual / d parameter by the chain rule: each row's figures are differenced against the eight
+    efficiency fields (eight passes, not one per parameter), times d field / d parameter (analytic)."""
+    import numpy as np  # training only
+
+    column = {n: i for i, n in enumerate(names)}
+    jac: list[list[float]] = []
+    for c in rows:
+        eff, slopes = model.efficiency_and_slopes(traits(c))
+        w = weights[source_of(c)]
+        base = fit_obs(c, eff)
+        rows_here = [[0.0] * len(names) for _ in base]
+        for field, pairs in slopes.items():
+            value = getattr(eff, field)
+            bumped = fit_obs(c, replace(eff, **{field: value * (1.0 + STEP)}))
+            for r, (o0, o1) in enumerate(zip(base, bumped, strict=True)):
+                d0, d1 = (
+                    clipped_log_ratio(o0.predicted, o0.measured),
+                    clipped_log_ratio(o1.predicted, o1.measured),
+                )
+                d_field = w * (d1 - d0) / (value * STEP)
+                for name, slope in pairs:
+                    rows_here[r][column[name]] += d_field * slope
+        jac += rows_here
+    return np.array(jac)
+
+
 def fit(
     cases: Sequence[Case], start: ServingModel | None = None, max_nfev: int = MAX_EVALUATIONS
 ) -> ServingModel:
@@ -79,11 +110,27 @@ def fit(
 
     start0 = initial().params
     prior = [PRIOR_WEIGHT * start0[k] for k in GLOBALS]
+    names = list(GLOBALS) + [f"{e}/{t}" for e in engines for t in ENGINE_TERMS]
+    n_global = len(GLOBALS)
 
     def residuals(x):
         model = _unpack(x, engines)
-        pulls = [PRIOR_WEIGHT * v - p for v, p in zip(x[: len(GLOBALS)], prior, strict=True)]
-        return residuals_of(model, rows, weights) + [ridge * v for v in x[len(GLOBALS) :]] + pulls
+        pulls = [PRIOR_WEIGHT * v - p for v, p in zip(x[:n_global], prior, strict=True)]
+        return residuals_of(model, rows, weights) + [ridge * v for v in x[n_global:]] + pulls
 
-    sol = least_squares(residuals, x0, loss="soft_l1", f_scale=0.3, method="trf", max_nfev=max_nfev)
+    def jacobian(x):
+        import numpy as np
+
+        data = jacobian_of(_unpack(x, engines), rows, weights, names)
+        extra = np.zeros((len(names), len(names)))
+        for i in range(len(names)):
+            extra[i, i] = ridge if i >= n_global else 0.0
+        pulls = np.zeros((n_global, len(names)))
+        for i in range(n_global):
+            pulls[i, i] = PRIOR_WEIGHT
+        return np.vstack([data, extra[n_global:], pulls])
+
+    sol = least_squares(
+        residuals, x0, jac=jacobian, loss="soft_l1", f_scale=0.3, method="trf", max_nfev=max_nfev
+    )
     return _unpack([round(float(v), 5) for v in sol.x], engines)

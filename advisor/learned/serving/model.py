@@ -42,9 +42,26 @@ GLOBALS = (
     "request",
 )
 ENGINE_TERMS = ("memory", "compute", "step", "request")
-REQUEST_UNIT_S = 1e-2  # exp(0) of the time outside the GPU before the first token is ten milliseconds
 STEP_UNIT_S = 1e-3  # exp(0) of the iteration cost is one millisecond
 PER_SEQ_UNIT_S = 1e-5  # exp(0) of the per-sequence cost is ten microseconds
+REQUEST_UNIT_S = 1e-2  # exp(0) of the time outside the GPU before the first token is ten milliseconds
+FIELDS = (
+    # (Efficiency field, link, unit, (parameter, trait) terms, the engine offset that moves it)
+    ("memory", "logit", 1.0, (("memory", "one"), ("memory_amd", "amd"), ("memory_fp8", "fp8")), "memory"),
+    (
+        "compute",
+        "logit",
+        1.0,
+        (("compute", "one"), ("compute_amd", "amd"), ("compute_fp8", "fp8")),
+        "compute",
+    ),
+    ("kv", "logit", 1.0, (("kv", "one"), ("kv_amd", "amd")), None),
+    ("experts", "logit", 1.0, (("experts", "one"), ("experts_thin", "thin")), None),
+    ("step_s", "log", STEP_UNIT_S, (("step", "one"), ("step_amd", "amd")), "step"),
+    ("per_seq_s", "log", PER_SEQ_UNIT_S, (("per_seq", "one"),), None),
+    ("comm", "log", 1.0, (("comm", "one"),), None),
+    ("request_s", "log", REQUEST_UNIT_S, (("request", "one"),), "request"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,24 +103,32 @@ class ServingModel:
 
     def efficiency(self, t: Traits) -> Efficiency:
         """The step model's efficiencies for these traits."""
-        g = self.params
+        return self.efficiency_and_slopes(t)[0]
+
+    def efficiency_and_slopes(self, t: Traits) -> tuple[Efficiency, dict[str, list[tuple[str, float]]]]:
+        """The efficiencies, and for each field the parameters it moves with and d field / d parameter
+        (engine offsets named 'engine/term'): what a fit's chain-rule Jacobian needs."""
         src = self.source_engine(t.engine)
         e = self.engines.get(src, {}) if src else {}
-        amd, fp8 = float(t.amd), float(t.fp8)
-        z_mem = g["memory"] + amd * g["memory_amd"] + fp8 * g["memory_fp8"] + e.get("memory", 0.0)
-        z_kv = g["kv"] + amd * g["kv_amd"]
-        z_cmp = g["compute"] + amd * g["compute_amd"] + fp8 * g["compute_fp8"] + e.get("compute", 0.0)
-        thin = math.log2(1024.0 / min(1024.0, t.expert_slice)) if t.expert_slice > 0 else 0.0
-        return Efficiency(
-            memory=logistic(z_mem),
-            compute=logistic(z_cmp),
-            kv=logistic(z_kv),
-            experts=logistic(g["experts"] + thin * g["experts_thin"]),
-            step_s=STEP_UNIT_S * math.exp(g["step"] + amd * g["step_amd"] + e.get("step", 0.0)),
-            per_seq_s=PER_SEQ_UNIT_S * math.exp(g["per_seq"] + e.get("per_seq", 0.0)),
-            comm=math.exp(g["comm"]),
-            request_s=REQUEST_UNIT_S * math.exp(g["request"] + e.get("request", 0.0)),
-        )
+        feature = {
+            "one": 1.0,
+            "amd": float(t.amd),
+            "fp8": float(t.fp8),
+            "thin": math.log2(1024.0 / min(1024.0, t.expert_slice)) if t.expert_slice > 0 else 0.0,
+        }
+        values: dict[str, float] = {}
+        slopes: dict[str, list[tuple[str, float]]] = {}
+        for name, link, unit, terms, engine_term in FIELDS:
+            z = sum(self.params[p] * feature[f] for p, f in terms) + (
+                e.get(engine_term, 0.0) if engine_term else 0.0
+            )
+            v = logistic(z) if link == "logit" else unit * math.exp(max(-30.0, min(30.0, z)))
+            dv = v * (1.0 - v) if link == "logit" else v
+            values[name] = v
+            slopes[name] = [(p, dv * feature[f]) for p, f in terms if feature[f]]
+            if engine_term and src:
+                slopes[name].append((f"{src}/{engine_term}", dv))
+        return Efficiency(**values), slopes
 
     def band(self, quantity: str) -> tuple[float, float]:
         """Multipliers (P10, P90) around a prediction of 'throughput', 'ttft' or 'tpot'."""

@@ -154,7 +154,7 @@ def _baseline_latency(c: Case, eff: Efficiency, lim: EngineLimits) -> Callable:
         b = max(1.0, c.request_rate * c.osl * iteration_s(rep, eff, 1.0, c.isl + c.osl / 2))
     ttft = prefill_alone_s(rep, eff, c.isl, lim.token_budget)
     tpot = iteration_s(rep, eff, b, c.isl + c.osl / 2.0)
-    lat = Latency(0.5, ttft, tpot, ttft, tpot, b, 0.0, 0.0)
+    lat = Latency(0.5, ttft, tpot, ttft, tpot, b, 0.0, 0.0, tpot, tpot)
     return lambda q: lat
 
 
