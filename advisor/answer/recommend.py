@@ -335,7 +335,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         )
     else:
         reasons.append(f"on-prem at ${s.usd_per_hour / lay.count:.2f}/GPU-h (TCO, amortised)")
-    reasons += s.notes + _serving_plan_notes(cand)
+    reasons += s.notes + _serving_plan_notes(job, s)
     reasons += [
         f"preference {f.rule_id}: {f.message} ({f.score:+g})" for f in fired if f.kind == "preference"
     ]
@@ -402,8 +402,18 @@ def _serving_report_notes(ctx: Context, top: list[Scored]) -> list[str]:
     return list(serving_notes(ctx, top[0].cand.serving if top else None))
 
 
-def _serving_plan_notes(cand: Candidate) -> list[str]:
-    return cand.serving.notes if cand.serving else []
+def _serving_plan_notes(job: Job, s: Scored) -> list[str]:
+    """A serving plan's own notes and its cost per million output tokens at the offered load."""
+    srv = s.cand.serving
+    if srv is None:
+        return []
+    tokens = job.requests_per_s * job.output_tokens * 3600.0 * s.hours.p50 / 1e6  # a month of service
+    cost = s.cost
+    return [
+        *srv.notes,
+        f"${cost.mid / tokens:,.2f} per million output tokens at {job.requests_per_s:g} req/s "
+        f"(${cost.low / tokens:,.2f}-{cost.high / tokens:,.2f})",
+    ]
 
 
 def _serving_of(job: Job, s: Scored) -> ServingOut | None:
@@ -411,7 +421,7 @@ def _serving_of(job: Job, s: Scored) -> ServingOut | None:
     cand = s.cand
     if job.training or s.ttft_ms is None or s.tpot_ms is None or cand.serving is None:
         return None
-    return serving_out(job, cand.serving, s.ttft_ms, s.tpot_ms, s.cost)
+    return serving_out(job, cand.serving, s.ttft_ms, s.tpot_ms, s.cost, s.hours.p50)
 
 
 def serving_label(cand: Candidate) -> str:

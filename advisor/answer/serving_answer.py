@@ -37,10 +37,13 @@ def _r3(x: Interval) -> Range3:
     return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
 
 
-def serving_out(job: Job, served: Served, ttft: Interval, tpot: Interval, cost: CostRange) -> ServingOut:
-    """The serving sizing of one plan as output (cost per million output tokens at the offered load)."""
+def serving_out(
+    job: Job, served: Served, ttft: Interval, tpot: Interval, cost: CostRange, hours: float
+) -> ServingOut:
+    """The serving sizing of one plan as output (cost per million output tokens at the offered load, over
+    the `hours` the cost covers)."""
     fig = served.figures
-    month_tokens = job.requests_per_s * job.output_tokens * 3600.0 * 730.0 / 1e6
+    month_tokens = job.requests_per_s * job.output_tokens * 3600.0 * hours / 1e6
     per_million = (
         Range3(p10=cost.low / month_tokens, p50=cost.mid / month_tokens, p90=cost.high / month_tokens)
         if month_tokens > 0

@@ -89,7 +89,7 @@ def jacobian_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, fl
                 for name, slope in pairs:
                     rows_here[r][column[name]] += d_field * slope
         jac += rows_here
-    return np.array(jac)
+    return np.array(jac, dtype=float).reshape(len(jac), len(names))
 
 
 def fit(
