@@ -240,9 +240,18 @@ class Served:
 
 
 def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: float) -> Served | str:
-    """recommend: the fewest replicas whose rate each meets the targets; or why none can."""
-    best = max_rate(ctx, fig, targets)
+    """recommend: the fewest replicas whose rate each meets the targets; or why none can. A stated batch is
+    the requests each replica keeps in flight (a closed loop): its completion rate sizes the replicas."""
     lone = alone(ctx, fig)
+    if ctx.job.batch_size:
+        held = closed_loop_at(ctx, fig, ctx.job.batch_size, targets.quantile)
+        if held is None or not targets.met(held):
+            return f"{ctx.job.batch_size} requests in flight per replica miss the latency targets"
+        replicas = max(1, math.ceil(rate_total / held.requests_s - 1e-9))
+        return Served(
+            fig, replicas, rate_total / replicas, held, held.requests_s, targets, ctx.job.batch_size, lone
+        )
+    best = max_rate(ctx, fig, targets)
     if best <= 0:
         return _latency_miss(targets, lone)
     replicas = max(1, math.ceil(rate_total / best - 1e-9))
@@ -389,7 +398,7 @@ def search_serving(
             continue
         got = _candidate(ctx, gpu, precision, node_size, served)
         (missed if isinstance(got, Miss) else found).append(got)  # type: ignore[arg-type]
-        if count is None and (targets.ttft_s or targets.tpot_s):
+        if count is None and not job.batch_size and (targets.ttft_s or targets.tpot_s):
             split = _disaggregated(ctx, gpu, precision, node_size, fig, targets, total)
             if split is not None:
                 found.append(split)

@@ -123,3 +123,13 @@ def test_slo_percentile_flag_is_refused_for_training() -> None:
         text=True,
     )
     assert done.returncode == 2 and "slo-percentile" in done.stderr
+
+
+def test_recommend_holds_a_stated_batch_per_replica(knowledge) -> None:
+    w = Workload(**SERVE_8B, batch_size=16)
+    report = recommend(knowledge, w, Constraints(top=5, gpus=("h100-sxm",)))
+    assert report.plans
+    for plan in report.plans:
+        assert plan.serving is not None and plan.serving.batch_per_replica == 16
+        assert plan.serving.prefill_replicas == 0
+        assert plan.configuration["batch"].source == "given"
