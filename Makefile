@@ -42,6 +42,7 @@ benchmark: $(STAMP) bytecode
 
 train: $(STAMP)
 	$(BIN)/gpu-advisor model train
+	$(BIN)/python -m advisor.learned.serving.train
 
 evaluate: $(STAMP)
 	$(BIN)/gpu-advisor model evaluate

@@ -10,6 +10,7 @@ from advisor.job.layout import ZERO_STAGE, Layout
 from advisor.job.resolve import Job
 from advisor.physics.goodput import Goodput
 from advisor.physics.memory import Memory
+from advisor.question.vocab import DEFAULT_ENGINE
 
 ZERO_OF = {"none": 0, "ddp": 0, **ZERO_STAGE}
 
@@ -107,13 +108,13 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
 
 def serving_configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
     """The configuration of a serving plan: tensor and pipeline size, replicas, engine."""
-    given = job.config.given()
+    given = {**job.config.given(), **({"batch": job.batch_size} if job.batch_size else {})}
     out = {
         k: ConfigValue(value=v, source="given" if k in given else "chosen")
         for k, v in (("tp", lay.tp), ("pp", lay.pp), ("replicas", lay.dp), ("batch", lay.micro_batch))
     }
     out["engine"] = ConfigValue(
-        value=job.config.engine or "vllm", source="given" if job.config.engine else "default"
+        value=job.config.engine or DEFAULT_ENGINE, source="given" if job.config.engine else "default"
     )
     return out
 

@@ -21,6 +21,7 @@ from advisor.answer.report import (
     Range3,
     Throughput,
 )
+from advisor.answer.serving_answer import serving_interval, serving_notes, serving_source_name
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import evaluate
@@ -28,17 +29,16 @@ from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
 from advisor.job.resolve import resolve_job
-from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
-from advisor.learned.serving.model import load_model
+from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import GB, inference_memory, inference_terms
+from advisor.physics.memory import inference_memory
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.records import Record, record
-from advisor.search.candidates import Candidate, efficiency_query, largest_batch_within, resolve_precision
+from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
 from advisor.search.context import Context
-from advisor.search.serving import Learned, describe_load, engine_of, learned_efficiency, load_figures
+from advisor.search.serving import Served, search_serving, shapes
 from advisor.search.training import TrainingSearch, _CountResult
 
 
@@ -138,16 +138,12 @@ def predict(
     precision = resolve_precision(job.precision, gpu)
     _check_precision(ctx, gpu, precision, node_size)
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
-    assumed = tuple(a for a in job.assumed if a.field not in ("requests_per_s", "tpot_ms"))
+    assumed = tuple(a for a in job.assumed if a.field not in ("requests_per_s", "tpot_ms", "slo_percentile"))
     stack_note = getattr(model, "stack_note", None)  # the learned model says what the stack changes
     source = (
         (model.name + (stack_note(job.stack) if stack_note else ""))
         if job.training
-        else (
-            "learned from measured serving runs (knowledge/serving_model.json)"
-            if load_model() and job.arch
-            else "priors for serving (decode bandwidth, prefill compute)"
-        )
+        else serving_source_name()
     )
     common = dict(
         model=job.model_id,
@@ -160,10 +156,7 @@ def predict(
     )
     if job.training:
         return _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    usable = gpu.memory_gb * (1 - ctx.headroom)
-    # A prediction holds serving to a latency target only when the user sets one.
-    target = workload.tpot_ms if workload.tpot_ms is not None else float("inf")
-    return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)
+    return _predict_serving(ctx, gpu, precision, count, node_size, common)
 
 
 def _predict_training(
@@ -258,122 +251,107 @@ def _fully_given(ctx: Context) -> bool:
 
 
 def _predict_serving(
-    ctx: Context,
-    gpu: Gpu,
-    precision: str,
-    count: int,
-    node_size: int,
-    usable: float,
-    model: EfficiencyModel,
-    common: dict,
-    tpot_target_ms: float,
+    ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict
 ) -> Prediction:
-    a, job = ctx.knowledge.assumptions, ctx.job
-    context = job.prompt_tokens + job.output_tokens
-    probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
-    decode, prefill = model.estimate([Query("decode", job, gpu, probe), Query("prefill", job, gpu, probe)])
-    best = None
-    leanest = None
-    given_tp, pp = job.config.tp, job.config.pp or 1
-    for tp in (given_tp,) if given_tp else (1, 2, 4, 8, 16):
-        if (
-            (not given_tp and tp > min(count, node_size))
-            or count % (tp * pp)
-            or (job.arch and job.arch.heads % tp)
-        ):
-            continue
-        layout = Layout(
-            count=count,
-            nodes=math.ceil(count / node_size),
-            node_size=node_size,
-            precision=precision,
-            tp=tp,
-            pp=pp,
-            dp=count // (tp * pp),
-        )
-        terms = inference_terms(job, gpu, layout, a, context)
-        room = usable * GB - sum(hi for _, _, hi in terms.fixed)
-        b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
-        mem = inference_memory(job, gpu, layout.with_(micro_batch=max(b_max, 1)), a, usable, context)
-        if leanest is None or mem.high_gb < leanest[1].high_gb:
-            leanest = (layout, mem)
-        if b_max < 1:
-            continue
-        weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
-        kv_seq = terms.kv_per_seq_high / 1.01
-        learned = learned_efficiency(job, precision, tp, engine_of(getattr(ctx, "workload", None) or job)[0])
-        dec, pre = (learned.decode, learned.prefill) if learned else (decode, prefill)
-        b, t = largest_batch_within(job, gpu, layout, a, b_max, weights_b, kv_seq, dec.p50, tpot_target_ms)
-        if t is None:
-            continue
-        tokens = layout.dp * b / t.decode_step_s
-        if best is None or tokens > best[0][0]:
-            best = ((tokens, layout.with_(micro_batch=b), t, mem), (dec, pre, learned))
-    if best is None:
-        if leanest is None:
+    """The same serving search as recommend, with the GPU, the count and every stated value held."""
+    job = ctx.job
+    found, missed = search_serving(ctx, gpu, precision, node_size, count)
+    if not found:
+        if not shapes(job, node_size, count):
             raise InputError(
                 field="tp",
-                value=given_tp,
-                problem=f"x pp {pp} does not divide the {count} GPUs",
+                value=job.config.tp or 1,
+                problem=f"x pp {job.config.pp or 1} does not divide the {count} GPUs",
                 accepted=f"tp x pp dividing {count}",
             )
-        layout, mem = leanest
-        latency = tpot_target_ms != float("inf")
-        return Prediction(
-            **common,
-            nodes=layout.nodes,
-            parallelism=layout.label(),
-            layout=layout_out(layout),
-            throughput=None,
-            memory=memory_out(mem),
-            refusal="latency" if latency else "memory",
-            configuration=serving_configuration(job, layout),
-            notes=(
-                f"nothing meets {tpot_target_ms:g} ms per token with this memory"
-                if tpot_target_ms != float("inf")
-                else "not one sequence fits in memory",
-            ),
-        )
-    (sol_tokens, layout, t, _), (decode, prefill, learned) = best
-    mem = inference_memory(job, gpu, layout, a, usable, context)
-    notes = _serving_notes(ctx, gpu, precision, layout, learned)
-    tput = decode.scaled(sol_tokens)
+        return _serving_refusal(ctx, gpu, precision, count, node_size, common, missed)
+    best = max(found, key=lambda c: (c.serving.throughput if c.serving else 0.0, -c.layout.tp))
+    served = best.serving
+    assert served is not None
+    fig = served.figures
+    tput = serving_interval(served, "throughput", served.throughput)
+    ttft = serving_interval(served, "ttft", served.ttft_s * 1000.0)
+    tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
+    share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
+    notes = _serving_notes(ctx, served)
+    return Prediction(
+        **common,
+        nodes=best.layout.nodes,
+        parallelism=best.layout.serving_label(),
+        layout=layout_out(best.layout),
+        throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
+        memory=memory_out(best.memory),
+        configuration=serving_configuration(job, best.layout),
+        step_time_s=_r3(tpot.scaled(1e-3)),
+        efficiency=_r3(Interval(min(1.0, share.p10), min(1.0, share.p50), min(1.0, share.p90))),
+        bound=fig.bound,
+        speed_of_light=fig.sol.output_tok_s * served.replicas,
+        serving_ttft_ms=_r3(ttft),
+        serving_tpot_ms=_r3(tpot),
+        notes=notes,
+    )
+
+
+def _serving_refusal(
+    ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict, missed: list
+) -> Prediction:
+    """Nothing serves as stated: the memory of the leanest stated layout, and the reason."""
+    job, a = ctx.job, ctx.knowledge.assumptions
+    tp, pp = max(shapes(job, node_size, count))
+    layout = Layout(
+        count=count,
+        nodes=math.ceil(count / node_size),
+        node_size=node_size,
+        precision=precision,
+        tp=tp,
+        pp=pp,
+        dp=count // (tp * pp),
+    )
+    usable = gpu.memory_gb * (1 - ctx.headroom)
+    mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
+    miss = missed[0] if missed else None
+    kind = miss.kind if miss else "memory"
+    note = miss.message if miss else "not one sequence fits in memory"
     return Prediction(
         **common,
         nodes=layout.nodes,
         parallelism=layout.serving_label(),
         layout=layout_out(layout),
-        throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
+        throughput=None,
         memory=memory_out(mem),
+        refusal=kind,
         configuration=serving_configuration(job, layout),
-        step_time_s=_r3(decode.inverted(t.decode_step_s)),
-        efficiency=_r3(decode),
-        bound=t.decode_bound,
-        speed_of_light=sol_tokens,
-        serving_ttft_ms=_r3(prefill.inverted(t.prefill_s * 1000)),
-        serving_tpot_ms=_r3(decode.inverted(t.decode_step_s * 1000)),
-        notes=notes,
+        notes=(note,),
     )
 
 
-def _serving_notes(
-    ctx: Context, gpu: Gpu, precision: str, layout: Layout, learned: Learned | None
-) -> tuple[str, ...]:
-    """Which serving figures are learned (and from what) and which are priors; latency at the user's load."""
-    if learned is None:
-        return (
-            "inference: no learned serving model for this workload; efficiency is a prior "
-            "(decode MBU, prefill MFU)",
+def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
+    """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max."""
+    job = ctx.job
+    fig = served.figures
+    q = job.slo_percentile
+    lines = list(serving_notes(ctx, served))
+    full = fig.sat.output_tok_s
+    lines.append(
+        f"learned max throughput {full / fig.replica_gpus:,.0f} output tokens/s per GPU "
+        f"({full * served.replicas:,.0f} for the {served.replicas} replica(s); capacity "
+        f"{fig.sat.requests_s * served.replicas:.2f} req/s at {fig.sat.batch:.0f} running sequences per "
+        "replica)"
+    )
+    if job.batch_size:
+        lines.append(
+            f"at {job.batch_size} requests in flight per replica (closed loop): P{q} TTFT and TPOT shown"
         )
-    engine, given = engine_of(getattr(ctx, "workload", None) or ctx.job)
-    notes = [
-        learned.note,
-        f"engine {engine}" + ("" if given else " (default; no engine given)"),
-        "priors still used: memory headroom, KV-cache layout, TP all-reduce cost",
-    ]
-    # predict answers a load only when given
-    defaulted = any(a.field == "requests_per_s" for a in ctx.job.assumed)
-    rate = None if defaulted else ctx.job.requests_per_s
-    targets = not any(a.field == "tpot_ms" for a in ctx.job.assumed)
-    fig = load_figures(ctx.job, gpu, precision, layout.tp, layout.dp, engine, rate, targets)
-    return tuple(notes) + (describe_load(fig, rate) if fig else ())
+    elif served.load is not None:
+        lines.append(f"at {served.rate * served.replicas:g} req/s: P{q} TTFT and TPOT shown")
+    else:
+        lines.append(
+            "no load given: throughput is the replica kept full; first token of a lone request on an idle "
+            "replica, per-token time while full (pass a request rate or a batch for latency under load)"
+        )
+    if served.targets.ttft_s is not None or served.targets.tpot_s is not None:
+        lines.append(
+            f"largest request rate meeting the latency targets at P{q}: "
+            f"{served.max_rate * served.replicas:.2f} req/s"
+        )
+    return tuple(lines + served.notes)

@@ -30,19 +30,26 @@ from advisor.answer.report import (
     Suggestion,
     Throughput,
 )
+from advisor.answer.serving_answer import (
+    serving_interval,
+    serving_notes,
+    serving_out,
+    serving_reason,
+    serving_source_name,
+)
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.resolve import Job, resolve_job
-from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
+from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import Goodput, goodput
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import fmt_hours
-from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision, search_inference
+from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.cost import (
     CostRange,
@@ -54,7 +61,7 @@ from advisor.search.cost import (
     spot_overhead,
     usable_offers,
 )
-from advisor.search.serving import serving_source
+from advisor.search.serving import search_serving
 from advisor.search.training import search_training, with_rules
 
 if TYPE_CHECKING:  # the operations modules load only when a plan needs them
@@ -114,7 +121,6 @@ def _score(
     eff: Interval,
     offers_by_gpu: dict[str, list],
     onprem_rate: OnPremRate | None,
-    serving: tuple[Interval, Interval] | None,
 ) -> Scored | Miss:
     a = ctx.knowledge.assumptions
     job, lay, c = ctx.job, cand.layout, ctx.constraints
@@ -134,7 +140,6 @@ def _score(
         assert onprem_rate is not None
         usd_per_hour = onprem_rate(cand.gpu, lay.count)
     bonus = sum(f.score for f in cand.firings if f.kind == "preference")
-    month = a.cost.hours_per_month.value
     if job.training:
         assert cand.step is not None
         sol = cand.sol_items_per_s
@@ -165,28 +170,33 @@ def _score(
         return Scored(
             cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes, goodput=good
         )
-    assert serving is not None and cand.serving is not None
-    decode, prefill = serving
-    b = lay.micro_batch
-    tpot = decode.inverted(cand.serving.decode_step_s * 1000.0)
-    ttft = prefill.inverted(cand.serving.prefill_s * 1000.0)
+    return _score_serving(ctx, cand, price, usd_per_hour, bonus)
+
+
+def _score_serving(
+    ctx: Context, cand: Candidate, price: PriceChoice | None, usd_per_hour: float, bonus: float
+) -> Scored:
+    """A serving plan: a month of service at the offered load, latency at the SLO percentile."""
+    a, job, c = ctx.knowledge.assumptions, ctx.job, ctx.constraints
+    served = cand.serving
+    assert served is not None
+    month = a.cost.hours_per_month.value
+    ttft = serving_interval(served, "ttft", served.ttft_s * 1000.0)
+    tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
     latency = Interval(
-        *(
-            t / 1000.0 + job.output_tokens * p / 1000.0
-            for t, p in zip((ttft.p10, ttft.p50, ttft.p90), (tpot.p10, tpot.p50, tpot.p90), strict=True)
-        )
+        ttft.p10 / 1000.0 + job.output_tokens * tpot.p10 / 1000.0,
+        ttft.p50 / 1000.0 + job.output_tokens * tpot.p50 / 1000.0,
+        ttft.p90 / 1000.0 + job.output_tokens * tpot.p90 / 1000.0,
     )
-    per_request = (
-        cand.serving.prefill_s / prefill.p50 + job.output_tokens * cand.serving.decode_step_s / decode.p50 / b
-    )
-    capacity = lay.dp / per_request
-    tokens = Interval(*(lay.dp * b / (t / 1000.0) for t in (tpot.p90, tpot.p50, tpot.p10)))
-    hours = Interval(month, month, month)
+    tokens = serving_interval(served, "throughput", served.max_rate * served.replicas * job.output_tokens)
+    share = served.figures.sat.output_tok_s / served.figures.sol.output_tok_s
+    eff = serving_interval(served, "throughput", share)
+    eff = Interval(min(1.0, eff.p10), min(1.0, eff.p50), min(1.0, eff.p90))
     cost = plan_cost((month, month, month), usd_per_hour, c, a, job.dataset_gb)
     return Scored(
         cand,
-        decode,
-        hours,
+        eff,
+        Interval(month, month, month),
         tokens,
         cost,
         price,
@@ -195,7 +205,7 @@ def _score(
         latency_s=latency,
         ttft_ms=ttft,
         tpot_ms=tpot,
-        capacity_rps=capacity,
+        capacity_rps=served.figures.sat.requests_s * served.replicas,
     )
 
 
@@ -324,12 +334,8 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
             f"at {s.eff.p50:.0%} of speed of light, {cand.step.bound if cand.step else 'compute'} bound"
         )
     else:
-        assert s.ttft_ms is not None and s.tpot_ms is not None
-        reasons.append(
-            f"{lay.dp} replica(s) x {lay.tp * lay.pp} GPU(s) serve {job.requests_per_s:g} req/s "
-            f"(capacity {s.capacity_rps:.2f} req/s at P50); TTFT {s.ttft_ms.p50:.0f} ms, "
-            f"{s.tpot_ms.p50:.0f} ms/token at {lay.micro_batch} concurrent sequences per replica"
-        )
+        assert s.ttft_ms is not None and s.tpot_ms is not None and cand.serving is not None
+        reasons.append(serving_reason(job, cand.serving, s.ttft_ms, s.tpot_ms))
     if s.price is not None:
         o = s.price.offer
         host = "" if o.includes_host else " (GPU only, host VM extra)"
@@ -339,7 +345,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         )
     else:
         reasons.append(f"on-prem at ${s.usd_per_hour / lay.count:.2f}/GPU-h (TCO, amortised)")
-    reasons += s.notes
+    reasons += s.notes + _serving_plan_notes(job, s)
     reasons += [
         f"preference {f.rule_id}: {f.message} ({f.score:+g})" for f in fired if f.kind == "preference"
     ]
@@ -368,17 +374,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         alternatives = tuple(
             alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
         )
-    serving = None
-    if not job.training and s.ttft_ms is not None and s.tpot_ms is not None:
-        serving = ServingOut(
-            replicas=lay.dp,
-            gpus_per_replica=lay.tp * lay.pp,
-            batch_per_replica=lay.micro_batch,
-            ttft_ms=_interval_of(s.ttft_ms),
-            tpot_ms=_interval_of(s.tpot_ms),
-            capacity_rps=round(s.capacity_rps, 3),
-            load_rps=job.requests_per_s,
-        )
+    serving = _serving_of(job, s)
     unit = job.unit if job.training else "output tokens/s"
     return PlanOut(
         rank=rank,
@@ -386,7 +382,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         gpu_name=cand.gpu.name,
         count=lay.count,
         nodes=lay.nodes,
-        parallelism=lay.label() if job.training else lay.serving_label(),
+        parallelism=lay.label() if job.training else serving_label(cand),
         precision=lay.precision,
         layout=layout_out(lay),
         memory_per_gpu_gb=round(mem.high_gb, 2),
@@ -394,7 +390,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
         step_time_s=step,
         efficiency=_interval_of(s.eff),
-        bound=cand.step.bound if cand.step else (cand.serving.decode_bound if cand.serving else "compute"),
+        bound=cand.step.bound if cand.step else (cand.serving.figures.bound if cand.serving else "compute"),
         hours=_interval_of(s.hours),
         cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
         price=price,
@@ -407,6 +403,44 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         alternatives=alternatives,
         goodput=goodput_out(s.goodput) if s.goodput else None,
     )
+
+
+def _serving_report_notes(ctx: Context, top: list[Scored]) -> list[str]:
+    """A serving answer's notes (engine, its data, the percentile, the queueing), from the chosen plan."""
+    if ctx.job.training:
+        return []
+    return list(serving_notes(ctx, top[0].cand.serving if top else None))
+
+
+def _serving_plan_notes(job: Job, s: Scored) -> list[str]:
+    """A serving plan's own notes and its cost per million output tokens at the offered load."""
+    srv = s.cand.serving
+    if srv is None:
+        return []
+    tokens = job.requests_per_s * job.output_tokens * 3600.0 * s.hours.p50 / 1e6  # a month of service
+    cost = s.cost
+    return [
+        *srv.notes,
+        f"${cost.mid / tokens:,.2f} per million output tokens at {job.requests_per_s:g} req/s "
+        f"(${cost.low / tokens:,.2f}-{cost.high / tokens:,.2f})",
+    ]
+
+
+def _serving_of(job: Job, s: Scored) -> ServingOut | None:
+    """The serving sizing of a plan as output (None for training)."""
+    cand = s.cand
+    if job.training or s.ttft_ms is None or s.tpot_ms is None or cand.serving is None:
+        return None
+    return serving_out(job, cand.serving, s.ttft_ms, s.tpot_ms, s.cost, s.hours.p50)
+
+
+def serving_label(cand: Candidate) -> str:
+    """'2 replicas x TP4', or '1 prefill + 3 decode replicas x TP4' for a disaggregated plan."""
+    lay, srv = cand.layout, cand.serving
+    if srv is None or not srv.prefill_replicas:
+        return lay.serving_label()
+    shape = lay.serving_label().split(" x ", 1)[1]
+    return f"{srv.prefill_replicas} prefill + {srv.replicas - srv.prefill_replicas} decode replicas x {shape}"
 
 
 @dataclass
@@ -441,7 +475,6 @@ def run_search(
     misses: list[Miss] = []
     candidates: list[Candidate] = []
     offers_by_gpu: dict[str, list] = {}
-    serving_eff: dict[str, tuple[Interval, Interval]] = {}
     for gpu in select_gpus(knowledge, constraints):
         precision = resolve_precision(job.precision, gpu)
         offers = usable_offers(knowledge, gpu, constraints) if constraints.deployment == "cloud" else []
@@ -478,19 +511,12 @@ def run_search(
         if job.training:
             found, missed = search_training(ctx, gpu, precision, node_size)
         else:
-            from advisor.job.layout import Layout
-
-            probe = Layout(count=1, nodes=1, node_size=node_size, precision=precision)
-            decode, prefill = model.estimate(
-                [Query("decode", job, gpu, probe), Query("prefill", job, gpu, probe)]
-            )
-            serving_eff[gpu.id] = (decode, prefill)
-            found, missed = search_inference(ctx, gpu, precision, node_size, decode, prefill)
+            found, missed = search_serving(ctx, gpu, precision, node_size)
         candidates += found
         misses += missed
     scored: list[Scored] = []
-    for cand, eff, alt_effs in _with_efficiency(ctx, candidates, serving_eff):
-        result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate, serving_eff.get(cand.gpu.id))
+    for cand, eff, alt_effs in _with_efficiency(ctx, candidates):
+        result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate)
         if isinstance(result, Miss):
             misses.append(result)
         else:
@@ -507,12 +533,12 @@ def run_search(
 
 
 def _with_efficiency(
-    ctx: Context, candidates: list[Candidate], serving_eff: dict[str, tuple[Interval, Interval]]
+    ctx: Context, candidates: list[Candidate]
 ) -> list[tuple[Candidate, Interval, list[Interval]]]:
     """Each candidate with its efficiency; training picks, among a count's runner-ups, the layout fastest at
     speed of light x efficiency, and keeps the others as its alternatives."""
-    if not ctx.job.training:
-        return [(c, serving_eff[c.gpu.id][0], []) for c in candidates]
+    if not ctx.job.training:  # serving plans carry their own efficiency (see _score_serving)
+        return [(c, Interval(1.0, 1.0, 1.0), []) for c in candidates]
     flat = [x for c in candidates for x in (c, *c.alternatives)]
     effs = iter(ctx.efficiency.estimate([efficiency_query(c, ctx) for c in flat])) if flat else iter(())
     out = []
@@ -690,17 +716,14 @@ def recommend(
     top = _top(ranked, constraints.top)
     front = pareto_front(search.feasible)
     front_keys = {s.key for s in front}
-    serving_name, serving_notes = serving_source(ctx.job, workload)
-    name = ctx.efficiency.name if ctx.job.training else serving_name
+    name = ctx.efficiency.name if ctx.job.training else serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
     suggestions = [] if top else _suggestions(knowledge, workload, constraints, search, efficiency, onprem)
     operations, launch, tco_out = _how_to_run(knowledge, search, plans, onprem)
-    notes: list[Assumed] = []
-    if not job.training:
-        notes.extend(Assumed(text=n) for n in serving_notes)
+    notes: list[Assumed] = [Assumed(text=n) for n in _serving_report_notes(ctx, top)]
     if constraints.deployment == "cloud":  # stale and outlier offers the price screen left out
         notes += price_notes(knowledge, select_gpus(knowledge, constraints), constraints)
     return Report(

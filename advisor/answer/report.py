@@ -94,15 +94,27 @@ class RuleOut(Record):
 
 @record
 class ServingOut(Record):
-    """Inference sizing of a plan."""
+    """Inference sizing of a plan: replicas, the load each takes, latency at the SLO percentile, cost."""
 
     replicas: int
     gpus_per_replica: int
     batch_per_replica: int
     ttft_ms: Range3
+    """Time to first token at the offered load, at `percentile` of requests (range: the model's P10-P90)."""
     tpot_ms: Range3
     capacity_rps: float
+    """Requests/s the deployment completes when kept full (the engine's batch caps, memory)."""
     load_rps: float
+    percentile: int = 50
+    engine: str = "vllm"
+    learned_from: str | None = None
+    """The engine whose measured rows the efficiencies were learned from (None: priors)."""
+    max_rate_rps: float | None = None
+    """Requests/s the deployment takes with TTFT and TPOT within the targets at `percentile`."""
+    usd_per_million_output_tokens: Range3 | None = None
+    """At the offered load."""
+    prefill_replicas: int = 0
+    """Disaggregated layouts: replicas that only prefill (the rest only decode)."""
 
 
 @record
@@ -212,6 +224,7 @@ class PlanOut(Record):
             instances=price.instances if price else None,
             replicas=srv.replicas if srv else None,
             gpus_per_replica=srv.gpus_per_replica if srv else None,
+            engine=srv.engine if srv else None,
         )
 
 

@@ -138,10 +138,35 @@ NOTES = [
 ]
 
 
+MLPERF_RATIO = 1.28  # 8x H200 / 8x H100, Llama-2-70B fp8 offline, as issue 17 quotes the measurement
+
+
+def ratio_line() -> str:
+    """The Done-when check of issue 17: 8x H200 over 8x H100 for Llama-2-70B fp8 (700 in, 294 out)."""
+    from advisor.answer.predict import predict
+    from advisor.catalog import load_knowledge
+    from advisor.job.inputs import Workload
+
+    knowledge = load_knowledge()
+    w = Workload(model="llama-2-70b", kind="inference", precision="fp8", prompt_tokens=700, output_tokens=294)
+    tput = {}
+    for gpu in ("h200", "h100-sxm"):
+        p = predict(knowledge, w, gpu, 8)
+        tput[gpu] = p.throughput.value if p.throughput else float("nan")
+    ratio = tput["h200"] / tput["h100-sxm"]
+    off = abs(ratio / MLPERF_RATIO - 1)
+    return (
+        f"8x H200 / 8x H100, Llama-2-70B fp8 offline (predict, 700 in / 294 out): {tput['h200']:,.0f} / "
+        f"{tput['h100-sxm']:,.0f} output tokens/s = {ratio:.2f} against the measured {MLPERF_RATIO} "
+        f"({off:.0%} off; goal within 10%: {'met' if off <= 0.10 else 'not met'})"
+    )
+
+
 def _serving_section() -> list[str]:
     from advisor.learned.serving.evaluate import evaluation_report
 
-    return ["", "serving (learned from measured runs):", evaluation_report()]
+    print("refitting the serving model per held-out engine and GPU (a few minutes) ...", file=sys.stderr)
+    return ["", "serving (learned from measured runs):", evaluation_report(), ratio_line()]
 
 
 def model_evaluate(args: argparse.Namespace) -> int:

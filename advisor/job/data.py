@@ -138,6 +138,10 @@ def serving_inputs(
         if workload.requests_per_s is None:
             rps = 1.0
             assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
+        if workload.slo_percentile is None:
+            assumed.append(
+                Assumed(text="latency targets held by the median request (P50)", field="slo_percentile")
+            )
         spec = shape.spec
         if (
             shape.arch is not None
@@ -158,6 +162,7 @@ def serving_inputs(
         "requests_per_s": rps,
         "tpot_ms": tpot,
         "ttft_ms": workload.ttft_ms,
+        "slo_percentile": workload.slo_percentile or 50,
     }
 
 

@@ -28,6 +28,7 @@ from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of th
     Precision,
     PricingPlan,
     Recompute,
+    SloPercentile,
     Stack,
     WorkloadKind,
 )
@@ -142,6 +143,8 @@ class Workload(Strict):
     output_tokens: PositiveInt | None = None
     tpot_ms: PositiveFloat | None = None
     ttft_ms: PositiveFloat | None = None
+    slo_percentile: SloPercentile | None = None
+    """The percentile of requests the TTFT and TPOT targets hold for (P50, P90 or P99)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -55,6 +55,8 @@ class Job:
     requests_per_s: float
     tpot_ms: float
     ttft_ms: float | None
+    slo_percentile: int = 50
+    """The percentile of requests the latency targets hold for (50, 90 or 99)."""
     precision: str = "auto"
     """As asked: 'auto' resolves per GPU to bf16 or fp16."""
     assumed: tuple[Assumed, ...] = field(default=())

@@ -13,6 +13,7 @@ from advisor.job.resolve import Job
 from advisor.ops import yaml
 from advisor.ops.plan_facts import PlanFacts
 from advisor.question.records import Record, record
+from advisor.question.vocab import DEFAULT_ENGINE
 
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
@@ -215,6 +216,46 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanFacts) -> dict:
     }
 
 
+READINESS = {"tgi": "/health"}  # TGI answers health checks there; the OpenAI-style servers list /v1/models
+
+
+def serve_command(job: Job, plan: PlanFacts) -> str:
+    """The engine's own server command for the plan: its parallel layout, context and precision; the batch
+    caps are left at the engine's defaults, which are what the plan's latency was computed with."""
+    engine, model, tp, pp = plan.engine or DEFAULT_ENGINE, job.model_id, plan.tp, plan.pp
+    length = job.prompt_tokens + job.output_tokens
+    fp8 = plan.precision == "fp8"
+    dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(plan.precision, "auto")
+    quant = {"int8": "fp8", "int4": "awq", "fp8": "fp8"}.get(plan.precision)
+    if engine == "sglang":
+        cmd = (
+            f"python -m sglang.launch_server --model-path {model} --tp-size {tp} --pp-size {pp} "
+            f"--context-length {length} --dtype {dtype}"
+        )
+        return (
+            cmd
+            + (f" --quantization {quant}" if quant else "")
+            + (" --kv-cache-dtype fp8_e4m3" if fp8 else "")
+        )
+    if engine == "trtllm":
+        return f"trtllm-serve {model} --tp_size {tp} --pp_size {pp} --max_seq_len {length}"
+    if engine == "lmdeploy":
+        return f"lmdeploy serve api_server {model} --tp {tp} --session-len {length}" + (
+            " --quant-policy 8" if fp8 else ""
+        )
+    if engine == "tgi":
+        cmd = (
+            f"text-generation-launcher --model-id {model} --num-shard {tp} --max-input-tokens "
+            f"{job.prompt_tokens} --max-total-tokens {length}"
+        )
+        return cmd + (f" --quantize {quant}" if quant in ("fp8", "awq") else "")
+    cmd = (
+        f"vllm serve {model} --tensor-parallel-size {tp} --pipeline-parallel-size {pp} "
+        f"--max-model-len {length} --dtype {dtype}"
+    )
+    return cmd + (f" --quantization {quant}" if quant else "") + (" --kv-cache-dtype fp8" if fp8 else "")
+
+
 def launch_artefacts(
     knowledge: Knowledge, job: Job, constraints: Constraints, plan: PlanFacts
 ) -> LaunchArtefacts:
@@ -232,26 +273,19 @@ def launch_artefacts(
         resources = {k: v for k, v in resources.items() if v is not None}
     if not job.training:
         assert plan.replicas is not None and plan.gpus_per_replica is not None
-        dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(plan.precision, "auto")
-        quant = {
-            "int8": " --quantization fp8",
-            "int4": " --quantization awq",
-            "fp8": " --quantization fp8",
-        }.get(plan.precision, "")
-        serve = (
-            f"vllm serve {job.model_id} --tensor-parallel-size {plan.tp} --pipeline-parallel-size "
-            f"{plan.pp} --max-num-seqs {plan.micro_batch} --max-model-len "
-            f"{job.prompt_tokens + job.output_tokens} --dtype {dtype}{quant}"
-        )
+        serve = serve_command(job, plan)
         task: dict[str, object] = {
             "name": f"serve-{job.model_id}",
             "resources": {**resources, "ports": 8000},
-            "service": {"readiness_probe": "/v1/models", "replicas": plan.replicas},
+            "service": {
+                "readiness_probe": READINESS.get(plan.engine or DEFAULT_ENGINE, "/v1/models"),
+                "replicas": plan.replicas,
+            },
             "run": serve,
         }
         return LaunchArtefacts(
             torchrun="not applicable: serving",
-            framework_config_name="vllm-args.txt",
+            framework_config_name=f"{serve.split()[0]}-args.txt",
             framework_config=serve + "\n",
             skypilot_task=yaml.dump(task) + "\n",
             prometheus_rules=rules,

@@ -32,3 +32,5 @@ class PlanFacts:
     replicas: int | None = None
     """Serving only: replicas of the model."""
     gpus_per_replica: int | None = None
+    engine: str | None = None
+    """Serving only: the engine the launch file starts."""

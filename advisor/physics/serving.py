@@ -1,10 +1,17 @@
-"""Speed-of-light prefill and decode times of one serving replica (standard library only).
+"""The serving step model: the time of one continuous-batching iteration of one replica (standard library).
 
-Decode reads every local weight once per step plus each sequence's KV cache at its average length, and does
-2 x active-params FLOPs per token; it runs at the slower of its bandwidth and compute bounds. Prefill does
-2 x active-params x prompt + 2 x layers x hidden x prompt^2 FLOPs (attention scores), compute bound.
-These mirror advisor/physics/speed.py serving_times without its TP all-reduce term, which the learned
-efficiency absorbs.
+One iteration runs `b` decoding sequences (one token each, at an average context) and `p` prompt tokens of
+chunked prefill together, as vLLM, SGLang, TensorRT-LLM (in-flight batching), LMDeploy and TGI do. On each of
+the replica's tp x pp GPUs it reads its share of the weights once (a mixture of experts only the experts the
+batch's tokens touch) and each sequence's KV cache, does 2 x active params FLOPs per token plus attention, and
+all-reduces the activations twice per layer across the tensor-parallel group. The iteration takes the smooth
+maximum of the memory and compute times at their learned efficiencies, plus the all-reduces (alpha-beta: a
+per-call latency that does not shrink with the batch, which is what makes small-batch TP8 slow) and a
+per-iteration and per-sequence scheduler overhead. Pipeline parallelism runs pp micro-batches through pp
+stages.
+
+Capacity (`advisor/physics/batching.py`) and every latency come from this one function; the learned serving
+model (`advisor/learned/serving/`) supplies only the `Efficiency` it prices iterations with.
 """
 
 from __future__ import annotations
@@ -13,83 +20,222 @@ import math
 from dataclasses import dataclass
 
 GB = 1e9
-KV_MEMORY_SHARE = 0.9  # share of (memory - weights) the engine gives the KV cache (TensorRT-LLM default 0.90)
-MAX_BATCH = 2048  # prior cap on concurrent sequences of one replica (engine scheduler limit), not measured
+ACTIVATION_BYTES = 2.0  # the all-reduced activations are 16-bit in every engine, whatever the weights
+ATTENTION_TILE = 128  # query rows FlashAttention's prefill kernels process per pass over the keys and values
+SMOOTH_MAX_POWER = 4.0  # memory and compute overlap almost fully: (m^4 + c^4)^(1/4) is within 19% of max()
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """What the physics needs of a model."""
+    """What the step model needs of a transformer."""
 
     params: float
     active_params: float
     layers: int
     hidden: int
-    heads: int
+    attn_width: int
+    """Width attention scores and values are computed over per token of context: heads x head dim, or for
+    MLA (absorbed, as DeepSeek's engines run it) heads x the cached latent width."""
     kv_heads: int
+    head_dim: int
+    kv_latent: int = 0
+    """MLA: the latent (plus rope) width cached per token and layer, replicated across tensor ranks."""
+    experts: int = 1
+    experts_per_token: int = 1
+    expert_params: float = 0.0
+    """Weights of every routed expert (a dense model: 0)."""
+    expert_ffn: int = 0
+    """Width of one routed expert's FFN: each tensor-parallel rank holds a 1/tp slice of it."""
+
+    def kv_values(self, tp: int) -> float:
+        """KV values one token adds per layer on one of `tp` tensor-parallel ranks."""
+        if self.kv_latent:
+            return float(self.kv_latent)
+        return 2.0 * math.ceil(self.kv_heads / tp) * self.head_dim
+
+
+def shape_of_arch(arch, params: float, active_params: float) -> Shape:
+    """The step model's view of an `advisor.job.shape.Arch`."""
+    latent = (arch.kv_lora_rank + arch.qk_rope_head_dim) if arch.kv_lora_rank else 0
+    return Shape(
+        params=params,
+        active_params=active_params,
+        layers=arch.layers,
+        hidden=arch.hidden,
+        attn_width=arch.heads * (latent or arch.head_dim),
+        kv_heads=arch.kv_heads,
+        head_dim=arch.head_dim,
+        kv_latent=latent,
+        experts=arch.experts,
+        experts_per_token=arch.experts_per_token,
+        expert_params=min(arch.expert_params, params) if arch.experts > 1 else 0.0,
+        expert_ffn=arch.expert_ffn if arch.experts > 1 else 0,
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Hardware:
-    """What the physics needs of one replica: per-GPU peak for the precision, bandwidth, memory, GPU count."""
+    """One GPU of the replica: dense peak for the precision, memory bandwidth and size, the link between
+    GPUs."""
 
     peak_flops: float
     bandwidth: float
+    """Bytes/s."""
     memory_bytes: float
-    gpus: int
+    link_bytes_s: float
+    """Per direction, between the GPUs of one tensor-parallel group."""
+    link_latency_s: float
+    """One step of a collective on that link."""
 
 
-def bytes_per_value(precision: str) -> float:
-    """Weight (and KV) bytes: fp8 engines also store an fp8 KV cache; fp4 weights are half a byte."""
-    return {"fp8": 1.0, "nvfp4": 0.5, "int8": 1.0, "int4": 0.5}.get(precision, 2.0)
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One serving replica: the model, the GPU, its layout and the stored bytes of a weight and a KV value."""
+
+    shape: Shape
+    hw: Hardware
+    tp: int = 1
+    pp: int = 1
+    weight_bytes: float = 2.0
+    kv_bytes: float = 2.0
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def weights_per_gpu(self) -> float:
+        """Bytes of weights each GPU holds."""
+        return self.shape.params * self.weight_bytes / self.gpus
+
+    @property
+    def kv_per_token_gpu(self) -> float:
+        """KV bytes one token of context adds on each GPU."""
+        return self.shape.layers / self.pp * self.shape.kv_values(self.tp) * self.kv_bytes
 
 
-def kv_bytes_per_token(shape: Shape, precision: str, gpus: int) -> float:
-    """KV-cache bytes one token adds on each GPU of the replica."""
-    head_dim = shape.hidden / shape.heads
-    kv = 1.0 if precision in ("fp8", "nvfp4") else 2.0
-    return 2.0 * shape.layers * shape.kv_heads * head_dim * kv / gpus
+@dataclass(frozen=True, slots=True)
+class Efficiency:
+    """What the learned model supplies: achieved shares of bandwidth and peak, and fixed costs in seconds."""
+
+    memory: float = 0.8
+    """Achieved share of bandwidth reading weights."""
+    compute: float = 0.6
+    kv: float = 0.6
+    """Achieved share of bandwidth reading the KV cache (attention kernels, paged blocks)."""
+    experts: float = 1.0
+    """Share of the weights' efficiency reached reading routed experts (grouped GEMMs of thin slices)."""
+    step_s: float = 0.0
+    """Scheduler, sampling and launch cost of one iteration."""
+    per_seq_s: float = 0.0
+    """Cost each running sequence adds to an iteration (batch bookkeeping, sampling)."""
+    comm: float = 1.0
+    """Multiplier on the all-reduce time (custom one-shot kernels beat NCCL rings)."""
+    request_s: float = 0.0
+    """Time a request spends outside the GPU before its first token: API server, tokenising, scheduling."""
 
 
-def weights_bytes(shape: Shape, precision: str, gpus: int) -> float:
-    return shape.params * bytes_per_value(precision) / gpus
+def _touched_experts(shape: Shape, tokens: float) -> float:
+    """Share of the routed experts at least one of `tokens` tokens visits (uniform routing)."""
+    if shape.experts <= 1 or tokens <= 0:
+        return 0.0
+    return 1.0 - (1.0 - shape.experts_per_token / shape.experts) ** tokens
 
 
-def batch_capacity(shape: Shape, hw: Hardware, precision: str, isl: int, osl: int) -> int:
-    """Sequences the KV cache holds at full length, capped at MAX_BATCH; 0 when the weights do not fit."""
-    room = (hw.memory_bytes - weights_bytes(shape, precision, hw.gpus)) * KV_MEMORY_SHARE
-    per_seq = kv_bytes_per_token(shape, precision, hw.gpus) * (isl + osl)
-    return max(0, min(MAX_BATCH, int(room // per_seq))) if room > 0 else 0
+def allreduce_s(rep: Replica, nbytes: float) -> float:
+    """One all-reduce of `nbytes` across the tensor-parallel group: log2(tp) latency steps plus the ring's
+    2(tp-1)/tp of the bytes over the link."""
+    tp = rep.tp
+    if tp <= 1:
+        return 0.0
+    steps = math.log2(tp)
+    return steps * rep.hw.link_latency_s + 2.0 * (tp - 1) / tp * nbytes / rep.hw.link_bytes_s
 
 
-def decode_step_s(shape: Shape, hw: Hardware, precision: str, batch: float, context: float) -> float:
-    """One decode step of `batch` sequences at average `context` tokens, at 100% efficiency."""
-    t_bytes = (
-        weights_bytes(shape, precision, hw.gpus)
-        + batch * kv_bytes_per_token(shape, precision, hw.gpus) * context
-    ) / hw.bandwidth
-    t_flops = batch * 2.0 * shape.active_params / hw.gpus / hw.peak_flops
-    return max(t_bytes, t_flops)
+@dataclass(frozen=True, slots=True)
+class StageTimes:
+    """One pipeline stage's share of an iteration at 100% efficiency, by part, in seconds."""
+
+    weights_s: float
+    experts_s: float
+    kv_s: float
+    compute_s: float
+    expert_compute_s: float
+    """The routed experts' share of compute_s' FLOPs, timed apart (thin slices run at `experts` x)."""
+    comm_s: float
+    sequences: float
 
 
-def prefill_s(shape: Shape, hw: Hardware, prompt: int) -> float:
-    """Prefill of one prompt on the whole replica, at 100% efficiency."""
-    flops = 2.0 * shape.active_params * prompt + 2.0 * shape.layers * shape.hidden * prompt * prompt
-    return flops / hw.gpus / hw.peak_flops
+def stage_times(rep: Replica, b: float, ctx: float, p: float, ctx_p: float) -> StageTimes:
+    """Speed-of-light times of one stage running `b` decoding sequences at context `ctx` and `p` prompt
+    tokens whose attention spans `ctx_p` tokens on average."""
+    s, g = rep.shape, rep.gpus
+    tokens = b + p
+    dense = (s.params - s.expert_params) * rep.weight_bytes / g
+    experts = s.expert_params * rep.weight_bytes / g * _touched_experts(s, tokens)
+    # Decode reads each sequence's whole cache per token; prefill attention reads the cached keys and values
+    # once per tile of ATTENTION_TILE queries (FlashAttention), so it is compute bound.
+    kv = rep.kv_per_token_gpu * (b * ctx + p * ctx_p / ATTENTION_TILE)
+    routed = s.expert_params * s.experts_per_token / s.experts if s.experts > 1 else 0.0
+    expert_flops = 2.0 * routed * tokens / g
+    flops = 2.0 * (s.active_params - routed) * tokens / g
+    flops += 4.0 * s.layers / rep.pp * s.attn_width / rep.tp * (b * ctx + p * ctx_p)
+    layers = s.layers / rep.pp
+    comm = 2.0 * layers * allreduce_s(rep, tokens * s.hidden * ACTIVATION_BYTES)
+    return StageTimes(
+        weights_s=dense / rep.hw.bandwidth,
+        experts_s=experts / rep.hw.bandwidth,
+        kv_s=kv / rep.hw.bandwidth,
+        compute_s=flops / rep.hw.peak_flops,
+        expert_compute_s=expert_flops / rep.hw.peak_flops,
+        comm_s=comm,
+        sequences=b + (1.0 if p > 0 else 0.0),
+    )
 
 
-def offline_output_tok_s(
-    shape: Shape,
-    hw: Hardware,
-    precision: str,
-    isl: int,
-    osl: int,
-    batch: float,
-    eta_prefill: float,
-    eta_decode: float,
+def smooth_max(a: float, b: float) -> float:
+    """max(a, b), rounded where the two are close (memory and compute overlap, not perfectly)."""
+    k = SMOOTH_MAX_POWER
+    hi = max(a, b)
+    if hi <= 0:
+        return 0.0
+    return hi * ((a / hi) ** k + (b / hi) ** k) ** (1.0 / k)
+
+
+def priced(t: StageTimes, eff: Efficiency) -> float:
+    """One stage's time at the given efficiencies."""
+    memory = t.weights_s / eff.memory + t.experts_s / (eff.memory * eff.experts) + t.kv_s / eff.kv
+    roof = smooth_max(memory, (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute)
+    return roof + t.comm_s * eff.comm + eff.step_s + eff.per_seq_s * t.sequences
+
+
+def iteration_s(
+    rep: Replica, eff: Efficiency, b: float, ctx: float, p: float = 0.0, ctx_p: float = 0.0
 ) -> float:
-    """Output tokens/s of a replica kept full at `batch`: each request costs its prefill plus its share of
-    steps."""
-    step = decode_step_s(shape, hw, precision, batch, isl + osl / 2.0) / eta_decode
-    per_request = prefill_s(shape, hw, isl) / eta_prefill + osl * step / batch
-    return osl / per_request if per_request > 0 and not math.isinf(per_request) else 0.0
+    """Wall time of one iteration: every decoding sequence gets a token and `p` prompt tokens are prefilled.
+
+    With pipeline parallelism the batch is split into pp micro-batches that follow each other through the
+    stages, so each sequence waits pp stage times for its next token."""
+    pp = rep.pp
+    stage = priced(stage_times(rep, b / pp, ctx, p / pp, ctx_p), eff)
+    return pp * stage
+
+
+def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> float:
+    """Time to first token of one request on an idle replica: its prompt in chunks of `budget` tokens."""
+    done, total = 0, eff.request_s
+    while done < prompt:
+        chunk = min(budget, prompt - done)
+        total += iteration_s(rep, eff, 0.0, 0.0, chunk, done + chunk / 2.0)
+        done += chunk
+    return total
+
+
+def bytes_per_weight(precision: str) -> float:
+    """Stored bytes of one weight: fp8/int8 one, int4/nvfp4 half (block scales are under 1%), else two."""
+    return {"fp8": 1.0, "int8": 1.0, "int4": 0.5, "nvfp4": 0.5, "fp32": 4.0, "tf32": 4.0}.get(precision, 2.0)
+
+
+def bytes_per_kv(kv_precision: str) -> float:
+    """Stored bytes of one KV-cache value."""
+    return 1.0 if kv_precision in ("fp8", "int8", "nvfp4") else 2.0

@@ -1,4 +1,5 @@
-"""Provides the speed-of-light model: roofline compute and memory time plus alpha-beta communication."""
+"""Provides the training speed-of-light model: roofline compute and memory time plus alpha-beta communication
+(serving has its own step model: advisor/physics/serving.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,10 @@ from advisor.physics.network import Network, ring_allreduce_s
 
 __all__ = [
     "GBS",
-    "ServingTime",
     "StepTime",
     "intra_gbs",
     "peak_flops",
     "ring_allreduce_s",
-    "serving_times",
     "training_step",
 ]
 
@@ -247,47 +246,3 @@ def training_step(
     tp_net = network_for(gpu, layout, fabric, a, max(layout.tp * layout.cp, 1))
     tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(job, layout, tp_net, roof)
     return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
-
-
-@dataclass(frozen=True, slots=True)
-class ServingTime:
-    """Speed-of-light serving times of one replica (tp x pp GPUs) at a batch of concurrent sequences."""
-
-    decode_step_s: float
-    """One output token for every sequence of the batch."""
-    prefill_s: float
-    """One request's prompt."""
-    decode_bound: str
-
-
-def serving_times(
-    job: Job,
-    gpu: Gpu,
-    layout: Layout,
-    a: Assumptions,
-    weights_bytes_per_gpu: float,
-    kv_bytes_per_seq_per_gpu: float,
-) -> ServingTime | None:
-    """Decode-step and prefill times at 100% efficiency, or None without a peak for the precision."""
-    peak = peak_flops(gpu, layout.precision)
-    if peak is None or job.arch is None:
-        return None
-    arch, b, gpus = job.arch, layout.micro_batch, layout.tp * layout.pp
-    avg_context = job.prompt_tokens + job.output_tokens / 2.0
-    # Decode reads every local weight once per step and each sequence's KV cache (at its average length).
-    kv_read = kv_bytes_per_seq_per_gpu * avg_context / (job.prompt_tokens + job.output_tokens)
-    decode_bytes = weights_bytes_per_gpu + b * kv_read
-    decode_flops = b * (2.0 * job.active_params + 4.0 * arch.layers * arch.hidden * avg_context) / gpus
-    t_bytes = decode_bytes / (gpu.memory_bw_gbs * GBS)
-    t_flops = decode_flops / peak
-    stage = max(t_bytes, t_flops)
-    lat = a.comm.intra_node_latency_s.value
-    tp_comm = 0.0
-    if layout.tp > 1:
-        per_call = ring_allreduce_s(b * arch.hidden * 2.0, layout.tp, intra_gbs(gpu, layout.tp, a), lat)
-        tp_comm = 2.0 * arch.layers / layout.pp * per_call
-    decode = (stage + tp_comm) * layout.pp
-    p = job.prompt_tokens
-    prefill_flops = (2.0 * job.active_params * p + 2.0 * arch.layers * arch.hidden * p * p) / gpus
-    prefill = prefill_flops / peak * layout.pp
-    return ServingTime(decode, prefill, "memory" if t_bytes >= t_flops else "compute")

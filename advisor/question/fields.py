@@ -33,6 +33,7 @@ from advisor.question.vocab import (
     PRECISIONS,
     PRICING_PLANS,
     RECOMPUTES,
+    SLO_PERCENTILES,
     STACKS,
     WORKLOADS,
 )
@@ -185,6 +186,10 @@ def did_you_mean(word: str, options: Iterable[str]) -> str:
     return f"did you mean {found[0]!r}?" if found else ""
 
 
+INT_CHOICES = frozenset({"zero", "slo_percentile"})
+"""Choices whose values are whole numbers (ZeRO's stage, the latency percentile)."""
+
+
 def _choice(f: Field, raw: object) -> Any:
     text = str(raw).strip().lower() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
     if text is not None and f.aliases and text in f.aliases:
@@ -193,7 +198,7 @@ def _choice(f: Field, raw: object) -> Any:
         hint = did_you_mean(str(raw), f.choices) if text else ""
         accepted = f.accepted() + (f"; {hint}" if hint else "")
         raise _fail(f, raw, "is not accepted", accepted)
-    return int(text) if f.name == "zero" else text
+    return int(text) if f.name in INT_CHOICES else text
 
 
 def _switch(f: Field, raw: object) -> bool:
@@ -505,6 +510,18 @@ _ALL_FIELDS: tuple[Field, ...] = (
         hint="ms to the first token",
         placeholder="optional",
         example="500",
+    ),
+    Field(
+        "slo_percentile",
+        "choice",
+        W,
+        "Latency percentile",
+        "--slo-percentile",
+        "the percentile of requests the latency targets hold for",
+        choices=tuple(str(p) for p in SLO_PERCENTILES),
+        applies_to=INFERENCE,
+        hint="P50, P90 or P99 of requests",
+        default="50",
     ),
     # The configuration the user runs: each value given is held; the rest is searched.
     *(

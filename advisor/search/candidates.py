@@ -1,22 +1,20 @@
-"""Provides plan candidates and misses, the facts rules test, and the serving search (training:
-plans_training)."""
+"""Provides plan candidates and misses, and the facts rules test (the searches: training.py, serving.py)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
-from advisor.job.resolve import Job
-from advisor.learned.efficiency.base import Interval, Query
-from advisor.physics.memory import GB, Memory, inference_memory, inference_terms
-from advisor.physics.speed import ServingTime, StepTime, peak_flops, serving_times
+from advisor.learned.efficiency.base import Query
+from advisor.physics.memory import Memory
+from advisor.physics.speed import StepTime
 from advisor.search.context import Context
-from advisor.search.serving import engine_of, learned_efficiency, load_figures
+
+if TYPE_CHECKING:
+    from advisor.search.serving import Served
 
 NODE_STEPS = (
     2,
@@ -56,7 +54,7 @@ class Candidate:
     memory: Memory
     regime: str
     step: StepTime | None = None
-    serving: ServingTime | None = None
+    serving: Served | None = None
     firings: list[Firing] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     alternatives: list[Candidate] = field(default_factory=list)
@@ -158,166 +156,6 @@ def first_constraint(rules: list[Rule], facts: dict[str, Any]) -> Firing | None:
         if rule.test(facts):
             return evaluate([rule], facts)[0]
     return None
-
-
-def largest_batch_within(
-    job: Job,
-    gpu: Gpu,
-    layout: Layout,
-    a: Assumptions,
-    b_max: int,
-    weights_b: float,
-    kv_seq: float,
-    decode_eff: float,
-    target_ms: float,
-) -> tuple[int, ServingTime | None]:
-    """The largest batch (up to b_max) whose decode step, at this efficiency, meets the per-token target."""
-    lo, hi = 0, b_max
-    best: tuple[int, ServingTime | None] = (0, None)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        t = serving_times(job, gpu, layout.with_(micro_batch=mid), a, weights_b, kv_seq)
-        if t is not None and t.decode_step_s / decode_eff * 1000.0 <= target_ms:
-            lo = mid
-            best = (mid, t)
-        else:
-            hi = mid - 1
-    return best
-
-
-def search_inference(
-    ctx: Context, gpu: Gpu, precision: str, node_size: int, decode_prior: Interval, prefill_prior: Interval
-) -> tuple[list[Candidate], list[Miss]]:
-    """Every replica size (tensor parallel within a server, pipeline across servers) that serves the load."""
-    a = ctx.knowledge.assumptions
-    job = ctx.job
-    arch = job.arch
-    assert arch is not None
-    usable = gpu.memory_gb * (1 - ctx.headroom)
-    context = job.prompt_tokens + job.output_tokens
-    gpu_facts = ctx.gpu_facts(gpu, node_size)
-    cap = a.defaults.serving_utilisation_cap.value
-    candidates: list[Candidate] = []
-    misses: list[Miss] = []
-    if peak_flops(gpu, precision) is None:
-        return [], [Miss(gpu.id, 1, "precision", f"no {precision} support", 3.0)]
-    shapes = [(tp, 1) for tp in (1, 2, 4, 8, 16) if tp <= node_size and arch.heads % tp == 0]
-    shapes += [(node_size, pp) for pp in (2, 4, 8) if arch.heads % node_size == 0]
-    smallest: tuple[int, Memory] | None = None
-    for tp, pp in shapes:
-        replica = tp * pp
-        # Learned efficiencies from measured serving runs where the model applies; else the priors passed in.
-        learned = learned_efficiency(job, precision, tp, engine_of(getattr(ctx, "workload", None) or job)[0])
-        decode, prefill = (learned.decode, learned.prefill) if learned else (decode_prior, prefill_prior)
-        layout = Layout(
-            count=replica,
-            nodes=pp if tp == node_size else 1,
-            node_size=node_size,
-            precision=precision,
-            tp=tp,
-            pp=pp,
-            dp=1,
-            sharding="none",
-            micro_batch=1,
-        )
-        terms = inference_terms(job, gpu, layout, a, context)
-        room = usable * GB - sum(hi for _, _, hi in terms.fixed)
-        b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
-        if b_max < 1:
-            mem = inference_memory(job, gpu, layout, a, usable, context)
-            if smallest is None or mem.high_gb < smallest[1].high_gb:
-                smallest = (replica, mem)
-            continue
-        weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
-        kv_seq = terms.kv_per_seq_high / 1.01
-        b, timing = largest_batch_within(
-            job, gpu, layout, a, b_max, weights_b, kv_seq, decode.p50, job.tpot_ms
-        )
-        if timing is None:
-            t1 = serving_times(job, gpu, layout, a, weights_b, kv_seq)
-            tpot = (t1.decode_step_s / decode.p50 * 1000) if t1 else float("inf")
-            misses.append(
-                Miss(
-                    gpu.id,
-                    replica,
-                    "latency",
-                    f"{tpot:.0f} ms per output token even at batch 1 (target {job.tpot_ms:g} ms)",
-                    1.5,
-                )
-            )
-            continue
-        per_request_s = (
-            timing.prefill_s / prefill.p50 + job.output_tokens * timing.decode_step_s / decode.p50 / b
-        )
-        capacity = 1.0 / per_request_s
-        replicas = max(1, math.ceil(job.requests_per_s / (capacity * cap)))
-        count = replicas * replica
-        if count > ctx.constraints.max_gpus:
-            misses.append(
-                Miss(
-                    gpu.id,
-                    count,
-                    "scale",
-                    f"needs {count} GPUs for {job.requests_per_s:g} req/s, "
-                    f"over the {ctx.constraints.max_gpus} GPUs allowed",
-                    2.5,
-                )
-            )
-            continue
-        ttft_ms = timing.prefill_s / prefill.p50 * 1000
-        fig = (
-            load_figures(
-                job,
-                gpu,
-                precision,
-                tp,
-                replicas,
-                engine_of(getattr(ctx, "workload", None) or job)[0],
-                job.requests_per_s,
-            )
-            if learned and pp == 1
-            else None
-        )
-        if fig and "ttft_ms" in fig:  # queueing at the offered load, not only the idle prefill time
-            ttft_ms = max(ttft_ms, fig["ttft_ms"])
-        if job.ttft_ms is not None and ttft_ms > job.ttft_ms:
-            misses.append(
-                Miss(
-                    gpu.id,
-                    count,
-                    "latency",
-                    f"time to first token {ttft_ms:.0f} ms > target {job.ttft_ms:g} ms",
-                    1.5,
-                )
-            )
-            continue
-        nodes = max(1, math.ceil(count / node_size)) if tp < node_size else replicas * pp
-        full = layout.with_(count=count, nodes=nodes, dp=replicas, micro_batch=b)
-        memory = inference_memory(job, gpu, full, a, usable, context)
-        facts = plan_facts(gpu_facts, full, memory, gpu, 0.0)
-        firings = evaluate(ctx.rules_by_scope["plan"], facts)
-        hard = [f for f in firings if f.kind == "constraint"]
-        if hard:
-            misses.append(
-                Miss(gpu.id, count, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 2.0)
-            )
-            continue
-        candidates.append(
-            Candidate(gpu, full, memory, "decode", serving=timing, firings=firings, facts=facts)
-        )
-    if not candidates and smallest is not None and not misses:
-        replica, mem = smallest
-        misses.append(
-            Miss(
-                gpu.id,
-                replica,
-                "memory",
-                f"needs {mem.high_gb:.0f} GB per GPU for one sequence of "
-                f"{context} tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
-                1.0,
-            )
-        )
-    return candidates, misses
 
 
 def efficiency_query(cand: Candidate, ctx: Context) -> Query:

@@ -1,154 +1,407 @@
-"""What the planner and predictor ask of the serving model: learned efficiencies and latency at a load."""
+"""The one serving search, shared by recommend and predict: replica shapes, the engine, the load each replica
+takes and the latency it answers with.
+
+For every replica shape (tensor parallel inside a server, pipeline stages across servers; a stated tp, pp,
+engine or batch held) it builds the replica the step model prices (`advisor/learned/serving/replica.py`),
+takes the engine's learned efficiencies, and asks `advisor/physics/batching.py` for the capacity at the
+engine's caps and the largest request rate whose TTFT and TPOT meet the targets at the percentile asked
+(open loop, Poisson arrivals). recommend sizes replicas from that rate; predict holds the GPU, the count and
+every stated value and reports the same figures (a stated batch is a closed loop of that many requests in
+flight per replica).
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from advisor.learned.efficiency.base import Interval
-from advisor.learned.serving.model import DEFAULT_ENGINE, Config, load_model
-from advisor.learned.serving.queueing import APPROXIMATION, at_rate, capacity, largest_rate
-from advisor.physics.serving import GB, Hardware, Shape
+from advisor.catalog.gpus import Gpu
+from advisor.catalog.rules import evaluate
+from advisor.job.layout import Layout
+from advisor.job.resolve import Job
+from advisor.learned.serving.model import Traits, load_model
+from advisor.learned.serving.replica import Setup, build
+from advisor.physics.batching import (
+    Latency,
+    Saturation,
+    capacity,
+    closed_run,
+    closed_schedule,
+    kv_tokens,
+    open_loop,
+    seq_tokens,
+)
+from advisor.physics.memory import inference_memory
+from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
+from advisor.question.vocab import DEFAULT_ENGINE
+from advisor.search.candidates import Candidate, Miss, plan_facts
+from advisor.search.context import Context
+
+PERCENTILES = (50, 90, 99)
+RATE_STEPS = 16  # bisection steps on the rate: 2^-16 of the capacity
+CLOSED_LOOP_REQUESTS = 2048
 
 
-def engine_of(workload: object) -> tuple[str, bool]:
-    """The serving engine and whether the user gave it (Workload.config.engine arrives with the config
-    work)."""
-    given = getattr(getattr(workload, "config", None), "engine", None) or getattr(workload, "engine", None)
+def engine_of(job: Job) -> tuple[str, bool]:
+    """The serving engine and whether the user gave it."""
+    given = job.config.engine
     return (str(given), True) if given else (DEFAULT_ENGINE, False)
 
 
-def _config(job, precision: str, tp: int, engine: str) -> Config | None:
-    if job.arch is None:
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The latency a plan is held to, at one percentile of requests."""
+
+    ttft_s: float | None
+    tpot_s: float | None
+    quantile: float
+
+    def met(self, lat: Latency | None) -> bool:
+        if lat is None:
+            return False
+        ok_ttft = self.ttft_s is None or lat.ttft_q_s <= self.ttft_s
+        return ok_ttft and (self.tpot_s is None or lat.tpot_q_s <= self.tpot_s)
+
+
+def targets_of(job: Job, use: bool = True) -> Targets:
+    """The job's TTFT/TPOT targets (none when `use` is False) at its SLO percentile."""
+    q = (job.slo_percentile or 50) / 100.0
+    if not use:
+        return Targets(None, None, q)
+    tpot = job.tpot_ms / 1000.0 if job.tpot_ms and math.isfinite(job.tpot_ms) else None
+    return Targets(job.ttft_ms / 1000.0 if job.ttft_ms else None, tpot, q)
+
+
+def prior_efficiency(ctx: Context) -> Efficiency:
+    """The documented priors when no learned serving model is shipped: decode bandwidth, prefill compute."""
+    eff = ctx.knowledge.assumptions.efficiency
+    return Efficiency(memory=eff["decode"].p50, compute=eff["prefill"].p50, kv=eff["decode"].p50)
+
+
+@dataclass
+class Figures:
+    """One replica shape on one GPU: its setup, efficiencies, capacity and the engine's data source."""
+
+    setup: Setup
+    eff: Efficiency
+    sat: Saturation
+    sol: Saturation
+    """The capacity at 100% efficiency (speed of light)."""
+    engine: str
+    learned_from: str | None
+    """The engine whose measured rows the efficiencies come from (None: priors, or the engines' common
+    values)."""
+    bound: str = "memory"
+    """What limits a full replica's iteration: memory (weights and KV reads) or compute."""
+
+    @property
+    def replica_gpus(self) -> int:
+        return self.setup.replica.gpus
+
+
+def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Figures | None:
+    """The replica of tp x pp `gpu`s, or None when the GPU has no peak or not one sequence fits."""
+    job, a = ctx.job, ctx.knowledge.assumptions
+    eng, _ = engine_of(job)
+    setup = build(job, gpu, tp, pp, precision, eng, a)
+    if setup is None:
         return None
-    return Config(
-        engine=engine,
+    model = load_model()
+    shape = setup.replica.shape
+    traits = Traits(
+        engine=eng,
+        fp8=precision == "fp8",
+        amd=gpu.vendor == "amd",
+        moe=shape.experts > 1,
+        expert_slice=shape.expert_ffn / tp,
+    )
+    eff = model.efficiency(traits) if model else prior_efficiency(ctx)
+    learned_from = model.source_engine(eng) if model else None
+    args = (setup.replica, eff, setup.limits, job.prompt_tokens, job.output_tokens, setup.overhead_bytes)
+    sat = capacity(*args)
+    if sat is None:
+        return None
+    sol = capacity(
+        setup.replica,
+        Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0, comm=1.0),
+        *args[2:],
+    )
+    assert sol is not None
+    rep = setup.replica
+    t = stage_times(
+        rep,
+        sat.batch / rep.pp,
+        job.prompt_tokens + job.output_tokens / 2,
+        sat.prefill_tokens / rep.pp,
+        job.prompt_tokens / 2,
+    )
+    memory = t.weights_s / eff.memory + t.experts_s / (eff.memory * eff.experts) + t.kv_s / eff.kv
+    bound = (
+        "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
+    )
+    return Figures(setup, eff, sat, sol, eng, learned_from, bound)
+
+
+def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Latency | None:
+    """Latency of one replica offered `rate` requests/s (None: over capacity)."""
+    job, s = ctx.job, fig.setup
+    return open_loop(
+        s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens, rate, quantile, s.overhead_bytes
+    )
+
+
+def closed_loop_at(ctx: Context, fig: Figures, concurrency: int, quantile: float) -> Latency | None:
+    """Latency and throughput of one replica kept at `concurrency` requests in flight."""
+    job, s = ctx.job, fig.setup
+    lengths = [(job.prompt_tokens, job.output_tokens)] * min(CLOSED_LOOP_REQUESTS, max(4 * concurrency, 64))
+    cap = min(fig.sat.cap, concurrency)
+    sched = closed_schedule(
+        s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, concurrency
+    )
+    return closed_run(sched, s.replica, fig.eff).latency(quantile) if sched else None
+
+
+def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
+    """The largest requests/s one replica takes with TTFT and TPOT within the targets at the percentile,
+    and at most the utilisation cap of its capacity (0 when even a trickle misses them)."""
+    cap = ctx.knowledge.assumptions.defaults.serving_utilisation_cap.value * fig.sat.requests_s
+    if targets.ttft_s is None and targets.tpot_s is None:
+        return cap
+    if targets.met(latency_at(ctx, fig, cap, targets.quantile)):
+        return cap
+    lo, hi = 0.0, cap
+    if not targets.met(latency_at(ctx, fig, cap * 1e-4, targets.quantile)):
+        return 0.0
+    for _ in range(RATE_STEPS):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if targets.met(latency_at(ctx, fig, mid, targets.quantile)) else (lo, mid)
+    return lo
+
+
+def alone(ctx: Context, fig: Figures) -> tuple[float, float]:
+    """(TTFT, TPOT) of one request on an idle replica."""
+    s, job = fig.setup, ctx.job
+    ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget)
+    lat = latency_at(ctx, fig, fig.sat.requests_s * 1e-6, 0.5)
+    return ttft, (lat.tpot_s if lat else math.inf)
+
+
+def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int, int]]:
+    """Replica shapes (tp, pp) to try: tensor parallel within a server, pipeline stages of a full server
+    across servers; a stated tp or pp is held (for every workload kind); a stated count must hold whole
+    replicas."""
+    assert job.arch is not None
+    given_tp, given_pp = job.config.tp, job.config.pp
+    out = [(tp, 1) for tp in (1, 2, 4, 8, 16) if tp <= node_size and job.arch.heads % tp == 0]
+    out += [(node_size, pp) for pp in (2, 4, 8) if job.arch.heads % node_size == 0]
+    if given_tp or given_pp:
+        tps = [given_tp] if given_tp else sorted({t for t, _ in out})
+        pps = [given_pp] if given_pp else [1]
+        out = [(t, p) for t in tps for p in pps]
+    if gpus is not None:
+        out = [(t, p) for t, p in out if gpus % (t * p) == 0]
+    return sorted(set(out))
+
+
+@dataclass
+class Served:
+    """The serving figures of one plan: per replica, and what they add up to."""
+
+    figures: Figures
+    replicas: int
+    rate: float
+    """Requests/s each replica is offered (0: no load given)."""
+    load: Latency | None
+    """Latency at that load (or at the stated batch), at the SLO percentile."""
+    max_rate: float
+    """Requests/s each replica takes within the targets."""
+    targets: Targets
+    batch: int
+    """Requests in flight per replica (stated, or the load's average)."""
+    alone: tuple[float, float]
+    notes: list[str] = field(default_factory=list)
+    prefill_replicas: int = 0
+    """Disaggregated: how many of the replicas only prefill (the others only decode); 0 = colocated."""
+
+    @property
+    def throughput(self) -> float:
+        """Output tokens/s of the whole deployment at its load (the capacity when none is given)."""
+        if self.load is not None:
+            return self.load.output_tok_s * self.replicas
+        return self.figures.sat.output_tok_s * self.replicas
+
+    @property
+    def ttft_s(self) -> float:
+        return self.load.ttft_q_s if self.load else self.alone[0]
+
+    @property
+    def tpot_s(self) -> float:
+        return self.load.tpot_q_s if self.load else self.figures.sat.iteration_s
+
+
+def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: float) -> Served | str:
+    """recommend: the fewest replicas whose rate each meets the targets; or why none can. A stated batch is
+    the requests each replica keeps in flight (a closed loop): its completion rate sizes the replicas."""
+    lone = alone(ctx, fig)
+    if ctx.job.batch_size:
+        held = closed_loop_at(ctx, fig, ctx.job.batch_size, targets.quantile)
+        if held is None or not targets.met(held):
+            return f"{ctx.job.batch_size} requests in flight per replica miss the latency targets"
+        replicas = max(1, math.ceil(rate_total / held.requests_s - 1e-9))
+        return Served(
+            fig, replicas, rate_total / replicas, held, held.requests_s, targets, ctx.job.batch_size, lone
+        )
+    best = max_rate(ctx, fig, targets)
+    if best <= 0:
+        return _latency_miss(targets, lone)
+    replicas = max(1, math.ceil(rate_total / best - 1e-9))
+    rate = rate_total / replicas
+    load = latency_at(ctx, fig, rate, targets.quantile)
+    batch = max(1, round(load.batch)) if load else fig.sat.cap
+    return Served(fig, replicas, rate, load, best, targets, batch, lone)
+
+
+def _latency_miss(targets: Targets, lone: tuple[float, float]) -> str:
+    ttft, tpot = lone
+    if targets.tpot_s is not None and tpot > targets.tpot_s:
+        return f"{tpot * 1000:.0f} ms per output token even alone (target {targets.tpot_s * 1000:g} ms)"
+    if targets.ttft_s is not None and ttft > targets.ttft_s:
+        return f"time to first token {ttft * 1000:.0f} ms even alone (target {targets.ttft_s * 1000:g} ms)"
+    return "no request rate meets the latency targets at this percentile"
+
+
+def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) -> Served:
+    """predict: the stated GPUs as replicas; a stated batch in flight per replica, else a stated load, else
+    the capacity."""
+    job = ctx.job
+    lone = alone(ctx, fig)
+    q = targets.quantile
+    if job.batch_size:
+        load = closed_loop_at(ctx, fig, job.batch_size, q)
+        rate = load.requests_s if load else 0.0
+        return Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, job.batch_size, lone)
+    rate_given = not any(a.field == "requests_per_s" for a in job.assumed)
+    if rate_given and job.requests_per_s:
+        rate = job.requests_per_s / replicas
+        load = latency_at(ctx, fig, rate, q)
+        batch = max(1, round(load.batch)) if load else fig.sat.cap
+        served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, batch, lone)
+        if load is None:
+            served.notes.append(
+                f"{job.requests_per_s:g} req/s is over this deployment's capacity "
+                f"({fig.sat.requests_s * replicas:.2f} req/s): latency grows without bound"
+            )
+        return served
+    batch = max(1, round(fig.sat.batch))
+    return Served(fig, replicas, 0.0, None, max_rate(ctx, fig, targets), targets, batch, lone)
+
+
+def _memory_miss(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> Miss:
+    """Why not one sequence fits even on the widest replica."""
+    job, a = ctx.job, ctx.knowledge.assumptions
+    tp = max(t for t, _ in shapes(job, node_size))
+    layout = Layout(count=tp, nodes=1, node_size=node_size, precision=precision, tp=tp)
+    usable = gpu.memory_gb * (1 - ctx.headroom)
+    mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
+    return Miss(
+        gpu.id,
+        tp,
+        "memory",
+        f"needs {mem.high_gb:.0f} GB per GPU for one sequence of {job.prompt_tokens + job.output_tokens} "
+        f"tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
+        1.0,
+    )
+
+
+def _candidate(ctx: Context, gpu: Gpu, precision: str, node_size: int, served: Served) -> Candidate | Miss:
+    """The plan of a sized deployment: its layout, memory at the running batch, and the rules' verdict."""
+    job, a = ctx.job, ctx.knowledge.assumptions
+    rep = served.figures.setup.replica
+    tp, pp, replicas = rep.tp, rep.pp, served.replicas
+    count = replicas * tp * pp
+    nodes = max(1, math.ceil(count / node_size)) if tp * pp <= node_size else replicas * pp
+    layout = Layout(
+        count=count,
+        nodes=nodes,
+        node_size=node_size,
         precision=precision,
         tp=tp,
-        isl=max(job.prompt_tokens, 1),
-        osl=max(job.output_tokens, 1),
-        moe=job.arch.experts > 1,
+        pp=pp,
+        dp=replicas,
+        sharding="none",
+        micro_batch=served.batch,
     )
+    usable = gpu.memory_gb * (1 - ctx.headroom)
+    # KV per running sequence as the engine holds it: paged caches average prompt + output / 2.
+    held = round(seq_tokens(served.figures.setup.limits, job.prompt_tokens, job.output_tokens))
+    memory = inference_memory(job, gpu, layout, a, usable, held)
+    facts = plan_facts(ctx.gpu_facts(gpu, node_size), layout, memory, gpu, 0.0)
+    firings = evaluate(ctx.rules_by_scope["plan"], facts)
+    hard = [f for f in firings if f.kind == "constraint"]
+    if hard:
+        return Miss(gpu.id, count, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 2.0)
+    return Candidate(gpu, layout, memory, "decode", serving=served, firings=firings, facts=facts)
 
 
-@dataclass(frozen=True)
-class Learned:
-    """Learned decode and prefill efficiencies for one replica shape, and what to tell the user."""
+def _disaggregated(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, fig: Figures, targets: Targets, colocated: int
+) -> Candidate | None:
+    """The prefill/decode split of this replica shape, when it needs fewer GPUs than colocating."""
+    from advisor.search.disaggregated import disaggregated
 
-    decode: Interval
-    prefill: Interval
-    note: str
-
-
-def learned_efficiency(job, precision: str, tp: int, engine: str) -> Learned | None:
-    """Efficiency intervals from the measured-run model, or None (no model, or no transformer shape)."""
-    model, cfg = load_model(), _config(job, precision, tp, engine)
-    if model is None or cfg is None:
+    job = ctx.job
+    served = disaggregated(fig, job.prompt_tokens, job.output_tokens, job.requests_per_s, targets)
+    if served is None or served.replicas * fig.replica_gpus >= colocated:
         return None
-    eta_d, eta_p = model.efficiency(cfg, "decode"), model.efficiency(cfg, "prefill")
-    lo, hi = model.band("throughput")
-    tlo, thi = model.band("ttft")  # measured / predicted TTFT; efficiency moves the other way
-    rows = model.meta.get("rows_used", "?")
-    stand_in = (
-        ""
-        if model.knows(engine)
-        else (f"; no measured {engine} rows, so {DEFAULT_ENGINE}'s efficiencies stand in for it")
+    served.notes.append(
+        f"disaggregated prefill/decode wins here: {served.replicas * fig.replica_gpus} GPUs against "
+        f"{colocated} colocated ({served.prefill_replicas} prefill + "
+        f"{served.replicas - served.prefill_replicas} decode replicas: decodes no longer wait behind prompt "
+        "chunks, so each decode replica runs a larger batch within the TPOT target)"
     )
-    note = (
-        f"serving efficiencies learned from {rows} measured runs (knowledge/serving_benchmarks.csv, "
-        f"engines: {', '.join(model.meta.get('engines', []))}){stand_in}"
-    )
-    return Learned(
-        Interval(min(1.0, eta_d * lo), eta_d, min(1.0, eta_d * hi)),
-        Interval(min(1.0, eta_p / thi), eta_p, min(1.0, eta_p / tlo)),
-        note,
-    )
+    got = _candidate(ctx, gpu, precision, node_size, served)
+    return got if isinstance(got, Candidate) else None
 
 
-def load_figures(
-    job,
-    gpu,
-    precision: str,
-    tp: int,
-    replicas: int,
-    engine: str,
-    rate: float | None,
-    targets: bool = True,
-) -> dict[str, float] | None:
-    """Max output tokens/s per GPU, TTFT/TPOT at `rate` (whole deployment) and the largest rate meeting
-    targets."""
-    model, cfg = load_model(), _config(job, precision, tp, engine)
-    from advisor.physics.speed import peak_flops
-
-    peak = peak_flops(gpu, precision)
-    if model is None or cfg is None or peak is None:
-        return None
-    a = job.arch
-    shape = Shape(
-        params=job.params,
-        active_params=job.active_params,
-        layers=a.layers,
-        hidden=a.hidden,
-        heads=a.heads,
-        kv_heads=a.kv_heads,
-    )
-    hw = Hardware(peak_flops=peak, bandwidth=gpu.memory_bw_gbs * GB, memory_bytes=gpu.memory_gb * GB, gpus=tp)
-    out = {
-        "max_output_tok_s_per_gpu": model.max_output_tok_s(cfg, shape, hw) / tp,
-        "capacity_req_s": capacity(model, cfg, shape, hw) * replicas,
-    }
-    if rate:
-        load = at_rate(model, cfg, shape, hw, rate / replicas)
-        out |= {"ttft_ms": load.ttft_s * 1000, "tpot_ms": load.tpot_s * 1000}
-    ttft = job.ttft_ms / 1000 if job.ttft_ms and targets else None
-    tpot = job.tpot_ms / 1000 if job.tpot_ms and math.isfinite(job.tpot_ms) and targets else None
-    if ttft or tpot:
-        out["max_rate_meeting_targets"] = largest_rate(model, cfg, shape, hw, ttft, tpot) * replicas
-    return out
-
-
-def describe_load(fig: dict[str, float], rate: float | None) -> tuple[str, ...]:
-    """The load figures in words, each saying it is learned and how the queueing is approximated."""
-    lines = [
-        f"learned max throughput {fig['max_output_tok_s_per_gpu']:.0f} output tokens/s per GPU "
-        f"(capacity {fig['capacity_req_s']:.2f} req/s)"
-    ]
-    if rate and "ttft_ms" in fig:
-        if math.isfinite(fig["ttft_ms"]):
-            lines.append(
-                f"at {rate:g} req/s: TTFT {fig['ttft_ms']:.0f} ms, TPOT {fig['tpot_ms']:.1f} ms "
-                f"({APPROXIMATION})"
-            )
+def search_serving(
+    ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int | None = None
+) -> tuple[list[Candidate], list[Miss]]:
+    """Every replica shape that serves the load (recommend), or the stated count as replicas (predict)."""
+    job = ctx.job
+    c = ctx.constraints
+    found: list[Candidate] = []
+    missed: list[Miss] = []
+    given_targets = job.ttft_ms is not None or not any(x.field == "tpot_ms" for x in job.assumed)
+    targets = targets_of(job, use=count is None or given_targets)
+    for tp, pp in shapes(job, node_size, count):
+        fig = figures_for(ctx, gpu, tp, pp, precision)
+        if fig is None:
+            continue
+        if count is None:
+            served = size_for_load(ctx, fig, targets, job.requests_per_s)
         else:
-            lines.append(f"at {rate:g} req/s the deployment is over capacity: latency grows without bound")
-    if "max_rate_meeting_targets" in fig:
-        lines.append(
-            f"largest request rate meeting the latency targets: {fig['max_rate_meeting_targets']:.2f} req/s"
-        )
-    return tuple(lines)
-
-
-def serving_source(job, workload: object) -> tuple[str, tuple[str, ...]]:
-    """The efficiency source's name for serving answers, and the notes saying what is learned and what is
-    not."""
-    model = load_model()
-    if model is None or job.arch is None:
-        return (
-            "priors for serving (decode bandwidth, prefill compute; no measured serving data applies)",
-            (
-                "inference: latencies come from the roofline and efficiency priors (wide intervals), and "
-                "queueing is held below the utilisation cap rather than simulated",
-            ),
-        )
-    engine, given = engine_of(workload)
-    learned = learned_efficiency(job, "fp8", 1, engine)
-    assert learned is not None
-    return (
-        "learned from measured serving runs (knowledge/serving_model.json)",
-        (
-            learned.note,
-            f"engine {engine}" + ("" if given else " (default; pass an engine to change it)"),
-            f"TTFT includes queueing at the offered load ({APPROXIMATION}); priors still used: memory "
-            "headroom, KV-cache layout, TP all-reduce cost, the utilisation cap",
-        ),
-    )
+            served = size_for_count(ctx, fig, targets, count // (tp * pp))
+        if isinstance(served, str):
+            missed.append(Miss(gpu.id, tp * pp, "latency", served, 1.5))
+            continue
+        total = served.replicas * tp * pp
+        if count is None and total > c.max_gpus:
+            missed.append(
+                Miss(
+                    gpu.id,
+                    total,
+                    "scale",
+                    f"needs {total} GPUs for {job.requests_per_s:g} req/s, over the most GPUs allowed ({c.max_gpus})",
+                    2.5,
+                )
+            )
+            continue
+        got = _candidate(ctx, gpu, precision, node_size, served)
+        (missed if isinstance(got, Miss) else found).append(got)  # type: ignore[arg-type]
+        if count is None and not job.batch_size and (targets.ttft_s or targets.tpot_s):
+            split = _disaggregated(ctx, gpu, precision, node_size, fig, targets, total)
+            if split is not None:
+                found.append(split)
+    if not found and not missed:
+        missed.append(_memory_miss(ctx, gpu, precision, node_size))
+    return found, missed

@@ -1,39 +1,67 @@
-"""Measured serving rows (knowledge/serving_benchmarks.csv) joined to the catalogue's GPU and model facts."""
+"""Measured serving rows (knowledge/serving_benchmarks.csv), each built into the replica the step model
+prices."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import random
+import zlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
+from typing import Any
 
-from advisor.physics.serving import GB, Hardware, Shape
+from advisor.learned.serving.replica import Setup, build
+from advisor.question.vocab import ENGINES
 
 CSV_NAME = "serving_benchmarks.csv"
+KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
+MAX_REQUESTS = 2048  # a closed loop's simulated requests: enough for its waves to repeat, cheap to price
 
 
 @dataclass(frozen=True, slots=True)
+class Measured:
+    """A latency figure as published: its value in ms and which statistic it is (mean, p50, p90, p99)."""
+
+    ms: float
+    stat: str
+    kind: str = "tpot"
+    """'tpot' (per request: (last - first token) / (output - 1)) or 'itl' (per gap between streamed
+    tokens)."""
+
+
+@dataclass(eq=False)
 class Case:
-    """One measured serving row the model can use: its configuration, physics inputs and measured figures."""
+    """One measured row: its configuration, replica and load, and what was measured."""
 
     kind: str
     model: str
     gpu: str
+    vendor: str
     engine: str
+    family: str
     precision: str
     tp: int
+    pp: int
     isl: int
     osl: int
+    dataset: str
     batch: int | None
+    concurrency: int | None
     request_rate: float | None  # None = infinite
     output_tok_s: float | None  # whole replica
-    ttft_ms: float | None
-    itl_ms: float | None
-    shape: Shape
-    hw: Hardware
+    ttft: tuple[Measured, ...]
+    tpot: tuple[Measured, ...]
+    setup: Setup
     moe: bool
     ref: str
+    cache: dict[str, Any] = field(default_factory=dict)
+    """Schedules of closed loops (time-free, so built once per row)."""
+
+    @property
+    def fp8(self) -> bool:
+        return self.precision == "fp8"
 
 
 def csv_text() -> str:
@@ -45,76 +73,107 @@ def data_hash() -> str:
     return hashlib.sha256(csv_text().encode("utf-8")).hexdigest()
 
 
-def shape_of(spec) -> Shape | None:
-    if spec.kind != "llm" or not (spec.layers and spec.hidden and spec.heads):
-        return None
-    return Shape(
-        params=spec.params,
-        active_params=spec.active_params or spec.params,
-        layers=spec.layers,
-        hidden=spec.hidden,
-        heads=spec.heads,
-        kv_heads=spec.kv_heads or spec.heads,
-    )
-
-
-def hardware_of(gpu, precision: str, gpus: int) -> Hardware | None:
-    from advisor.physics.speed import peak_flops
-
-    if not hasattr(gpu.tflops, precision):  # e.g. nvfp4: the catalogue holds no FP4 peaks yet
-        return None
-    peak = peak_flops(gpu, precision)
-    if peak is None:
-        return None
-    return Hardware(
-        peak_flops=peak, bandwidth=gpu.memory_bw_gbs * GB, memory_bytes=gpu.memory_gb * GB, gpus=gpus
-    )
-
-
 def _num(text: str) -> float | None:
     return float(text) if text not in ("", "inf") else None
 
 
+def _int(text: str) -> int | None:
+    return int(float(text)) if text else None
+
+
+def _latencies(r: dict[str, str], name: str) -> tuple[Measured, ...]:
+    """The central figure and the P99 of one latency, where given (TPOT falls back to the ITL)."""
+    out = []
+    for col in (name, "itl") if name == "tpot" else (name,):
+        value, stat = _num(r.get(f"{col}_ms", "")), r.get(f"{col}_pctl", "") or "mean"
+        if value:
+            out.append(Measured(value, stat, col))
+            p99 = _num(r.get(f"{col}_p99_ms", ""))
+            if p99 and stat != "p99":
+                out.append(Measured(p99, "p99", col))
+            break
+    return tuple(out)
+
+
+def _job(knowledge, model: str, isl: int, osl: int):
+    from advisor.job.inputs import Workload
+    from advisor.job.resolve import resolve_job
+
+    w = Workload(model=model, kind="inference", prompt_tokens=isl, output_tokens=osl)
+    return resolve_job(knowledge, w, need_data=False)
+
+
+def _case(knowledge, r: dict[str, str]) -> Case | str:
+    """A usable row, or why it is left out."""
+    gpus = {g.id: g for g in knowledge.gpus}
+    gpu, ids = gpus.get(r["gpu"]), {m.id for m in knowledge.models}
+    if gpu is None or r["model"] not in ids:
+        return f"{'gpu ' + r['gpu'] if gpu is None else 'model ' + r['model']} not in the catalogue"
+    if r["kind"] not in KINDS or r["engine"] not in ENGINES:
+        return f"kind {r['kind']} / engine {r['engine']} not modelled"
+    isl, osl = round(float(r["isl"])), round(float(r["osl"]))
+    try:
+        job = _job(knowledge, r["model"], isl, osl)
+    except ValueError as exc:  # InputError: e.g. longer than the model's context
+        return f"not servable as stated ({str(exc).split(':')[0]})"
+    kv = r.get("kv_precision") or ("fp8" if r["precision"] == "fp8" and r["engine"] == "trtllm" else "bf16")
+    tp, pp = int(r["tp"]), int(r.get("pp") or 1)
+    setup = build(job, gpu, tp, pp, r["precision"], r["engine"], knowledge.assumptions, kv)
+    if setup is None:
+        return f"no {r['precision']} peak for {r['gpu']} in gpus.toml"
+    return Case(
+        kind=r["kind"],
+        model=r["model"],
+        gpu=r["gpu"],
+        vendor=gpu.vendor,
+        engine=r["engine"],
+        family=r.get("family", "vendor"),
+        precision=r["precision"],
+        tp=tp,
+        pp=pp,
+        isl=isl,
+        osl=osl,
+        dataset=r.get("dataset") or "fixed",
+        batch=_int(r["batch"]),
+        concurrency=_int(r.get("concurrency", "")),
+        request_rate=_num(r["request_rate"]),
+        output_tok_s=_num(r["output_tok_s"]),
+        ttft=_latencies(r, "ttft"),
+        tpot=_latencies(r, "tpot"),
+        setup=setup,
+        moe=job.arch is not None and job.arch.experts > 1,
+        ref=f"{r['source'].split(':')[0]} {r['row_ref']}",
+    )
+
+
 def load_cases(knowledge=None) -> tuple[list[Case], Counter[str]]:
-    """Usable rows, and the count of rows left out by reason (GPU or model not in the catalogue, no peak)."""
+    """Usable rows, and the count of rows left out by reason."""
     if knowledge is None:
         from advisor.catalog.loader import load_knowledge
 
         knowledge = load_knowledge()
-    gpus = {g.id: g for g in knowledge.gpus}
-    models = {m.id: m for m in knowledge.models}
     cases: list[Case] = []
     dropped: Counter[str] = Counter()
     for r in csv.DictReader(csv_text().splitlines()):
-        gpu, spec = gpus.get(r["gpu"]), models.get(r["model"])
-        if gpu is None or spec is None:
-            dropped[
-                f"{'gpu ' + r['gpu'] if gpu is None else 'model ' + r['model']} not in the catalogue"
-            ] += 1
-            continue
-        shape, hw = shape_of(spec), hardware_of(gpu, r["precision"], int(r["count"]))
-        if shape is None or hw is None:
-            dropped[f"no {r['precision']} peak for {r['gpu']} in gpus.toml"] += 1
-            continue
-        cases.append(
-            Case(
-                kind=r["kind"],
-                model=r["model"],
-                gpu=r["gpu"],
-                engine=r["engine"],
-                precision=r["precision"],
-                tp=int(r["tp"]),
-                isl=int(r["isl"]),
-                osl=int(r["osl"]),
-                batch=int(r["batch"]) if r["batch"] else None,
-                request_rate=_num(r["request_rate"]),
-                output_tok_s=_num(r["output_tok_s"]),
-                ttft_ms=_num(r["ttft_ms"]),
-                itl_ms=_num(r["itl_ms"]),
-                shape=shape,
-                hw=hw,
-                moe=spec.experts > 1,
-                ref=f"{r['source'].split(':')[0]} {r['row_ref']}",
-            )
-        )
+        got = _case(knowledge, r)
+        if isinstance(got, str):
+            dropped[got] += 1
+        else:
+            cases.append(got)
     return cases, dropped
+
+
+def lengths_of(c: Case, n: int) -> list[tuple[int, int]]:
+    """(prompt, output) of `n` requests like the row's: fixed, or drawn around its means with a fixed seed
+    (ShareGPT-like: lognormal, spread 0.8; random-uniform: +-25%)."""
+    if c.dataset in ("fixed", "sonnet", ""):
+        return [(c.isl, c.osl)] * n
+    rng = random.Random(zlib.crc32(c.ref.encode()))
+    out = []
+    for _ in range(n):
+        if c.dataset == "sharegpt":
+            f_in, f_out = rng.lognormvariate(-0.32, 0.8), rng.lognormvariate(-0.32, 0.8)
+        else:
+            f_in, f_out = rng.uniform(0.75, 1.25), rng.uniform(0.75, 1.25)
+        out.append((max(1, round(c.isl * f_in)), max(1, round(c.osl * f_out))))
+    return out

@@ -1,103 +1,136 @@
 """Fit the serving model's parameters to measured rows (training time only: needs scipy, shipped with
-scikit-learn)."""
+scikit-learn).
+
+Least squares on log(predicted / measured) of throughput, TPOT and the first-token latency of a lone request,
+soft-L1 (robust to a mis-transcribed cell), each source repository weighted by 1/sqrt(its rows) so that
+TensorRT-LLM's hundreds of rows do not drown the other engines, engine offsets shrunk toward zero (ridge).
+TTFT under load never enters the fit: the queueing has no parameters and is scored only on held-out rows.
+"""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from advisor.learned.serving.data import Case
-from advisor.learned.serving.model import (
-    DECODE_FEATURES,
-    DEFAULT_ENGINE,
-    PREFILL_FEATURES,
-    Config,
-    ServingModel,
-)
-from advisor.physics.serving import offline_output_tok_s, prefill_s
+from advisor.learned.serving.model import ENGINE_TERMS, GLOBALS, ServingModel, initial
+from advisor.learned.serving.observe import fit_obs, traits
 
-FIT_KINDS = ("offline", "static", "ttft-bs1")
-SEED = 0  # recorded for the metadata: the fit is deterministic (fixed start, no random draws)
+SEED = 0  # recorded in the metadata: the fit is deterministic (fixed start, no random draws)
+ENGINE_RIDGE = 0.01  # residual weight on each engine offset: a light pull toward the engines' common value
+PRIOR_WEIGHT = 0.1  # a weak pull of every global toward its starting value, so that no term runs off to +-30
+MAX_EVALUATIONS = 60
 
 
-def config_of(c: Case) -> Config:
-    return Config(engine=c.engine, precision=c.precision, tp=c.tp, isl=c.isl, osl=c.osl, moe=c.moe)
+def source_of(c: Case) -> str:
+    return c.ref.split("@")[0]
 
 
-def predicted(model: ServingModel, c: Case) -> tuple[float, float]:
-    """(predicted, measured) of the figure a row measures: output tokens/s, or TTFT in seconds."""
-    cfg = config_of(c)
-    if c.kind == "ttft-bs1":
-        assert c.ttft_ms is not None
-        return prefill_s(c.shape, c.hw, c.isl) / model.efficiency(cfg, "prefill"), c.ttft_ms / 1000.0
-    assert c.output_tok_s is not None
-    if c.kind == "static" and c.batch:
-        tput = offline_output_tok_s(
-            c.shape,
-            c.hw,
-            c.precision,
-            c.isl,
-            c.osl,
-            c.batch,
-            model.efficiency(cfg, "prefill"),
-            model.efficiency(cfg, "decode"),
-        )
-    else:
-        tput = model.max_output_tok_s(cfg, c.shape, c.hw)
-    return tput, c.output_tok_s
+def _unpack(x: Sequence[float], engines: list[str]) -> ServingModel:
+    params = {k: float(v) for k, v in zip(GLOBALS, x[: len(GLOBALS)], strict=True)}
+    rest = x[len(GLOBALS) :]
+    per = len(ENGINE_TERMS)
+    offsets = {
+        e: {k: float(v) for k, v in zip(ENGINE_TERMS, rest[i * per : (i + 1) * per], strict=True)}
+        for i, e in enumerate(engines)
+    }
+    return ServingModel(params, offsets, {}, {})
 
 
-def usable(cases: Sequence[Case]) -> list[Case]:
-    """Rows a fit can use: a measured kind, and at least one sequence fits."""
+MAX_LOG_ERROR = 3.0  # a prediction off by more than e^3 (or infinite: over capacity) counts as e^3
+
+
+def clipped_log_ratio(predicted: float, measured: float) -> float:
+    """log(predicted / measured) within +-MAX_LOG_ERROR (an over-capacity prediction is infinite)."""
+    if not predicted > 0:
+        return -MAX_LOG_ERROR
+    if not math.isfinite(predicted):
+        return MAX_LOG_ERROR
+    return max(-MAX_LOG_ERROR, min(MAX_LOG_ERROR, math.log(predicted / measured)))
+
+
+def residuals_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, float]) -> list[float]:
+    """Weighted log errors of every fitted figure of every row."""
     out = []
-    for c in cases:
-        if c.kind not in FIT_KINDS:
-            continue
-        if (
-            c.kind == "offline"
-            and ServingModel({}, {}, {}, {}, {}).max_output_tok_s(config_of(c), c.shape, c.hw) <= 0
-        ):
-            continue
-        out.append(c)
+    for c in rows:
+        eff = model.efficiency(traits(c))
+        w = weights[source_of(c)]
+        for o in fit_obs(c, eff):
+            out.append(w * clipped_log_ratio(o.predicted, o.measured))
     return out
 
 
-def _unpack(x: Sequence[float], engines: list[str], constant: bool) -> ServingModel:
-    p = dict(zip(PREFILL_FEATURES, x[: len(PREFILL_FEATURES)], strict=True))
-    d = dict(
-        zip(
-            DECODE_FEATURES,
-            x[len(PREFILL_FEATURES) : len(PREFILL_FEATURES) + len(DECODE_FEATURES)],
-            strict=True,
-        )
-    )
-    if constant:  # the baseline: one efficiency per regime, every feature but the intercept held at zero
-        p = {k: (v if k == "intercept" else 0.0) for k, v in p.items()}
-        d = {k: (v if k == "intercept" else 0.0) for k, v in d.items()}
-    rest = x[len(PREFILL_FEATURES) + len(DECODE_FEATURES) :]
-    eng = {DEFAULT_ENGINE: {"prefill": 0.0, "decode": 0.0}}
-    for i, e in enumerate(e for e in engines if e != DEFAULT_ENGINE):
-        eng[e] = {"prefill": rest[2 * i], "decode": rest[2 * i + 1]}
-    return ServingModel(prefill=p, decode=d, engines=eng, interval={}, meta={})
+STEP = 1e-4  # relative change of an efficiency field for its finite difference
 
 
-def fit(cases: Sequence[Case], constant: bool = False) -> ServingModel:
-    """Least squares on log(predicted / measured), soft-L1 loss (robust to a mis-transcribed cell)."""
+def jacobian_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, float], names: list[str]):
+    """d residual / d parameter by the chain rule: each row's figures are differenced against the eight
+    efficiency fields (eight passes, not one per parameter), times d field / d parameter (analytic)."""
+    import numpy as np  # training only
+
+    column = {n: i for i, n in enumerate(names)}
+    jac: list[list[float]] = []
+    for c in rows:
+        eff, slopes = model.efficiency_and_slopes(traits(c))
+        w = weights[source_of(c)]
+        base = fit_obs(c, eff)
+        rows_here = [[0.0] * len(names) for _ in base]
+        for field, pairs in slopes.items():
+            value = getattr(eff, field)
+            bumped = fit_obs(c, replace(eff, **{field: value * (1.0 + STEP)}))
+            for r, (o0, o1) in enumerate(zip(base, bumped, strict=True)):
+                d0, d1 = (
+                    clipped_log_ratio(o0.predicted, o0.measured),
+                    clipped_log_ratio(o1.predicted, o1.measured),
+                )
+                d_field = w * (d1 - d0) / (value * STEP)
+                for name, slope in pairs:
+                    rows_here[r][column[name]] += d_field * slope
+        jac += rows_here
+    return np.array(jac, dtype=float).reshape(len(jac), len(names))
+
+
+def fit(
+    cases: Sequence[Case], start: ServingModel | None = None, max_nfev: int = MAX_EVALUATIONS
+) -> ServingModel:
+    """The parameters that best explain `cases` (a warm `start` shortens refits on folds)."""
     from scipy.optimize import least_squares
 
-    rows = usable(cases)
-    engines = sorted({c.engine for c in rows} | {DEFAULT_ENGINE})
-    n = len(PREFILL_FEATURES) + len(DECODE_FEATURES) + 2 * (len(engines) - 1)
+    rows = list(cases)
+    engines = sorted({c.engine for c in rows})
+    counts = Counter(source_of(c) for c in rows)
+    weights = {s: 1.0 / math.sqrt(n) for s, n in counts.items()}
+    base = start or initial()
+    x0 = [base.params.get(k, 0.0) for k in GLOBALS]
+    for e in engines:
+        x0 += [base.engines.get(e, {}).get(k, 0.0) for k in ENGINE_TERMS]
+    ridge = math.sqrt(ENGINE_RIDGE)
+
+    start0 = initial().params
+    prior = [PRIOR_WEIGHT * start0[k] for k in GLOBALS]
+    names = list(GLOBALS) + [f"{e}/{t}" for e in engines for t in ENGINE_TERMS]
+    n_global = len(GLOBALS)
 
     def residuals(x):
-        m = _unpack(x, engines, constant)
-        out = []
-        for c in rows:
-            pred, meas = predicted(m, c)
-            out.append(math.log(max(pred, 1e-12) / meas))
-        return out
+        model = _unpack(x, engines)
+        pulls = [PRIOR_WEIGHT * v - p for v, p in zip(x[:n_global], prior, strict=True)]
+        return residuals_of(model, rows, weights) + [ridge * v for v in x[n_global:]] + pulls
 
-    x0 = [0.0] * n
-    sol = least_squares(residuals, x0, loss="soft_l1", f_scale=0.3, method="trf", max_nfev=200)
-    model = _unpack([round(float(v), 6) for v in sol.x], engines, constant)
-    return model
+    def jacobian(x):
+        import numpy as np
+
+        data = jacobian_of(_unpack(x, engines), rows, weights, names)
+        extra = np.zeros((len(names), len(names)))
+        for i in range(len(names)):
+            extra[i, i] = ridge if i >= n_global else 0.0
+        pulls = np.zeros((n_global, len(names)))
+        for i in range(n_global):
+            pulls[i, i] = PRIOR_WEIGHT
+        return np.vstack([data, extra[n_global:], pulls])
+
+    sol = least_squares(
+        residuals, x0, jac=jacobian, loss="soft_l1", f_scale=0.3, method="trf", max_nfev=max_nfev
+    )
+    return _unpack([round(float(v), 5) for v in sol.x], engines)

@@ -1,8 +1,14 @@
-"""The learned serving model: prefill and decode efficiencies against speed of light, as plain parameters.
+"""The learned serving model: what the step model leaves to measurement, as plain parameters.
 
-efficiency = logistic(z), z linear in a few physical features (precision class, tensor-parallel degree, prompt
-length, MoE, context) plus an engine offset; no GPU id is a feature. Parameters live in
-knowledge/serving_model.json; numbers here only evaluate them (no scikit-learn, no scipy).
+The step model (`advisor/physics/serving.py`) prices an iteration from bytes, FLOPs and all-reduces; this
+model supplies its `Efficiency`: the achieved share of memory bandwidth and of peak compute (logistic in a
+few traits), the scheduler's cost per iteration and per running sequence (log-linear), and a multiplier on the
+all-reduce time. Traits: the engine (an offset per engine that has measured rows, shrunk toward the common
+value), fp8 kernels, an AMD GPU (its software stack), and for a mixture of experts the width of one expert's
+slice on a tensor-parallel rank (thin slices make inefficient grouped GEMMs: DeepSeek-V3's 2048-wide experts
+over TP8 are 256 wide, Mixtral's 14336 over TP8 1792). No GPU id and no tensor-parallel degree is a trait:
+the physics carries them. Parameters live in knowledge/serving_model.json; this module only evaluates them
+(no numpy, no scipy).
 """
 
 from __future__ import annotations
@@ -14,36 +20,60 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Any
 
-from advisor.physics.serving import Hardware, Shape, batch_capacity, offline_output_tok_s, prefill_s
+from advisor.learned.serving.engines import engines
+from advisor.physics.serving import Efficiency
 
 MODEL_NAME = "serving_model.json"
-DEFAULT_ENGINE = "trtllm"
-PREFILL_FEATURES = ("intercept", "fp16", "log2_tp", "log_isl")
-DECODE_FEATURES = ("intercept", "fp16", "log2_tp", "moe", "log_context")
+GLOBALS = (
+    "memory",
+    "memory_amd",
+    "memory_fp8",
+    "kv",
+    "kv_amd",
+    "experts",
+    "experts_thin",
+    "compute",
+    "compute_amd",
+    "compute_fp8",
+    "step",
+    "step_amd",
+    "per_seq",
+    "comm",
+    "request",
+)
+ENGINE_TERMS = ("memory", "compute", "step", "request")
+STEP_UNIT_S = 1e-3  # exp(0) of the iteration cost is one millisecond
+PER_SEQ_UNIT_S = 1e-5  # exp(0) of the per-sequence cost is ten microseconds
+REQUEST_UNIT_S = 1e-2  # exp(0) of the time outside the GPU before the first token is ten milliseconds
+FIELDS = (
+    # (Efficiency field, link, unit, (parameter, trait) terms, the engine offset that moves it)
+    ("memory", "logit", 1.0, (("memory", "one"), ("memory_amd", "amd"), ("memory_fp8", "fp8")), "memory"),
+    (
+        "compute",
+        "logit",
+        1.0,
+        (("compute", "one"), ("compute_amd", "amd"), ("compute_fp8", "fp8")),
+        "compute",
+    ),
+    ("kv", "logit", 1.0, (("kv", "one"), ("kv_amd", "amd")), None),
+    ("experts", "logit", 1.0, (("experts", "one"), ("experts_thin", "thin")), None),
+    ("step_s", "log", STEP_UNIT_S, (("step", "one"), ("step_amd", "amd")), "step"),
+    ("per_seq_s", "log", PER_SEQ_UNIT_S, (("per_seq", "one"),), None),
+    ("comm", "log", 1.0, (("comm", "one"),), None),
+    ("request_s", "log", REQUEST_UNIT_S, (("request", "one"),), "request"),
+)
 
 
 @dataclass(frozen=True, slots=True)
-class Config:
-    """One serving configuration the efficiencies are asked for."""
+class Traits:
+    """What the efficiencies depend on besides the physics."""
 
     engine: str
-    precision: str
-    tp: int
-    isl: int
-    osl: int
+    fp8: bool
+    amd: bool
     moe: bool
-
-
-def features(cfg: Config, regime: str) -> dict[str, float]:
-    """The named features of one regime ('prefill' or 'decode')."""
-    common = {
-        "intercept": 1.0,
-        "fp16": 1.0 if cfg.precision in ("fp16", "bf16") else 0.0,
-        "log2_tp": math.log2(max(cfg.tp, 1)),
-    }
-    if regime == "prefill":
-        return common | {"log_isl": math.log(cfg.isl / 1000.0)}
-    return common | {"moe": 1.0 if cfg.moe else 0.0, "log_context": math.log((cfg.isl + cfg.osl) / 1000.0)}
+    expert_slice: float = 0.0
+    """Width of one routed expert's FFN on one tensor-parallel rank (0: a dense model)."""
 
 
 def logistic(z: float) -> float:
@@ -52,53 +82,62 @@ def logistic(z: float) -> float:
 
 @dataclass(frozen=True)
 class ServingModel:
-    """Parameters of both regimes, the engines seen in training, and the CV residual interval."""
+    """Global parameters, per-engine offsets, the held-out residual bands, and the fit's metadata."""
 
-    prefill: dict[str, float]
-    decode: dict[str, float]
-    engines: dict[str, dict[str, float]]  # engine -> {"prefill": offset, "decode": offset}
+    params: dict[str, float]
+    engines: dict[str, dict[str, float]]
     interval: dict[str, tuple[float, float]]  # quantity -> (q10, q90) of log(measured / predicted)
-    meta: dict[str, Any]  # JSON metadata: rows used, engines, CV figures
+    meta: dict[str, Any]
 
-    def knows(self, engine: str) -> bool:
-        return engine in self.engines
+    def source_engine(self, engine: str) -> str | None:
+        """The engine whose offsets an engine uses: itself when measured, else its stand-in (and so on), else
+        None (the engines' common values)."""
+        seen, eid = set(), engine
+        catalogue = engines()
+        while eid and eid not in seen:
+            if eid in self.engines:
+                return eid
+            seen.add(eid)
+            eid = catalogue[eid].stand_in if eid in catalogue else ""
+        return None
 
-    def efficiency(self, cfg: Config, regime: str) -> float:
-        """P50 efficiency of a regime; an engine with no measured rows uses the default engine's offset."""
-        params = self.prefill if regime == "prefill" else self.decode
-        z = sum(params.get(k, 0.0) * v for k, v in features(cfg, regime).items())
-        engine = self.engines.get(cfg.engine) or self.engines.get(DEFAULT_ENGINE, {})
-        return logistic(z + engine.get(regime, 0.0))
+    def efficiency(self, t: Traits) -> Efficiency:
+        """The step model's efficiencies for these traits."""
+        return self.efficiency_and_slopes(t)[0]
+
+    def efficiency_and_slopes(self, t: Traits) -> tuple[Efficiency, dict[str, list[tuple[str, float]]]]:
+        """The efficiencies, and for each field the parameters it moves with and d field / d parameter
+        (engine offsets named 'engine/term'): what a fit's chain-rule Jacobian needs."""
+        src = self.source_engine(t.engine)
+        e = self.engines.get(src, {}) if src else {}
+        feature = {
+            "one": 1.0,
+            "amd": float(t.amd),
+            "fp8": float(t.fp8),
+            "thin": math.log2(1024.0 / min(1024.0, t.expert_slice)) if t.expert_slice > 0 else 0.0,
+        }
+        values: dict[str, float] = {}
+        slopes: dict[str, list[tuple[str, float]]] = {}
+        for name, link, unit, terms, engine_term in FIELDS:
+            z = sum(self.params[p] * feature[f] for p, f in terms) + (
+                e.get(engine_term, 0.0) if engine_term else 0.0
+            )
+            v = logistic(z) if link == "logit" else unit * math.exp(max(-30.0, min(30.0, z)))
+            dv = v * (1.0 - v) if link == "logit" else v
+            values[name] = v
+            slopes[name] = [(p, dv * feature[f]) for p, f in terms if feature[f]]
+            if engine_term and src:
+                slopes[name].append((f"{src}/{engine_term}", dv))
+        return Efficiency(**values), slopes
 
     def band(self, quantity: str) -> tuple[float, float]:
-        """Multipliers (P10, P90) around a P50 prediction of 'throughput' or 'ttft'."""
+        """Multipliers (P10, P90) around a prediction of 'throughput', 'ttft' or 'tpot'."""
         q10, q90 = self.interval.get(quantity, (0.0, 0.0))
         return math.exp(q10), math.exp(q90)
 
-    def max_output_tok_s(self, cfg: Config, shape: Shape, hw: Hardware) -> float:
-        """Offline maximum output tokens/s of one replica (KV cache full, or the batch cap)."""
-        batch = batch_capacity(shape, hw, cfg.precision, cfg.isl, cfg.osl)
-        if batch < 1:
-            return 0.0
-        return offline_output_tok_s(
-            shape,
-            hw,
-            cfg.precision,
-            cfg.isl,
-            cfg.osl,
-            batch,
-            self.efficiency(cfg, "prefill"),
-            self.efficiency(cfg, "decode"),
-        )
-
-    def ttft_alone_s(self, cfg: Config, shape: Shape, hw: Hardware) -> float:
-        """Time to first token of one request on an idle replica."""
-        return prefill_s(shape, hw, cfg.isl) / self.efficiency(cfg, "prefill")
-
     def to_json(self) -> str:
         data = {
-            "prefill": self.prefill,
-            "decode": self.decode,
+            "params": self.params,
             "engines": self.engines,
             "interval": {k: list(v) for k, v in self.interval.items()},
             "meta": self.meta,
@@ -109,18 +148,26 @@ class ServingModel:
     def from_json(cls, text: str) -> ServingModel:
         d = json.loads(text)
         return cls(
-            prefill=d["prefill"],
-            decode=d["decode"],
+            params=d["params"],
             engines=d["engines"],
             interval={k: (v[0], v[1]) for k, v in d["interval"].items()},
             meta=d.get("meta", {}),
         )
 
 
+def initial() -> ServingModel:
+    """Starting values of a fit: 80% of bandwidth, 60% of peak, 1 ms and 10 us of scheduler cost."""
+    params = dict.fromkeys(GLOBALS, 0.0)
+    params["memory"], params["compute"], params["kv"], params["experts"] = 1.386, 0.405, 0.405, 2.0
+    params["request"] = -1.0
+    return ServingModel(params, {}, {}, {})
+
+
 @lru_cache(maxsize=1)
 def load_model() -> ServingModel | None:
-    """The shipped model, or None when knowledge/serving_model.json is absent."""
+    """The shipped model, or None when knowledge/serving_model.json is absent or from before this format."""
     res = files("knowledge").joinpath(MODEL_NAME)
     if not res.is_file():
         return None
-    return ServingModel.from_json(res.read_text(encoding="utf-8"))
+    text = res.read_text(encoding="utf-8")
+    return ServingModel.from_json(text) if '"params"' in text else None

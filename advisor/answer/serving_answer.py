@@ -1,0 +1,132 @@
+"""Provides the serving part of an answer: figures with their ranges, the ServingOut of a plan, and the notes
+that say which engine's measurements the efficiencies come from and how latency under load is computed."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.answer.report import Range3, ServingOut
+from advisor.job.resolve import Job
+from advisor.learned.efficiency.base import Interval
+from advisor.learned.serving.engines import engine as engine_info
+from advisor.learned.serving.model import load_model
+from advisor.search.context import Context
+from advisor.search.cost import CostRange
+from advisor.search.serving import Served, engine_of
+
+QUEUEING = (
+    "latency under load: Poisson arrivals, a mean-value analysis of continuous batching on the step model "
+    "(the batch by Little's law; the prompt budget an M/D/1 queue; free slots Erlang C); percentiles from "
+    "the "
+    "residual iteration and exponential wait tails; a stated batch is simulated as a closed loop"
+)
+
+
+def serving_interval(served: Served, quantity: str, p50: float) -> Interval:
+    """P10-P90 around a serving figure from the learned model's held-out residuals (priors: x0.6-x1.6)."""
+    model = load_model()
+    if not math.isfinite(p50):
+        return Interval(p50, p50, p50)
+    if model is None:
+        return Interval(p50 * 0.6, p50, p50 * 1.6)
+    lo, hi = model.band(quantity)
+    return Interval(p50 * lo, p50, p50 * hi)
+
+
+def _r3(x: Interval) -> Range3:
+    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
+
+
+def serving_out(
+    job: Job, served: Served, ttft: Interval, tpot: Interval, cost: CostRange, hours: float
+) -> ServingOut:
+    """The serving sizing of one plan as output (cost per million output tokens at the offered load, over
+    the `hours` the cost covers)."""
+    fig = served.figures
+    month_tokens = job.requests_per_s * job.output_tokens * 3600.0 * hours / 1e6
+    per_million = (
+        Range3(p10=cost.low / month_tokens, p50=cost.mid / month_tokens, p90=cost.high / month_tokens)
+        if month_tokens > 0
+        else None
+    )
+    return ServingOut(
+        replicas=served.replicas,
+        gpus_per_replica=fig.replica_gpus,
+        batch_per_replica=served.batch,
+        ttft_ms=_r3(ttft),
+        tpot_ms=_r3(tpot),
+        capacity_rps=round(fig.sat.requests_s * served.replicas, 3),
+        load_rps=job.requests_per_s,
+        percentile=job.slo_percentile,
+        engine=fig.engine,
+        learned_from=fig.learned_from,
+        max_rate_rps=round(served.max_rate * served.replicas, 3),
+        usd_per_million_output_tokens=per_million,
+        prefill_replicas=served.prefill_replicas,
+    )
+
+
+def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> str:
+    """Why a serving plan sizes as it does: replicas, the load each takes, latency at the percentile."""
+    q, fig = job.slo_percentile, served.figures
+    return (
+        f"{served.replicas} replica(s) x {fig.replica_gpus} GPU(s) serve {job.requests_per_s:g} req/s "
+        f"({served.rate:.2f} each, {served.batch} requests in flight); P{q} TTFT {ttft.p50:,.0f} ms, "
+        f"P{q} TPOT {tpot.p50:.1f} ms; within the targets each takes up to {served.max_rate:.2f} req/s, full "
+        f"{fig.sat.requests_s:.2f} req/s"
+    )
+
+
+def serving_source_name() -> str:
+    """The efficiency source of serving answers."""
+    if load_model() is None:
+        return "priors for serving (decode bandwidth, prefill compute; no measured serving data applies)"
+    return "learned from measured serving runs (knowledge/serving_model.json)"
+
+
+def engine_note(job: Job, learned_from: str | None) -> str:
+    """Which engine is assumed and whose measurements its efficiencies come from."""
+    eng, given = engine_of(job)
+    model = load_model()
+    where = f"engine {eng}" + ("" if given else " (default; pass an engine to change it)")
+    if model is None:
+        return where + ": efficiencies are priors (no learned serving model is shipped)"
+    rows = model.meta.get("rows_by_engine", {})
+    if learned_from == eng:
+        return where + f": efficiencies learned from {rows.get(eng, '?')} measured {eng} runs"
+    if learned_from:
+        return (
+            where
+            + f": no measured {eng} runs, so {learned_from}'s efficiencies stand in (its nearest engine)"
+        )
+    return where + ": no measured runs of it or its stand-in; the engines' common efficiencies apply"
+
+
+def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
+    """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed."""
+    job = ctx.job
+    eng, _ = engine_of(job)
+    info = engine_info(eng)
+    notes = [engine_note(job, served.figures.learned_from if served else None)]
+    if served is not None:
+        lim = served.figures.setup.limits
+        seqs = (
+            f"at most {lim.max_seqs} running sequences"
+            if lim.max_seqs
+            else "running sequences as memory allows"
+        )
+        notes.append(
+            f"{info.name}'s defaults on this GPU: {seqs}, {lim.token_budget} tokens per iteration, "
+            f"{lim.memory_fraction:.0%} of {'the GPU' if lim.fraction_of == 'total' else 'free memory'} for "
+            f"weights and KV cache ({info.source})"
+        )
+    q = job.slo_percentile
+    targets = []
+    if job.ttft_ms:
+        targets.append(f"TTFT <= {job.ttft_ms:g} ms")
+    if job.tpot_ms and math.isfinite(job.tpot_ms):
+        targets.append(f"TPOT <= {job.tpot_ms:g} ms")
+    if targets:
+        notes.append(f"latency targets held by P{q} of requests: {', '.join(targets)}")
+    notes.append(QUEUEING)
+    return tuple(notes)

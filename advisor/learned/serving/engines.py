@@ -1,0 +1,76 @@
+"""Serving engines' scheduler and memory defaults (knowledge/serving_engines.toml), per GPU."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+from advisor.physics.batching import EngineLimits
+from advisor.question.vocab import DEFAULT_ENGINE, ENGINES
+
+ENGINES_FILE = "serving_engines.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One engine's defaults and where they come from."""
+
+    id: str
+    name: str
+    source: str
+    row_ref: str
+    reserve: str
+    memory_fraction: float
+    fraction_of: str
+    stand_in: str
+    tiers: tuple[dict[str, Any], ...]
+
+    def limits(self, gpu_id: str, memory_gb: float) -> EngineLimits:
+        """The caps this engine sets on this GPU (the first tier whose conditions hold)."""
+        for tier in self.tiers:
+            if _applies(tier, gpu_id, memory_gb):
+                return EngineLimits(
+                    max_seqs=tier.get("max_seqs"),
+                    token_budget=int(tier["token_budget"]),
+                    reserve=self.reserve,
+                    memory_fraction=self.memory_fraction,
+                    fraction_of=self.fraction_of,
+                )
+        raise ValueError(f"{ENGINES_FILE}: no tier of {self.id} applies to {gpu_id}")
+
+
+def _applies(tier: dict[str, Any], gpu_id: str, memory_gb: float) -> bool:
+    if memory_gb < tier.get("min_memory_gb", 0):
+        return False
+    if "ids" in tier and not any(gpu_id.startswith(p) for p in tier["ids"]):
+        return False
+    return not any(gpu_id.startswith(p) for p in tier.get("not_ids", ()))
+
+
+@lru_cache(maxsize=1)
+def engines() -> dict[str, Engine]:
+    """Every engine of the vocabulary, read once."""
+    data = tomllib.loads(files("knowledge").joinpath(ENGINES_FILE).read_text(encoding="utf-8"))
+    out = {}
+    for eid in ENGINES:
+        d = data[eid]
+        out[eid] = Engine(
+            id=eid,
+            name=d["name"],
+            source=d["source"],
+            row_ref=d["row_ref"],
+            reserve=d["reserve"],
+            memory_fraction=float(d["memory_fraction"]),
+            fraction_of=d["fraction_of"],
+            stand_in=d["stand_in"],
+            tiers=tuple(d["tiers"]),
+        )
+    return out
+
+
+def engine(eid: str | None) -> Engine:
+    """One engine (the default engine when none is given)."""
+    return engines()[eid or DEFAULT_ENGINE]

@@ -1,0 +1,71 @@
+"""One serving replica as the step model sees it, built the same way for measured rows and for answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.catalog.assumptions import Assumptions
+from advisor.catalog.gpus import Gpu
+from advisor.job.layout import Layout
+from advisor.job.resolve import Job
+from advisor.learned.serving.engines import Engine, engine
+from advisor.physics.batching import EngineLimits
+from advisor.physics.memory import inference_terms, weight_bytes_per_param
+from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
+from advisor.physics.speed import intra_gbs, peak_flops
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """A replica, its engine's caps on this GPU, and the bytes per GPU that are neither weights nor KV."""
+
+    replica: Replica
+    limits: EngineLimits
+    overhead_bytes: float
+    engine: Engine
+    kv_precision: str
+
+
+def default_kv_precision(precision: str) -> str:
+    """The KV cache's precision an answer assumes: fp8 with fp8 weights (the memory model's convention, and
+    what the launch file asks of the engine), else 16-bit."""
+    return "fp8" if precision == "fp8" else "bf16"
+
+
+def build(
+    job: Job,
+    gpu: Gpu,
+    tp: int,
+    pp: int,
+    precision: str,
+    engine_id: str | None,
+    a: Assumptions,
+    kv_precision: str | None = None,
+) -> Setup | None:
+    """The replica of `job` on tp x pp `gpu`s, or None when the GPU has no peak for the precision."""
+    if not hasattr(gpu.tflops, precision) and precision not in ("int8", "int4"):
+        return None  # e.g. nvfp4: the catalogue holds no FP4 peaks
+    peak = peak_flops(gpu, precision)
+    if peak is None or job.arch is None:
+        return None
+    kv = kv_precision or default_kv_precision(precision)
+    hw = Hardware(
+        peak_flops=peak,
+        bandwidth=gpu.memory_bw_gbs * GB,
+        memory_bytes=gpu.memory_gb * GB,
+        link_bytes_s=intra_gbs(gpu, tp, a) * GB,
+        link_latency_s=a.comm.intra_node_latency_s.value,
+    )
+    rep = Replica(
+        shape=shape_of_arch(job.arch, job.params, job.active_params),
+        hw=hw,
+        tp=tp,
+        pp=pp,
+        weight_bytes=weight_bytes_per_param(precision, a, training=False),
+        kv_bytes=bytes_per_kv(kv),
+    )
+    eng = engine(engine_id)
+    layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
+    terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
+    overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
+    return Setup(rep, eng.limits(gpu.id, gpu.memory_gb), overhead, eng, kv)

@@ -1,0 +1,502 @@
+"""Continuous batching on one replica: capacity, latency at a Poisson request rate, and a closed loop.
+
+All three price iterations with the one step model (`advisor/physics/serving.py`):
+  * capacity: the steady state at the engine's caps (max-num-seqs, tokens per iteration, the memory-limited
+    batch): decode tokens b and prefill tokens p = b x prompt / (output - 1) share every iteration;
+  * open loop (Poisson arrivals at a rate): a mean-value analysis. Little's law sets the decoding batch
+    b = rate x (output - 1) x iteration and the prefill tokens p = rate x prompt x iteration per iteration
+    (a fixed point); a request waits for the running iteration to end, then queues for the iteration's prompt
+    budget (M/D/1 on the budget left after the decodes), then for a free slot (Erlang C over the batch cap),
+    then is prefilled in chunks. Percentiles: the residual iteration is uniform, the waits have exponential
+    tails (exact for Erlang C, Kingman's for M/D/1); TPOT at a percentile prices an iteration with the batch
+    one z-score above its mean (the batch is Poisson);
+  * closed loop (fixed concurrency, or one batch submitted at once): a discrete-event simulation of the
+    scheduler, admission (slots and KV cache), chunked prefill, first-come first-served. Which tokens run in
+    which iteration does not depend on time in a closed loop, so the schedule is built once and priced with
+    the step model; percentiles are read from the simulated requests.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from advisor.physics.serving import Efficiency, Replica, iteration_s
+
+Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
+"""Standard normal quantiles of the percentiles an answer is held to."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLimits:
+    """An engine's scheduler and memory settings (knowledge/serving_engines.toml)."""
+
+    max_seqs: int | None
+    """Running sequences at most (vLLM max-num-seqs); None: only memory limits them."""
+    token_budget: int
+    """Tokens one iteration schedules at most (max-num-batched-tokens, chunked-prefill size)."""
+    reserve: str = "expected"
+    """'full': a request holds KV for prompt + output from admission (TensorRT-LLM's guaranteed-no-evict);
+    'expected': paged KV grows with the output, so a running sequence holds prompt + output / 2 on average."""
+    memory_fraction: float = 0.9
+    fraction_of: str = "total"
+    """'total': weights, KV and workspace share memory_fraction of the GPU (vLLM, SGLang); 'free': the KV
+    cache takes memory_fraction of what the weights leave (TensorRT-LLM, LMDeploy)."""
+
+
+def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
+    """Tokens of context the replica's KV cache holds."""
+    mem, w = rep.hw.memory_bytes, rep.weights_per_gpu
+    if lim.fraction_of == "free":
+        room = lim.memory_fraction * (mem - w - overhead_bytes)
+    else:
+        room = lim.memory_fraction * mem - w - overhead_bytes
+    return max(0.0, room) / rep.kv_per_token_gpu
+
+
+def seq_tokens(lim: EngineLimits, isl: float, osl: float) -> float:
+    """KV tokens one running sequence holds (see EngineLimits.reserve)."""
+    return isl + (osl if lim.reserve == "full" else osl / 2.0)
+
+
+def batch_cap(rep: Replica, lim: EngineLimits, isl: float, osl: float, overhead_bytes: float) -> int:
+    """Sequences one replica runs at once: the engine's cap or what the KV cache holds, whichever is less."""
+    by_memory = int(kv_tokens(rep, lim, overhead_bytes) // seq_tokens(lim, isl, osl))
+    return max(0, min(by_memory, lim.max_seqs) if lim.max_seqs else by_memory)
+
+
+@dataclass(frozen=True, slots=True)
+class Saturation:
+    """A replica kept full: decoding sequences, prompt tokens per iteration, iteration time, throughput."""
+
+    batch: float
+    prefill_tokens: float
+    iteration_s: float
+    output_tok_s: float
+    requests_s: float
+    cap: int
+
+
+def saturation_load(
+    rep: Replica, lim: EngineLimits, isl: float, osl: float, overhead_bytes: float
+) -> tuple[int, float, float] | None:
+    """(batch cap, decoding sequences, prompt tokens per iteration) of a replica kept full, or None when not
+    one sequence fits. It does not depend on the efficiencies: only the caps set it."""
+    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
+    if cap < 1:
+        return None
+    budget = lim.token_budget
+    if osl <= 1:
+        return cap, 0.0, float(min(budget, cap * isl))
+    decode_iters = osl - 1.0
+    # Slots: each request also holds one for its prefill iteration; budget: b + b x isl / (osl - 1) <= budget.
+    b = min(cap * decode_iters / (decode_iters + 1.0), budget * decode_iters / (decode_iters + isl))
+    return cap, b, b * isl / decode_iters
+
+
+def prompt_mix(b: float, p: float, isl: float, budget: int) -> tuple[float, float]:
+    """(share of iterations that carry a prompt chunk, that chunk's tokens): prompts arrive whole and are cut
+    into chunks of what the budget leaves after the decodes, so `p` prompt tokens per iteration on average
+    are a chunk in a share of the iterations, not a sliver in each (iteration time is convex in tokens)."""
+    if p <= 0:
+        return 0.0, 0.0
+    chunk = min(isl, max(budget - b, 1.0))
+    share = p / chunk
+    return (share, chunk) if share < 1.0 else (1.0, p)
+
+
+def mixed_iteration_s(
+    rep: Replica, eff: Efficiency, b: float, ctx: float, p: float, isl: float, budget: int
+) -> float:
+    """Mean iteration time when `p` prompt tokens per iteration ride along `b` decodes (see prompt_mix)."""
+    share, chunk = prompt_mix(b, p, isl, budget)
+    with_chunk = iteration_s(rep, eff, b, ctx, chunk, isl / 2.0) if share else 0.0
+    without = iteration_s(rep, eff, b, ctx) if share < 1.0 else 0.0
+    return share * with_chunk + (1.0 - share) * without
+
+
+def saturation(cap: int, b: float, p: float, tau: float, isl: float, osl: float) -> Saturation:
+    """Throughput of a full replica whose iterations take `tau`."""
+    rps = p / isl / tau if osl <= 1 else b / ((osl - 1.0) * tau)
+    return Saturation(b, p, tau, rps * osl, rps, cap)
+
+
+def capacity(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, overhead_bytes: float
+) -> Saturation | None:
+    """Maximum throughput: the steady state at the batch cap and the iteration's token budget (None when not
+    one sequence fits)."""
+    load = saturation_load(rep, lim, isl, osl, overhead_bytes)
+    if load is None:
+        return None
+    cap, b, p = load
+    tau = mixed_iteration_s(rep, eff, b, isl + osl / 2.0, p, isl, lim.token_budget)
+    return saturation(cap, b, p, tau, isl, osl)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Latency of one replica under a load: means and the percentile asked for, in seconds."""
+
+    quantile: float
+    ttft_s: float
+    tpot_s: float
+    ttft_q_s: float
+    tpot_q_s: float
+    batch: float
+    """Sequences running on average."""
+    output_tok_s: float
+    requests_s: float
+    itl_s: float = 0.0
+    """Mean gap between a request's streamed tokens (token-weighted; = TPOT's mean for equal lengths)."""
+    itl_q_s: float = 0.0
+    """The gap at the percentile: a decode-only iteration unless prompt chunks ride in over 1 - q of them."""
+
+
+def _fixed_point(
+    rep: Replica, eff: Efficiency, isl: float, osl: float, rate: float, budget: int
+) -> float | None:
+    """Mean iteration time at `rate` by Little's law (the root of f(tau) = tau, by bisection), or None when
+    there is none (over capacity)."""
+    ctx = isl + osl / 2.0
+
+    def f(tau: float) -> float:
+        b = rate * (osl - 1.0) * tau
+        return mixed_iteration_s(rep, eff, b, ctx, rate * isl * tau, isl, budget) - tau
+
+    lo, first = 0.0, iteration_s(rep, eff, 1.0, ctx)
+    hi = first
+    while f(hi) > 0:  # f(0) > 0 (the weights are read even for no token); widen until the load is met
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e4 * first:
+            return None
+    for _ in range(60):  # bisection on a bracket: f is smooth and crosses zero once
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+        if hi - lo <= 1e-6 * hi:
+            break
+    return hi
+
+
+def erlang_c(servers: int, load: float) -> float:
+    """Probability that an arrival waits for one of `servers` busy servers at offered load `load` (Erlang)."""
+    if load >= servers:
+        return 1.0
+    if load < 0.5 * servers - 4.0 * math.sqrt(servers):  # far from the cap the wait probability is negligible
+        return 0.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = load * b / (k + load * b)
+    return servers * b / (servers - load * (1.0 - b))
+
+
+def exp_tail_quantile(p_wait: float, mean_given_wait: float, q: float) -> float:
+    """q-quantile of a wait that is 0 with probability 1 - p_wait, else exponential with this mean."""
+    if p_wait <= 1.0 - q or mean_given_wait <= 0:
+        return 0.0
+    return mean_given_wait * math.log(p_wait / (1.0 - q))
+
+
+def open_loop(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    quantile: float,
+    overhead_bytes: float,
+) -> Latency | None:
+    """Latency at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
+    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
+    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
+    if tau is None:
+        return None
+    b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
+    budget = lim.token_budget - b
+    if budget <= 0 or p >= budget:
+        return None
+    chunks = math.ceil(isl / budget)
+    with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
+    own = chunks * with_chunk
+    rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
+    service = isl / budget * tau
+    w_budget = rho * service / (2.0 * (1.0 - rho))
+    hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
+    slots = rate * hold
+    if slots >= cap:
+        return None
+    c = erlang_c(cap, slots)
+    w_slot_given = hold / (cap - slots)
+    q = quantile
+    ttft = eff.request_s + tau / 2.0 + w_budget + c * w_slot_given + own
+    ttft_q = (
+        eff.request_s
+        + q * tau
+        + exp_tail_quantile(rho, w_budget / rho if rho > 0 else 0.0, q)
+        + exp_tail_quantile(c, w_slot_given, q)
+        + own
+    )
+    z = Z.get(round(q, 2), 0.0)
+    tpot_q = mixed_iteration_s(
+        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
+    )
+    with_prefill = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
+    itl_q = with_chunk if q > 1.0 - with_prefill else iteration_s(rep, eff, b, isl + osl / 2.0)
+    running = b + rate * chunks * tau
+    return Latency(q, ttft, tau, ttft_q, max(tau, tpot_q), running, rate * osl, rate, tau, itl_q)
+
+
+@dataclass(slots=True)
+class _Run:
+    """Consecutive iterations of the same make-up."""
+
+    start: int
+    count: int
+    batch: float
+    ctx: float
+    prefill: float
+    ctx_p: float
+    waiting: float = 0.0
+    """Requests that have arrived and wait for their first token during these iterations."""
+    inv_output: float = 0.0
+    """Sum over the decoding requests of 1 / (output - 1): weighs an iteration into the mean TPOT."""
+
+
+@dataclass
+class Schedule:
+    """A closed loop's iterations (time-free) and each request's arrival, first-token and last iteration."""
+
+    runs: list[_Run] = field(default_factory=list)
+    arrival: list[int] = field(default_factory=list)
+    first: list[int] = field(default_factory=list)
+    done: list[int] = field(default_factory=list)
+    lengths: list[tuple[int, int]] = field(default_factory=list)
+
+    def grouped(self) -> list[_Run]:
+        """The runs merged into groups of like make-up (batch, prompt tokens, context within about 20%): the
+        same sums within a few percent, priced in a few dozen steps instead of thousands."""
+        groups: dict[tuple[int, int, int], list[float]] = {}
+        for r in self.runs:
+            key = (_bucket(r.batch), _bucket(r.prefill), _bucket(r.ctx))
+            g = groups.setdefault(key, [0.0] * 7)
+            w = float(r.count)
+            for i, v in enumerate((1.0, r.batch, r.ctx, r.prefill, r.ctx_p, r.waiting, r.inv_output)):
+                g[i] += w * v
+        return [_Run(0, int(g[0]), *(v / g[0] for v in g[1:])) for g in groups.values()]
+
+    def means(
+        self, rep: Replica, eff: Efficiency, groups: list[_Run] | None = None
+    ) -> tuple[float, float, float]:
+        """(total seconds, mean TTFT, mean TPOT), summed over runs (or their groups) without the per-request
+        bookkeeping: a request's TTFT is the iterations it waits through, its TPOT the mean of its decodes."""
+        total = ttft = tpot = 0.0
+        for r in groups if groups is not None else self.runs:
+            tau = r.count * iteration_s(rep, eff, r.batch, r.ctx, r.prefill, r.ctx_p)
+            total += tau
+            ttft += tau * r.waiting
+            tpot += tau * r.inv_output
+        decoders = sum(1 for _, o in self.lengths if o > 1)
+        return total, ttft / len(self.lengths) + eff.request_s, tpot / decoders if decoders else 0.0
+
+    def times(self, rep: Replica, eff: Efficiency) -> tuple[list[int], list[float]]:
+        """(iteration index at each run's end, time at each run's end), the step model pricing each run."""
+        ends, clock, t = [], [], 0.0
+        for r in self.runs:
+            t += r.count * iteration_s(rep, eff, r.batch, r.ctx, r.prefill, r.ctx_p)
+            ends.append(r.start + r.count)
+            clock.append(t)
+        return ends, clock
+
+
+def _bucket(x: float) -> int:
+    return round(4.0 * math.log2(x + 1.0))
+
+
+def time_at(ends: list[int], clock: list[float], runs: list[_Run], it: int) -> float:
+    """Time at the end of iteration `it` (0 = the start)."""
+    if it <= 0:
+        return 0.0
+    k = bisect.bisect_left(ends, it)
+    r = runs[k]
+    before = clock[k - 1] if k else 0.0
+    return before + (clock[k] - before) * (it - r.start) / r.count
+
+
+class _Loop:
+    """Builds the schedule of a closed loop: `concurrency` clients, each sending its next request when the
+    last one finishes, until `lengths` (prompt, output) are all served."""
+
+    def __init__(self, lim: EngineLimits, cap: int, kv: float, lengths: list[tuple[int, int]], conc: int):
+        self.lim, self.cap, self.kv = lim, cap, kv
+        self.s = Schedule(lengths=list(lengths))
+        n = len(lengths)
+        self.s.arrival, self.s.first, self.s.done = [0] * n, [-1] * n, [-1] * n
+        self.waiting: deque[int] = deque(range(min(conc, n)))
+        self.issued = min(conc, n)
+        self.prefill: list[list[int]] = []  # [request, prompt tokens left]
+        self.finishing: dict[int, list[int]] = {}  # iteration -> requests that finish decoding at its end
+        self.decoding, self.ctx_sum, self.kv_used, self.it, self.inv = 0, 0.0, 0.0, 0, 0.0
+
+    def _reserve(self, r: int) -> float:
+        isl, osl = self.s.lengths[r]
+        return seq_tokens(self.lim, isl, osl)
+
+    def _admit(self) -> None:
+        while self.waiting and self.decoding + len(self.prefill) < self.cap:
+            r = self.waiting[0]
+            if self.kv_used + self._reserve(r) > self.kv and (self.decoding or self.prefill):
+                return
+            self.waiting.popleft()
+            self.kv_used += self._reserve(r)
+            self.prefill.append([r, self.s.lengths[r][0]])
+
+    def _finish(self, r: int) -> None:
+        self.s.done[r] = self.it
+        self.kv_used -= self._reserve(r)
+        if self.issued < len(self.s.lengths):
+            self.s.arrival[self.issued] = self.it
+            self.waiting.append(self.issued)
+            self.issued += 1
+
+    def _prefilled(self, r: int) -> None:
+        self.s.first[r] = self.it
+        isl, osl = self.s.lengths[r]
+        if osl <= 1:
+            self._finish(r)
+            return
+        self.decoding += 1
+        self.inv += 1.0 / (osl - 1)
+        self.ctx_sum += isl + 1.0
+        self.finishing.setdefault(self.it + osl - 1, []).append(r)
+
+    def step(self) -> bool:
+        """Run the next stretch of identical iterations; False when everything is served."""
+        self._admit()
+        if not self.prefill and not self.decoding:
+            return False
+        budget = max(self.lim.token_budget - self.decoding, 1)
+        plan, left = [], budget
+        for item in self.prefill:
+            if left <= 0:
+                break
+            take = min(item[1], left)
+            plan.append((item, take))
+            left -= take
+        next_done = min(self.finishing) - self.it if self.finishing else 1 << 30
+        count = 1
+        if len(plan) == 1 and plan[0][1] < plan[0][0][1]:  # only the head's long prompt: same chunk repeats
+            count = min(plan[0][0][1] // plan[0][1], next_done)
+        elif not plan:
+            count = next_done
+        self._record(count, plan)
+        return True
+
+    def _record(self, count: int, plan: list[tuple[list[int], int]]) -> None:
+        p = sum(take for _, take in plan)
+        ctx_p = (
+            sum(take * (self.s.lengths[i[0]][0] - i[1] + take * count / 2.0) for i, take in plan) / p
+            if p
+            else 0.0
+        )
+        b = self.decoding
+        ctx = self.ctx_sum / b + (count - 1) / 2.0 if b else 0.0
+        waiting = float(len(self.waiting) + len(self.prefill))
+        self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv))
+        self.it += count
+        self.ctx_sum += b * count
+        for item, take in plan:
+            item[1] -= take * count
+        for r in self.finishing.pop(self.it, []):
+            self.decoding -= 1
+            self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
+            self.ctx_sum -= sum(self.s.lengths[r])
+            self._finish(r)
+        for item in [x for x in self.prefill if x[1] <= 0]:
+            self.prefill.remove(item)
+            self._prefilled(item[0])
+
+
+def closed_schedule(
+    lim: EngineLimits, cap: int, kv: float, lengths: list[tuple[int, int]], concurrency: int
+) -> Schedule | None:
+    """The iterations of a closed loop (None when not one request fits)."""
+    if cap < 1 or not lengths or seq_tokens(lim, *lengths[0]) > kv:
+        return None
+    loop = _Loop(lim, cap, kv, lengths, concurrency)
+    while loop.step():
+        pass
+    return loop.s
+
+
+def weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
+    """The q-quantile of values given as (value, weight)."""
+    if not pairs:
+        return 0.0
+    ordered = sorted(pairs)
+    target, seen = q * sum(w for _, w in ordered), 0.0
+    for value, w in ordered:
+        seen += w
+        if seen >= target:
+            return value
+    return ordered[-1][0]
+
+
+def quantile_of(xs: list[float], q: float) -> float:
+    """The q-quantile of a sample, linearly interpolated."""
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedRun:
+    """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
+
+    ttft: list[float]
+    tpot: list[float]
+    seconds: float
+    output_tokens: int
+    batch: float
+    gaps: list[tuple[float, float]]
+    """(iteration time, decoding sequences x iterations) of every run: the inter-token gaps, their weights."""
+
+    def latency(self, quantile: float) -> Latency:
+        """Means and the `quantile` of TTFT and TPOT, and throughput."""
+        tpot = self.tpot or [0.0]
+        t = self.seconds
+        weight = sum(w for _, w in self.gaps) or 1.0
+        return Latency(
+            quantile,
+            sum(self.ttft) / len(self.ttft),
+            sum(tpot) / len(tpot),
+            quantile_of(self.ttft, quantile),
+            quantile_of(tpot, quantile),
+            self.batch,
+            self.output_tokens / t if t else 0.0,
+            len(self.ttft) / t if t else 0.0,
+            sum(g * w for g, w in self.gaps) / weight,
+            weighted_quantile(self.gaps, quantile),
+        )
+
+
+def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
+    """Price a closed loop's schedule with the step model."""
+    ends, clock = sched.times(rep, eff)
+    at = lambda it: time_at(ends, clock, sched.runs, it)  # noqa: E731
+    ttft, tpot = [], []
+    for r, (_, osl) in enumerate(sched.lengths):
+        t_first = at(sched.first[r])
+        ttft.append(t_first - at(sched.arrival[r]) + eff.request_s)
+        if osl > 1:
+            tpot.append((at(sched.done[r]) - t_first) / (osl - 1))
+    busy = sum(r.count * r.batch for r in sched.runs) / max(ends[-1], 1) if ends else 0.0
+    gaps, before = [], 0.0
+    for run, t in zip(sched.runs, clock, strict=True):
+        if run.batch > 0:
+            gaps.append(((t - before) / run.count, run.count * run.batch))
+        before = t
+    return ClosedRun(ttft, tpot, clock[-1] if clock else 0.0, sum(o for _, o in sched.lengths), busy, gaps)
