@@ -280,7 +280,7 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
     sizes = {"8B": "llama-3.1-8b", "70B": "llama-3.1-70b", "405B": "llama-3.1-405b"}
     for i, r in enumerate(src.rows, start=1):
         note = [
-            "H100 96GB HBM2e (2.4 TB/s) at a 500 W power limit, below the catalogue H100 SXM",
+            "H100 96GB HBM2e (2.4 TB/s) at the hosts' default 500 W power limit (Grand Teton)",
             f"techniques: {r['techniques']}",
         ]
         seq = r["seq_len"]
@@ -294,7 +294,7 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
             src,
             model=sizes[r["model"]],
             source_model=f"Llama 3.1 {r['model']}",
-            gpu="h100-sxm",
+            gpu="h100-sxm-96gb-500w",
             source_gpu="H100 96GB HBM2e (Grand Teton)",
             count=r["gpus"],
             precision="fp8" if fp8 else "bf16",
