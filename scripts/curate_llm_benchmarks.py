@@ -275,6 +275,24 @@ def torchtitan_a100_rows(src: SourceTable) -> list[dict[str, str]]:
     return out
 
 
+def titan_batches(r: dict[str, str]) -> tuple[int, int, int, list[str]]:
+    """Micro-batch, gradient accumulation and global batch of a torchtitan H100 row. torchtitan 9dec370 has no
+    gradient accumulation; under PP it splits the local batch into microbatches, by default one per stage
+    (--experimental.pipeline_parallel_microbatches, default None -> pp degree, pipeline_llama.py)."""
+    local, pp, fsdp = int(r["local_batch"]), int(r["pp"]), int(r["fsdp"])
+    note = []
+    gbs = int(r["global_batch"]) if r["global_batch"] else local * fsdp
+    if not r["global_batch"]:
+        note.append("global batch = local batch x FSDP degree (the relation the page's other tables state)")
+    if pp == 1:
+        return local, 1, gbs, note
+    note.append(
+        f"local batch {local} split into {pp} pipeline microbatches of {local // pp} (torchtitan 9dec370's "
+        f"default of one microbatch per stage; the page does not say it was changed)"
+    )
+    return local // pp, pp, gbs, note
+
+
 def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     sizes = {"8B": "llama-3.1-8b", "70B": "llama-3.1-70b", "405B": "llama-3.1-405b"}
@@ -290,6 +308,7 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
         fp8 = "Float8" in r["techniques"]
         if fp8:
             note.append("Float8 on nn.Linear only, the rest bf16")
+        mb, ga, gbs, batch_note = titan_batches(r)
         row = base_row(
             src,
             model=sizes[r["model"]],
@@ -305,15 +324,16 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
             vp=2 if "Interleaved" in r["techniques"] else 1,
             sharding="fsdp-full",
             recompute=recompute(r["activation_checkpointing"]),
-            micro_batch=r["local_batch"],
-            global_batch=r["global_batch"],
+            micro_batch=mb,
+            global_batch=gbs,
+            grad_accum=ga,
             seq_len=seq,
             task="pretrain",
             stack="torchtitan",
             software="torchtitan 9dec370, torch 1963fc8 (2024-12)",
             memory_gib=r["memory_gib"],
             row_ref=f"Table {r['table']} row {i}",
-            note="; ".join(note),
+            note="; ".join(note + batch_note),
         )
         out.append(finish(row, float(r["tps_per_gpu"]), None, 8))
     return out
