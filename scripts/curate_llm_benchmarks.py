@@ -184,6 +184,24 @@ def mb_precision(system: str, cell: str, which: str) -> tuple[str, str]:
     return "mxfp8", "parenthesised figure: MXFP8 32x32 blocks (page footnote)"
 
 
+def moe_note(label: str, ep: str, container: str) -> list[str]:
+    """What the page says about a MoE row's routing. Its 25.09 footnote force-balances only the token-dropless
+    runs, so a row labelled 'tokendrop' drops tokens past expert capacity and is not force-balanced."""
+    if ep in ("", "n/a", "1"):
+        return []
+    if "tokendrop" in label:
+        return [
+            "MoE with token dropping (source label 'tokendrop'): tokens past expert capacity are dropped, "
+            "and the page's force-balancing applies to its dropless runs only; capacity factor not stated"
+        ]
+    if container == "25.09":
+        return ["MoE, token-dropless: tokens force-balanced across experts (page note)"]
+    return [
+        "MoE, token-dropless, tokens force-balanced across experts (page note: all MoE runs of this "
+        "container)"
+    ]
+
+
 def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     for i, raw in enumerate(src.rows, start=1):
@@ -194,8 +212,7 @@ def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
             note = [n for n in (pnote, SAME_ARCH_NOTE if label in SAME_ARCH else "") if n]
             if "(" in raw["model"]:
                 note.append("source label: " + raw["model"])
-            if r["ep"] not in ("", "n/a", "1"):
-                note.append("MoE: tokens force-balanced across experts (page note)")
+            note += moe_note(raw["model"], r["ep"], r["container"])
             if gpn == 4:
                 note.append("NVL72 rack: 4 GPUs per compute tray, 72 GPUs in one NVLink domain")
             row = base_row(
