@@ -363,8 +363,11 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
         note = [
             "A100 variant not stated (80GB SXM assumed)",
             "precision not stated (bf16 assumed)",
-            f"activation checkpointing: {r['activation_checkpointing']} (granularity not stated)",
+            f"activation checkpointing: {r['activation_checkpointing']}",
         ]
+        ckpt = r["activation_checkpointing"].lower() == "true"
+        if ckpt:
+            note.append("recompute left empty: checkpointing is on but the README does not say which layers")
         if size == "34b":
             note.append("Llama 2 34B shape (not released by Meta; code-llama-34b-like)")
         row = base_row(
@@ -381,7 +384,7 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
             ep=1,
             vp=1,
             sharding="hsdp" if r["sharding"] == "HSDP" else "fsdp-full",
-            recompute=recompute(r["activation_checkpointing"]),
+            recompute="" if ckpt else "none",
             micro_batch=r["batch_size"],
             seq_len=4096,
             task="pretrain",
