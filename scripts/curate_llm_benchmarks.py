@@ -4,60 +4,50 @@
 Run from anywhere:  python scripts/curate_llm_benchmarks.py [--check]
 Same input, same bytes. --check compares with the committed file instead of writing it (exit 1 if different).
 MosaicML rows (llm-foundry benchmarking tables) stay in knowledge/benchmarks.csv and are counted here by
-reference, not copied. Prints rows per source, GPUs and models not (yet) in the catalogue, and the
-external-validation rows whose source now trains (they must leave the held-out set).
+reference, not copied. Every row carries its family (vendor, paper, report, independent) and how its
+throughput was measured. The vendor tables and fms-fsdp / this repository's rows are read here; the paper,
+report and independent tables by llm_readers_papers.py and llm_readers_runs.py. Prints the GPUs and models
+not (yet) in the catalogue, rows, GPUs, sizes, GPU counts and the median implied MFU per family and source,
+and the external-validation rows whose source now trains (they must leave the held-out set).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from llm_readers_papers import PAPER_READERS
+from llm_readers_runs import RUN_READERS
+from llm_rows import COLUMNS, FAMILIES, MEASURED, base_row, finish
 from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "knowledge" / "sources"
 OUT = ROOT / "knowledge" / "llm_benchmarks.csv"
 
-COLUMNS = [
-    "model",
-    "source_model",
-    "gpu",
-    "source_gpu",
-    "count",
-    "nodes",
-    "precision",
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "vp",
-    "dp",
-    "sharding",
-    "recompute",
-    "micro_batch",
-    "global_batch",
-    "grad_accum",
-    "seq_len",
-    "task",
-    "stack",
-    "software",
-    "tokens_per_s_per_gpu",
-    "tokens_per_s",
-    "model_tflops_per_gpu",
-    "model_flops_per_token",
-    "reported_mfu",
-    "memory_gib",
-    "source",
-    "table",
-    "row_ref",
-    "note",
-]
 PRECISIONS = {"bf16", "fp16", "fp8", "fp8-block", "mxfp8", "nvfp4", ""}
-STACKS = {"megatron", "torchtitan", "pytorch-fsdp", "composer", "hf"}
+# Training stacks as the sources name them. megatron-deepspeed: Megatron-LM with DeepSpeed pipeline and ZeRO
+# (BLOOM, MT-NLG); metaseq: Meta's FSDP + Megatron tensor parallel (OPT); nanotron: Hugging Face's 3D
+# trainer; litgpt: Lightning Fabric FSDP with fused kernels (TinyLlama); flash-attn: the FlashAttention repo's
+# GPT trainer; in-house: a lab's own stack the source does not name (Llama 3, DeepSeek-V3).
+STACKS = {
+    "megatron",
+    "torchtitan",
+    "pytorch-fsdp",
+    "composer",
+    "hf",
+    "deepspeed",
+    "megatron-deepspeed",
+    "metaseq",
+    "nanotron",
+    "litgpt",
+    "flash-attn",
+    "in-house",
+}
 
 MODELS = {
     "GPT3-5B": "gpt3-5b",
@@ -96,28 +86,6 @@ def catalogue_ids(name: str, key: str) -> set[str]:
         return {m["id"] for m in tomllib.load(f)[key]}
 
 
-def base_row(src: SourceTable, **kw: object) -> dict[str, str]:
-    row = dict.fromkeys(COLUMNS, "")
-    row.update(source=src.ref, table=src.table)
-    for k, v in kw.items():
-        row[k] = v if isinstance(v, str) else fmt(v)  # type: ignore[arg-type]
-    return row
-
-
-def finish(row: dict[str, str], per_gpu: float, tflops: float | None, gpn: int) -> dict[str, str]:
-    """Fill the columns every source derives the same way (totals, nodes, dp, FLOPs per token)."""
-    count = int(row["count"])
-    row["tokens_per_s_per_gpu"] = fmt(per_gpu)
-    row["tokens_per_s"] = fmt(per_gpu * count)
-    row["nodes"] = fmt(max(1, -(-count // gpn)))
-    model_par = int(row["tp"] or 1) * int(row["pp"] or 1) * int(row["cp"] or 1)
-    row["dp"] = fmt(count // model_par)
-    if tflops is not None:
-        row["model_tflops_per_gpu"] = fmt(tflops)
-        row["model_flops_per_token"] = fmt(float(f"{tflops * 1e12 / per_gpu:.4g}"))
-    return row
-
-
 def nemo_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     for i, r in enumerate(src.rows, start=1):
@@ -130,6 +98,8 @@ def nemo_rows(src: SourceTable) -> list[dict[str, str]]:
         ga = int(r["gbs"]) / (int(r["mbs"]) * dp)
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=MODELS[label],
             source_model=label,
             gpu="h100-sxm",
@@ -217,6 +187,8 @@ def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
                 note.append("NVL72 rack: 4 GPUs per compute tray, 72 GPUs in one NVLink domain")
             row = base_row(
                 src,
+                "vendor",
+                "tokens/s",
                 model=MODELS[label],
                 source_model=raw["model"],
                 gpu=gpu,
@@ -264,6 +236,8 @@ def torchtitan_a100_rows(src: SourceTable) -> list[dict[str, str]]:
         mb = int(r["batch_size"])
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=model,
             source_model=f"Llama {'3' if llama3 else '2'} {size}",
             gpu="a100-80gb-sxm",
@@ -328,6 +302,8 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
         mb, ga, gbs, batch_note = titan_batches(r)
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=sizes[r["model"]],
             source_model=f"Llama 3.1 {r['model']}",
             gpu="h100-sxm-96gb-500w",
@@ -372,6 +348,8 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
             note.append("Llama 2 34B shape (not released by Meta; code-llama-34b-like)")
         row = base_row(
             src,
+            "independent",
+            "tokens/s",
             model=f"llama-2-{size}",
             source_model=f"Llama2 {size}",
             gpu="a100-80gb-sxm",
@@ -401,8 +379,8 @@ def h200_rows(src: SourceTable) -> list[dict[str, str]]:
     """This repository's own single-H200 measurements (HF-style training loop, eager modules with SDPA)."""
     out = []
     modes = {
-        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW "
-        "(HF Trainer default with bf16=True)",
+        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with "
+        "bf16=True)",
         "pure-bf16": "bf16 weights and AdamW states (no master copy)",
         "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)",
     }
@@ -410,6 +388,8 @@ def h200_rows(src: SourceTable) -> list[dict[str, str]]:
         mb, seq = int(r["micro_batch"]), int(r["seq_len"])
         row = base_row(
             src,
+            "independent",
+            "tokens/s",
             model=r["model"],
             source_model=r["model"],
             gpu="h200",
@@ -454,9 +434,15 @@ def validate(rows: list[dict[str, str]]) -> None:
         where = f"{r['source']} {r['row_ref']}"
         if r["precision"] not in PRECISIONS or r["stack"] not in STACKS:
             raise SystemExit(f"{where}: precision {r['precision']!r} or stack {r['stack']!r} not accepted")
-        count, par = int(r["count"]), int(r["tp"]) * int(r["pp"]) * int(r["cp"])
-        if count % par:
-            raise SystemExit(f"{where}: {count} GPUs not divisible by tp*pp*cp = {par}")
+        if r["family"] not in FAMILIES or r["measured"] not in MEASURED:
+            raise SystemExit(f"{where}: family {r['family']!r} or measured {r['measured']!r} not accepted")
+        if not r["count"]:
+            # Only end-to-end reports may leave the GPU count out (the model cards do not give it).
+            if r["family"] != "report":
+                raise SystemExit(f"{where}: GPU count missing outside a report row")
+        elif int(r["count"]) % (int(r["tp"] or 1) * int(r["pp"] or 1) * int(r["cp"] or 1)):
+            par = int(r["tp"] or 1) * int(r["pp"] or 1) * int(r["cp"] or 1)
+            raise SystemExit(f"{where}: {r['count']} GPUs not divisible by tp*pp*cp = {par}")
         if float(r["tokens_per_s_per_gpu"]) <= 0:
             raise SystemExit(f"{where}: throughput must be positive")
         # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
@@ -475,17 +461,58 @@ def held_out_overlap(rows: list[dict[str, str]]) -> Counter[str]:
     return Counter(repo for line in text.splitlines()[1:] for repo in used if f",{repo}@" in line)
 
 
+def origin(row: dict[str, str]) -> str:
+    """The repository (or web page) a row comes from."""
+    return row["source"].split("@")[0] if "@" in row["source"] else row["source"]
+
+
+def implied_mfu(row: dict[str, str], gpus: dict[str, dict], models: dict[str, dict]) -> float | None:
+    """tokens/s/GPU x (6 x active parameters + 6 s h L, causal attention; 6N alone where the sequence is not
+    stated) / the catalogue BF16 (A100, H100...: = FP16) dense peak, whatever the run's precision: one
+    convention for every source, so families compare (FP8 runs read high against it)."""
+    gpu, model = gpus.get(row["gpu"]), models.get(row["model"])
+    if gpu is None or model is None or "layers" not in model or not gpu["tflops"].get("bf16"):
+        return None
+    active = model.get("active_params") or model["params"]
+    seq = int(row["seq_len"]) if row["seq_len"] else 0
+    per_token = 6 * active + 6 * seq * model["hidden"] * model["layers"]
+    return float(row["tokens_per_s_per_gpu"]) * per_token / (gpu["tflops"]["bf16"] * 1e12)
+
+
+def report_families(rows: list[dict[str, str]]) -> None:
+    """Rows, GPUs, model sizes, GPU counts and the median implied MFU per family and per source."""
+    with (ROOT / "knowledge" / "gpus.toml").open("rb") as f:
+        gpus = {g["id"]: g for g in tomllib.load(f)["gpu"]}
+    with (ROOT / "knowledge" / "models.toml").open("rb") as f:
+        models = {m["id"]: m for m in tomllib.load(f)["model"]}
+    groups: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], ""), []).append(r)
+        groups.setdefault((r["family"], origin(r)), []).append(r)
+    print("family / source: rows, GPUs, params (B), GPU counts, median implied MFU vs the BF16 peak (rows)")
+    for (family, src), group in sorted(groups.items()):
+        mfus = [m for m in (implied_mfu(r, gpus, models) for r in group) if m is not None]
+        sizes = [models[r["model"]]["params"] / 1e9 for r in group if r["model"] in models]
+        counts = [int(r["count"]) for r in group if r["count"]]
+        med = f"{statistics.median(mfus):.1%} ({len(mfus)})" if mfus else "-"
+        span = f"{min(sizes):.4g}-{max(sizes):.4g}" if sizes else "-"
+        cnt = f"{min(counts)}-{max(counts)}" if counts else "not stated"
+        label = f"{family}" if not src else f"  {src}"
+        gpu_ids = ",".join(sorted({r["gpu"] for r in group}))
+        print(f"{label:<58} {len(group):4d}  {gpu_ids:<40} {span:<12} {cnt:<11} {med}")
+
+
 def report(rows: list[dict[str, str]]) -> None:
     gpus, models = catalogue_ids("gpus.toml", "gpu"), catalogue_ids("models.toml", "model")
-    by_source = Counter(r["source"].split(":")[0] for r in rows)
     print(f"{len(rows)} rows written to {OUT.relative_to(ROOT)}")
-    for src, n in sorted(by_source.items()):
-        print(f"  {n:4d}  {src}")
-    print(f"  {mosaic_count():4d}  mosaicml/llm-foundry (kept in knowledge/benchmarks.csv, by reference)")
-    usable = [r for r in rows if r["gpu"] in gpus and r["model"] in models]
-    print(f"{len(usable)} rows have both GPU and model in the catalogue")
+    print(
+        f"  {mosaic_count():4d}  mosaicml/llm-foundry rows stay in knowledge/benchmarks.csv (family: vendor)"
+    )
+    usable = [r for r in rows if r["gpu"] in gpus and r["model"] in models and r["count"]]
+    print(f"{len(usable)} rows have a GPU count and both GPU and model in the catalogue")
     print("GPUs not in gpus.toml:", dict(Counter(r["gpu"] for r in rows if r["gpu"] not in gpus)))
     print("models not in models.toml:", dict(Counter(r["model"] for r in rows if r["model"] not in models)))
+    report_families(rows)
     overlap = held_out_overlap(rows)
     if overlap:
         print("external_validation.csv rows whose source now trains (remove them):", dict(overlap))
@@ -493,7 +520,7 @@ def report(rows: list[dict[str, str]]) -> None:
 
 def build() -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
-    for name, reader in READERS.items():
+    for name, reader in {**READERS, **PAPER_READERS, **RUN_READERS}.items():
         rows += reader(read_source(SOURCES / name))
     validate(rows)
     return rows
