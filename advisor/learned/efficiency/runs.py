@@ -108,6 +108,9 @@ def _int(value: str) -> int | None:
 
 def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
     """A llm_benchmarks.csv record as a run, or None and why it cannot train."""
+    if not r["count"]:
+        # End-to-end reports (model cards) may give GPU-hours and tokens without the GPU count.
+        return None, "GPU count not stated (an end-to-end report row)"
     precision = PRECISION.get(r["precision"])
     if precision is None:
         return None, f"precision {r['precision']} has no training peak in the core"
