@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS, RANGE_DIMENSIONS, Bounds, Cap, Where
 from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.gbdt import ExportedModel
+from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
 
 _PARAMS = FEATURES.index("log_params")
 _TOKENS = FEATURES.index("log_items_per_gpu_step")
@@ -72,3 +74,16 @@ def _prior(llm: Sequence[Sample]) -> dict[str, float]:
         if mfus:
             prior[pc] = round(min(statistics.median(mfus), 1.0), 4)
     return prior
+
+
+def sample_efficiency(model: ExportedModel, s: Sample) -> float:
+    """The shipped model's P50 efficiency of a measured run as a prediction gives it: the LLM model at the
+    typical family (or the trees), bounded."""
+    if s.family == "llm" and model.linear is not None:
+        log50 = model.linear.predict_log(llm_inputs(s.features, math.log(s.sol / s.mfu_sol), TYPICAL))
+        offsets = model.linear.interval
+    else:
+        log50 = model.predict_log(s.features)
+        offsets = model.interval.get(s.family, model.interval["all"])
+    bounds = model.bounds or Bounds({}, {}, {})
+    return bounds.interval(log50, offsets, where_of(s))[1]

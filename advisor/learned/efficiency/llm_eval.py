@@ -49,14 +49,20 @@ class HeldOut:
     """Per held-out group, the bounds fitted on the other rows."""
 
 
-def held_out(samples: Sequence[Sample], rows: Sequence[int], group: Group) -> HeldOut:
-    """Refit per held-out group (penalty nested), predicting each group's rows from the others."""
+def held_out(
+    samples: Sequence[Sample], rows: Sequence[int], group: Group, lam: float | None = None
+) -> HeldOut:
+    """Refit per held-out group, predicting each group's rows from the others; the penalty nested (chosen
+    among each fold's training rows) unless one is given."""
     out = HeldOut({}, {}, {})
     for key in sorted({group(samples[i]) for i in rows}):
         test = [i for i in rows if group(samples[i]) == key]
         train = [samples[i] for i in rows if group(samples[i]) != key]
-        lam, _ = choose_lambda(train)
-        model = fit_linear(train, lam)
+        if lam is None:
+            lam_fold, _ = choose_lambda(train)
+        else:
+            lam_fold = lam
+        model = fit_linear(train, lam_fold)
         for i in test:
             out.own[i] = model.predict_log(sample_inputs(samples[i]))
             out.typical[i] = model.predict_log(sample_inputs(samples[i], TYPICAL))
@@ -106,12 +112,16 @@ def _predictions(
 
 
 def scheme_scores(
-    samples: Sequence[Sample], scheme: str, group: Group, subsets: dict[str, Callable[[Sample], bool]]
+    samples: Sequence[Sample],
+    scheme: str,
+    group: Group,
+    subsets: dict[str, Callable[[Sample], bool]],
+    lam: float | None = None,
 ) -> tuple[list[Scores], HeldOut, dict[int, float]]:
     """One held-out scheme on the LLM rows: pooled, then one line per subset (sources, families); and the
     held-out predictions behind them."""
     rows = [i for i, s in enumerate(samples) if s.family == "llm"]
-    ho = held_out(samples, rows, group)
+    ho = held_out(samples, rows, group, lam)
     # The interval of a held-out row comes from the other sources' residuals, whatever the scheme.
     model, covered = _predictions(samples, rows, group, ho, by_source)
     typical = {i: math.exp(ho.typical[i]) * samples[i].sol for i in rows}
@@ -156,15 +166,18 @@ class LlmEvaluation:
     """The source-balanced held-out median error (mean of the per-source medians)."""
 
 
-def llm_evaluation(samples: Sequence[Sample], families: bool = True) -> LlmEvaluation:
+def llm_evaluation(
+    samples: Sequence[Sample], families: bool = True, lam: float | None = None
+) -> LlmEvaluation:
     """Leave-one-source-out (lines by family of source and by source), then, when asked, leave-one-family-out
-    both ways (fit on vendor tables, score the rest; and the reverse)."""
+    both ways (fit on vendor tables, score the rest; and the reverse). The penalty is nested unless one is
+    given (a user's calibration: the interval only, at the penalty already chosen, for speed)."""
     llm = [s for s in samples if s.family == "llm"]
     sources = sorted({s.row.origin for s in llm})
     present = [f for f in FAMILY_ORDER if any(s.row.source_family == f for s in llm)]
     subsets: dict[str, Callable[[Sample], bool]] = {f"family: {f}": _family_is(f) for f in present}
     subsets.update({src: _source_is(src) for src in sources})
-    loso, ho, _ = scheme_scores(samples, "source", by_source, subsets)
+    loso, ho, _ = scheme_scores(samples, "source", by_source, subsets, lam)
     per_source = [x for x in loso if x.subset in sources]
     error = sum(x.median_ape for x in per_source) / len(per_source)
     scores = loso

@@ -148,7 +148,7 @@ def train(
     baseline, trees = export_trees(model)
     llm_rows = [s for s in samples if s.family == "llm"]
     lam, lambda_figures = choose_lambda(llm_rows)
-    held = llm_evaluation(samples, families=with_cv)
+    held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else lam)
     linear = fit_linear(llm_rows, lam, held.interval)
     if with_cv:
         others, interval = other_scores(samples, weights)
