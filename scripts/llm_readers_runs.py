@@ -209,14 +209,15 @@ def nanotron_rows(src: SourceTable) -> list[dict[str, str]]:
             stack="nanotron",
             software="nanotron v0.5 (2025-02)",
             reported_mfu=fmt(mfu),
-            memory_gib=fmt(round_sig(float(r["memory_gb"]) * 1e9 / 2**30, 4)),
+            memory_gib=r["memory_gb"],
             row_ref=f"figure cell {i} ({r['model_b']}B, {r['nodes']} nodes)",
             note=(
                 f"tokens/s = MFU x 989 TFLOPS / nanotron's {per_token:.4g} FLOPs per token (get_flops, "
                 f"full-square attention); recompute not stated (nanotron's recompute_layer defaults to "
                 f"false; the sweep's base config is not in the repository); bf16 (nanotron v0.5 has no FP8 "
-                f"training; MFU is over the BF16 peak); memory printed in GB, converted to GiB assuming 1e9 "
-                f"bytes; the best of a sweep, not a typical run"
+                f"training; MFU is over the BF16 peak); memory: the figure's GB is nanotron's bytes / 1024^3 "
+                f"('Mem Alloc (GB)' / 'Mem Res (GB)' in helpers.py; which one is not stated); the best of a "
+                f"sweep, not a typical run"
             ),
         )
         out.append(finish(row, per_gpu, None, 8))
