@@ -82,7 +82,7 @@ def test_stated_layouts_a_stack_runs_are_accepted(knowledge) -> None:
         )
 
 
-@pytest.mark.parametrize("stack", ["hf", "trl", "axolotl", "llama-factory", "torchtune", "unsloth", "fsdp"])
+@pytest.mark.parametrize("stack", ["hf", "trl", "axolotl", "llama-factory", "torchtune", "unsloth"])
 def test_the_search_chooses_no_model_parallelism_a_stack_does_not_search(knowledge, stack: str) -> None:
     out = predict(
         knowledge,
