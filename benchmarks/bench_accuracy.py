@@ -16,6 +16,7 @@ from pathlib import Path
 
 from advisor.catalog import load_knowledge
 from advisor.catalog.benchmarks import parse_benchmarks
+from advisor.learned.efficiency.bounds_fit import sample_efficiency
 from advisor.learned.efficiency.dataset import build_dataset, shipped_dataset
 from advisor.learned.efficiency.evaluate import PRECISION_CLASS, percentile
 from advisor.learned.efficiency.learned import load_learned
@@ -69,7 +70,7 @@ def external() -> None:
     by_source: dict[str, dict[str, list[float]]] = {}
     for s in data.samples:
         fam = s.family
-        model = min(math.exp(learned.model.predict_log(s.features)), 1.0) * s.sol
+        model = sample_efficiency(learned.model, s) * s.sol
         const = math.exp(mfu.get((fam, PRECISION_CLASS[s.row.precision]), k[fam])) * s.mfu_sol
         phys = math.exp(k[fam]) * s.sol
         errs = by_source.setdefault(s.row.origin, {"model": [], "const": [], "phys": []})

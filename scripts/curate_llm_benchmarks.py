@@ -4,60 +4,50 @@
 Run from anywhere:  python scripts/curate_llm_benchmarks.py [--check]
 Same input, same bytes. --check compares with the committed file instead of writing it (exit 1 if different).
 MosaicML rows (llm-foundry benchmarking tables) stay in knowledge/benchmarks.csv and are counted here by
-reference, not copied. Prints rows per source, GPUs and models not (yet) in the catalogue, and the
-external-validation rows whose source now trains (they must leave the held-out set).
+reference, not copied. Every row carries its family (vendor, paper, report, independent) and how its
+throughput was measured. The vendor tables and fms-fsdp / this repository's rows are read here; the paper,
+report and independent tables by llm_readers_papers.py and llm_readers_runs.py. Prints the GPUs and models
+not (yet) in the catalogue, rows, GPUs, sizes, GPU counts and the median implied MFU per family and source,
+and the external-validation rows whose source now trains (they must leave the held-out set).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from llm_readers_papers import PAPER_READERS
+from llm_readers_runs import RUN_READERS
+from llm_rows import COLUMNS, FAMILIES, MEASURED, base_row, finish
 from source_tables import SourceTable, fmt, number, read_source, split_alt, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "knowledge" / "sources"
 OUT = ROOT / "knowledge" / "llm_benchmarks.csv"
 
-COLUMNS = [
-    "model",
-    "source_model",
-    "gpu",
-    "source_gpu",
-    "count",
-    "nodes",
-    "precision",
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "vp",
-    "dp",
-    "sharding",
-    "recompute",
-    "micro_batch",
-    "global_batch",
-    "grad_accum",
-    "seq_len",
-    "task",
-    "stack",
-    "software",
-    "tokens_per_s_per_gpu",
-    "tokens_per_s",
-    "model_tflops_per_gpu",
-    "model_flops_per_token",
-    "reported_mfu",
-    "memory_gib",
-    "source",
-    "table",
-    "row_ref",
-    "note",
-]
 PRECISIONS = {"bf16", "fp16", "fp8", "fp8-block", "mxfp8", "nvfp4", ""}
-STACKS = {"megatron", "torchtitan", "pytorch-fsdp", "composer", "hf"}
+# Training stacks as the sources name them. megatron-deepspeed: Megatron-LM with DeepSpeed pipeline and ZeRO
+# (BLOOM, MT-NLG); metaseq: Meta's FSDP + Megatron tensor parallel (OPT); nanotron: Hugging Face's 3D
+# trainer; litgpt: Lightning Fabric FSDP with fused kernels (TinyLlama); flash-attn: the FlashAttention repo's
+# GPT trainer; in-house: a lab's own stack the source does not name (Llama 3, DeepSeek-V3).
+STACKS = {
+    "megatron",
+    "torchtitan",
+    "pytorch-fsdp",
+    "composer",
+    "hf",
+    "deepspeed",
+    "megatron-deepspeed",
+    "metaseq",
+    "nanotron",
+    "litgpt",
+    "flash-attn",
+    "in-house",
+}
 
 MODELS = {
     "GPT3-5B": "gpt3-5b",
@@ -96,28 +86,6 @@ def catalogue_ids(name: str, key: str) -> set[str]:
         return {m["id"] for m in tomllib.load(f)[key]}
 
 
-def base_row(src: SourceTable, **kw: object) -> dict[str, str]:
-    row = dict.fromkeys(COLUMNS, "")
-    row.update(source=src.ref, table=src.table)
-    for k, v in kw.items():
-        row[k] = v if isinstance(v, str) else fmt(v)  # type: ignore[arg-type]
-    return row
-
-
-def finish(row: dict[str, str], per_gpu: float, tflops: float | None, gpn: int) -> dict[str, str]:
-    """Fill the columns every source derives the same way (totals, nodes, dp, FLOPs per token)."""
-    count = int(row["count"])
-    row["tokens_per_s_per_gpu"] = fmt(per_gpu)
-    row["tokens_per_s"] = fmt(per_gpu * count)
-    row["nodes"] = fmt(max(1, -(-count // gpn)))
-    model_par = int(row["tp"] or 1) * int(row["pp"] or 1) * int(row["cp"] or 1)
-    row["dp"] = fmt(count // model_par)
-    if tflops is not None:
-        row["model_tflops_per_gpu"] = fmt(tflops)
-        row["model_flops_per_token"] = fmt(float(f"{tflops * 1e12 / per_gpu:.4g}"))
-    return row
-
-
 def nemo_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     for i, r in enumerate(src.rows, start=1):
@@ -130,6 +98,8 @@ def nemo_rows(src: SourceTable) -> list[dict[str, str]]:
         ga = int(r["gbs"]) / (int(r["mbs"]) * dp)
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=MODELS[label],
             source_model=label,
             gpu="h100-sxm",
@@ -184,6 +154,24 @@ def mb_precision(system: str, cell: str, which: str) -> tuple[str, str]:
     return "mxfp8", "parenthesised figure: MXFP8 32x32 blocks (page footnote)"
 
 
+def moe_note(label: str, ep: str, container: str) -> list[str]:
+    """What the page says about a MoE row's routing. Its 25.09 footnote force-balances only the token-dropless
+    runs, so a row labelled 'tokendrop' drops tokens past expert capacity and is not force-balanced."""
+    if ep in ("", "n/a", "1"):
+        return []
+    if "tokendrop" in label:
+        return [
+            "MoE with token dropping (source label 'tokendrop'): tokens past expert capacity are dropped, "
+            "and the page's force-balancing applies to its dropless runs only; capacity factor not stated"
+        ]
+    if container == "25.09":
+        return ["MoE, token-dropless: tokens force-balanced across experts (page note)"]
+    return [
+        "MoE, token-dropless, tokens force-balanced across experts (page note: all MoE runs of this "
+        "container)"
+    ]
+
+
 def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     for i, raw in enumerate(src.rows, start=1):
@@ -194,12 +182,13 @@ def megatron_bridge_rows(src: SourceTable) -> list[dict[str, str]]:
             note = [n for n in (pnote, SAME_ARCH_NOTE if label in SAME_ARCH else "") if n]
             if "(" in raw["model"]:
                 note.append("source label: " + raw["model"])
-            if r["ep"] not in ("", "n/a", "1"):
-                note.append("MoE: tokens force-balanced across experts (page note)")
+            note += moe_note(raw["model"], r["ep"], r["container"])
             if gpn == 4:
                 note.append("NVL72 rack: 4 GPUs per compute tray, 72 GPUs in one NVLink domain")
             row = base_row(
                 src,
+                "vendor",
+                "tokens/s",
                 model=MODELS[label],
                 source_model=raw["model"],
                 gpu=gpu,
@@ -247,6 +236,8 @@ def torchtitan_a100_rows(src: SourceTable) -> list[dict[str, str]]:
         mb = int(r["batch_size"])
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=model,
             source_model=f"Llama {'3' if llama3 else '2'} {size}",
             gpu="a100-80gb-sxm",
@@ -275,12 +266,30 @@ def torchtitan_a100_rows(src: SourceTable) -> list[dict[str, str]]:
     return out
 
 
+def titan_batches(r: dict[str, str]) -> tuple[int, int, int, list[str]]:
+    """Micro-batch, gradient accumulation and global batch of a torchtitan H100 row. torchtitan 9dec370 has no
+    gradient accumulation; under PP it splits the local batch into microbatches, by default one per stage
+    (--experimental.pipeline_parallel_microbatches, default None -> pp degree, pipeline_llama.py)."""
+    local, pp, fsdp = int(r["local_batch"]), int(r["pp"]), int(r["fsdp"])
+    note = []
+    gbs = int(r["global_batch"]) if r["global_batch"] else local * fsdp
+    if not r["global_batch"]:
+        note.append("global batch = local batch x FSDP degree (the relation the page's other tables state)")
+    if pp == 1:
+        return local, 1, gbs, note
+    note.append(
+        f"local batch {local} split into {pp} pipeline microbatches of {local // pp} (torchtitan 9dec370's "
+        f"default of one microbatch per stage; the page does not say it was changed)"
+    )
+    return local // pp, pp, gbs, note
+
+
 def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
     out = []
     sizes = {"8B": "llama-3.1-8b", "70B": "llama-3.1-70b", "405B": "llama-3.1-405b"}
     for i, r in enumerate(src.rows, start=1):
         note = [
-            "H100 96GB HBM2e (2.4 TB/s) at a 500 W power limit, below the catalogue H100 SXM",
+            "H100 96GB HBM2e (2.4 TB/s) at the hosts' default 500 W power limit (Grand Teton)",
             f"techniques: {r['techniques']}",
         ]
         seq = r["seq_len"]
@@ -290,11 +299,14 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
         fp8 = "Float8" in r["techniques"]
         if fp8:
             note.append("Float8 on nn.Linear only, the rest bf16")
+        mb, ga, gbs, batch_note = titan_batches(r)
         row = base_row(
             src,
+            "vendor",
+            "tokens/s",
             model=sizes[r["model"]],
             source_model=f"Llama 3.1 {r['model']}",
-            gpu="h100-sxm",
+            gpu="h100-sxm-96gb-500w",
             source_gpu="H100 96GB HBM2e (Grand Teton)",
             count=r["gpus"],
             precision="fp8" if fp8 else "bf16",
@@ -305,15 +317,16 @@ def torchtitan_h100_rows(src: SourceTable) -> list[dict[str, str]]:
             vp=2 if "Interleaved" in r["techniques"] else 1,
             sharding="fsdp-full",
             recompute=recompute(r["activation_checkpointing"]),
-            micro_batch=r["local_batch"],
-            global_batch=r["global_batch"],
+            micro_batch=mb,
+            global_batch=gbs,
+            grad_accum=ga,
             seq_len=seq,
             task="pretrain",
             stack="torchtitan",
             software="torchtitan 9dec370, torch 1963fc8 (2024-12)",
             memory_gib=r["memory_gib"],
             row_ref=f"Table {r['table']} row {i}",
-            note="; ".join(note),
+            note="; ".join(note + batch_note),
         )
         out.append(finish(row, float(r["tps_per_gpu"]), None, 8))
     return out
@@ -326,12 +339,17 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
         note = [
             "A100 variant not stated (80GB SXM assumed)",
             "precision not stated (bf16 assumed)",
-            f"activation checkpointing: {r['activation_checkpointing']} (granularity not stated)",
+            f"activation checkpointing: {r['activation_checkpointing']}",
         ]
+        ckpt = r["activation_checkpointing"].lower() == "true"
+        if ckpt:
+            note.append("recompute left empty: checkpointing is on but the README does not say which layers")
         if size == "34b":
             note.append("Llama 2 34B shape (not released by Meta; code-llama-34b-like)")
         row = base_row(
             src,
+            "independent",
+            "tokens/s",
             model=f"llama-2-{size}",
             source_model=f"Llama2 {size}",
             gpu="a100-80gb-sxm",
@@ -344,7 +362,7 @@ def fms_rows(src: SourceTable) -> list[dict[str, str]]:
             ep=1,
             vp=1,
             sharding="hsdp" if r["sharding"] == "HSDP" else "fsdp-full",
-            recompute=recompute(r["activation_checkpointing"]),
+            recompute="" if ckpt else "none",
             micro_batch=r["batch_size"],
             seq_len=4096,
             task="pretrain",
@@ -361,8 +379,8 @@ def h200_rows(src: SourceTable) -> list[dict[str, str]]:
     """This repository's own single-H200 measurements (HF-style training loop, eager modules with SDPA)."""
     out = []
     modes = {
-        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW "
-        "(HF Trainer default with bf16=True)",
+        "mixed": "fp32 weights (master copy) + bf16 autocast, fused AdamW (HF Trainer default with "
+        "bf16=True)",
         "pure-bf16": "bf16 weights and AdamW states (no master copy)",
         "lora": "LoRA r=16 on all linear layers over bf16 weights (PEFT)",
     }
@@ -370,6 +388,8 @@ def h200_rows(src: SourceTable) -> list[dict[str, str]]:
         mb, seq = int(r["micro_batch"]), int(r["seq_len"])
         row = base_row(
             src,
+            "independent",
+            "tokens/s",
             model=r["model"],
             source_model=r["model"],
             gpu="h200",
@@ -414,9 +434,15 @@ def validate(rows: list[dict[str, str]]) -> None:
         where = f"{r['source']} {r['row_ref']}"
         if r["precision"] not in PRECISIONS or r["stack"] not in STACKS:
             raise SystemExit(f"{where}: precision {r['precision']!r} or stack {r['stack']!r} not accepted")
-        count, par = int(r["count"]), int(r["tp"]) * int(r["pp"]) * int(r["cp"])
-        if count % par:
-            raise SystemExit(f"{where}: {count} GPUs not divisible by tp*pp*cp = {par}")
+        if r["family"] not in FAMILIES or r["measured"] not in MEASURED:
+            raise SystemExit(f"{where}: family {r['family']!r} or measured {r['measured']!r} not accepted")
+        if not r["count"]:
+            # Only end-to-end reports may leave the GPU count out (the model cards do not give it).
+            if r["family"] != "report":
+                raise SystemExit(f"{where}: GPU count missing outside a report row")
+        elif int(r["count"]) % (int(r["tp"] or 1) * int(r["pp"] or 1) * int(r["cp"] or 1)):
+            par = int(r["tp"] or 1) * int(r["pp"] or 1) * int(r["cp"] or 1)
+            raise SystemExit(f"{where}: {r['count']} GPUs not divisible by tp*pp*cp = {par}")
         if float(r["tokens_per_s_per_gpu"]) <= 0:
             raise SystemExit(f"{where}: throughput must be positive")
         # The reported model FLOPs must at least cover 6 x 1e9 FLOPs per token (any model here is >1B).
@@ -435,17 +461,58 @@ def held_out_overlap(rows: list[dict[str, str]]) -> Counter[str]:
     return Counter(repo for line in text.splitlines()[1:] for repo in used if f",{repo}@" in line)
 
 
+def origin(row: dict[str, str]) -> str:
+    """The repository (or web page) a row comes from."""
+    return row["source"].split("@")[0] if "@" in row["source"] else row["source"]
+
+
+def implied_mfu(row: dict[str, str], gpus: dict[str, dict], models: dict[str, dict]) -> float | None:
+    """tokens/s/GPU x (6 x active parameters + 6 s h L, causal attention; 6N alone where the sequence is not
+    stated) / the catalogue BF16 (A100, H100...: = FP16) dense peak, whatever the run's precision: one
+    convention for every source, so families compare (FP8 runs read high against it)."""
+    gpu, model = gpus.get(row["gpu"]), models.get(row["model"])
+    if gpu is None or model is None or "layers" not in model or not gpu["tflops"].get("bf16"):
+        return None
+    active = model.get("active_params") or model["params"]
+    seq = int(row["seq_len"]) if row["seq_len"] else 0
+    per_token = 6 * active + 6 * seq * model["hidden"] * model["layers"]
+    return float(row["tokens_per_s_per_gpu"]) * per_token / (gpu["tflops"]["bf16"] * 1e12)
+
+
+def report_families(rows: list[dict[str, str]]) -> None:
+    """Rows, GPUs, model sizes, GPU counts and the median implied MFU per family and per source."""
+    with (ROOT / "knowledge" / "gpus.toml").open("rb") as f:
+        gpus = {g["id"]: g for g in tomllib.load(f)["gpu"]}
+    with (ROOT / "knowledge" / "models.toml").open("rb") as f:
+        models = {m["id"]: m for m in tomllib.load(f)["model"]}
+    groups: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], ""), []).append(r)
+        groups.setdefault((r["family"], origin(r)), []).append(r)
+    print("family / source: rows, GPUs, params (B), GPU counts, median implied MFU vs the BF16 peak (rows)")
+    for (family, src), group in sorted(groups.items()):
+        mfus = [m for m in (implied_mfu(r, gpus, models) for r in group) if m is not None]
+        sizes = [models[r["model"]]["params"] / 1e9 for r in group if r["model"] in models]
+        counts = [int(r["count"]) for r in group if r["count"]]
+        med = f"{statistics.median(mfus):.1%} ({len(mfus)})" if mfus else "-"
+        span = f"{min(sizes):.4g}-{max(sizes):.4g}" if sizes else "-"
+        cnt = f"{min(counts)}-{max(counts)}" if counts else "not stated"
+        label = f"{family}" if not src else f"  {src}"
+        gpu_ids = ",".join(sorted({r["gpu"] for r in group}))
+        print(f"{label:<58} {len(group):4d}  {gpu_ids:<40} {span:<12} {cnt:<11} {med}")
+
+
 def report(rows: list[dict[str, str]]) -> None:
     gpus, models = catalogue_ids("gpus.toml", "gpu"), catalogue_ids("models.toml", "model")
-    by_source = Counter(r["source"].split(":")[0] for r in rows)
     print(f"{len(rows)} rows written to {OUT.relative_to(ROOT)}")
-    for src, n in sorted(by_source.items()):
-        print(f"  {n:4d}  {src}")
-    print(f"  {mosaic_count():4d}  mosaicml/llm-foundry (kept in knowledge/benchmarks.csv, by reference)")
-    usable = [r for r in rows if r["gpu"] in gpus and r["model"] in models]
-    print(f"{len(usable)} rows have both GPU and model in the catalogue")
+    print(
+        f"  {mosaic_count():4d}  mosaicml/llm-foundry rows stay in knowledge/benchmarks.csv (family: vendor)"
+    )
+    usable = [r for r in rows if r["gpu"] in gpus and r["model"] in models and r["count"]]
+    print(f"{len(usable)} rows have a GPU count and both GPU and model in the catalogue")
     print("GPUs not in gpus.toml:", dict(Counter(r["gpu"] for r in rows if r["gpu"] not in gpus)))
     print("models not in models.toml:", dict(Counter(r["model"] for r in rows if r["model"] not in models)))
+    report_families(rows)
     overlap = held_out_overlap(rows)
     if overlap:
         print("external_validation.csv rows whose source now trains (remove them):", dict(overlap))
@@ -453,7 +520,7 @@ def report(rows: list[dict[str, str]]) -> None:
 
 def build() -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
-    for name, reader in READERS.items():
+    for name, reader in {**READERS, **PAPER_READERS, **RUN_READERS}.items():
         rows += reader(read_source(SOURCES / name))
     validate(rows)
     return rows

@@ -1,7 +1,8 @@
 """Read the transcribed source tables under knowledge/sources/ (standard library only).
 
-Each file is a CSV whose leading '#' lines are its header: '# ref: owner/repo@<40-hex commit>:path' (required)
-and '# table: ...' (required), then free notes. The first non-comment line names the columns.
+Each file is a CSV whose leading '#' lines are its header: '# ref: owner/repo@<40-hex commit>:path' (required;
+a web page that is the only readable copy of a table is cited by its https URL instead) and '# table: ...'
+(required), then free notes. The first non-comment line names the columns.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-REF = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+$")
+REF = re.compile(r"^([\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+|https://\S+)$")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ def read_source(path: Path) -> SourceTable:
         if key not in header:
             raise SystemExit(f"{path.name}: header line '# {key}: ...' missing")
     if not REF.match(header["ref"]):
-        raise SystemExit(f"{path.name}: ref {header['ref']!r} is not owner/repo@<40-hex commit>:path")
+        raise SystemExit(
+            f"{path.name}: ref {header['ref']!r} is not owner/repo@<40-hex commit>:path or an https URL"
+        )
     rows = tuple(dict(r) for r in csv.DictReader(io.StringIO("\n".join(body) + "\n")))
     for i, r in enumerate(rows, start=1):
         if None in r or any(v is None for v in r.values()):

@@ -39,7 +39,7 @@ from advisor.question.records import Record, record
 from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.serving import Served, search_serving, shapes
-from advisor.search.training import TrainingSearch, _CountResult
+from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
 
 
 @record
@@ -166,9 +166,10 @@ def _predict_training(
     res = search.search_count(count)
     if not res.found:
         return _refusal(ctx, search, res, count, common)
-    cands = [search.candidate(f) for f in sorted(res.found)]
+    cands = [search.candidate(f) for f in with_simplest(res)]
     effs = model.estimate([efficiency_query(c, ctx) for c in cands])
     timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
+    timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
     cand, eff = timed[0]
     assert cand.step is not None
     sol = cand.sol_items_per_s
@@ -189,6 +190,7 @@ def _predict_training(
         configuration=configuration(ctx.job, cand.layout),
         alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
         goodput=goodput_out(good),
+        notes=(eff.note,) if eff.note else (),
     )
 
 

@@ -62,7 +62,7 @@ from advisor.search.cost import (
     usable_offers,
 )
 from advisor.search.serving import search_serving
-from advisor.search.training import search_training, with_rules
+from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
 if TYPE_CHECKING:  # the operations modules load only when a plan needs them
     from advisor.ops.launch import LaunchArtefacts
@@ -535,8 +535,9 @@ def run_search(
 def _with_efficiency(
     ctx: Context, candidates: list[Candidate]
 ) -> list[tuple[Candidate, Interval, list[Interval]]]:
-    """Each candidate with its efficiency; training picks, among a count's runner-ups, the layout fastest at
-    speed of light x efficiency, and keeps the others as its alternatives."""
+    """Each candidate with its efficiency; training picks, among a count's runner-ups, the simplest layout
+    unless another is faster at speed of light x efficiency by more than the model's error, and keeps the
+    others as its alternatives."""
     if not ctx.job.training:  # serving plans carry their own efficiency (see _score_serving)
         return [(c, Interval(1.0, 1.0, 1.0), []) for c in candidates]
     flat = [x for c in candidates for x in (c, *c.alternatives)]
@@ -545,6 +546,7 @@ def _with_efficiency(
     for cand in candidates:
         group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
         group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
+        group.insert(0, group.pop(preferred(group, layout_margin(ctx.efficiency))))
         best, eff = group[0]
         with_rules(ctx, best)  # a runner-up that the efficiency makes the fastest is scored by its rules too
         best.alternatives = [c for c, _ in group[1:]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from advisor.catalog.stacks import DIMENSIONS, shipped_stacks
 from advisor.job.inputs import RunConfig, virtual_stages
 from advisor.job.resolve import Arch, Job
 from advisor.question.errors import InputError
@@ -174,3 +175,36 @@ def check_config(job: Job, count: int | None = None) -> None:
     _check_kind(job, c)
     _check_shape(job, c)
     _check_counts(job, c, count)
+    _check_stack(job, c)
+
+
+_DIMENSION_NAMES = {"tp": "tensor", "pp": "pipeline", "cp": "context", "ep": "expert"}
+
+
+def _check_stack(job: Job, c: RunConfig) -> None:
+    """Refuse a stated layout the stated (or default) training stack cannot run."""
+    stacks = shipped_stacks()
+    stack = stacks.get(job.stack)
+    if not job.training or stack is None:
+        return
+    for dim in DIMENSIONS:
+        value = getattr(c, dim)
+        if (value or 1) > 1 and not stack.runs(dim):
+            able = ", ".join(k for k, s in stacks.items() if s.runs(dim) and not s.data_only)
+            what = f"{_DIMENSION_NAMES[dim]} parallelism"
+            raise InputError(
+                f"{dim} {value}: {job.stack} cannot run {what}; stacks that run it: {able}",
+                field=dim,
+                value=value,
+                problem=f"is {what}, which {job.stack} cannot run",
+                accepted=f"1 with {job.stack}, or a stack that runs it: {able}",
+            )
+    if c.zero is not None and not stack.runs_zero(c.zero):
+        stages = sorted({*stack.zero, *stack.zero_stated})
+        raise InputError(
+            f"zero {c.zero}: {job.stack} cannot run ZeRO stage {c.zero}",
+            field="zero",
+            value=c.zero,
+            problem=f"is a ZeRO stage {job.stack} cannot run",
+            accepted=f"{', '.join(map(str, stages))} with {job.stack}",
+        )

@@ -6,11 +6,12 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.loader import Knowledge
-from advisor.job.inputs import Workload
+from advisor.job.inputs import RunConfig, Workload
 from advisor.job.shape import Arch
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import human
+from advisor.question.vocab import Stack
 
 if TYPE_CHECKING:
     from advisor.job.shape import ModelShape, WorkSize
@@ -171,12 +172,13 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
     c = workload.config
     stack = c.stack
     if stack is None and kind != "inference" and shape.arch is not None:
-        # Pre-training at scale runs on Megatron-style stacks; fine-tuning mostly on Hugging Face
-        # Transformers.
-        model_parallel = any((v or 1) > 1 for v in (c.tp, c.pp, c.cp, c.ep))
-        stack = "megatron" if kind == "pretrain" or model_parallel else "hf"
+        stack, why = default_stack(kind, c)
         assumed.append(
-            Assumed(text=f"training stack: {stack}", note="its loss path and runtime overhead", field="stack")
+            Assumed(
+                text=f"training stack: {stack} ({why})",
+                note="its layouts, kernels, loss path and runtime overhead",
+                field="stack",
+            )
         )
     master = c.master_weights if c.master_weights is not None else True
     return {
@@ -185,3 +187,19 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
         "offload": c.offload or "none",
         "lora_targets": c.lora_targets or "all",
     }
+
+
+def default_stack(kind: str, c: RunConfig) -> tuple[Stack, str]:
+    """The stack a typical run of this kind uses when none is named, and why: a typical PyTorch FSDP stack
+    for pre-training, the Hugging Face Trainer for fine-tuning; Megatron only where a stated layout needs
+    pipeline or expert parallelism (or, for pre-training, any model parallelism), which those cannot run."""
+    if (c.pp or 1) > 1 or (c.ep or 1) > 1:
+        return "megatron", "the stated pipeline or expert parallelism needs a Megatron-style stack"
+    if kind == "pretrain":
+        if (c.tp or 1) > 1 or (c.cp or 1) > 1:
+            return "megatron", "the stated tensor or context parallelism, as Megatron runs it"
+        return (
+            "fsdp",
+            "a typical PyTorch FSDP stack: eager modules, SDPA attention, no compile or FP8 kernels",
+        )
+    return "hf", "the Hugging Face Trainer, as most fine-tuning runs"

@@ -243,6 +243,8 @@ def training_step(
     per_node = max(1, min(dp_group, layout.node_size // min(layout.tp, layout.node_size)))
     dp_net = network_for(gpu, layout, fabric, a, per_node)
     dp_comm = _dp_comm(job, layout, dp_net, a, roof)
-    tp_net = network_for(gpu, layout, fabric, a, max(layout.tp * layout.cp, 1))
+    # Tensor-parallel collectives run among the tp ranks of one server (NVLink); a context-parallel ring that
+    # leaves the server says so itself (p2p across nodes), so the TP group alone sets the in-server bandwidth.
+    tp_net = network_for(gpu, layout, fabric, a, max(layout.tp, 1))
     tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(job, layout, tp_net, roof)
     return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)

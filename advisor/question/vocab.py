@@ -10,7 +10,19 @@ from typing import Literal, get_args
 WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
 Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
-Stack = Literal["megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"]
+Stack = Literal[
+    "axolotl",
+    "composer",
+    "deepspeed",
+    "fsdp",
+    "hf",
+    "llama-factory",
+    "megatron",
+    "torchtitan",
+    "torchtune",
+    "trl",
+    "unsloth",
+]
 Engine = Literal["vllm", "sglang", "trtllm", "lmdeploy", "tgi"]
 Recompute = Literal["none", "selective", "full"]
 SloPercentile = Literal[50, 90, 99]

@@ -391,7 +391,8 @@ def search_serving(
                     gpu.id,
                     total,
                     "scale",
-                    f"needs {total} GPUs for {job.requests_per_s:g} req/s, over the most GPUs allowed ({c.max_gpus})",
+                    f"needs {total} GPUs for {job.requests_per_s:g} req/s, "
+                    f"over the most GPUs allowed ({c.max_gpus})",
                     2.5,
                 )
             )

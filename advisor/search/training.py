@@ -11,9 +11,10 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from advisor.catalog.gpus import Gpu
+from advisor.catalog.stacks import stack_of
 from advisor.job.inputs import virtual_stages
 from advisor.job.layout import Layout
-from advisor.learned.efficiency.base import regime_of
+from advisor.learned.efficiency.base import Interval, regime_of
 from advisor.physics.memory import GB, Memory, TrainingMemoryModel
 from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
 from advisor.search.candidates import (
@@ -29,6 +30,10 @@ from advisor.search.context import Context
 
 LLM_TOKENS_PER_MICRO_BATCH = 16384  # MosaicML's tuned runs hold about 8-16k tokens per GPU per micro-batch
 RUNNERS_UP = 3
+# Without a figure of the efficiency model's own error, a layout must be this much faster than the simplest
+# to be preferred over it (about the held-out median error of the LLM efficiency model).
+LAYOUT_MARGIN = 0.15
+RECOMPUTE_ORDER = ("none", "selective", "full")  # cheapest in time first, leanest in memory last
 BOUND_MARGIN = 1e-9  # a bound is exact in real numbers; this covers its rounding against the step's own
 SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 
@@ -63,6 +68,10 @@ class _CountResult:
     constraint_miss: Miss | None = None
     leanest: tuple[float, Layout] | None = None
     evaluated: int = 0
+    simplest: _Found | None = None
+    """The fastest layout of the least model parallelism that fits: kept even when slower than the runner-ups,
+    so that the choice can prefer it unless another layout is faster by more than the model's error."""
+    simplest_cx: tuple[int, ...] | None = None
 
 
 def _powers(limit: int) -> list[int]:
@@ -71,6 +80,17 @@ def _powers(limit: int) -> list[int]:
         out.append(v)
         v *= 2
     return out
+
+
+def complexity(tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:
+    """How much model parallelism a layout uses, simplest first: the model-parallel degree, then pipeline,
+    context, tensor and expert parallelism (a pipeline is harder to run than a tensor split)."""
+    return (tp * pp * cp * ep, pp, cp, tp, ep)
+
+
+def layout_complexity(layout: Layout) -> tuple[int, ...]:
+    """complexity() of a layout."""
+    return complexity(layout.tp, layout.pp, layout.cp, layout.ep)
 
 
 class TrainingSearch:
@@ -95,6 +115,7 @@ class TrainingSearch:
         self.ctx, self.gpu, self.precision, self.node_size = ctx, gpu, precision, node_size
         self.prune, self.dominance, self.keep_leanest = prune, dominance, leanest
         self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
+        self.stack = stack_of(ctx.knowledge, ctx.job.stack)
         self.usable = gpu.memory_gb * (1 - ctx.headroom)
         self.room_total = self.usable * GB
         self.fabric = ctx.fabric(gpu)
@@ -126,6 +147,12 @@ class TrainingSearch:
             return (self.cfg.recompute,)
         if self.job.arch is None:
             return ("none",)
+        default = self.stack.default_recompute(self.job.params)
+        if default != "search":
+            # What the stack's own recipes use for this size, or a leaner policy where that does not fit:
+            # a typical run keeps its stack's default, not the fastest policy that fits.
+            start = RECOMPUTE_ORDER.index(default)
+            return tuple(r for r in RECOMPUTE_ORDER[start:] if r != "selective" or r == default)
         if self.gpu.features.flash_attention:
             return ("none", "full")  # FlashAttention already drops what selective recomputation would
         return ("none", "selective", "full")
@@ -138,24 +165,10 @@ class TrainingSearch:
         return shapes
 
     def _enumerate(self, count: int) -> list[Shape]:
-        arch, c = self.job.arch, self.cfg
-        if arch is None:
+        c = self.cfg
+        if self.job.arch is None:
             return [Shape(1, 1, 1, 1, count)] if c.dp in (None, count) else []
-        tps = [c.tp] if c.tp else [t for t in _powers(min(count, self.node_size)) if arch.heads % t == 0]
-        pps = (
-            [c.pp]
-            if c.pp
-            else [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
-        )
-        long_seq = self.job.seq_len >= 16384
-        cps = (
-            [c.cp] if c.cp else [x for x in _powers(16) if x == 1 or (long_seq and self.job.seq_len % x == 0)]
-        )
-        eps = (
-            [c.ep]
-            if c.ep
-            else ([e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe else [1])
-        )
+        tps, pps, cps, eps = self._options(count)
         out = []
         for tp in tps:
             for pp in pps:
@@ -169,13 +182,31 @@ class TrainingSearch:
                     out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
         return out
 
+    def _options(self, count: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The tp, pp, cp and ep sizes to try: the stated one, else those the model allows and the stack
+        searches (a dimension the stack does not search stays 1 unless stated; check_config has checked a
+        stated value against the stack)."""
+        arch, c, free = self.job.arch, self.cfg, self.stack.search
+        assert arch is not None
+        tps = [t for t in _powers(min(count, self.node_size)) if arch.heads % t == 0]
+        pps = [p for p in _powers(min(count, arch.layers)) if p == 1 or p <= arch.layers // 2]
+        seq = self.job.seq_len
+        cps = [x for x in _powers(16) if x == 1 or (seq >= 16384 and seq % x == 0)]
+        eps = [e for e in _powers(arch.experts) if arch.experts % e == 0] if arch.is_moe else [1]
+        found = {"tp": tps, "pp": pps, "cp": cps, "ep": eps}
+        out = []
+        for dim, sizes in found.items():
+            stated = getattr(c, dim)
+            out.append([stated] if stated else [v for v in sizes if v == 1 or dim in free])
+        return out[0], out[1], out[2], out[3]
+
     def zeros(self, shape: Shape) -> list[int]:
         """ZeRO stages to try (0 = DDP); FSDP/ZeRO combine with tensor and pipeline parallelism (2D/3D)."""
         if self.cfg.zero is not None:
             return [self.cfg.zero]
         if shape.dp * shape.cp == 1 or self.job.arch is None:
             return [0]
-        return [0, 1, 2, 3]
+        return list(self.stack.zero)
 
     def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
         """Micro-batches to try up to what memory allows."""
@@ -261,7 +292,7 @@ class TrainingSearch:
                 dp=ep,
                 recompute=recompute,
             )
-            net = network_for(self.gpu, probe, self.fabric, self.a, max(tp * cp, 1))
+            net = network_for(self.gpu, probe, self.fabric, self.a, max(tp, 1))  # as training_step
             net = type(net)(
                 net.intra_gbs, net.inter_gbs, net.node_size, net.pod_gpus, net.oversubscription, 0.0, 0.0
             )
@@ -280,10 +311,14 @@ class TrainingSearch:
         nodes = max(1, math.ceil(count / self.node_size))
         cheapest = self.recomputes()[0]
         floor_scale = min(self._flops_per_item(r) for r in self.recomputes()) / self._flops_per_item(cheapest)
+        least = min((complexity(s.tp, s.pp, s.cp, s.ep) for s in self.shapes(count)), default=None)
         for quick, shape in self._ranked(count):
-            if self.prune and quick * floor_scale > self._threshold(res):
-                break  # sorted: no later shape can beat the k-th best either
-            if self.prune and self._shape_bound(shape) > self._threshold(res):
+            threshold = self._shape_threshold(res, shape)
+            if self.prune and quick * floor_scale > threshold:
+                if res.simplest_cx == least and quick * floor_scale > self._simplest_threshold(res, least):
+                    break  # sorted: no later shape can beat the k-th best or the simplest layout either
+                continue
+            if self.prune and self._shape_bound(shape) > threshold:
                 continue
             if not self._batch_ok(shape, count, res):
                 continue
@@ -329,6 +364,21 @@ class TrainingSearch:
 
     def _shape_bound(self, shape: Shape) -> float:
         return min(self.bound_per_item(shape, r) for r in self.recomputes())
+
+    @staticmethod
+    def _simplest_threshold(res: _CountResult, cx: tuple[int, ...] | None) -> float:
+        """What a bound must exceed to prune a shape of this complexity for the simplest layout's sake:
+        nothing simpler than the simplest kept is pruned, one as simple only when it cannot beat it."""
+        if res.simplest is None or res.simplest_cx is None or cx is None or cx < res.simplest_cx:
+            return math.inf
+        if cx == res.simplest_cx:
+            return res.simplest.time * (1.0 + BOUND_MARGIN)
+        return -math.inf
+
+    def _shape_threshold(self, res: _CountResult, shape: Shape) -> float:
+        """The pruning threshold of one shape: the k-th best time, or the simplest layout's."""
+        cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
+        return max(self._threshold(res), self._simplest_threshold(res, cx))
 
     @staticmethod
     def _threshold(res: _CountResult) -> float:
@@ -402,14 +452,14 @@ class TrainingSearch:
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
-                if self.prune and self.bound_per_item(shape, recompute) > self._threshold(res):
+                if self.prune and self.bound_per_item(shape, recompute) > self._shape_threshold(res, shape):
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
                     if (
                         self.prune
                         and shape.pp > 1
-                        and self._trial_bound(shape, recompute, mb) > self._threshold(res)
+                        and self._trial_bound(shape, recompute, mb) > self._shape_threshold(res, shape)
                     ):
                         continue
                     self._try(base, recompute, mb, variant, count, res)
@@ -497,6 +547,7 @@ class TrainingSearch:
         res.evaluated += 1
         # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
         time = step.total_s / step.items
+        self._keep_simplest(res, _Found(time, res.evaluated, layout, step, variant))
         # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not in
         # batch.
         for kept in res.found:
@@ -511,6 +562,13 @@ class TrainingSearch:
         res.found.append(_Found(time, res.evaluated, layout, step, variant))
         if len(res.found) > RUNNERS_UP:
             res.found.remove(max(res.found))
+
+    @staticmethod
+    def _keep_simplest(res: _CountResult, found: _Found) -> None:
+        """Keep the layout if it is simpler than the simplest kept, or as simple and faster."""
+        cx, kept = layout_complexity(found.layout), res.simplest
+        if kept is None or res.simplest_cx is None or (cx, found) < (res.simplest_cx, kept):
+            res.simplest, res.simplest_cx = found, cx
 
     def _verdict(self, layout: Layout) -> Any:
         """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
@@ -647,7 +705,7 @@ def search_training(
             continue
         res = search.search_count(count)
         if res.found:
-            ordered = sorted(res.found)
+            ordered = with_simplest(res)
             best = search.candidate(ordered[0])
             best.alternatives = [search.candidate(f, rules=False) for f in ordered[1:]]
             candidates.append(best)
@@ -658,13 +716,39 @@ def search_training(
     return candidates, misses
 
 
+def with_simplest(res: _CountResult) -> list[_Found]:
+    """The kept layouts, fastest first, and the simplest one last when it is not among them."""
+    ordered = sorted(res.found)
+    if res.simplest is not None and all(f.variant != res.simplest.variant for f in ordered):
+        ordered.append(res.simplest)
+    return ordered
+
+
+def layout_margin(model: Any) -> float:
+    """How much faster another layout must be than the simplest: the efficiency model's own error where it
+    states one (the learned model: its held-out median error), else LAYOUT_MARGIN."""
+    margin = getattr(model, "layout_margin", None)
+    return margin if isinstance(margin, float) and 0.0 <= margin < 1.0 else LAYOUT_MARGIN
+
+
+def preferred(group: list[tuple[Candidate, Interval]], margin: float = LAYOUT_MARGIN) -> int:
+    """Which plan of one GPU and count to keep: the simplest layout (least model parallelism), unless another
+    is predicted faster by more than the efficiency model's error (margin), so that a layout only an
+    optimistic model likes does not win on a difference the model cannot resolve."""
+    times = [c.predicted_s(e.p50) for c, e in group]
+    fastest = min(range(len(group)), key=lambda i: times[i])
+    simplest = min(range(len(group)), key=lambda i: (layout_complexity(group[i][0].layout), times[i]))
+    return fastest if times[fastest] < times[simplest] * (1.0 - margin) else simplest
+
+
 def exhaustive_found(
     ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int, *, dominance: bool = True
 ) -> list[_Found]:
     """Every fitting layout of one count tried, no bound (and without the dominance rules when asked): the
-    best and runner-ups, fastest first, that the pruned search must reproduce exactly."""
+    best and runner-ups, fastest first, and the simplest layout (with_simplest), that the pruned search must
+    reproduce exactly."""
     search = TrainingSearch(ctx, gpu, precision, node_size, prune=False, dominance=dominance)
-    return sorted(search.search_count(count).found)
+    return with_simplest(search.search_count(count))
 
 
 def brute_force_best(ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int) -> _Found | None:

@@ -130,10 +130,8 @@ def test_configuration_columns_are_read_and_bad_ones_named(knowledge) -> None:
     (run,) = runs_of(rows, configs)
     assert (run.stack, run.tp, run.zero, run.global_batch, run.origin) == ("hf", 2, 3, 32, "user:mine.csv")
     _, _, errors = validate_runs(knowledge, text({"stack": "jax"}), "mine.csv")
-    assert errors == [
-        "mine.csv:2: stack='jax': accepted megatron, torchtitan, deepspeed, hf, composer, unsloth, "
-        "pytorch-fsdp, ngc-pytorch, pytorch"
-    ]
+    assert len(errors) == 1 and errors[0].startswith("mine.csv:2: stack='jax': accepted fsdp, hf, trl, ")
+    assert "megatron" in errors[0] and "pytorch-fsdp" in errors[0]  # CLI stacks and the measured runs' ones
     _, _, errors = validate_runs(knowledge, text({"zero": 5}), "mine.csv")
     assert errors == ["mine.csv:2: zero='5': accepted 0, 1, 2 or 3"]
     _, _, errors = validate_runs(knowledge, text({"engine": "vllm"}), "mine.csv")

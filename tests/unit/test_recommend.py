@@ -75,10 +75,12 @@ def test_nothing_fits_says_why_and_what_would(knowledge) -> None:
 
 
 def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:
+    # L40S, not L4: 8 L4 are two 4-GPU servers over Ethernet, where the fast-fabric rule refuses a 70B model's
+    # sharded training, and the Hugging Face stack a fine-tuning run assumes has no pipeline parallelism.
     report = recommend(
         knowledge,
         Workload(model="llama-2-70b", kind="finetune", tokens=1e8),
-        Constraints(gpus=("l4",), max_gpus=8),
+        Constraints(gpus=("l40s",), max_gpus=8),
     )
     assert report.nothing_fits
     kinds = [s.value for s in report.suggestions if s.field == "kind"]

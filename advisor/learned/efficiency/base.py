@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from advisor.catalog.gpus import Gpu
@@ -19,6 +19,8 @@ class Interval:
     p10: float
     p50: float
     p90: float
+    note: str = field(default="", kw_only=True)
+    """What bounded it, when something did (the highest measured efficiency, the measured range)."""
 
     def scaled(self, factor: float) -> Interval:
         """Every percentile times a factor."""

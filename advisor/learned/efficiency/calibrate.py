@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.stacks import shipped_stacks
 from advisor.catalog.userdata import keep_copy, locked, move_aside, read_stored_text, warn, write_text_atomic
 from advisor.learned.efficiency.dataset import build_dataset
 from advisor.learned.efficiency.features import Sample
@@ -27,17 +28,8 @@ RUNS = "runs.csv"
 LOCK = "calibration"
 # Optional columns of a user's runs: the stated configuration (as `--tp` ... `--stack` take it).
 CONFIG_COLUMNS = ("stack", "tp", "pp", "cp", "ep", "zero", "recompute", "global_batch", "engine")
-STACKS_ACCEPTED = (
-    "megatron",
-    "torchtitan",
-    "deepspeed",
-    "hf",
-    "composer",
-    "unsloth",
-    "pytorch-fsdp",
-    "ngc-pytorch",
-    "pytorch",
-)
+# Every stack of knowledge/training_stacks.toml (the `--stack` values and the stacks of the measured runs).
+STACKS_ACCEPTED = tuple(shipped_stacks())
 # The user's own runs outweigh the public benchmarks: they measure the user's software and cluster.
 USER_WEIGHT = 5.0
 MAX_CSV_BYTES = 8 << 20

@@ -8,12 +8,20 @@ from dataclasses import dataclass
 
 from advisor.catalog.benchmarks import benchmarks_of
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.stacks import stacks_of
 from advisor.learned.efficiency.features import Sample, sample_of
 from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
 from advisor.question.errors import AdvisorError
 
 # Every file whose content changes the features or the targets.
-DATA_FILES = ("benchmarks.csv", "llm_benchmarks.csv", "gpus.toml", "models.toml", "assumptions.toml")
+DATA_FILES = (
+    "benchmarks.csv",
+    "llm_benchmarks.csv",
+    "gpus.toml",
+    "models.toml",
+    "assumptions.toml",
+    "training_stacks.toml",
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ def build_dataset(
     knowledge: Knowledge, runs: Iterable[Run], skipped: Iterable[tuple[str, str]] = ()
 ) -> Dataset:
     """Turn measured runs into samples (features, speed of light, efficiency)."""
+    stacks_of(knowledge)  # a broken stacks file must fail here, not skip every run one by one
     samples, out = [], list(skipped)
     for run in runs:
         label = f"{run.origin} {run.row_ref or run.workload} ({run.gpu} x{run.count})"

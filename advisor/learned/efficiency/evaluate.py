@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
 
+__all__ = ["PRECISION_CLASS", "Scores", "apes", "percentile", "target"]
+
 FitPredict = Callable[[list[int], list[int]], list[float]]
-PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class Scores:
     phys_p90_ape: float
     phys_within_2x: float
     phys_rank_accuracy: float
+    typical_median_ape: float | None = None
+    """The median error of the typical P50 a user is shown (LLM rows; a vendor table's row is scored at its
+    own family above)."""
 
     @property
     def gain(self) -> float:
@@ -203,15 +208,45 @@ def _scores(
     )
 
 
+def score_line(
+    family: str,
+    scheme: str,
+    subset: str,
+    folds: int,
+    samples: Sequence[Sample],
+    idx: Sequence[int],
+    model: dict[int, float],
+    const: dict[int, float],
+    phys: dict[int, float],
+    covered: dict[int, bool],
+    typical: dict[int, float] | None = None,
+) -> Scores:
+    """The scores of rows idx: model, baselines (throughputs by row) and interval coverage."""
+    line = _scores(
+        family,
+        scheme,
+        subset,
+        folds,
+        [samples[i] for i in idx],
+        [model[i] for i in idx],
+        [const[i] for i in idx],
+        [phys[i] for i in idx],
+        [covered[i] for i in idx],
+    )
+    if typical is None:
+        return line
+    errs = apes([samples[i] for i in idx], [typical[i] for i in idx])
+    return replace(line, typical_median_ape=statistics.median(errs))
+
+
 def evaluate_scheme(
     samples: Sequence[Sample],
     family: str,
     scheme: str,
     group: Callable[[Sample], str],
     fit_predict: FitPredict,
-    per_source: bool,
 ) -> tuple[list[Scores], dict[int, float]]:
-    """One scheme on one family: pooled scores, then (if asked) one line per source; and the held-out logs."""
+    """One scheme on one family (the trees on the other rows): pooled scores, and the held-out logs."""
     rows = [i for i, s in enumerate(samples) if s.family == family]
     oof = held_out(samples, rows, group, fit_predict)
     const, phys = baselines(samples, rows, group, family)
@@ -220,23 +255,5 @@ def evaluate_scheme(
     }
     covered = {i: _covered(samples[i], oof[i], offsets[group(samples[i])]) for i in rows}
     model = {i: min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows}
-    folds = len(offsets)
-
-    def line(subset: str, idx: list[int]) -> Scores:
-        return _scores(
-            family,
-            scheme,
-            subset,
-            folds,
-            [samples[i] for i in idx],
-            [model[i] for i in idx],
-            [const[i] for i in idx],
-            [phys[i] for i in idx],
-            [covered[i] for i in idx],
-        )
-
-    out = [line("all", rows)]
-    if per_source:
-        for source in sorted({samples[i].row.origin for i in rows}):
-            out.append(line(source, [i for i in rows if samples[i].row.origin == source]))
-    return out, oof
+    line = score_line(family, scheme, "all", len(offsets), samples, rows, model, const, phys, covered)
+    return [line], oof

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.stacks import stack_of
 from advisor.job.defaults import measured_batch
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
@@ -37,7 +38,9 @@ FEATURES: tuple[str, ...] = (
     "recompute_full",
     "zero_stage",
     "kind_code",  # 0 cnn, 1 encoder, 2 vit, 3 rnn, 4 speech, 5 recsys, 6 llm
-    "stack_fused",  # the stack runs fused kernels (Transformer Engine, torch.compile, Triton/flash kernels)
+    "flash_attention",  # the stack ran FlashAttention (or SDPA's flash backend) when the run was measured
+    "compiled",  # torch.compile or fused kernels (Transformer Engine, Triton, apex)
+    "te_fp8",  # FP8 through Transformer Engine's fused kernels (an FP8 run of a stack that has them)
     "stack_megatron",  # Megatron-style runtime: sequence-parallel TP, overlapped DP/PP communication
     "log_tp",
     "log_pp",
@@ -49,24 +52,11 @@ FEATURES: tuple[str, ...] = (
 )
 KIND_CODE = {"cnn": 0, "encoder": 1, "vit": 2, "rnn": 3, "speech": 4, "recsys": 5, "llm": 6}
 BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
-# What a stack does, not which stack it is: (fused kernels, Megatron-style runtime). Each pair is shared by at
-# least two sources of the training data, so a held-out source is predicted from what its stack does.
-STACK_TRAITS: dict[str, tuple[float, float]] = {
-    "megatron": (1.0, 1.0),  # Megatron-Core/NeMo: Transformer Engine, SP, comm overlap
-    "torchtitan": (1.0, 0.0),  # torch.compile, FlashAttention via SDPA, Float8 linears; FSDP2
-    "composer": (1.0, 0.0),  # llm-foundry: Triton/flash-attn kernels; FSDP
-    "unsloth": (1.0, 0.0),  # Triton kernels; single GPU
-    "ngc-pytorch": (1.0, 0.0),  # NVIDIA DeepLearningExamples in NGC containers: apex/cuDNN fused kernels, AMP
-    "pytorch": (1.0, 0.0),  # a non-LLM workload with no stack named: as the NGC examples measured
-    "pytorch-fsdp": (0.0, 0.0),  # fms-fsdp: eager PyTorch FSDP with SDPA
-    "hf": (0.0, 0.0),  # Hugging Face Trainer: eager modules, SDPA
-    "deepspeed": (0.0, 0.0),  # DeepSpeed ZeRO over Hugging Face modules
-}
-
-
-def stack_traits(stack: str) -> tuple[float, float]:
-    """The stack's traits (an unknown stack counts as eager PyTorch)."""
-    return STACK_TRAITS.get(stack, (0.0, 0.0))
+# The harnesses of the non-LLM benchmark tables: an LLM measured there is not an LLM training stack's run.
+NON_LLM_STACKS = ("ngc-pytorch", "pytorch")
+Traits = tuple[float, float, float, float]
+"""(FlashAttention, compiled or fused kernels, Transformer Engine FP8, Megatron-style runtime): what a stack
+does, not which stack it is (advisor/catalog/stacks.py, knowledge/training_stacks.toml)."""
 
 
 def _log(v: float) -> float:
@@ -74,7 +64,7 @@ def _log(v: float) -> float:
 
 
 def feature_vector(
-    job: Job, gpu: Gpu, layout: Layout, step: StepTime, ctx_inter_gbs: float, intra: float, stack: str
+    job: Job, gpu: Gpu, layout: Layout, step: StepTime, ctx_inter_gbs: float, intra: float, traits: Traits
 ) -> list[float]:
     """One row of features, in FEATURES order."""
     peak = (peak_flops(gpu, layout.precision) or 1.0) / 1e12
@@ -82,7 +72,7 @@ def feature_vector(
     flops = job.train_flops_per_item
     bytes_per_item = step.bytes_s * gpu.memory_bw_gbs * GBS / max(step.items / layout.count, 1e-9)
     roof = step.roofline_s
-    fused, megatron = stack_traits(stack)
+    flash, compiled, te_fp8, megatron = traits
     return [
         math.log(peak),
         math.log(gpu.memory_bw_gbs),
@@ -103,7 +93,9 @@ def feature_vector(
         1.0 if layout.recompute == "full" else 0.0,
         float(layout.zero),
         float(KIND_CODE.get(job.model_kind, 6)),
-        fused,
+        flash,
+        compiled,
+        te_fp8 if layout.precision == "fp8" else 0.0,
         megatron,
         _log(layout.tp),
         _log(layout.pp),
@@ -115,12 +107,13 @@ def feature_vector(
     ]
 
 
-def query_features(q: Query, a: Assumptions) -> list[float] | None:
-    """Features of a training query (None for regimes the learned model does not cover)."""
+def query_features(q: Query, a: Assumptions, traits: Traits) -> list[float] | None:
+    """Features of a training query with its stack's traits today (None for regimes the learned model does
+    not cover)."""
     if q.step is None:
         return None
     intra = intra_gbs(q.gpu, min(q.layout.count, q.layout.node_size), a)
-    return feature_vector(q.job, q.gpu, q.layout, q.step, q.fabric_gbps_per_gpu / 8.0, intra, q.job.stack)
+    return feature_vector(q.job, q.gpu, q.layout, q.step, q.fabric_gbps_per_gpu / 8.0, intra, traits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,17 +129,18 @@ class Sample:
     regime: str
     mfu_sol: float
     """Whole-system throughput at 100% MFU: peak x GPUs / the model's training FLOPs per item."""
+    generation: str = ""
+    """The GPU's architecture (ampere, hopper, blackwell, ...): the efficiency bound is per generation."""
 
     @property
     def family(self) -> str:
         """'llm': an LLM run of an LLM training stack; 'other': the rest (Lambda's NGC examples: CNNs, BERT,
         GNMT, speech, and its two 2019 Transformer-XL language models). Evaluated and calibrated apart."""
-        llm = self.features[KIND_INDEX] == KIND_CODE["llm"] and self.row.stack in LLM_STACKS
+        llm = self.features[KIND_INDEX] == KIND_CODE["llm"] and self.row.stack not in NON_LLM_STACKS
         return "llm" if llm else "other"
 
 
 KIND_INDEX = FEATURES.index("kind_code")
-LLM_STACKS = ("megatron", "torchtitan", "composer", "pytorch-fsdp", "hf", "deepspeed", "unsloth")
 
 
 def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
@@ -171,13 +165,15 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     inter = fabric.gbs_per_gpu(layout.node_size)
     intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
     mfu_sol = peak * run.count / job.train_flops_per_item
+    traits = stack_of(knowledge, run.stack).traits(run.month)
     return Sample(
         run,
-        feature_vector(job, gpu, layout, step, inter, intra, run.stack),
+        feature_vector(job, gpu, layout, step, inter, intra, traits),
         sol,
         run.throughput / sol,
         regime_of(job),
         mfu_sol,
+        gpu.architecture,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.learned.efficiency.bounds import Bounds
 from advisor.learned.efficiency.linear import LinearLogModel
 
 FORMAT = "gpu-advisor-gbdt-v1"
@@ -57,6 +58,9 @@ class ExportedModel:
     linear: LinearLogModel | None = None
     """The LLM model (advisor/learned/efficiency/linear.py), when training chose it for LLM runs of LLM
     stacks."""
+    bounds: Bounds | None = None
+    """Caps per GPU generation and precision, the constant-MFU prior and the measured range
+    (advisor/learned/efficiency/bounds.py)."""
 
     def __post_init__(self) -> None:
         # Nested (feature, threshold, left, right) tuples walk about 1.5x faster than the node arrays.
@@ -92,6 +96,7 @@ class ExportedModel:
             "rows": self.rows,
             "meta": self.meta,
             **({"llm_linear": self.linear.to_dict()} if self.linear is not None else {}),
+            **({"bounds": self.bounds.to_dict()} if self.bounds is not None else {}),
             "trees": [
                 {
                     "feature": list(t.feature),
@@ -125,6 +130,7 @@ class ExportedModel:
         )
         interval = {k: (float(v[0]), float(v[1])) for k, v in data["interval"].items()}
         linear = LinearLogModel.from_dict(data["llm_linear"]) if "llm_linear" in data else None
+        bounds = Bounds.from_dict(data["bounds"]) if "bounds" in data else None
         return cls(
             tuple(data["features"]),
             float(data["baseline"]),
@@ -135,6 +141,7 @@ class ExportedModel:
             int(data["rows"]),
             data.get("meta", {}),
             linear,
+            bounds,
         )
 
 
@@ -195,17 +202,4 @@ def _nest(tree: Tree, node: int) -> Any:
         tree.threshold[node],
         _nest(tree, tree.left[node]),
         _nest(tree, tree.right[node]),
-    )
-
-
-def efficiency_interval(
-    model: ExportedModel, x: Sequence[float], family: str, widen: float = 1.0
-) -> tuple[float, float, float]:
-    """(p10, p50, p90) efficiency for one feature row, each capped at 1 (no plan beats the speed of light)."""
-    log50 = model.predict_log(x)
-    q10, q90 = model.interval.get(family, model.interval["all"])
-    return (
-        min(math.exp(log50 + q10 * widen), 1.0),
-        min(math.exp(log50), 1.0),
-        min(math.exp(log50 + q90 * widen), 1.0),
     )

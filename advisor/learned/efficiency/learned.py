@@ -9,12 +9,14 @@ from pathlib import Path
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.stacks import Stack, shipped_stacks, stacks_of
 from advisor.catalog.userdata import data_dir, read_stored
 from advisor.learned.efficiency.base import Interval, Query
+from advisor.learned.efficiency.bounds import Bounds, Where
 from advisor.learned.efficiency.dataset import family_of
-from advisor.learned.efficiency.features import FEATURES, LLM_STACKS, query_features, stack_traits
-from advisor.learned.efficiency.gbdt import ExportedModel, check_exported, efficiency_interval
-from advisor.learned.efficiency.linear import llm_inputs
+from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, query_features
+from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
+from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
 from advisor.learned.efficiency.prior import PriorEfficiency
 from advisor.physics.speed import peak_flops
 
@@ -22,11 +24,27 @@ ARTIFACT = "efficiency_model.json"
 LEARNED_REGIMES = ("llm-pretrain", "llm-finetune", "other-train")
 # Beyond the measured range the interval is widened: the physics still scales, the learned part is a guess.
 EXTRAPOLATION_WIDEN = 1.5
+# Without bounds in the artifact (an older one): only the speed of light bounds the interval.
+NO_BOUNDS = Bounds({}, {}, {})
+_KIND = FEATURES.index("kind_code")
+_PARAMS = FEATURES.index("log_params")
+_TOKENS = FEATURES.index("log_items_per_gpu_step")
+_COUNT = FEATURES.index("log_count")
+TRAIT_WORDS = (
+    ("FlashAttention", "no FlashAttention"),
+    ("compiled or fused kernels", "eager kernels"),
+    ("Transformer Engine FP8", "no Transformer Engine FP8"),
+    (
+        "a Megatron-style runtime (sequence-parallel TP, overlapped communication)",
+        "no Megatron-style runtime",
+    ),
+)
 
 
 class LearnedEfficiency:
-    """Efficiency from the gradient-boosted model for training regimes it was fitted on; LoRA and QLoRA scale
-    the fine-tuning prediction by their priors' ratio; inference is served by advisor/serving."""
+    """Efficiency from the learned model for training regimes it was fitted on (LLM runs: the linear model at
+    the typical family; other runs: the trees), bounded (advisor/learned/efficiency/bounds.py); LoRA and QLoRA
+    scale the fine-tuning prediction by their priors' ratio; inference is served by advisor/serving."""
 
     def __init__(
         self,
@@ -34,15 +52,21 @@ class LearnedEfficiency:
         assumptions: Assumptions,
         fallback: PriorEfficiency,
         calibration_rows: int = 0,
+        stacks: dict[str, Stack] | None = None,
     ) -> None:
         self.model = model
         self.assumptions = assumptions
         self.fallback = fallback
         self.calibration_rows = calibration_rows
-        cv = model.meta.get("loso_llm_median_ape")
+        self.stacks = stacks if stacks is not None else shipped_stacks()
+        self.bounds = model.bounds or NO_BOUNDS
+        cv = model.meta.get("llm_error")
+        self.layout_margin = cv if isinstance(cv, float) else None
+        """The held-out error a layout must beat the simplest one by (advisor/search/training.py)."""
         detail = f"; held-out-source LLM median error {cv:.0%}" if isinstance(cv, float) else ""
         how = (
-            "LLM runs: Huber ridge on physical inputs, other runs: gradient-boosted trees"
+            "LLM runs: Huber ridge on physical inputs, P50 at what papers, reports and independent teams "
+            "sustain, vendor tables at the optimistic end; other runs: gradient-boosted trees"
             if model.linear
             else "gradient-boosted trees"
         )
@@ -54,65 +78,56 @@ class LearnedEfficiency:
             self.name += f" + calibration on {calibration_rows} of your runs"
         self.extrapolated: list[str] = []
 
+    def _stack(self, stack: str) -> Stack | None:
+        return self.stacks.get(stack) or self.stacks.get("fsdp")
+
     def stack_note(self, stack: str) -> str:
         """Why the stack changes the figure: the traits the model reads for it."""
-        fused, megatron = stack_traits(stack)
-        kernels = "fused kernels" if fused else "eager kernels (no fused/compiled kernels)"
-        runtime = (
-            "Megatron-style runtime (sequence-parallel TP, overlapped communication)"
-            if megatron
-            else "no Megatron-style runtime"
-        )
-        return f"; stack {stack}: {kernels}, {runtime}"
+        spec = self._stack(stack)
+        if spec is None:
+            return ""
+        words = [yes if on else no for on, (yes, no) in zip(spec.traits(), TRAIT_WORDS, strict=True)]
+        return f"; stack {stack}: {', '.join(words)}"
 
     def estimate(self, queries: Sequence[Query]) -> list[Interval]:
         """One interval per query."""
-        out: list[Interval] = []
-        ft = self.fallback.prior("llm-finetune")
-        kind = FEATURES.index("kind_code")
-        for q in queries:
-            regime = q.regime
-            if regime not in (*LEARNED_REGIMES, "lora", "qlora"):
-                out.append(self.fallback.prior(regime))
-                continue
-            x = query_features(q, self.assumptions)
-            if x is None:
-                out.append(self.fallback.prior(regime))
-                continue
-            beyond = self.model.outside(x)
-            widen = EXTRAPOLATION_WIDEN if beyond else 1.0
-            if beyond:
-                self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
-            family = "llm" if family_of(x[kind]) == "llm" and q.job.stack in LLM_STACKS else "other"
-            if family == "llm" and self.model.linear is not None:
-                p10, p50, p90 = self._linear(q, x)
-            else:
-                p10, p50, p90 = efficiency_interval(self.model, x, family, widen)
-            if regime in ("lora", "qlora"):
-                prior = self.fallback.prior(regime)
-                p10, p50, p90 = p10 * prior.p10 / ft.p10, p50 * prior.p50 / ft.p50, p90 * prior.p90 / ft.p90
-            out.append(Interval(p10, p50, min(p90, 1.0)))
-        return out
+        return [self._one(q) for q in queries]
 
-    def _linear(self, q: Query, x: list[float]) -> tuple[float, float, float]:
-        """(p10, p50, p90) of an LLM plan from the linear model; its interval widened beyond the measured
-        range."""
-        linear = self.model.linear
-        assert linear is not None and q.step is not None
+    def _one(self, q: Query) -> Interval:
+        regime = q.regime
+        spec = self._stack(q.job.stack)
+        if regime not in (*LEARNED_REGIMES, "lora", "qlora") or spec is None:
+            return self.fallback.prior(regime)
+        x = query_features(q, self.assumptions, spec.traits())
+        if x is None or q.step is None:
+            return self.fallback.prior(regime)
         sol = q.step.items / q.step.total_s
         mfu_sol = (peak_flops(q.gpu, q.layout.precision) or 1.0) * q.layout.count / q.job.train_flops_per_item
-        inputs = llm_inputs(x, math.log(sol / mfu_sol))
-        beyond = linear.outside(inputs)
+        llm = family_of(x[_KIND]) == "llm" and q.job.stack not in NON_LLM_STACKS
+        family = "llm" if llm else "other"
+        point: tuple[float, ...] = ()
+        if llm and self.model.linear is not None:
+            inputs = llm_inputs(x, math.log(sol / mfu_sol), TYPICAL)
+            beyond = self.model.linear.outside(inputs)
+            log50, offsets = self.model.linear.predict_log(inputs), self.model.linear.interval
+            point = (x[_PARAMS], math.log(max(q.job.seq_len, 1)), x[_TOKENS], x[_COUNT])
+        else:
+            beyond = self.model.outside(x)
+            log50 = self.model.predict_log(x)
+            offsets = self.model.interval.get(family, self.model.interval["all"])
         if beyond:
             self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
+        if regime in ("lora", "qlora"):
+            log50 += self._lora_shift(regime)
+        where = Where(family, q.gpu.architecture, q.layout.precision, math.log(mfu_sol / sol), point)
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
-        log50 = linear.predict_log(inputs)
-        q10, q90 = linear.interval
-        return (
-            min(math.exp(log50 + q10 * widen), 1.0),
-            min(math.exp(log50), 1.0),
-            min(math.exp(log50 + q90 * widen), 1.0),
-        )
+        p10, p50, p90, note = self.bounds.interval(log50, offsets, where, widen)
+        return Interval(p10, p50, p90, note=note)
+
+    def _lora_shift(self, regime: str) -> float:
+        """log(LoRA prior / full fine-tuning prior): the learned figure is for full training."""
+        prior, ft = self.fallback.prior(regime), self.fallback.prior("llm-finetune")
+        return math.log(prior.p50 / ft.p50)
 
 
 def calibration_dir() -> Path:
@@ -142,11 +157,15 @@ def load_learned(knowledge: Knowledge, fallback: PriorEfficiency) -> LearnedEffi
         model = _read(str(user), stat.st_mtime_ns, stat.st_size)
         if model is not None:
             return LearnedEfficiency(
-                model, knowledge.assumptions, fallback, int(model.meta.get("calibration_rows", 0))
+                model,
+                knowledge.assumptions,
+                fallback,
+                int(model.meta.get("calibration_rows", 0)),
+                stacks_of(knowledge),
             )
     try:
         text = knowledge.root.joinpath(ARTIFACT).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     model = ExportedModel.from_json(text)
-    return LearnedEfficiency(model, knowledge.assumptions, fallback)
+    return LearnedEfficiency(model, knowledge.assumptions, fallback, stacks=stacks_of(knowledge))

@@ -17,16 +17,20 @@ from typing import Any
 
 from advisor.learned.efficiency.features import FEATURES
 
-# The inputs, each a column of the feature vector except the last: log(speed of light / throughput at 100%
-# MFU),
-# how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication).
+# The inputs, each a column of the feature vector except the last two: log(speed of light / throughput at 100%
+# MFU), how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication);
+# and whether the run comes from a vendor's tuned benchmark table (1) or from a paper, a report or an
+# independent team (0). Predictions set it to 0: the P50 is what a typical run sustains, and the vendor figure
+# lies at the optimistic end of the interval.
 INPUTS: tuple[str, ...] = (
     "fp8",
     "log_items_per_gpu_step",
     "comm_share",
     "recompute_full",
     "recompute_selective",
-    "stack_fused",
+    "flash_attention",
+    "compiled",
+    "te_fp8",
     "stack_megatron",
     "log_params",
     "bytes_share",
@@ -37,20 +41,33 @@ INPUTS: tuple[str, ...] = (
     "log_pp",
     "moe",
     "log_sol_over_mfu",
+    "vendor",
 )
+# Signs physics demands of a coefficient: more work per GPU step never lowers the efficiency; more exposed
+# communication (a larger share, or a speed of light further below peak) and more GPUs never raise it.
+SIGNS: dict[str, int] = {
+    "log_items_per_gpu_step": 1,
+    "comm_share": -1,
+    "log_count": -1,
+    "log_sol_over_mfu": 1,
+}
+TYPICAL = 0.0
+"""The vendor input of a prediction: a typical run, not a vendor's tuned one."""
 _COLUMN = {name: FEATURES.index(name) for name in INPUTS if name in FEATURES}
 _BITS = FEATURES.index("precision_bits")
 
 
-def llm_inputs(features: Sequence[float], log_sol_over_mfu: float) -> list[float]:
-    """The linear model's inputs, in INPUTS order, from one feature vector and the speed-of-light / MFU
-    ratio."""
+def llm_inputs(features: Sequence[float], log_sol_over_mfu: float, vendor: float = TYPICAL) -> list[float]:
+    """The linear model's inputs, in INPUTS order, from one feature vector, the speed-of-light / MFU ratio and
+    the vendor flag."""
     out = []
     for name in INPUTS:
         if name == "fp8":
             out.append(1.0 if features[_BITS] == 8 else 0.0)
         elif name == "log_sol_over_mfu":
             out.append(log_sol_over_mfu)
+        elif name == "vendor":
+            out.append(vendor)
         else:
             out.append(float(features[_COLUMN[name]]))
     return out

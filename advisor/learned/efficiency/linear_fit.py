@@ -1,5 +1,6 @@
 """Provides the fitting of the LLM linear model: Huber-loss ridge on log efficiency, every source weighted
-equally, the penalty chosen by leave-one-source-out cross-validation (numpy; training only)."""
+equally, the signs physics demands held, the penalty chosen by leave-one-source-out inside the rows it is
+fitted on (numpy; training only)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,27 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
-from advisor.learned.efficiency.evaluate import apes, conformal_offsets, held_out, target
+from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
-from advisor.learned.efficiency.linear import INPUTS, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
 
 # Ridge penalties tried (per row, on standardised inputs); the one with the smallest leave-one-source-out
-# median error ships. HUBER: residuals beyond 0.2 in log (about 22%) count linearly, so one source's outliers
-# (e.g. runs measured above the core's speed of light) do not pull the line.
-LAMBDAS = (0.1, 1.0, 10.0)
+# median error among the rows being fitted ships. HUBER: residuals beyond 0.2 in log (about 22%) count
+# linearly, so one source's outliers (runs measured above the core's speed of light) do not pull the line.
+LAMBDAS = (0.1, 1.0, 10.0, 100.0)
 HUBER = 0.2
 IRLS_STEPS = 20
+_SIGN_COLUMNS = {INPUTS.index(name): sign for name, sign in SIGNS.items()}
 
 
-def sample_inputs(s: Sample) -> list[float]:
-    """The linear model's inputs of one measured run."""
-    return llm_inputs(s.features, math.log(s.sol / s.mfu_sol))
+def is_vendor(s: Sample) -> float:
+    """1 for a run from a vendor's tuned benchmark table, 0 for a paper, report or independent run."""
+    return 1.0 if s.row.source_family == "vendor" else 0.0
+
+
+def sample_inputs(s: Sample, vendor: float | None = None) -> list[float]:
+    """The linear model's inputs of one measured run (its own vendor flag unless one is given)."""
+    return llm_inputs(s.features, math.log(s.sol / s.mfu_sol), is_vendor(s) if vendor is None else vendor)
 
 
 def source_weights(samples: Sequence[Sample]) -> list[float]:
@@ -32,6 +39,25 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     raw = [1.0 / counts[s.row.origin] for s in samples]
     mean = sum(raw) / len(raw)
     return [w / mean for w in raw]
+
+
+def _solve_signed(A, w, y, penalty):
+    """Weighted ridge with the SIGNS held: a coefficient of the wrong sign is set to 0 and the rest refitted
+    (an active set; the standardised inputs keep each raw coefficient's sign)."""
+    import numpy as np
+
+    fixed: set[int] = set()
+    while True:
+        free = [j for j in range(A.shape[1]) if j - 1 not in fixed]
+        sub = A[:, free]
+        beta_free = np.linalg.solve(sub.T @ (sub * w[:, None]) + penalty[np.ix_(free, free)], sub.T @ (w * y))
+        beta = np.zeros(A.shape[1])
+        beta[free] = beta_free
+        wrong = {j: beta[j + 1] * sign for j, sign in _SIGN_COLUMNS.items() if j not in fixed}
+        worst = min(wrong, key=lambda j: wrong[j], default=None)
+        if worst is None or wrong[worst] >= 0.0:
+            return beta
+        fixed.add(worst)
 
 
 def fit_linear(
@@ -49,7 +75,7 @@ def fit_linear(
     penalty = np.diag([0.0] + [lam * len(samples)] * len(INPUTS))
     w = base.copy()
     for _ in range(IRLS_STEPS):
-        beta = np.linalg.solve(A.T @ (A * w[:, None]) + penalty, A.T @ (w * y))
+        beta = _solve_signed(A, w, y, penalty)
         r = np.abs(y - A @ beta)
         w = base * np.where(r <= HUBER, 1.0, HUBER / np.maximum(r, 1e-12))
     return LinearLogModel(
@@ -65,39 +91,46 @@ def fit_linear(
     )
 
 
-def linear_fit_predict(
-    samples: Sequence[Sample], lam: float
+def _loso_median(samples: Sequence[Sample], lam: float) -> float:
+    """The source-balanced (mean of per-source medians) held-out-source error of one penalty on these rows."""
+    by_source: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        by_source.setdefault(s.row.origin, []).append(i)
+    medians = []
+    for test in by_source.values():
+        held = set(test)
+        train = [s for i, s in enumerate(samples) if i not in held]
+        if not train:
+            continue
+        model = fit_linear(train, lam)
+        predicted = [math.exp(model.predict_log(sample_inputs(samples[i]))) * samples[i].sol for i in test]
+        medians.append(statistics.median(apes([samples[i] for i in test], predicted)))
+    return sum(medians) / len(medians) if medians else math.inf
+
+
+def choose_lambda(samples: Sequence[Sample]) -> tuple[float, dict[float, float]]:
+    """The penalty with the smallest source-balanced held-out-source error on these LLM runs (all of them are
+    training rows: an evaluation calls this inside each fold), and every penalty's figure."""
+    figures = {lam: _loso_median(samples, lam) for lam in LAMBDAS}
+    return min(LAMBDAS, key=lambda lam: (figures[lam], lam)), figures
+
+
+def nested_fit_predict(
+    samples: Sequence[Sample], vendor: float | None = None
 ) -> Callable[[list[int], list[int]], list[float]]:
-    """A fit_predict for held_out(): fitted on the LLM runs among the training rows."""
+    """A fit_predict for held_out(): the penalty chosen by leave-one-source-out among the training rows' LLM
+    runs only (nested: the held-out rows never choose it), then fitted on them; predictions at the rows' own
+    vendor flag, or at the one given."""
 
     def run(train: list[int], test: list[int]) -> list[float]:
-        model = fit_linear([samples[i] for i in train if samples[i].family == "llm"], lam)
-        return [model.predict_log(sample_inputs(samples[i])) for i in test]
+        rows = [samples[i] for i in train if samples[i].family == "llm"]
+        lam, _ = choose_lambda(rows)
+        model = fit_linear(rows, lam)
+        return [model.predict_log(sample_inputs(samples[i], vendor)) for i in test]
 
     return run
 
 
-def choose_lambda(
-    samples: Sequence[Sample], group: Callable[[Sample], str]
-) -> tuple[float, dict[float, float]]:
-    """The penalty with the smallest held-out-source median error on the LLM runs, and every one's figure."""
-    rows = [i for i, s in enumerate(samples) if s.family == "llm"]
-    figures = {}
-    for lam in LAMBDAS:
-        oof = held_out(samples, rows, group, linear_fit_predict(samples, lam))
-        predicted = [min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows]
-        figures[lam] = statistics.median(apes([samples[i] for i in rows], predicted))
-    return min(LAMBDAS, key=lambda lam: (figures[lam], lam)), figures
-
-
-def fit_shipped(
-    samples: Sequence[Sample], group: Callable[[Sample], str]
-) -> tuple[LinearLogModel, dict[str, float]]:
-    """The shipped LLM model: penalty chosen by held-out source, fitted on every LLM run, its P10-P90 the
-    split-conformal offsets of the held-out-source residuals (each source weighted equally)."""
-    lam, figures = choose_lambda(samples, group)
-    rows = [i for i, s in enumerate(samples) if s.family == "llm"]
-    oof = held_out(samples, rows, group, linear_fit_predict(samples, lam))
-    interval = conformal_offsets(samples, oof, group)
-    model = fit_linear([samples[i] for i in rows], lam, interval)
-    return model, {f"lambda {k:g}": round(v, 4) for k, v in figures.items()}
+def typical_fit_predict(samples: Sequence[Sample]) -> Callable[[list[int], list[int]], list[float]]:
+    """nested_fit_predict at the typical (non-vendor) flag: the P50 a user is shown."""
+    return nested_fit_predict(samples, TYPICAL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 
 from advisor.catalog.benchmarks import BenchmarkRow
@@ -25,6 +26,20 @@ SHARDING_ZERO = {
     "hsdp": 3,
 }
 TASK_KIND = {"pretrain": "pretrain", "sft": "finetune", "finetune": "finetune"}
+# The kind of source a run comes from: a vendor's tuned benchmark table, a paper, an end-to-end training
+# report, or an independent team's repository or blog (llm_benchmarks.csv's family column). Rows of a table
+# without the column take their source's kind from here; a user's own runs count as independent.
+FAMILIES = ("vendor", "paper", "report", "independent")
+VENDOR_ORIGINS = (
+    "mosaicml/llm-foundry",
+    "lambdal/deeplearning-benchmark",
+    "NVIDIA/NeMo",
+    "NVIDIA-NeMo/Megatron-Bridge",
+    "pytorch/torchtitan",
+)
+_MONTH = re.compile(r"\b(20\d\d)-(0[1-9]|1[0-2])\b")
+_CONTAINER = re.compile(r"(?:NeMo|container)\D{0,3}(\d\d)\.(0[1-9]|1[0-2])\b")
+_YEAR = re.compile(r"\b(20[12]\d)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,28 @@ class Run:
     recompute: str | None = None
     software: str = ""
     row_ref: str = ""
+    family: str = ""
+    """vendor, paper, report or independent ('' = by its source: VENDOR_ORIGINS, else independent)."""
+
+    @property
+    def source_family(self) -> str:
+        """The kind of source of this run."""
+        if self.family in FAMILIES:
+            return self.family
+        return "vendor" if self.origin in VENDOR_ORIGINS else "independent"
+
+    @property
+    def month(self) -> str | None:
+        """When the run's software dates from ('YYYY-MM'), read from its software, source and reference; a
+        year alone reads as its middle; None when none is stated (read as today's software)."""
+        for text in (self.software, self.source, self.row_ref):
+            if m := _MONTH.search(text):
+                return f"{m.group(1)}-{m.group(2)}"
+            if m := _CONTAINER.search(text):
+                return f"20{m.group(1)}-{m.group(2)}"
+            if m := _YEAR.search(text):
+                return f"{m.group(1)}-06"
+        return None
 
     @property
     def origin(self) -> str:
@@ -108,6 +145,9 @@ def _int(value: str) -> int | None:
 
 def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
     """A llm_benchmarks.csv record as a run, or None and why it cannot train."""
+    if not r["count"]:
+        # End-to-end reports (model cards) may give GPU-hours and tokens without the GPU count.
+        return None, "GPU count not stated (an end-to-end report row)"
     precision = PRECISION.get(r["precision"])
     if precision is None:
         return None, f"precision {r['precision']} has no training peak in the core"
@@ -142,6 +182,7 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
         recompute=r["recompute"] or None,
         software=r["software"],
         row_ref=r["row_ref"],
+        family=r.get("family", ""),
     ), ""
 
 

@@ -1,6 +1,6 @@
-"""Provides the training of the efficiency model: scikit-learn gradient boosting on log efficiency (every run)
-and, for LLM runs of LLM stacks, a Huber ridge on physical inputs chosen by held-out source; exported as plain
-parameters with their metadata (data hash, versions, feature order, CV scores, artifact hash)."""
+"""Provides the training of the efficiency model: scikit-learn gradient boosting on log efficiency (every
+run) and, for LLM runs of LLM stacks, a Huber ridge on physical inputs and the family of source; its bounds;
+exported as plain parameters with their metadata (data hash, versions, feature order, CV scores, hashes)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,17 @@ import tomli_w
 from advisor import __version__
 from advisor.catalog.common import drop_none
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.stacks import stacks_of
 from advisor.catalog.userdata import write_text_atomic
+from advisor.learned.efficiency.bounds import Bounds
+from advisor.learned.efficiency.bounds_fit import fit_bounds
 from advisor.learned.efficiency.dataset import data_hash, shipped_dataset
 from advisor.learned.efficiency.evaluate import Scores, conformal_offsets, evaluate_scheme, percentile, target
-from advisor.learned.efficiency.features import FEATURES, STACK_TRAITS, Sample
+from advisor.learned.efficiency.features import FEATURES, Sample
 from advisor.learned.efficiency.gbdt import ExportedModel, Tree
 from advisor.learned.efficiency.linear import LinearLogModel
-from advisor.learned.efficiency.linear_fit import choose_lambda, fit_shipped, linear_fit_predict
+from advisor.learned.efficiency.linear_fit import choose_lambda, fit_linear
+from advisor.learned.efficiency.llm_eval import llm_evaluation
 from advisor.learned.efficiency.runs import Run
 
 SEED = 0
@@ -98,49 +102,32 @@ def _fit_predict(samples: Sequence[Sample], weights: Sequence[float]):
     return run
 
 
-def by_source(s: Sample) -> str:
-    """The held-out-source grouping: the repository of the row (every commit of it), or the user's file."""
-    return s.row.origin
-
-
 def by_gpu(s: Sample) -> str:
     """The held-out-GPU grouping."""
     return s.row.gpu
 
 
-def cross_validated(
-    samples: Sequence[Sample], weights: Sequence[float] | None = None
+def other_scores(
+    samples: Sequence[Sample], weights: Sequence[float]
 ) -> tuple[list[Scores], dict[str, tuple[float, float]]]:
-    """Held-out-source and held-out-GPU scores on LLM rows, held-out-GPU on the others; and the intervals:
-    LLM from the held-out-source residuals (each source weighted equally), the others from held-out GPUs."""
-    run = _fit_predict(samples, weights if weights is not None else default_weights(samples))
-    lam, _ = choose_lambda(samples, by_source)
-    linear = linear_fit_predict(samples, lam)
-    loso, oof_source = evaluate_scheme(samples, "llm", "source", by_source, linear, per_source=True)
-    trees, _ = evaluate_scheme(samples, "llm", "source (trees)", by_source, run, per_source=True)
-    logo_llm, _ = evaluate_scheme(samples, "llm", "GPU", by_gpu, linear, per_source=False)
-    logo, oof_gpu = evaluate_scheme(samples, "other", "GPU", by_gpu, run, per_source=False)
-    scores = loso + trees + logo_llm + logo
-    interval = {
-        "llm": conformal_offsets(samples, oof_source, by_source),
-        "other": conformal_offsets(samples, oof_gpu, by_gpu),
-    }
-    interval["all"] = interval["other"]
-    return scores, interval
+    """The trees on the other rows, each GPU held out in turn; their interval from the held-out-GPU residuals
+    (each GPU weighted equally)."""
+    scores, oof = evaluate_scheme(samples, "other", "GPU", by_gpu, _fit_predict(samples, weights))
+    return scores, {"other": conformal_offsets(samples, oof, by_gpu)}
 
 
 def evaluation(knowledge: Knowledge, extra: Sequence[Run] = ()) -> tuple[list[Scores], list[str]]:
     """Every held-out score of the model and both baselines, and notes that define them."""
     data = shipped_dataset(knowledge, extra)
-    scores, _ = cross_validated(data.samples)
-    llm = sum(1 for s in data.samples if s.family == "llm")
+    llm = llm_evaluation(data.samples)
+    others, _ = other_scores(data.samples, default_weights(data.samples))
+    n_llm = sum(1 for s in data.samples if s.family == "llm")
     notes = [
-        f"{len(data.samples)} measured runs ({llm} LLM runs of LLM training stacks, "
-        f"{len(data.samples) - llm} others); {len(data.skipped)} left out (GPU or model not in the "
-        f"catalogue, "
-        "no training peak for the precision, LoRA, or a layout the core cannot build)"
+        f"{len(data.samples)} measured runs ({n_llm} LLM runs of LLM training stacks, "
+        f"{len(data.samples) - n_llm} others); {len(data.skipped)} left out (GPU or model not in the "
+        "catalogue, no training peak for the precision, LoRA, or a layout the core cannot build)"
     ]
-    return scores, notes
+    return llm.scores + others, notes
 
 
 def train(
@@ -159,32 +146,40 @@ def train(
     ]
     model = fit(samples, weights)
     baseline, trees = export_trees(model)
-    linear, lambda_figures = fit_shipped(samples, by_source)
-    scores: list[Scores] = []
+    llm_rows = [s for s in samples if s.family == "llm"]
+    lam, lambda_figures = choose_lambda(llm_rows)
+    held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else lam)
+    linear = fit_linear(llm_rows, lam, held.interval)
     if with_cv:
-        scores, interval = cross_validated(samples, weights)
+        others, interval = other_scores(samples, weights)
+        scores = held.scores + others
     else:
-        interval = _in_sample_interval(samples, model)
-    extra_bytes = "".join(repr(r) for r in extra).encode()
+        scores, interval = [], _in_sample_interval(samples, model)
+    interval["llm"] = held.interval
+    interval["all"] = interval["other"]
     meta: dict[str, Any] = {
         "seed": SEED,
         "rows": len(samples),
         "skipped_rows": len(data.skipped),
-        "data_sha256": data_hash(knowledge, extra_bytes),
+        "data_sha256": data_hash(knowledge, "".join(repr(r) for r in extra).encode()),
         "hyperparameters": HYPERPARAMETERS,
         "llm_weight": LLM_WEIGHT,
         "monotonic": MONOTONIC,
         "feature_order": list(FEATURES),
-        "stack_traits": {k: list(v) for k, v in STACK_TRAITS.items()},
+        "stack_traits": {k: list(v.traits()) for k, v in sorted(stacks_of(knowledge).items())},
         "calibration_rows": len(extra),
+        "llm_error": round(held.error, 4),
         "llm_model": {
-            "kind": "Huber ridge on log efficiency, every source weighted equally",
+            "kind": "Huber ridge on log efficiency, every source weighted equally, signs held, "
+            "P50 at the typical (non-vendor) family",
             "inputs": list(linear.inputs),
             "lambda": linear.meta["lambda"],
             "huber": linear.meta["huber"],
             "coef": [round(c, 5) for c in linear.coef],
             "intercept": round(linear.intercept, 5),
-            "held_out_source_median_by_lambda": lambda_figures,
+            "held_out_source_median_by_lambda": {
+                f"lambda {k:g}": round(v, 4) for k, v in lambda_figures.items()
+            },
         },
         "versions": {
             "gpu-advisor": __version__,
@@ -193,7 +188,7 @@ def train(
             "numpy": np.__version__,
         },
     }
-    exported = export(samples, baseline, trees, interval, meta, scores, linear)
+    exported = export(samples, baseline, trees, interval, meta, scores, linear, fit_bounds(samples))
     return exported, meta, scores
 
 
@@ -205,10 +200,10 @@ def export(
     meta: dict[str, Any],
     scores: Sequence[Scores],
     linear: LinearLogModel | None = None,
+    bounds: Bounds | None = None,
 ) -> ExportedModel:
-    """The artifact: trees, intervals, the training range and the headline held-out figure."""
+    """The artifact: trees, intervals, the training range, the bounds and the headline held-out figure."""
     columns = list(zip(*(s.features for s in samples), strict=True))
-    headline = next((s for s in scores if s.scheme == "source" and s.subset == "all"), None)
     return ExportedModel(
         FEATURES,
         baseline,
@@ -221,9 +216,10 @@ def export(
             "seed": SEED,
             "data_sha256": meta["data_sha256"],
             "calibration_rows": meta["calibration_rows"],
-            **({"loso_llm_median_ape": round(headline.median_ape, 4)} if headline else {}),
+            "llm_error": meta["llm_error"],
         },
         linear,
+        bounds,
     )
 
 

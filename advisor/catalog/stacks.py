@@ -1,0 +1,160 @@
+"""Provides the training stacks of knowledge/training_stacks.toml: the layouts each runs, its default
+recomputation and its dated traits (FlashAttention, compiled or fused kernels, Transformer Engine FP8, a
+Megatron-style runtime)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, ValidationError
+
+from advisor.catalog.strict import Strict
+from advisor.question.errors import KnowledgeError
+
+if TYPE_CHECKING:
+    from advisor.catalog.loader import Knowledge
+
+FILE = "training_stacks.toml"
+DIMENSIONS = ("tp", "pp", "cp", "ep")
+TRAITS = ("flash_attention", "compiled", "te_fp8", "megatron_runtime")
+# A stack the table does not name (a user's calibration row, say) reads as eager PyTorch, data parallel.
+UNKNOWN = "fsdp"
+
+Dimension = Literal["tp", "pp", "cp", "ep"]
+Month = str
+
+
+class _StackSchema(Strict):
+    """One [stacks.<id>] table, validated."""
+
+    label: str
+    data_only: bool = False
+    search: list[Dimension]
+    stated: list[Dimension]
+    zero: list[int]
+    zero_stated: list[int]
+    recompute: Literal["search", "none", "selective", "full"]
+    recompute_full_from_params: float | None = Field(default=None, gt=0)
+    flash_attention: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+    compiled: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+    te_fp8: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+    megatron_runtime: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+    sources: list[str]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """What one training stack runs and does."""
+
+    id: str
+    label: str
+    data_only: bool
+    search: frozenset[str]
+    """Model-parallel dimensions the search may choose."""
+    stated: frozenset[str]
+    """Further dimensions accepted only when the user states them."""
+    zero: tuple[int, ...]
+    zero_stated: tuple[int, ...]
+    recompute: str
+    recompute_full_from_params: float | None
+    since: dict[str, str]
+    """Trait -> the month ('YYYY-MM') it arrived in this stack, '' when it never did."""
+    note: str
+
+    def runs(self, dimension: str) -> bool:
+        """Whether the stack can run this model-parallel dimension at all (searched or stated)."""
+        return dimension in self.search or dimension in self.stated
+
+    def runs_zero(self, stage: int) -> bool:
+        """Whether the stack can run this ZeRO stage (0 = DDP) when it is stated."""
+        return stage in self.zero or stage in self.zero_stated
+
+    def traits(self, month: str | None = None) -> tuple[float, float, float, float]:
+        """(FlashAttention, compiled or fused kernels, Transformer Engine FP8, Megatron-style runtime) as of a
+        month ('YYYY-MM'; None = today)."""
+        return tuple(  # type: ignore[return-value]
+            1.0 if self.since[t] and (month is None or self.since[t] <= month) else 0.0 for t in TRAITS
+        )
+
+    def default_recompute(self, params: float) -> str:
+        """The recomputation the stack's recipes use for a model of this size ('search': the search picks)."""
+        if self.recompute_full_from_params is not None and params >= self.recompute_full_from_params:
+            return "full"
+        return self.recompute
+
+
+def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]:
+    """Validate the parsed file; KnowledgeError names the stack and the field."""
+    known_sources = set(raw.get("sources", {}))
+    out: dict[str, Stack] = {}
+    for key, table in raw.get("stacks", {}).items():
+        try:
+            spec = _StackSchema.model_validate(table)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise KnowledgeError(f"{name}: stacks.{key}.{where}: {err['msg']}") from exc
+        missing = [s for s in spec.sources if s not in known_sources]
+        if missing:
+            raise KnowledgeError(f"{name}: stacks.{key}: unknown source {missing[0]!r}")
+        out[key] = Stack(
+            id=key,
+            label=spec.label,
+            data_only=spec.data_only,
+            search=frozenset(spec.search),
+            stated=frozenset(spec.stated),
+            zero=tuple(spec.zero),
+            zero_stated=tuple(spec.zero_stated),
+            recompute=spec.recompute,
+            recompute_full_from_params=spec.recompute_full_from_params,
+            since={t: getattr(spec, t) for t in TRAITS},
+            note=spec.note,
+        )
+    if UNKNOWN not in out:
+        raise KnowledgeError(f"{name}: the default stack {UNKNOWN!r} is missing")
+    return out
+
+
+def read_stacks(root: Traversable | Path) -> dict[str, Stack]:
+    """The stacks below a knowledge root; a root without the file (a test fixture) reads the shipped one."""
+    import tomllib
+
+    path = root.joinpath(FILE)
+    if not path.is_file():
+        path = resources.files("knowledge").joinpath(FILE)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise KnowledgeError(f"knowledge/{FILE}: not valid TOML: {exc}") from exc
+    return parse_stacks(raw)
+
+
+@functools.lru_cache(maxsize=4)
+def _stacks_of(root: str) -> dict[str, Stack]:
+    return read_stacks(Path(root))
+
+
+def stacks_of(knowledge: Knowledge) -> dict[str, Stack]:
+    """The training stacks of a knowledge base (read once, on first use)."""
+    root = knowledge.root
+    if isinstance(root, Path):
+        return _stacks_of(str(root))
+    return read_stacks(root)
+
+
+def stack_of(knowledge: Knowledge, stack_id: str) -> Stack:
+    """One stack by id; a stack the table does not name reads as the default PyTorch FSDP stack."""
+    stacks = stacks_of(knowledge)
+    return stacks.get(stack_id) or stacks[UNKNOWN]
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_stacks() -> dict[str, Stack]:
+    """The stacks of the shipped knowledge (what a stack can run does not depend on a user's catalogue)."""
+    return read_stacks(Path(str(resources.files("knowledge"))))

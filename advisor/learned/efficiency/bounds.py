@@ -1,0 +1,152 @@
+"""Provides the bounds of a predicted efficiency interval: never above the highest efficiency measured on the
+same GPU generation and precision, shrunk toward the constant-MFU prior outside the measured range, and always
+two-sided (a smooth bound, never a clamp a P50 could sit on)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
+# How far beyond the measured range (natural log of the ratio) a prediction is all prior: a model 4x larger
+# than any measured, a count 4x beyond, ... Halfway there it is half prior.
+SHRINK_SPAN = math.log(4.0)
+# The interval keeps at least this much (log) on each side of its P50.
+MIN_HALF = 0.05
+# Sharpness of the smooth bound: min(x, cap) ~ (x^-k + cap^-k)^(-1/k); at x = cap it gives 0.92 cap.
+SOFT_K = 8.0
+# Below this factor the cap has moved the interval by more than 2%: the output says it binds.
+BINDS = 0.98
+# The range dimensions: the features a measured run sets, whose far side is the prior's.
+RANGE_DIMENSIONS = ("log_params", "log_seq", "log_tokens_per_micro_batch", "log_count")
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """The highest efficiency measured on one GPU generation and precision class, and which run it was."""
+
+    efficiency: float
+    run: str
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """What the bounds read of one plan besides its log efficiency."""
+
+    family: str
+    """'llm' or 'other' (each has its own caps)."""
+    generation: str
+    precision: str
+    log_mfu_over_sol: float
+    """log(throughput at 100% MFU / speed of light): the constant-MFU prior's log efficiency less log(MFU)."""
+    point: tuple[float, ...] = ()
+    """The plan's RANGE_DIMENSIONS values (empty: no range check)."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Caps per family, generation and precision class; the typical MFU per precision class; the measured
+    range."""
+
+    caps: dict[str, Cap]
+    prior_mfu: dict[str, float]
+    ranges: dict[str, tuple[float, float]]
+
+    def cap(self, where: Where) -> tuple[float, str]:
+        """The efficiency bound of a plan and the sentence that names its run."""
+        pc = PRECISION_CLASS.get(where.precision, "16-bit")
+        hit = self.caps.get(f"{where.family}|{where.generation}|{pc}")
+        if hit is not None:
+            return hit.efficiency, (
+                f"the highest efficiency measured on {where.generation} at {pc}, "
+                f"{hit.efficiency:.0%}: {hit.run}"
+            )
+        same = [c for k, c in self.caps.items() if k.startswith(f"{where.family}|") and k.endswith(f"|{pc}")]
+        if not same:
+            return 1.0, "the speed of light"
+        top = max(same, key=lambda c: c.efficiency)
+        return top.efficiency, (
+            f"the highest efficiency measured at {pc} on any GPU ({where.generation} has no run), "
+            f"{top.efficiency:.0%}: {top.run}"
+        )
+
+    def beyond(self, point: Sequence[float]) -> tuple[float, float]:
+        """How far (log) a plan lies beyond the measured range: (model size, sequence, batch) and count."""
+        out = []
+        for name, v in zip(RANGE_DIMENSIONS, point, strict=False):
+            lo, hi = self.ranges.get(name, (v, v))
+            out.append(max(0.0, lo - v, v - hi))
+        return sum(out[:3]), (out[3] if len(out) > 3 else 0.0)
+
+    def shrink(self, log50: float, where: Where) -> tuple[float, float]:
+        """The log P50 shrunk toward the constant-MFU prior beyond the measured range, and how far (0-1):
+        both ways beyond the model size, sequence and batch; beyond the count only downward, so that per-GPU
+        throughput never rises with the count."""
+        if not where.point:
+            return log50, 0.0
+        pc = PRECISION_CLASS.get(where.precision, "16-bit")
+        mfu = self.prior_mfu.get(pc) or self.prior_mfu.get("16-bit")
+        if mfu is None:
+            return log50, 0.0
+        prior = math.log(mfu) + where.log_mfu_over_sol
+        d_shape, d_count = self.beyond(where.point)
+        w = min(1.0, d_shape / SHRINK_SPAN)
+        out = (1.0 - w) * log50 + w * prior
+        wc = min(1.0, d_count / SHRINK_SPAN)
+        out = min(out, (1.0 - wc) * out + wc * prior)
+        return out, min(1.0, w + wc)
+
+    def interval(
+        self, log50: float, offsets: tuple[float, float], where: Where, widen: float = 1.0
+    ) -> tuple[float, float, float, str]:
+        """(p10, p50, p90) efficiency and what bounds it: the P50 shrunk outside the measured range, the
+        interval widened there, then bounded smoothly by the cap (the whole interval scaled by the factor of
+        its P90, so that the P50 stays strictly below the P90 and the P90 below the cap)."""
+        log50, far = self.shrink(log50, where)
+        widen *= 1.0 + 0.5 * far
+        lo = min(offsets[0] * widen, -MIN_HALF)
+        hi = max(offsets[1] * widen, MIN_HALF)
+        p10, p50, p90 = math.exp(log50 + lo), math.exp(log50), math.exp(log50 + hi)
+        cap, why = self.cap(where)
+        factor = soft_min(p90, cap) / p90
+        notes = []
+        if where.point:  # an LLM plan: always say what bounds it
+            notes.append(f"efficiency {'bounded by' if factor < BINDS else 'below'} {why}")
+        elif factor < BINDS:
+            notes.append(f"efficiency bounded by {why}")
+        if far > 0.0:
+            notes.append(
+                f"outside the measured runs' range (model size, sequence, batch or count): shrunk {far:.0%} "
+                "of the way to the constant-MFU prior, interval widened"
+            )
+        return p10 * factor, p50 * factor, p90 * factor, "; ".join(notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready parameters."""
+        return {
+            "caps": {k: [c.efficiency, c.run] for k, c in sorted(self.caps.items())},
+            "prior_mfu": dict(sorted(self.prior_mfu.items())),
+            "ranges": {k: list(v) for k, v in sorted(self.ranges.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Bounds:
+        """Parse and check; ValueError when a figure is not a finite positive number."""
+        caps = {k: Cap(float(v[0]), str(v[1])) for k, v in d["caps"].items()}
+        prior = {k: float(v) for k, v in d["prior_mfu"].items()}
+        ranges = {k: (float(v[0]), float(v[1])) for k, v in d["ranges"].items()}
+        numbers = [c.efficiency for c in caps.values()] + list(prior.values())
+        if not all(math.isfinite(v) and 0 < v <= 1 for v in numbers):
+            raise ValueError("bounds: a cap or prior MFU outside (0, 1]")
+        if not all(math.isfinite(a) and math.isfinite(b) and a <= b for a, b in ranges.values()):
+            raise ValueError("bounds: a range that is not finite and ordered")
+        return cls(caps, prior, ranges)
+
+
+def soft_min(x: float, cap: float) -> float:
+    """A smooth min(x, cap) that stays below cap: (x^-k + cap^-k)^(-1/k), x first held at 2 cap so that far
+    above the cap the result still rounds below it (0.9995 cap)."""
+    x = min(x, 2.0 * cap)
+    return float((x**-SOFT_K + cap**-SOFT_K) ** (-1.0 / SOFT_K))

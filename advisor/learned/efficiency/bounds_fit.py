@@ -1,0 +1,89 @@
+"""Provides the bounds of the efficiency model from measured runs: the highest efficiency per family, GPU
+generation and precision class, the typical MFU per precision class, and the measured range."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from advisor.learned.efficiency.bounds import PRECISION_CLASS, RANGE_DIMENSIONS, Bounds, Cap, Where
+from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.gbdt import ExportedModel
+from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
+
+_PARAMS = FEATURES.index("log_params")
+_TOKENS = FEATURES.index("log_items_per_gpu_step")
+_COUNT = FEATURES.index("log_count")
+
+
+def run_label(s: Sample) -> str:
+    """A measured run as the output names it."""
+    r = s.row
+    ref = f" {r.row_ref}" if r.row_ref else ""
+    return f"{r.origin}{ref} ({r.workload}, {r.gpu} x{r.count}, {s.efficiency:.0%} of speed of light)"
+
+
+def point_of(s: Sample) -> tuple[float, ...]:
+    """A measured LLM run's RANGE_DIMENSIONS values."""
+    f = s.features
+    return (f[_PARAMS], math.log(max(s.row.seq_len, 1)), f[_TOKENS], f[_COUNT])
+
+
+def where_of(s: Sample) -> Where:
+    """What the bounds read of a measured run."""
+    point = point_of(s) if s.family == "llm" else ()
+    return Where(s.family, s.generation, s.row.precision, math.log(s.mfu_sol / s.sol), point)
+
+
+def fit_bounds(samples: Sequence[Sample]) -> Bounds:
+    """The bounds these runs support: caps, the constant-MFU prior and the measured range."""
+    llm = [s for s in samples if s.family == "llm"]
+    points = [point_of(s) for s in llm]
+    ranges = {
+        name: (min(p[i] for p in points), max(p[i] for p in points))
+        for i, name in enumerate(RANGE_DIMENSIONS)
+        if points
+    }
+    return Bounds(_caps(samples), _prior(llm), ranges)
+
+
+def _caps(samples: Sequence[Sample]) -> dict[str, Cap]:
+    """The highest efficiency per family, generation and precision class. A run measured above its speed of
+    light sets no cap: its label says the core's physics misses something of it, not that plans may exceed
+    the speed of light."""
+    caps: dict[str, Cap] = {}
+    for s in samples:
+        if s.efficiency > 1.0:
+            continue
+        key = f"{s.family}|{s.generation}|{PRECISION_CLASS[s.row.precision]}"
+        if key not in caps or s.efficiency > caps[key].efficiency:
+            caps[key] = Cap(round(s.efficiency, 4), run_label(s))
+    return caps
+
+
+def _prior(llm: Sequence[Sample]) -> dict[str, float]:
+    """The typical (non-vendor) runs' median MFU per precision class; a class no typical run used (FP8) takes
+    every run's."""
+    typical = [s for s in llm if s.row.source_family != "vendor"]
+    prior: dict[str, float] = {}
+    for pc in sorted(set(PRECISION_CLASS.values())):
+        mfus = [s.row.throughput / s.mfu_sol for s in typical if PRECISION_CLASS[s.row.precision] == pc] or [
+            s.row.throughput / s.mfu_sol for s in llm if PRECISION_CLASS[s.row.precision] == pc
+        ]
+        if mfus:
+            prior[pc] = round(min(statistics.median(mfus), 1.0), 4)
+    return prior
+
+
+def sample_efficiency(model: ExportedModel, s: Sample) -> float:
+    """The shipped model's P50 efficiency of a measured run as a prediction gives it: the LLM model at the
+    typical family (or the trees), bounded."""
+    if s.family == "llm" and model.linear is not None:
+        log50 = model.linear.predict_log(llm_inputs(s.features, math.log(s.sol / s.mfu_sol), TYPICAL))
+        offsets = model.linear.interval
+    else:
+        log50 = model.predict_log(s.features)
+        offsets = model.interval.get(s.family, model.interval["all"])
+    bounds = model.bounds or Bounds({}, {}, {})
+    return bounds.interval(log50, offsets, where_of(s))[1]

@@ -1,0 +1,191 @@
+"""Provides the held-out evaluation of the LLM efficiency model as it ships (fit, bounds and interval), by
+source and by family of sources, against the constant-MFU and physical baselines on the same folds.
+
+Every figure is held out: a fold's model, its penalty (chosen by leave-one-source-out among the fold's own
+training rows), its bounds and its interval come from the other rows only. A row is scored at its own family
+(a vendor table's run against the model's vendor figure), and its interval is the one a user is shown:
+around the typical P50, from the other sources' held-out residuals, vendor and other runs weighing half each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from advisor.learned.efficiency.bounds_fit import fit_bounds, where_of
+from advisor.learned.efficiency.evaluate import (
+    Scores,
+    baselines,
+    score_line,
+    target,
+    weighted_quantile,
+)
+from advisor.learned.efficiency.features import Sample
+from advisor.learned.efficiency.linear import TYPICAL
+from advisor.learned.efficiency.linear_fit import choose_lambda, fit_linear, is_vendor, sample_inputs
+
+Group = Callable[[Sample], str]
+FAMILY_ORDER = ("vendor", "paper", "report", "independent")
+
+
+def by_source(s: Sample) -> str:
+    """The held-out-source grouping: the repository of the row (every commit of it), or the user's file."""
+    return s.row.origin
+
+
+def by_vendor(s: Sample) -> str:
+    """The held-out-family grouping: vendor tables against every other kind of source."""
+    return "vendor tables" if is_vendor(s) else "papers, reports, independent"
+
+
+@dataclass
+class HeldOut:
+    """Held-out log predictions of LLM rows: at the row's own family and at the typical one."""
+
+    own: dict[int, float]
+    typical: dict[int, float]
+    bounds: dict[str, object]
+    """Per held-out group, the bounds fitted on the other rows."""
+
+
+def held_out(
+    samples: Sequence[Sample], rows: Sequence[int], group: Group, lam: float | None = None
+) -> HeldOut:
+    """Refit per held-out group, predicting each group's rows from the others; the penalty nested (chosen
+    among each fold's training rows) unless one is given."""
+    out = HeldOut({}, {}, {})
+    for key in sorted({group(samples[i]) for i in rows}):
+        test = [i for i in rows if group(samples[i]) == key]
+        train = [samples[i] for i in rows if group(samples[i]) != key]
+        if lam is None:
+            lam_fold, _ = choose_lambda(train)
+        else:
+            lam_fold = lam
+        model = fit_linear(train, lam_fold)
+        for i in test:
+            out.own[i] = model.predict_log(sample_inputs(samples[i]))
+            out.typical[i] = model.predict_log(sample_inputs(samples[i], TYPICAL))
+        out.bounds[key] = fit_bounds([s for s in samples if group(s) != key])
+    return out
+
+
+def balanced_weights(samples: Sequence[Sample], rows: Sequence[int], group: Group) -> dict[int, float]:
+    """Vendor and other runs weigh half each; within each half, every group (source) weighs the same."""
+    halves: dict[float, dict[str, int]] = {}
+    for i in rows:
+        counts = halves.setdefault(is_vendor(samples[i]), {})
+        counts[group(samples[i])] = counts.get(group(samples[i]), 0) + 1
+    out = {}
+    for i in rows:
+        counts = halves[is_vendor(samples[i])]
+        out[i] = 1.0 / (len(halves) * len(counts) * counts[group(samples[i])])
+    return out
+
+
+def offsets(
+    samples: Sequence[Sample], typical: dict[int, float], group: Group, exclude: str | None = None
+) -> tuple[float, float]:
+    """P10 and P90 of held-out log residuals around the typical P50 (balanced_weights), one group left out."""
+    rows = [i for i in typical if group(samples[i]) != exclude]
+    weights = balanced_weights(samples, rows, group)
+    resid = [target(samples[i]) - typical[i] for i in rows]
+    w = [weights[i] for i in rows]
+    return weighted_quantile(resid, w, 0.10), weighted_quantile(resid, w, 0.90)
+
+
+def _predictions(
+    samples: Sequence[Sample], rows: Sequence[int], group: Group, ho: HeldOut, interval_group: Group
+) -> tuple[dict[int, float], dict[int, bool]]:
+    """Each row's bounded P50 throughput at its own family, and whether the interval shown covers it."""
+    model, covered = {}, {}
+    for i in rows:
+        s, key = samples[i], group(samples[i])
+        bounds = ho.bounds[key]
+        q = offsets(samples, ho.typical, interval_group, exclude=interval_group(s))
+        where = where_of(s)
+        _, p50, _, _ = bounds.interval(ho.own[i], q, where)  # type: ignore[attr-defined]
+        p10, _, p90, _ = bounds.interval(ho.typical[i], q, where)  # type: ignore[attr-defined]
+        model[i] = p50 * s.sol
+        covered[i] = p10 - 1e-12 <= s.efficiency <= p90 + 1e-12
+    return model, covered
+
+
+def scheme_scores(
+    samples: Sequence[Sample],
+    scheme: str,
+    group: Group,
+    subsets: dict[str, Callable[[Sample], bool]],
+    lam: float | None = None,
+) -> tuple[list[Scores], HeldOut, dict[int, float]]:
+    """One held-out scheme on the LLM rows: pooled, then one line per subset (sources, families); and the
+    held-out predictions behind them."""
+    rows = [i for i, s in enumerate(samples) if s.family == "llm"]
+    ho = held_out(samples, rows, group, lam)
+    # The interval of a held-out row comes from the other sources' residuals, whatever the scheme.
+    model, covered = _predictions(samples, rows, group, ho, by_source)
+    typical = {i: math.exp(ho.typical[i]) * samples[i].sol for i in rows}
+    const, phys = baselines(samples, rows, group, "llm")
+    folds = len(ho.bounds)
+
+    def line(subset: str, idx: list[int]) -> Scores:
+        return score_line("llm", scheme, subset, folds, samples, idx, model, const, phys, covered, typical)
+
+    out = [line("all", rows)]
+    for name, keep in subsets.items():
+        idx = [i for i in rows if keep(samples[i])]
+        if idx:
+            out.append(line(name, idx))
+    return out, ho, model
+
+
+def _family_is(family: str) -> Callable[[Sample], bool]:
+    return lambda s: s.row.source_family == family
+
+
+def _source_is(source: str) -> Callable[[Sample], bool]:
+    return lambda s: s.row.origin == source
+
+
+def _vendor(s: Sample) -> bool:
+    return bool(is_vendor(s))
+
+
+def _not_vendor(s: Sample) -> bool:
+    return not is_vendor(s)
+
+
+@dataclass(frozen=True)
+class LlmEvaluation:
+    """The LLM rows' held-out scores, and what the shipped model takes from the same folds."""
+
+    scores: list[Scores]
+    interval: tuple[float, float]
+    """P10 and P90 log offsets around the typical P50: every source's held-out residuals, balanced."""
+    error: float
+    """The source-balanced held-out median error (mean of the per-source medians)."""
+
+
+def llm_evaluation(
+    samples: Sequence[Sample], families: bool = True, lam: float | None = None
+) -> LlmEvaluation:
+    """Leave-one-source-out (lines by family of source and by source), then, when asked, leave-one-family-out
+    both ways (fit on vendor tables, score the rest; and the reverse). The penalty is nested unless one is
+    given (a user's calibration: the interval only, at the penalty already chosen, for speed)."""
+    llm = [s for s in samples if s.family == "llm"]
+    sources = sorted({s.row.origin for s in llm})
+    present = [f for f in FAMILY_ORDER if any(s.row.source_family == f for s in llm)]
+    subsets: dict[str, Callable[[Sample], bool]] = {f"family: {f}": _family_is(f) for f in present}
+    subsets.update({src: _source_is(src) for src in sources})
+    loso, ho, _ = scheme_scores(samples, "source", by_source, subsets, lam)
+    per_source = [x for x in loso if x.subset in sources]
+    error = sum(x.median_ape for x in per_source) / len(per_source)
+    scores = loso
+    if families:
+        sides: dict[str, Callable[[Sample], bool]] = {
+            "fit on vendor tables, scored on the rest": _not_vendor,
+            "fit on the rest, scored on vendor tables": _vendor,
+        }
+        lofo, _, _ = scheme_scores(samples, "family", by_vendor, sides)
+        scores = loso + lofo[1:]
+    return LlmEvaluation(scores, offsets(samples, ho.typical, by_source), error)

@@ -1,0 +1,154 @@
+"""Tests of the bounds of a predicted training efficiency: two-sided intervals below the highest efficiency
+measured on the GPU generation and precision (never a P50 at a clamp), the constant-MFU prior outside the
+measured range, per-GPU throughput that never rises with the count, and the published checks of issue 16."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from advisor.answer.predict import predict
+from advisor.job.inputs import RunConfig, Workload
+from advisor.learned.efficiency.bounds import Bounds, Cap, Where, soft_min
+from advisor.learned.efficiency.learned import load_learned
+from advisor.learned.efficiency.prior import PriorEfficiency
+
+A100_RUN = "a100 run X"
+
+
+@pytest.fixture(scope="module")
+def learned(knowledge):
+    model = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
+    assert model is not None
+    return model
+
+
+def _bounds() -> Bounds:
+    return Bounds(
+        {"llm|ampere|16-bit": Cap(0.6, A100_RUN), "llm|hopper|16-bit": Cap(0.8, "h100 run")},
+        {"16-bit": 0.35},
+        {
+            "log_params": (math.log(1e9), math.log(1e11)),
+            "log_seq": (math.log(1024), math.log(8192)),
+            "log_tokens_per_micro_batch": (math.log(1024), math.log(65536)),
+            "log_count": (0.0, math.log(1024)),
+        },
+    )
+
+
+def _where(generation: str = "ampere", point: tuple[float, ...] | None = None) -> Where:
+    inside = (math.log(7e9), math.log(4096), math.log(8192), math.log(64))
+    return Where("llm", generation, "bf16", 0.0, inside if point is None else point)
+
+
+@pytest.mark.parametrize("log50", [-3.0, -1.0, -0.5, 0.0, 1.0, 5.0])
+def test_every_interval_is_two_sided_and_below_the_cap(log50: float) -> None:
+    p10, p50, p90, note = _bounds().interval(log50, (-0.4, 0.3), _where())
+    assert 0 < p10 < p50 < p90 < 0.6  # never at the cap: a smooth bound, not a clamp
+    assert A100_RUN in note
+    assert ("bounded by" in note) == (math.exp(log50 + 0.3) > 0.45)
+
+
+def test_the_bound_is_smooth_and_monotonic() -> None:
+    xs = [0.05 * k for k in range(1, 24)]  # up to twice the cap it rises strictly, then holds below the cap
+    ys = [soft_min(x, 0.6) for x in xs]
+    assert all(b > a for a, b in itertools.pairwise(ys)) and max(ys) < 0.6
+    assert soft_min(0.6, 0.6) < soft_min(5.0, 0.6) == soft_min(500.0, 0.6) < 0.6
+    assert soft_min(0.3, 0.6) == pytest.approx(0.3, rel=0.01)  # far below the cap it changes nothing
+
+
+def test_a_generation_without_runs_takes_the_highest_of_any_and_says_so() -> None:
+    cap, why = _bounds().cap(_where("blackwell"))
+    assert cap == 0.8 and "blackwell has no run" in why and "h100 run" in why
+
+
+def test_outside_the_measured_range_the_p50_shrinks_toward_the_constant_mfu() -> None:
+    b = _bounds()
+    prior = math.log(0.35)
+    huge = (math.log(1e13), math.log(4096), math.log(8192), math.log(64))  # 100x the largest model
+    assert b.shrink(0.0, _where(point=huge))[0] == pytest.approx(prior)
+    assert b.shrink(0.0, _where())[0] == 0.0
+    many = (math.log(7e9), math.log(4096), math.log(8192), math.log(65536))
+    # Beyond the count only downward: a prior above the model's figure does not raise it.
+    assert b.shrink(-2.0, _where(point=many))[0] == -2.0
+    assert b.shrink(0.0, _where(point=many))[0] == pytest.approx(prior)
+    *_, note = b.interval(0.0, (-0.4, 0.3), _where(point=huge))
+    assert "outside the measured runs' range" in note
+
+
+def test_bounds_survive_the_artifact_round_trip() -> None:
+    b = _bounds()
+    again = Bounds.from_dict(b.to_dict())
+    assert again.caps == b.caps and again.prior_mfu == b.prior_mfu and again.ranges == b.ranges
+    with pytest.raises(ValueError, match="outside"):
+        Bounds.from_dict({**b.to_dict(), "prior_mfu": {"16-bit": 1.5}})
+
+
+def test_the_shipped_bounds_come_from_the_measured_runs(learned) -> None:
+    caps = learned.model.bounds.caps
+    assert 0.3 < caps["llm|ampere|16-bit"].efficiency <= 1.0
+    assert "a100" in caps["llm|ampere|16-bit"].run
+    assert set(learned.model.bounds.ranges) == {
+        "log_params",
+        "log_seq",
+        "log_tokens_per_micro_batch",
+        "log_count",
+    }
+
+
+def test_the_published_a100_check_stays_below_the_best_a100_run(knowledge, learned) -> None:
+    # issue 16: 1.7B, 32 A100, fp16, ZeRO-1, full recomputation, global batch 512, sequence 2048.
+    workload = Workload(
+        params=1.7e9,
+        kind="pretrain",
+        precision="fp16",
+        seq_len=2048,
+        config=RunConfig(zero=1, recompute="full", global_batch=512),
+    )
+    out = predict(knowledge, workload, "a100-80gb-sxm", 32, efficiency=learned)
+    best = learned.model.bounds.caps["llm|ampere|16-bit"]
+    assert out.efficiency is not None
+    assert out.efficiency.p10 < out.efficiency.p50 < out.efficiency.p90 < best.efficiency
+    assert any(best.run in n for n in out.notes)
+
+
+def test_an_8b_pretraining_on_8_h100_is_not_a_hero_number(knowledge, learned) -> None:
+    workload = Workload(model="llama-3.1-8b", kind="pretrain", precision="bf16")
+    out = predict(knowledge, workload, "h100-sxm", 8, efficiency=learned)
+    assert out.efficiency is not None and out.efficiency.p50 < 0.7
+    assert any("training stack: fsdp" in a.text for a in out.assumed)
+    assert out.layout.tp == out.layout.pp == 1  # the simplest layout, no TP2 x PP2 an optimistic model likes
+
+
+@pytest.mark.parametrize(
+    "model,gpu,count,kind",
+    [
+        ("llama-3.1-70b", "b200", 64, "pretrain"),
+        ("llama-3.1-8b", "a100-80gb-sxm", 16, "finetune"),
+        ("mixtral-8x7b", "h100-sxm", 32, "pretrain"),
+        ("llama-3.2-1b", "l40s", 1, "finetune"),
+    ],
+)
+def test_no_p50_at_a_clamp(knowledge, learned, model: str, gpu: str, count: int, kind: str) -> None:
+    out = predict(knowledge, Workload(model=model, kind=kind), gpu, count, efficiency=learned)
+    e = out.efficiency
+    assert e is not None and 0 < e.p10 < e.p50 < e.p90 < 1.0
+
+
+def test_per_gpu_throughput_never_rises_with_the_count(knowledge, learned) -> None:
+    # The same work per GPU (4 sequences per data-parallel rank, micro-batch 1, ZeRO-1) on more GPUs.
+    per_gpu = []
+    for count in (8, 16, 64, 256, 1024):
+        workload = Workload(
+            model="llama-3.1-8b",
+            kind="pretrain",
+            precision="bf16",
+            batch_size=1,
+            config=RunConfig(tp=1, pp=1, zero=1, recompute="full", global_batch=4 * count),
+        )
+        out = predict(knowledge, workload, "h100-sxm", count, efficiency=learned)
+        assert out.throughput is not None
+        per_gpu.append(out.throughput.value / count)
+    assert all(b <= a * (1 + 1e-9) for a, b in itertools.pairwise(per_gpu)), per_gpu

@@ -1,0 +1,105 @@
+"""Tests of the training stacks: the table covers every `--stack` value and every measured run's stack, a
+stack is never paired with a layout it cannot run, a typical stack and recomputation are the defaults, and
+traits are read as of the run's date."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from advisor.answer.predict import predict
+from advisor.catalog.stacks import shipped_stacks, stack_of
+from advisor.job.config_check import check_config
+from advisor.job.inputs import RunConfig, Workload
+from advisor.job.resolve import resolve_job
+from advisor.learned.efficiency.runs import Run
+from advisor.question.errors import InputError
+from advisor.question.vocab import STACKS
+
+
+def test_every_stack_value_and_every_measured_stack_is_in_the_table(knowledge) -> None:
+    stacks = shipped_stacks()
+    assert list(STACKS) == sorted(STACKS)  # alphabetical: another branch adds the same names
+    for name in STACKS:
+        assert name in stacks and not stacks[name].data_only, name
+    text = knowledge.root.joinpath("llm_benchmarks.csv").read_text(encoding="utf-8")
+    for row in csv.DictReader(io.StringIO(text)):
+        assert row["stack"] in stacks, row["stack"]
+
+
+def test_traits_are_read_as_of_the_runs_date(knowledge) -> None:
+    megatron = stack_of(knowledge, "megatron")
+    flash, compiled, te_fp8, runtime = megatron.traits("2021-06")
+    assert (flash, compiled, te_fp8, runtime) == (0.0, 1.0, 0.0, 0.0)  # April 2021: fused kernels only
+    assert megatron.traits() == (1.0, 1.0, 1.0, 1.0)
+    run = Run("m", "g", 8, 1, "bf16", 1.0, "tokens/s", "megatron", "x", software="NeMo 24.07 container")
+    assert run.month == "2024-07"
+    assert stack_of(knowledge, "no-such-stack").id == "fsdp"
+
+
+def _job(knowledge, **w):
+    return resolve_job(knowledge, Workload(**w), need_data=False)
+
+
+def test_the_default_stack_is_a_typical_one_and_is_said(knowledge) -> None:
+    pretrain = _job(knowledge, model="llama-3.1-8b", kind="pretrain")
+    assert pretrain.stack == "fsdp"
+    assert any(
+        "training stack: fsdp" in a.text and "typical PyTorch FSDP" in a.text for a in pretrain.assumed
+    )
+    assert _job(knowledge, model="llama-3.1-8b", kind="finetune").stack == "hf"
+    # A stated pipeline needs a stack that runs one.
+    assert _job(knowledge, model="llama-3.1-70b", kind="finetune", config=RunConfig(pp=4)).stack == "megatron"
+
+
+@pytest.mark.parametrize(
+    "stack,config,field",
+    [
+        ("hf", {"pp": 2}, "pp"),
+        ("trl", {"pp": 2}, "pp"),
+        ("axolotl", {"pp": 4}, "pp"),
+        ("llama-factory", {"tp": 2}, "tp"),
+        ("torchtune", {"pp": 2}, "pp"),
+        ("unsloth", {"tp": 2}, "tp"),
+        ("torchtune", {"zero": 1}, "zero"),
+    ],
+)
+def test_a_stack_is_never_paired_with_a_layout_it_cannot_run(
+    knowledge, stack: str, config: dict, field: str
+) -> None:
+    job = _job(knowledge, model="llama-3.1-8b", kind="finetune", config=RunConfig(stack=stack, **config))
+    with pytest.raises(InputError) as err:
+        check_config(job, 8)
+    assert err.value.field == field and stack in str(err.value)
+
+
+def test_stated_layouts_a_stack_runs_are_accepted(knowledge) -> None:
+    for stack, config in (("megatron", {"pp": 2}), ("hf", {"tp": 2}), ("torchtitan", {"cp": 2})):
+        check_config(
+            _job(knowledge, model="llama-3.1-8b", kind="finetune", config=RunConfig(stack=stack, **config)), 8
+        )
+
+
+@pytest.mark.parametrize("stack", ["hf", "trl", "axolotl", "llama-factory", "torchtune", "unsloth"])
+def test_the_search_chooses_no_model_parallelism_a_stack_does_not_search(knowledge, stack: str) -> None:
+    out = predict(
+        knowledge,
+        Workload(model="llama-3.1-70b", kind="lora", config=RunConfig(stack=stack)),
+        "h100-sxm",
+        16,
+    )
+    layouts = [out.layout] + [a.layout for a in out.alternatives]
+    assert all(lay.tp == lay.pp == lay.cp == 1 for lay in layouts), out.parallelism
+
+
+@pytest.mark.parametrize("stack,recompute", [("torchtune", "full"), ("trl", "full"), ("axolotl", "full")])
+def test_recomputation_defaults_to_what_the_stacks_recipes_use(knowledge, stack: str, recompute: str) -> None:
+    out = predict(
+        knowledge,
+        Workload(model="llama-3.1-8b", kind="finetune", config=RunConfig(stack=stack)),
+        "h100-sxm",
+        8,
+    )
+    assert out.layout.recompute == recompute
