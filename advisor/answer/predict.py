@@ -33,7 +33,7 @@ from advisor.job.resolve import resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.learned.serving.model import load_model
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import GB, inference_memory, inference_terms
+from advisor.physics.memory import GB, inference_memory, inference_terms, usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -149,7 +149,7 @@ def predict(
     )
     if job.training:
         return _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    usable = gpu.memory_gb * (1 - ctx.headroom)
+    usable = usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom)
     # A prediction holds serving to a latency target only when the user sets one.
     target = workload.tpot_ms if workload.tpot_ms is not None else float("inf")
     return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)
@@ -195,7 +195,7 @@ def alternative_out(cand: Candidate, eff: Interval, chosen_step_s: float) -> Alt
     return AlternativeOut(
         parallelism=cand.layout.label(),
         layout=layout_out(cand.layout),
-        memory_per_gpu_gb=round(cand.memory.high_gb, 2),
+        memory_per_gpu_gb=round(cand.memory.central_gb, 2),
         step_time_s=t,
         slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0,
     )
@@ -227,7 +227,7 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
     )
     note = miss.message if miss else "no layout fits"
     if kind == "memory":
-        note = f"does not fit: {mem.high_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
+        note = f"does not fit: {mem.central_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
     return Prediction(
         **common,
         nodes=layout.nodes,
@@ -284,7 +284,7 @@ def _predict_serving(
         room = usable * GB - sum(hi for _, _, hi in terms.fixed)
         b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
         mem = inference_memory(job, gpu, layout.with_(micro_batch=max(b_max, 1)), a, usable, context)
-        if leanest is None or mem.high_gb < leanest[1].high_gb:
+        if leanest is None or mem.central_gb < leanest[1].central_gb:
             leanest = (layout, mem)
         if b_max < 1:
             continue

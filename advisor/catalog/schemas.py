@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from advisor.catalog.assumptions import PRIOR_REGIMES
+from advisor.catalog.assumptions import PRIOR_REGIMES, STACK_TRAITS
 from advisor.catalog.models import ModelKind
 from advisor.catalog.prices import Pricing
 from advisor.catalog.rules import _ORDERED_OPS, _PLACEHOLDER, FIELDS, Op
@@ -90,6 +90,8 @@ class Gpu(Strict):
     form_factor: Literal["pcie", "sxm2", "sxm4", "sxm5", "sxm6", "oam", "superchip", "nvl"]
     release_date: dt.date | None = None
     memory_gb: PositiveFloat
+    memory_unit: Literal["GiB", "GB"] = "GiB"
+    memory_ecc: bool = False
     memory_bw_gbs: PositiveFloat
     tdp_w: PositiveInt | None = None
     pcie_gen: PositiveInt | None = None
@@ -265,6 +267,11 @@ class MemoryFigures(Strict):
     fsdp_gathered_layers: Figure
     peft_adapter_input_bytes: Figure
     allocator_fragmentation: Figure
+    driver_reserved: Figure
+    gddr_ecc_fraction: Figure
+    central_error: Figure
+    verdict_band: Figure
+    offload_bucket_elements: Figure
 
 
 class ActivationFigures(Strict):
@@ -275,6 +282,31 @@ class ActivationFigures(Strict):
     full_recompute_coeff: Figure
     selective_recompute_flops: Figure
     logits_bytes: Figure
+    moe_dispatch_bytes: Figure
+
+
+class StackMemory(Strict):
+    """What a training stack keeps in GPU memory when the user sets nothing, each trait read from its code."""
+
+    name: str
+    model_code: Literal["hf", "eager", "fused"]
+    loss: str
+    recompute: Literal["none", "selective", "full"]
+    master_weights: bool
+    peft_fp32_adapters: bool
+    offload_checkpoints: bool
+    fp32_main_grads: bool
+    optimizer_in_backward: bool
+    kbit_fp32_tables: bool
+    sources: dict[str, str]
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _every_trait_sourced(self) -> StackMemory:
+        missing = [t for t in STACK_TRAITS if t not in self.sources]
+        if missing:
+            raise ValueError(f"no source for trait(s) {', '.join(missing)} (sources: trait = source key)")
+        return self
 
 
 class PrecisionFigures(Strict):
@@ -290,6 +322,7 @@ class OptimizerFigures(Strict):
 
     adamw: Figure
     adamw_8bit: Figure
+    paged_adamw: Figure
     paged_adamw_8bit: Figure
     sgd: Figure
     lion: Figure
@@ -390,6 +423,7 @@ class Assumptions(Strict):
     optimizer: OptimizerFigures
     comm: CommFigures
     loss: dict[str, Figure]
+    stack: dict[str, StackMemory]
     network: NetworkFigures
     goodput: GoodputFigures
     fabric: dict[str, Fabric]
@@ -402,6 +436,9 @@ class Assumptions(Strict):
         absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
         if absent:
             raise ValueError(f"efficiency priors missing for: {', '.join(absent)}")
+        losses = [f"{k}: loss {s.loss!r}" for k, s in self.stack.items() if s.loss not in self.loss]
+        if losses:
+            raise ValueError(f"stack loss paths not in [loss]: {'; '.join(losses)}")
         return self
 
 

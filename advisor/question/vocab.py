@@ -9,8 +9,19 @@ from typing import Literal, get_args
 
 WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
 Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
-Stack = Literal["megatron", "torchtitan", "deepspeed", "hf", "composer", "unsloth"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
+Stack = Literal[
+    "axolotl",
+    "composer",
+    "deepspeed",
+    "hf",
+    "llama-factory",
+    "megatron",
+    "torchtitan",
+    "torchtune",
+    "trl",
+    "unsloth",
+]
 Engine = Literal["vllm", "sglang", "trtllm"]
 Recompute = Literal["none", "selective", "full"]
 Offload = Literal["none", "optimizer", "params"]

@@ -13,7 +13,7 @@ from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Interval, Query
-from advisor.physics.memory import GB, Memory, inference_memory, inference_terms
+from advisor.physics.memory import GB, Memory, inference_memory, inference_terms, usable_gb
 from advisor.physics.speed import ServingTime, StepTime, peak_flops, serving_times
 from advisor.search.context import Context
 from advisor.search.serving import engine_of, learned_efficiency, load_figures
@@ -130,7 +130,7 @@ def plan_facts(
 ) -> dict[str, Any]:
     return {
         **layout_facts(base, layout, gpu),
-        "plan.memory_fraction": round(memory.high_gb / memory.capacity_gb, 3),
+        "plan.memory_fraction": round(memory.central_gb / memory.capacity_gb, 3),
         "plan.dominant": memory.dominant,
         "plan.comm_fraction": round(comm_fraction, 2),
     }
@@ -177,7 +177,7 @@ def search_inference(
     job = ctx.job
     arch = job.arch
     assert arch is not None
-    usable = gpu.memory_gb * (1 - ctx.headroom)
+    usable = usable_gb(gpu, a, ctx.headroom)
     context = job.prompt_tokens + job.output_tokens
     gpu_facts = ctx.gpu_facts(gpu, node_size)
     cap = a.defaults.serving_utilisation_cap.value
@@ -209,7 +209,7 @@ def search_inference(
         b_max = int(room // terms.kv_per_seq_high) if terms.kv_per_seq_high > 0 else 0
         if b_max < 1:
             mem = inference_memory(job, gpu, layout, a, usable, context)
-            if smallest is None or mem.high_gb < smallest[1].high_gb:
+            if smallest is None or mem.central_gb < smallest[1].central_gb:
                 smallest = (replica, mem)
             continue
         weights_b = terms.fixed[0][2] / (1 + a.memory.weights_rel_error.value)
@@ -296,8 +296,8 @@ def search_inference(
                 gpu.id,
                 replica,
                 "memory",
-                f"needs {mem.high_gb:.0f} GB per GPU for one sequence of "
-                f"{context} tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
+                f"needs {mem.central_gb:.0f} GB per GPU for one sequence of "
+                f"{context} tokens, has {gpu.memory_gb:g} {gpu.memory_unit} ({usable:.0f} GB usable)",
                 1.0,
             )
         )
