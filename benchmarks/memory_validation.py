@@ -1,9 +1,10 @@
 """Loads and checks benchmarks/memory_validation.csv (published peak memory); prints a summary per source.
 
-Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
-row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py: fit-verdict
-agreement,
-GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
+Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail] [--band]`. It exits
+1 when a row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py:
+verdicts on the central estimate, each source judged with a band fitted on the other sources' peaks; peak
+errors; the longest sequence that fits), by source; --detail adds one line per row, --band the error band
+fitted on every peak (what knowledge/assumptions.toml ships as memory.central_error and memory.verdict_band).
 """
 
 from __future__ import annotations
@@ -245,10 +246,12 @@ def main() -> int:
     for line, problem in bad:
         print(f"memory_validation.csv line {line}: {problem}", file=sys.stderr)
     print("\n".join(summary(rows)))
-    from advisor.physics.memory_check import memory_validation_lines
+    from advisor.physics.memory_check import band_lines, memory_validation_lines
 
     print()
     print("\n".join(memory_validation_lines(knowledge, detail="--detail" in sys.argv)))
+    if "--band" in sys.argv:  # the band to ship in assumptions.toml, fitted on every source's peaks
+        print("\n".join(band_lines(knowledge)))
     return 1 if bad else 0
 
 

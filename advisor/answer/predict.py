@@ -33,7 +33,7 @@ from advisor.job.resolve import resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency, Query
 from advisor.learned.serving.model import load_model
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import GB, inference_memory, inference_terms, usable_gb
+from advisor.physics.memory import GB, inference_memory, inference_terms, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -149,7 +149,7 @@ def predict(
     )
     if job.training:
         return _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    usable = usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom)
+    usable = serving_usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom)
     # A prediction holds serving to a latency target only when the user sets one.
     target = workload.tpot_ms if workload.tpot_ms is not None else float("inf")
     return _predict_serving(ctx, gpu, precision, count, node_size, usable, model, common, target)

@@ -42,6 +42,7 @@ class MemoryFigures(Record):
     central_error: Figure
     verdict_band: Figure
     offload_bucket_elements: Figure
+    serving_memory_fraction: Figure
 
 
 @record

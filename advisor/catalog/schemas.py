@@ -272,6 +272,7 @@ class MemoryFigures(Strict):
     central_error: Figure
     verdict_band: Figure
     offload_bucket_elements: Figure
+    serving_memory_fraction: Figure
 
 
 class ActivationFigures(Strict):

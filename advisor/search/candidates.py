@@ -13,7 +13,7 @@ from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Interval, Query
-from advisor.physics.memory import GB, Memory, inference_memory, inference_terms, usable_gb
+from advisor.physics.memory import GB, Memory, inference_memory, inference_terms, serving_usable_gb
 from advisor.physics.speed import ServingTime, StepTime, peak_flops, serving_times
 from advisor.search.context import Context
 from advisor.search.serving import engine_of, learned_efficiency, load_figures
@@ -177,7 +177,7 @@ def search_inference(
     job = ctx.job
     arch = job.arch
     assert arch is not None
-    usable = usable_gb(gpu, a, ctx.headroom)
+    usable = serving_usable_gb(gpu, a, ctx.headroom)
     context = job.prompt_tokens + job.output_tokens
     gpu_facts = ctx.gpu_facts(gpu, node_size)
     cap = a.defaults.serving_utilisation_cap.value
