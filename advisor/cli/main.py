@@ -177,7 +177,7 @@ def build_parser() -> Parser:
     p.add_argument("--gpu", required=True, help="GPU id or alias")
     p.add_argument("--count", default="1", help="number of GPUs, up to 65,536 in whole servers (default 1)")
     p.add_argument("--fabric", help="inter-node network (default: the GPU's usual fabric)")
-    p.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
+    p.add_argument("--headroom", help="fraction of the usable GPU memory to keep free (default 0)")
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
     _format_arg(p, ("table", "json"), "table")
 
@@ -209,7 +209,7 @@ def build_parser() -> Parser:
     g.add_argument("--gpu", help="comma-separated GPU ids to allow")
     g.add_argument("--objective", choices=OBJECTIVES, help="default balanced")
     g.add_argument("--max-gpus", help="largest count to consider, up to 65536 (default 1024)")
-    g.add_argument("--headroom", help="fraction of GPU memory to keep free (default 0.10)")
+    g.add_argument("--headroom", help="fraction of the usable GPU memory to keep free (default 0)")
     g.add_argument("--fabric", help="inter-node network for every GPU (default: each GPU's usual fabric)")
     g.add_argument(
         "--max-price-age",
