@@ -1,9 +1,10 @@
 """Loads and checks benchmarks/memory_validation.csv (published peak memory); prints a summary per source.
 
-Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail]`. It exits 1 when a
-row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py: fit-verdict
-agreement,
-GB error on measured peaks, longest sequence that fits), by source; --detail adds one line per row.
+Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail] [--band]`. It exits
+1 when a row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py:
+verdicts on the central estimate, each source judged with a band fitted on the other sources' peaks; peak
+errors; the longest sequence that fits), by source; --detail adds one line per row, --band the error band
+fitted on every peak (what knowledge/assumptions.toml ships as memory.central_error and memory.verdict_band).
 """
 
 from __future__ import annotations
@@ -19,8 +20,20 @@ CSV_PATH = Path(__file__).resolve().parent / "memory_validation.csv"
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora", "inference"}
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16", "fp8"}
 RECOMPUTE = {"", "none", "selective", "full"}
-OPTIMIZERS = {"", "adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"}
+OPTIMIZERS = {"", "adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "lion", "adafactor"}
+SETTABLE = {
+    "model_code",
+    "loss",
+    "master_weights",
+    "peft_fp32_adapters",
+    "offload_checkpoints",
+    "fp32_main_grads",
+    "optimizer_in_backward",
+    "kbit_fp32_tables",
+}
 STACKS = {
+    "axolotl",
+    "llama-factory",
     "megatron",
     "torchtitan",
     "deepspeed",
@@ -81,6 +94,11 @@ class MemoryRow:
     offload: str
     master_weights: str
     """yes / no where the source says whether an fp32 master copy was kept; empty when it does not."""
+    settings: str
+    """What the source says it ran differently from its stack's defaults, as `trait=value;...` over the memory
+    traits of knowledge/assumptions.toml [stack.*] (model_code, loss, master_weights, peft_fp32_adapters,
+    offload_checkpoints, fp32_main_grads, optimizer_in_backward, kbit_fp32_tables); empty for the stack's
+    defaults."""
     measured_peak: float | None
     unit: str
     memory_kind: str
@@ -160,6 +178,11 @@ def _layout_problems(row: MemoryRow) -> list[str]:
         problems.append("a max_seq_len row needs gpu_memory_gb (the budget it fit in)")
     if row.workload in ("lora", "qlora") and row.lora_rank is not None and row.lora_rank < 1:
         problems.append("lora_rank must be >= 1")
+    for item in filter(None, row.settings.split(";")):
+        name, eq, value = item.partition("=")
+        free = name in ("loss", "model_code")
+        if not eq or name not in SETTABLE or (not free and value not in ("true", "false")):
+            problems.append(f"settings {item!r}: trait=value with a trait of {sorted(SETTABLE)}")
     return problems
 
 
@@ -223,10 +246,12 @@ def main() -> int:
     for line, problem in bad:
         print(f"memory_validation.csv line {line}: {problem}", file=sys.stderr)
     print("\n".join(summary(rows)))
-    from advisor.physics.memory_check import memory_validation_lines
+    from advisor.physics.memory_check import band_lines, memory_validation_lines
 
     print()
     print("\n".join(memory_validation_lines(knowledge, detail="--detail" in sys.argv)))
+    if "--band" in sys.argv:  # the band to ship in assumptions.toml, fitted on every source's peaks
+        print("\n".join(band_lines(knowledge)))
     return 1 if bad else 0
 
 

@@ -35,11 +35,13 @@ def layout_out(lay: Layout) -> LayoutOut:
 def memory_out(mem: Memory) -> MemoryOut:
     """A memory breakdown as output."""
     return MemoryOut(
-        per_gpu_gb=round(mem.high_gb, 2),
+        per_gpu_gb=round(mem.central_gb, 2),
         per_gpu_gb_low=round(mem.low_gb, 2),
-        capacity_gb=mem.capacity_gb,
+        per_gpu_gb_high=round(mem.high_gb, 2),
+        capacity_gb=round(mem.capacity_gb, 1),
         usable_gb=round(mem.usable_gb, 2),
         fits=mem.fits,
+        verdict=mem.verdict,
         dominant=mem.dominant,
         breakdown=mem.as_dict(),
         host_gb=round(mem.host_gb, 2),

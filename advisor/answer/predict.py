@@ -31,7 +31,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import inference_memory
+from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -201,7 +201,7 @@ def alternative_out(cand: Candidate, eff: Interval, chosen_step_s: float) -> Alt
     return AlternativeOut(
         parallelism=cand.layout.label(),
         layout=layout_out(cand.layout),
-        memory_per_gpu_gb=round(cand.memory.high_gb, 2),
+        memory_per_gpu_gb=round(cand.memory.central_gb, 2),
         step_time_s=t,
         slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0,
     )
@@ -233,7 +233,7 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
     )
     note = miss.message if miss else "no layout fits"
     if kind == "memory":
-        note = f"does not fit: {mem.high_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
+        note = f"does not fit: {mem.central_gb:.1f} GB per GPU needed for {what}, {mem.usable_gb:.1f} usable"
     return Prediction(
         **common,
         nodes=layout.nodes,
@@ -309,7 +309,7 @@ def _serving_refusal(
         pp=pp,
         dp=count // (tp * pp),
     )
-    usable = gpu.memory_gb * (1 - ctx.headroom)
+    usable = serving_usable_gb(gpu, a, ctx.headroom)
     mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
     miss = missed[0] if missed else None
     kind = miss.kind if miss else "memory"

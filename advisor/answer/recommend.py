@@ -327,7 +327,11 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
     cand, lay, mem = s.cand, s.cand.layout, s.cand.memory
     job = ctx.job
     fired = [f for f in cand.firings if f.kind != "constraint"]
-    reasons = [f"fits: {mem.high_gb:.1f} of {mem.usable_gb:.1f} GB usable per GPU (largest: {mem.dominant})"]
+    reasons = [
+        f"{mem.verdict}: {mem.central_gb:.1f} GB ({mem.low_gb:.1f}-{mem.high_gb:.1f}) of "
+        f"{mem.usable_gb:.1f} GB "
+        f"usable per GPU (largest: {mem.dominant})"
+    ]
     if job.training:
         reasons.append(
             f"P50 {fmt_hours(s.hours.p50)} (P10-P90 {fmt_hours(s.hours.p10)}-{fmt_hours(s.hours.p90)}) "
@@ -385,7 +389,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         parallelism=lay.label() if job.training else serving_label(cand),
         precision=lay.precision,
         layout=layout_out(lay),
-        memory_per_gpu_gb=round(mem.high_gb, 2),
+        memory_per_gpu_gb=round(mem.central_gb, 2),
         memory=memory,
         throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
         step_time_s=step,
@@ -637,7 +641,7 @@ def _lighter(
         if trial.feasible:
             best = _rank(trial.ctx, trial.feasible)[0]
             field, value = next(iter(change.items()))
-            per_gpu = f"{best.cand.memory.high_gb:.0f} GB per GPU"
+            per_gpu = f"{best.cand.memory.central_gb:.0f} GB per GPU"
             outcome = f"fits: {best.cand.gpu.id} x{best.cand.layout.count} ({per_gpu})"
             return [Suggestion(field=field, value=value, outcome=outcome)]
     return []

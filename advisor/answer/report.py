@@ -42,14 +42,21 @@ class MemoryOut(Record):
     """Per-GPU memory of a plan."""
 
     per_gpu_gb: float
-    """Upper estimate: what must fit."""
+    """Central estimate: what the verdict is decided on."""
     per_gpu_gb_low: float
+    """P10 of the peak: the central estimate times the error band measured on published runs."""
+    per_gpu_gb_high: float
+    """P90 of the peak."""
     capacity_gb: float
+    """The card's memory in GB (1e9 bytes): 80 GiB is 85.9."""
     usable_gb: float
+    """What CUDA hands out, less any headroom kept free."""
     fits: bool
+    verdict: str
+    """fits, may not fit (the band straddles the usable memory) or does not fit."""
     dominant: str
     breakdown: dict[str, float]
-    """Upper estimate per component, GB."""
+    """Central estimate per component, GB."""
     host_gb: float = 0.0
     """Offloaded or paged states in host memory, per GPU."""
 

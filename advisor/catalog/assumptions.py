@@ -37,6 +37,12 @@ class MemoryFigures(Record):
     fsdp_gathered_layers: Figure
     peft_adapter_input_bytes: Figure
     allocator_fragmentation: Figure
+    driver_reserved: Figure
+    gddr_ecc_fraction: Figure
+    central_error: Figure
+    verdict_band: Figure
+    offload_bucket_elements: Figure
+    serving_memory_fraction: Figure
 
 
 @record
@@ -48,6 +54,55 @@ class ActivationFigures(Record):
     full_recompute_coeff: Figure
     selective_recompute_flops: Figure
     logits_bytes: Figure
+    moe_dispatch_bytes: Figure
+
+
+STACK_TRAITS = (
+    "model_code",
+    "loss",
+    "recompute",
+    "master_weights",
+    "peft_fp32_adapters",
+    "offload_checkpoints",
+    "fp32_main_grads",
+    "optimizer_in_backward",
+    "kbit_fp32_tables",
+)
+
+
+@record
+class StackMemory(Record):
+    """What a training stack keeps in GPU memory when the user sets nothing, each trait read from its code."""
+
+    name: str
+    model_code: Literal["hf", "eager", "fused"]
+    """Whose layers: Hugging Face modeling code, another eager PyTorch implementation (both saved as
+    autograd saves them), or fused kernels (Korthikanti et al.'s per-layer bytes)."""
+    loss: str
+    """A key of [loss]: the output layer and loss path."""
+    recompute: Literal["none", "selective", "full"]
+    """What its recipes and examples run when the user does not say."""
+    master_weights: bool
+    """Whether 16-bit training keeps an fp32 copy of the weights by default."""
+    peft_fp32_adapters: bool
+    """LoRA adapters kept in fp32, each adapted layer's input cast to fp32 and saved (PEFT)."""
+    offload_checkpoints: bool
+    """Checkpointed layer inputs go to host memory."""
+    fp32_main_grads: bool
+    """Gradients accumulate in fp32 buffers beside 16-bit weights (Megatron's main_grad)."""
+    optimizer_in_backward: bool
+    """Full fine-tuning steps each parameter's optimizer as its gradient arrives (no full gradient set)."""
+    kbit_fp32_tables: bool
+    """QLoRA leaves the parameters it does not quantise (embedding, output layer, norms) in fp32 (PEFT's
+    prepare_model_for_kbit_training), rather than in the 16-bit compute dtype."""
+    sources: dict[str, str]
+    """The source of each trait."""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        missing = [t for t in STACK_TRAITS if t not in self.sources]
+        if missing:
+            raise ValueError(f"no source for trait(s) {', '.join(missing)} (sources: trait = source key)")
 
 
 @record
@@ -65,6 +120,7 @@ class OptimizerFigures(Record):
 
     adamw: Figure
     adamw_8bit: Figure
+    paged_adamw: Figure
     paged_adamw_8bit: Figure
     sgd: Figure
     lion: Figure
@@ -183,6 +239,7 @@ class Assumptions(Record):
     optimizer: OptimizerFigures
     comm: CommFigures
     loss: dict[str, Figure]
+    stack: dict[str, StackMemory]
     network: NetworkFigures
     goodput: GoodputFigures
     fabric: dict[str, Fabric]
@@ -194,11 +251,15 @@ class Assumptions(Record):
         absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
         if absent:
             raise ValueError(f"efficiency priors missing for: {', '.join(absent)}")
+        losses = [f"{k}: loss {s.loss!r}" for k, s in self.stack.items() if s.loss not in self.loss]
+        if losses:
+            raise ValueError(f"stack loss paths not in [loss]: {'; '.join(losses)}")
 
     def cited_sources(self) -> set[str]:
         """Every source key the figures cite."""
         keys = {f.source for f in self.fabric.values()} | {p.source for p in self.efficiency.values()}
         keys |= {f.source for f in self.loss.values()}
+        keys |= {k for st in self.stack.values() for k in st.sources.values()}
         for section in (
             self.memory,
             self.activations,

@@ -101,6 +101,10 @@ class Gpu(Record):
     form_factor: Literal["pcie", "sxm2", "sxm4", "sxm5", "sxm6", "oam", "superchip", "nvl"]
     release_date: dt.date | None = None
     memory_gb: PosFloat
+    memory_unit: Literal["GiB", "GB"] = "GiB"
+    """The unit of memory_gb: NVIDIA's and AMD's 'GB' of device memory is binary (80 GB = 80 GiB)."""
+    memory_ecc: bool = False
+    """GDDR memory whose ECC bits take 1/16 of it, on by default on NVIDIA's data-centre GDDR parts."""
     memory_bw_gbs: PosFloat
     tdp_w: PosInt | None = None
     pcie_gen: PosInt | None = None

@@ -14,7 +14,7 @@ from advisor.question.units import fmt_hours, human
 
 if TYPE_CHECKING:
     from advisor.answer.predict import Prediction
-    from advisor.answer.report import Report
+    from advisor.answer.report import MemoryOut, Report
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.gpus import Price
@@ -169,6 +169,11 @@ def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:
     return f"{format(p50, fmt)} ({format(p10, fmt)}-{format(p90, fmt)})"
 
 
+def _memory_range(m: MemoryOut) -> str:
+    """'43.3 GB (39.1-47.5, P10-P90)': the central estimate and the measured error band around it."""
+    return f"{m.per_gpu_gb:.1f} GB ({m.per_gpu_gb_low:.1f}-{m.per_gpu_gb_high:.1f}, P10-P90)"
+
+
 def prediction_text(p: Prediction) -> str:
     """One prediction as text."""
     lines = [f"{p.model} ({p.workload}) on {p.gpu} x{p.count}, {p.precision}: {p.parallelism}"]
@@ -176,8 +181,8 @@ def prediction_text(p: Prediction) -> str:
         lines.append(f"refused ({p.refusal}): {p.notes[0] if p.notes else 'no layout runs'}")
     elif p.throughput is None:
         lines.append(
-            f"does not fit: {p.memory.per_gpu_gb:.1f} GB per GPU needed, {p.memory.usable_gb:.1f} usable "
-            f"of {p.memory.capacity_gb:g} (largest: {p.memory.dominant})"
+            f"does not fit: {_memory_range(p.memory)} per GPU needed, {p.memory.usable_gb:.1f} usable "
+            f"of {p.memory.capacity_gb:.1f} (largest: {p.memory.dominant})"
         )
     else:
         t = p.throughput
@@ -205,8 +210,8 @@ def prediction_text(p: Prediction) -> str:
                 f"every {g.checkpoint_interval_h * 60:,.0f} min, restart {g.restart_h:g} h"
             )
         lines.append(
-            f"memory      {p.memory.per_gpu_gb:.1f} GB per GPU of {p.memory.usable_gb:.1f} usable "
-            f"(largest: {p.memory.dominant})"
+            f"memory      {p.memory.verdict}: {_memory_range(p.memory)} per GPU of {p.memory.usable_gb:.1f} "
+            f"usable (largest: {p.memory.dominant})"
         )
     lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
     if p.memory.host_gb:
@@ -267,7 +272,7 @@ def report_text(r: Report) -> str:
                     p.nodes,
                     p.parallelism,
                     p.precision,
-                    f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:g}",
+                    f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:.0f}",
                     timing,
                     cost,
                     where,

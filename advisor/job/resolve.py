@@ -198,6 +198,9 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
     )
     serving = serving_inputs(knowledge, workload, shape, training, assumed)
     settings = run_settings(workload, shape, kind, assumed)
+    traits = knowledge.assumptions.stack.get(settings["stack"])
+    if workload.config.master_weights is None and traits is not None:
+        settings["master_weights"] = traits.master_weights  # what the stack keeps unless told otherwise
     return Job(
         kind=kind,
         training=training,

@@ -63,7 +63,14 @@ def checkpoint_bytes(job: Job) -> float:
     """Bytes one checkpoint writes: 16-bit weights, fp32 master copy and optimizer states of what trains."""
     if job.kind in ("lora", "qlora"):
         return job.trainable_params * 2.0
-    states = {"adamw": 8.0, "adamw-8bit": 2.0, "paged-adamw-8bit": 2.0, "sgd": 4.0, "lion": 4.0}
+    states = {
+        "adamw": 8.0,
+        "adamw-8bit": 2.0,
+        "paged-adamw": 8.0,
+        "paged-adamw-8bit": 2.0,
+        "sgd": 4.0,
+        "lion": 4.0,
+    }
     master = 4.0 if job.master_weights else 0.0
     return job.params * (2.0 + master + states.get(job.optimizer, 0.0))
 

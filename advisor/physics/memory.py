@@ -1,15 +1,17 @@
-"""Provides the per-GPU memory model: every component after sharding, as a low-high range in GB."""
+"""Provides the per-GPU memory model: every component after sharding as a central estimate in GB, the usable
+memory of a card, and the verdict against it with the measured error band."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog.assumptions import Assumptions
+from advisor.catalog.assumptions import Assumptions, StackMemory
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Arch, Job
 
 GB = 1e9
+GIB = 1024**3 / GB
 COMPONENT_ORDER = (
     "weights",
     "gradients",
@@ -17,44 +19,91 @@ COMPONENT_ORDER = (
     "optimizer",
     "adapters",
     "activations",
+    "allocator",
     "kv_cache",
     "overhead",
 )
 
 
+def capacity_gb(gpu: Gpu, a: Assumptions) -> float:
+    """The card's device memory in GB (1e9 bytes): the catalogue's figure in its unit (NVIDIA's and AMD's
+    '80 GB' is 80 GiB), less the sixteenth a GDDR card's ECC takes when it is on."""
+    size = gpu.memory_gb * (GIB if gpu.memory_unit == "GiB" else 1.0)
+    return size * (1.0 - a.memory.gddr_ecc_fraction.value) if gpu.memory_ecc else size
+
+
+def usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
+    """What a job may allocate on the card, GB: what CUDA hands out (the capacity less the driver's own
+    reservation), less the fraction the user keeps free. The CUDA context, NCCL buffers and the allocator's
+    reserve are components of the estimate, not of this."""
+    return capacity_gb(gpu, a) * (1.0 - a.memory.driver_reserved.value) * (1.0 - headroom)
+
+
+def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
+    """What a serving engine gives the model and its KV cache, GB: its share of the card's memory (vLLM's
+    gpu_memory_utilization), less the fraction the user keeps free."""
+    return capacity_gb(gpu, a) * a.memory.serving_memory_fraction.value * (1.0 - headroom)
+
+
 @dataclass(frozen=True, slots=True)
 class Memory:
-    """Per-GPU memory by component, each (low, high) in GB, against the usable capacity."""
+    """Per-GPU memory by component (central estimates, GB) against the usable memory, with the relative
+    error band (P10, P90) of the central estimate measured on published runs."""
 
-    components: tuple[tuple[str, float, float], ...]
+    components: tuple[tuple[str, float], ...]
     capacity_gb: float
     usable_gb: float
+    band: tuple[float, float] = (0.0, 0.0)
+    """(P25, P75) relative error: 'may not fit' when the usable memory falls inside it."""
+    spread: tuple[float, float] = (0.0, 0.0)
+    """(P10, P90) relative error: the range shown."""
     host_gb: float = 0.0
     """What offloading or paged optimizers keep in host memory, per GPU."""
 
     @property
-    def low_gb(self) -> float:
-        """Lower estimate of the total."""
+    def central_gb(self) -> float:
+        """The central estimate of the peak: what the verdict is decided on."""
         return sum(c[1] for c in self.components)
 
     @property
+    def low_gb(self) -> float:
+        """The P10 end of the range (the central estimate times the error measured on published runs)."""
+        return self.central_gb * (1.0 + self.spread[0])
+
+    @property
     def high_gb(self) -> float:
-        """Upper estimate of the total: what must fit."""
-        return sum(c[2] for c in self.components)
+        """The P90 end of the range."""
+        return self.central_gb * (1.0 + self.spread[1])
 
     @property
     def fits(self) -> bool:
-        """Whether the upper estimate leaves the headroom free."""
-        return self.high_gb <= self.usable_gb
+        """Whether the central estimate fits the usable memory."""
+        return self.central_gb <= self.usable_gb
+
+    @property
+    def near_limit(self) -> bool:
+        """Whether the usable memory lies within the central estimate's interquartile error: the chance of
+        running out is then between a quarter and three quarters."""
+        return (
+            self.central_gb * (1.0 + self.band[0]) <= self.usable_gb < self.central_gb * (1.0 + self.band[1])
+        )
+
+    @property
+    def verdict(self) -> str:
+        """'fits' or 'does not fit' on the central estimate; within the interquartile band around the usable
+        memory, 'fits, near the limit' or 'may not fit' by the side the central estimate falls on."""
+        if self.near_limit:
+            return "fits, near the limit" if self.fits else "may not fit"
+        return "fits" if self.fits else "does not fit"
 
     @property
     def dominant(self) -> str:
-        """The largest component by its upper estimate."""
-        return max(self.components, key=lambda c: c[2])[0]
+        """The largest component."""
+        return max(self.components, key=lambda c: c[1])[0]
 
     def as_dict(self) -> dict[str, float]:
-        """Upper estimate per component, GB."""
-        return {name: round(high, 3) for name, _, high in self.components}
+        """Central estimate per component, GB."""
+        return {name: round(gb, 3) for name, gb in self.components}
 
 
 def weight_bytes_per_param(precision: str, a: Assumptions, *, training: bool) -> float:
@@ -72,8 +121,8 @@ def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tu
     """Runtime overhead in bytes, (low, high): CUDA context, allocator and workspaces, NCCL buffers per group.
 
     Serving engines' 'other' memory (AIConfigurator: CUDA graphs, workspaces, allocator caching) bounds the
-    high end for inference. Training counts its allocator's fragmentation where it arises, in proportion to
-    the activations (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
+    high end for inference. Training counts its allocator's reserve apart, in proportion to the activations
+    (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
     """
     m = a.memory
     nccl_lo, nccl_hi = m.nccl_buffers_gb.range
@@ -86,10 +135,29 @@ def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tu
     return low * GB, (other + groups * nccl_hi) * GB
 
 
+def overhead_central(groups: int, a: Assumptions) -> float:
+    """Training's fixed overhead in bytes, central: the CUDA context and one NCCL buffer set per group."""
+    m = a.memory
+    return (m.cuda_context_gb.value + groups * m.nccl_buffers_gb.value) * GB
+
+
 def comm_groups(layout: Layout) -> int:
     """NCCL communicators a rank joins: one per parallel dimension larger than 1."""
     dims = (layout.dp * layout.cp, layout.tp, layout.pp, layout.cp, layout.ep)
     return sum(1 for d in dims if d > 1)
+
+
+def stack_traits(job: Job, a: Assumptions) -> StackMemory:
+    """What the job's training stack keeps in memory (a stack without an entry trains as plain PyTorch)."""
+    return a.stack.get(job.stack) or a.stack["pytorch"]
+
+
+def default_recompute(traits: StackMemory, kind: str) -> str:
+    """What a stack recomputes when the user does not say: its recipes' setting; a QLoRA model prepared by
+    PEFT (prepare_model_for_kbit_training) checkpoints every layer unless told not to (peft-kbit)."""
+    if kind == "qlora" and traits.peft_fp32_adapters:
+        return "full"
+    return traits.recompute
 
 
 def _ffn_width(arch: Arch) -> float:
@@ -97,6 +165,13 @@ def _ffn_width(arch: Arch) -> float:
     return (
         arch.expert_ffn * (arch.experts_per_token + arch.shared_experts) if arch.is_moe else arch.ffn_hidden
     )
+
+
+def _moe_dispatch_bytes(arch: Arch, a: Assumptions) -> float:
+    """Token-dispatch bytes per token per layer of a MoE: each routed copy's input and its expert's output."""
+    if not arch.is_moe:
+        return 0.0
+    return a.activations.moe_dispatch_bytes.value * arch.experts_per_token * arch.hidden
 
 
 def _mlp_bytes_per_token(arch: Arch) -> float:
@@ -118,8 +193,7 @@ def _hf_layer_bytes(arch: Arch, mode: str, adapter_width: float, adapter_bytes: 
       output, the linears' input (2h); the MLP 8f;
     - 'peft' (frozen 16-bit base): a frozen linear keeps no input and a frozen norm weight no normalised
       value, so each norm keeps only its fp32 copy (4h); the MLP keeps gate, silu(gate) and up (6f); every
-      adapted layer's input is cast to the fp32 adapter dtype and kept by lora_A (adapter_bytes per input
-      feature).
+      adapted layer's input is kept by lora_A in the adapter's dtype (adapter_bytes per input feature).
     Checked on the H200 rows: Llama-3.2-1B mixed 3.62 MB per token derived vs 3.63 measured (slope of peak
     allocated over 2k-16k tokens); Llama-3.1-8B LoRA 10.98 vs 10.99.
     """
@@ -135,11 +209,13 @@ def _hf_layer_bytes(arch: Arch, mode: str, adapter_width: float, adapter_bytes: 
     return 16.0 * h + core + mlp, 2.0 * h
 
 
-def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[tuple[float, float, float], bool]:
+def _loss_bytes_per_token(
+    job: Job, a: Assumptions, traits: StackMemory
+) -> tuple[tuple[float, float, float], bool]:
     """Peak bytes per token of the output layer and loss as (low, nominal, high), and whether TP splits it."""
     arch = job.arch
     assert arch is not None
-    figure = a.loss.get(job.stack) or a.loss["pytorch"]
+    figure = a.loss.get(traits.loss) or a.loss["pytorch"]
     lo, hi = figure.range
     width = (
         arch.hidden if "hidden" in figure.unit else arch.vocab
@@ -147,8 +223,16 @@ def _loss_bytes_per_token(job: Job, a: Assumptions) -> tuple[tuple[float, float,
     return (lo * width, figure.value * width, hi * width), "tensor-parallel" in figure.unit
 
 
-# Stacks whose LoRA is Hugging Face PEFT (fp32 adapters fed an fp32 copy of each adapted layer's input).
-PEFT_STACKS = ("hf", "deepspeed", "composer", "pytorch")
+def _op_sac_bytes(arch: Arch) -> float:
+    """Bytes per token a block keeps under torchtitan's op-level selective checkpointing (16-bit): its input,
+    the attention kernel's output and every other matmul output in forward order (wq, wv, w1, w2 of a gated
+    block; w1 of a plain one)."""
+    h, f = arch.hidden, _ffn_width(arch)
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    saved_mm = q + kv + (f + h if arch.gated else f)
+    return 2.0 * (h + q + saved_mm)
+
+
 # torch.optim keeps these optimizers' states in the parameter's dtype (fp32 figures in assumptions.toml).
 PARAM_DTYPE_STATES = ("adamw", "sgd", "lion")
 
@@ -170,38 +254,69 @@ def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
     return opt
 
 
-def _qlora_base_bytes(job: Job, a: Assumptions, w: float) -> float:
+def _qlora_base_bytes(job: Job, a: Assumptions, table_bytes: float) -> float:
     """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while
-    the token embedding and the output layer (not quantised by PEFT/bitsandbytes) stay 16-bit."""
+    the token embedding and the output layer are not quantised: 16-bit, or fp32 where PEFT's
+    prepare_model_for_kbit_training casts every parameter that is not 4-bit to fp32 (peft-kbit)."""
     nf4 = a.precision.nf4_bits.value / 8
     arch = job.arch
     if arch is None or job.params <= 0:
         return nf4
     embed = min(arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2), job.params)
-    return (nf4 * (job.params - embed) + w * embed) / job.params
+    return (nf4 * (job.params - embed) + table_bytes * embed) / job.params
+
+
+def _state_bytes(
+    job: Job, a: Assumptions, traits: StackMemory, precision: str
+) -> tuple[float, float, float, float]:
+    """(gradient, master, optimizer, working weight) bytes per trainable parameter of full training.
+
+    Megatron keeps fp32 main gradients beside bf16 weights (18 bytes per parameter with AdamW, 6 + 12/d with
+    the distributed optimizer); with fp16 weights its gradients stay fp16 and the optimizer holds an fp32
+    copy of them (20 bytes, 4 + 16/d)."""
+    mixed = precision not in ("fp32", "tf32")
+    w = weight_bytes_per_param(precision, a, training=True)
+    opt = _optimizer_bytes(job, a, mixed, w)
+    master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
+    grad = w
+    if traits.fp32_main_grads and mixed:
+        if precision == "fp16":
+            opt += 4.0  # the optimizer's fp32 copy of the fp16 gradients
+        else:
+            grad = 4.0
+    return grad, master, opt, w
 
 
 class TrainingMemoryModel:
     """Training memory of one job on one GPU at one precision, with every per-layout constant precomputed.
 
-    The search asks fixed_high() and per_sequence_high() thousands of times; components() gives the full
-    breakdown of a chosen layout from the same constants.
+    The search asks fixed_bytes() and per_sequence_bytes() thousands of times; components() gives the full
+    breakdown of a chosen layout from the same constants. Every figure is the central estimate: the verdict
+    is decided on it, and Memory.band says how far published runs fell from it.
     """
 
-    def __init__(self, job: Job, gpu: Gpu, precision: str, a: Assumptions) -> None:
+    def __init__(
+        self, job: Job, gpu: Gpu, precision: str, a: Assumptions, traits: StackMemory | None = None
+    ) -> None:
+        """`traits` replaces the stack's defaults (what a validation source states it changed)."""
         self.job, self.gpu, self.a = job, gpu, a
+        self.traits = traits or stack_traits(job, a)
         mixed = precision not in ("fp32", "tf32")
-        w = weight_bytes_per_param(precision, a, training=True)
-        opt = _optimizer_bytes(job, a, mixed, w)
-        master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
-        self.werr, self.aerr = a.memory.weights_rel_error.value, a.memory.activations_rel_error.value
-        self.frag = a.memory.allocator_fragmentation
+        grad, master, opt, w = _state_bytes(job, a, self.traits, precision)
+        self.frag = a.memory.allocator_fragmentation.value
         self.peft = job.kind in ("lora", "qlora")
-        self.base_bytes = _qlora_base_bytes(job, a, w) if job.kind == "qlora" else w
-        self.grad_bytes = 0.0 if self.peft else w
+        table = 4.0 if self.traits.kbit_fp32_tables else w
+        self.base_bytes = _qlora_base_bytes(job, a, table) if job.kind == "qlora" else w
+        self.grad_bytes = 0.0 if self.peft else grad
+        # Stepping the optimizer inside backward frees each gradient as it is applied: about one parameter's
+        # gradient (the largest, the vocabulary table) is held at a time.
+        self.grad_in_backward = not self.peft and self.traits.optimizer_in_backward
         self.master_bytes = 0.0 if self.peft else master
         self.opt_bytes = 0.0 if self.peft else opt
-        self.adapter_w, self.adapter_states = (w, master + opt) if self.peft else (0.0, 0.0)
+        adapter_w = 4.0 if self.traits.peft_fp32_adapters else w  # PEFT upcasts adapters to fp32
+        # fp32 adapters are their own master copy: weights and gradients 4 bytes, no separate copy.
+        adapter_master = 0.0 if self.traits.peft_fp32_adapters else master
+        self.adapter_w, self.adapter_states = (adapter_w, adapter_master + opt) if self.peft else (0.0, 0.0)
         self.adapter_opt = opt if self.peft else 0.0
         self.paged = job.optimizer.startswith("paged")
         arch = job.arch
@@ -213,33 +328,35 @@ class TrainingMemoryModel:
         self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
-        self._per_seq: dict[tuple[object, ...], tuple[float, float, float]] = {}
-        self.loss_range, self.loss_tp = (0.0, 0.0, 0.0), False
+        self._per_seq: dict[tuple[object, ...], float] = {}
+        self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
             s = job.seq_len or 1
-            per_token, self.loss_tp = _loss_bytes_per_token(job, a)
-            self.loss_range = (per_token[0] * s, per_token[1] * s, per_token[2] * s)
+            per_token, self.loss_tp = _loss_bytes_per_token(job, a, self.traits)
+            # The catalogue's encoders are fine-tuning workloads (BERT on SQuAD: two logits per token, no
+            # vocabulary-sized output), so only decoders pay the language-model loss.
+            self.loss_seq = per_token[1] * s if job.model_kind != "encoder" else 0.0
             for recompute in ("none", "selective", "full"):
                 self.per_layer[recompute] = self._layer_bytes(recompute, s)
 
     @property
     def loss_per_seq(self) -> float:
         """Nominal bytes per sequence of the output layer and loss at their peak."""
-        return self.loss_range[1]
+        return self.loss_seq
 
     def _full_layer(self, s: int) -> tuple[float, float]:
         """(one layer's saved activations, its checkpointed input), bytes per sequence at tp = cp = 1."""
-        arch, c, job = self.job.arch, self.a.activations, self.job
+        arch, c, a = self.job.arch, self.a.activations, self.a
         assert arch is not None
         h = arch.hidden
-        if job.stack in PEFT_STACKS:  # Hugging Face model code: derived from its autograd graph
-            width = _adapter_input_width(arch, job.lora_targets) if self.peft else 0.0
-            layer, inputs = _hf_layer_bytes(
-                arch, self.hf_mode, width, self.a.memory.peft_adapter_input_bytes.value
-            )
-            return layer * s, inputs * s
+        moe = _moe_dispatch_bytes(arch, a) * s
+        if self.traits.model_code != "fused":  # eager PyTorch modules: derived from their autograd graph
+            width = _adapter_input_width(arch, self.job.lora_targets) if self.peft else 0.0
+            per_input = a.memory.peft_adapter_input_bytes.value if self.traits.peft_fp32_adapters else 2.0
+            layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, per_input)
+            return layer * s + moe, inputs * s
         # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
-        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s
+        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s + moe
         return full_layer, c.full_recompute_coeff.value * s * h
 
     def _layer_bytes(self, recompute: str, s: int) -> tuple[float, float]:
@@ -255,8 +372,7 @@ class TrainingMemoryModel:
             else (c.attention_coeff.value * arch.heads * s * s)
         )
         if recompute == "selective" and self.job.stack == "torchtitan":
-            # torchtitan's selective checkpointing recomputes every second block whole.
-            return (full_layer + inputs) / 2.0, full_layer
+            return _op_sac_bytes(arch) * s, full_layer
         return full_layer + attention, 0.0
 
     def _local_params(self, layout: Layout, stage: int) -> float:
@@ -273,6 +389,10 @@ class TrainingMemoryModel:
         if layout.zero < 3 or layout.shard_ranks <= 1 or (layout.pp > 1 and self.job.stack == "torchtitan"):
             return 0.0  # (torchtitan with pipelines keeps the whole stage unsharded: counted in the weights)
         local = self._local_params(layout.with_(sharding="none"), 3)
+        if self.job.stack == "litgpt":
+            # LitGPT (2023) builds the whole model on every GPU before FSDP wraps it and loads the full
+            # checkpoint into it: its peaks hold the unsharded 16-bit model beside the shard (litgpt-lora).
+            return local * self.base_bytes
         arch = self.job.arch
         if arch is not None:
             # A block is one transformer layer: the embedding and output tables are FSDP units of their own,
@@ -292,141 +412,134 @@ class TrainingMemoryModel:
             return self._local_params(layout.with_(sharding="zero2"), 3) * self.base_bytes
         return self._local_params(layout, 3) * self.base_bytes
 
+    def _adapters(self, layout: Layout) -> tuple[float, float]:
+        """LoRA adapters' weights, gradients and optimizer states: (GPU bytes, host bytes)."""
+        a = self.job.trainable_params / (layout.tp * layout.pp)
+        shard = lambda stage: layout.shard_ranks if layout.zero >= stage else 1  # noqa: E731
+        states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
+        gpu = a * (self.adapter_w / shard(3) + self.adapter_w / shard(2) + states / shard(1))
+        return gpu, (a * self.adapter_opt / shard(1) if self.paged else 0.0)
+
+    def _offloaded(self, out: dict[str, tuple[float, float]], layout: Layout) -> None:
+        """Move what offloading puts in host memory: ZeRO-Offload the master weights, optimizer states and
+        gradients (only a reduce bucket of 16-bit gradients stays on the GPU); ZeRO-Infinity the weights."""
+        master, opt, grads = out["master_weights"][0], out["optimizer"], out["gradients"][0]
+        out["master_weights"], out["optimizer"] = (0.0, master), (0.0, opt[0] + opt[1])
+        bucket = self.a.memory.offload_bucket_elements.value * self.grad_bytes
+        kept = min(grads, bucket)
+        out["gradients"] = (kept, grads - kept)
+        if self.job.offload == "params":
+            weights = out["weights"][0]
+            # ZeRO-Infinity keeps about two layers' gathered weights on the GPU.
+            layer = self._local_params(layout.with_(sharding="none"), 3) * self.base_bytes
+            kept_w = min(weights, 2.0 * layer / max(self.layers // layout.pp, 1))
+            out["weights"], out["gradients"] = (kept_w, weights - kept_w), (0.0, grads)
+
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
-        offload = self.job.offload
-        weights = self._sharded_weights(layout)
-        grads = self._local_params(layout, 2) * self.grad_bytes
-        master = self._local_params(layout, 1) * self.master_bytes
         opt = self._local_params(layout, 1) * self.opt_bytes
+        grads = self._local_params(layout, 2) * self.grad_bytes
+        if layout.pp > 1 and layout.zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
+            # FSDP2 under a pipeline schedule accumulates each stage's whole gradient in fp32 between
+            # micro-batches (gradient sync is off until the last one): fsdp2-pp-grads.
+            grads = self._local_params(layout.with_(sharding="none"), 2) * 4.0
+        if self.grad_in_backward and self.job.arch is not None:
+            arch = self.job.arch
+            grads = min(grads, arch.vocab * arch.hidden / layout.tp * self.grad_bytes)
         out = {
-            "weights": (weights, 0.0),
+            "weights": (self._sharded_weights(layout), 0.0),
             "gradients": (grads, 0.0),
-            "master_weights": (master, 0.0),
+            "master_weights": (self._local_params(layout, 1) * self.master_bytes, 0.0),
             "optimizer": (opt, 0.0),
         }
         if self.peft:
-            a = self.job.trainable_params / (layout.tp * layout.pp)
-            shard = lambda stage: layout.shard_ranks if layout.zero >= stage else 1  # noqa: E731
-            states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
-            adapters = a * (self.adapter_w / shard(3) + self.adapter_w / shard(2) + states / shard(1))
-            out["adapters"] = (adapters, a * self.adapter_opt / shard(1) if self.paged else 0.0)
+            out["adapters"] = self._adapters(layout)
         elif self.paged:
             out["optimizer"] = (0.0, opt)
-        if offload in ("optimizer", "params"):
-            out["master_weights"], out["optimizer"] = (0.0, master), (0.0, opt + out["optimizer"][1])
-        if offload == "params":
-            # ZeRO-Infinity keeps about two layers' gathered weights on the GPU; gradients go to the host too.
-            kept = min(
-                weights,
-                2.0
-                * self._local_params(layout.with_(sharding="none"), 3)
-                * self.base_bytes
-                / max(self.layers // layout.pp, 1),
-            )
-            out["weights"], out["gradients"] = (kept, weights - kept), (0.0, grads)
+        if self.job.offload in ("optimizer", "params"):
+            self._offloaded(out, layout)
         return out
 
-    def fixed_high(self, layout: Layout) -> float:
-        """Upper bytes on the GPU of everything but activations (memoised: the search asks per count and
+    def fixed_bytes(self, layout: Layout) -> float:
+        """Central bytes on the GPU of everything but activations (memoised: the search asks per count and
         batch)."""
         key = (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.sharding, layout.shard_group)
         cached = self._fixed.get(key)
         if cached is None:
-            cached = self._fixed[key] = self._fixed_high(layout)
+            st = self.states(layout)
+            total = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
+            cached = self._fixed[key] = total + overhead_central(comm_groups(layout), self.a)
         return cached
 
-    def _fixed_high(self, layout: Layout) -> float:
-        st = self.states(layout)
-        total = sum(gpu for gpu, _ in st.values()) + st["weights"][0] * self.werr + self._gathered(layout)
-        return total + overhead_range(comm_groups(layout), self.a, training=True)[1]
-
     def fixed_floor(self, count: int) -> float:
-        """A lower bound on fixed_high() of every layout over `count` GPUs: each state sharded over all of
+        """A lower bound on fixed_bytes() of every layout over `count` GPUs: each state sharded over all of
         them (no layout splits a parameter over more ranks than tp x pp x its shard ranks, at most the count),
         no ZeRO-3 gather buffers, the fewest communicators (one, past one GPU); offloaded states count
         zero."""
         offload, per = self.job.offload, self.job.params / count
         weights = 0.0 if offload == "params" else per * self.base_bytes
-        grads = 0.0 if offload == "params" else per * self.grad_bytes
         on_host = offload in ("optimizer", "params")
+        grads = 0.0 if on_host or self.grad_in_backward else per * self.grad_bytes
         master = 0.0 if on_host else per * self.master_bytes
         opt = 0.0 if on_host or self.paged else per * self.opt_bytes
         adapters = 0.0
         if self.peft:
             states = self.adapter_states - (self.adapter_opt if self.paged else 0.0)
             adapters = self.job.trainable_params / count * (2.0 * self.adapter_w + states)
-        least_groups = 1 if count > 1 else 0
-        overhead = min(overhead_range(g, self.a, training=True)[1] for g in range(least_groups, 6))
-        return weights * (1 + self.werr) + grads + master + opt + adapters + overhead
+        overhead = overhead_central(1 if count > 1 else 0, self.a)
+        return weights + grads + master + opt + adapters + overhead
 
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Nominal activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what
-        autograd holds at the peak, before the allocator's fragmentation."""
-        return self._activation_range(recompute, tp, cp, pp)[1]
-
-    def _activation_range(self, recompute: str, tp: int, cp: int, pp: int) -> tuple[float, float, float]:
+        """Activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what autograd
+        holds at the peak, before the allocator's reserve."""
         key = (recompute, tp, cp, pp)
         cached = self._per_seq.get(key)
         if cached is None:
             cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp)
         return cached
 
-    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> tuple[float, float, float]:
-        """(low, nominal, high) activation bytes per sequence; high adds the model error and fragmentation."""
+    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> float:
         job = self.job
         if job.arch is None:
-            per = job.activation_bytes_per_item * job.items_per_sequence
-            return per * (1 - self.aerr), per, per * (1 + self.aerr) * (1 + self.frag.range[1])
+            return job.activation_bytes_per_item * job.items_per_sequence
         kept, working = self.per_layer[recompute]
-        if recompute == "full" and job.stack == "unsloth":
+        if recompute == "full" and self.traits.offload_checkpoints:
             kept = 0.0  # Unsloth's checkpointing moves every kept layer input to host memory
         split = (
             tp * cp
         )  # sequence parallelism with TP, and context parallelism, split every token's activations
         first = self.layers * kept * self.act_scale / split
         working = working * self.act_scale / split
-        out = []
-        for loss_seq in self.loss_range:
-            loss = loss_seq / (tp if self.loss_tp else 1) / cp
-            # Backward frees the logits and loss before it recomputes the last block, so with recomputation
-            # the working set and the loss are never held together.
-            tail = loss + working if recompute == "none" else max(loss, working)
-            # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last adds
-            # the loss.
-            out.append(max(first + working, first / pp + tail) if pp > 1 else first + tail)
-        lo, nominal, hi = out
-        return lo * (1 - self.aerr), nominal, hi * (1 + self.aerr) * (1 + self.frag.range[1])
+        loss = self.loss_seq / (tp if self.loss_tp else 1) / cp
+        # Backward frees the logits and loss before it recomputes the last block, so with recomputation the
+        # working set and the loss are never held together.
+        tail = loss + working if recompute == "none" else max(loss, working)
+        # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last, the loss
+        return max(first + working, first / pp + tail) if pp > 1 else first + tail
 
-    def per_sequence_high(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Upper activation bytes per sequence (or item) of micro-batch, the allocator's fragmentation
-        included."""
-        return self._activation_range(recompute, tp, cp, pp)[2]
+    def per_sequence_bytes(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
+        """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve."""
+        return self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
 
     def nominal_bytes(self, layout: Layout) -> float:
-        """The point estimate of the peak on the GPU: nominal states, context and NCCL, nominal activations
-        with the middle of the fragmentation range (what the longest trainable sequence is read from)."""
-        st = self.states(layout)
-        fixed = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
-        lo_o, hi_o = overhead_range(comm_groups(layout), self.a, training=True)
-        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
-        return fixed + (lo_o + hi_o) / 2 + act * (1 + self.frag.value)
+        """The central estimate of the peak on the GPU (the total of components())."""
+        act = self.per_sequence_bytes(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        return self.fixed_bytes(layout) + act
 
     def components(self, layout: Layout, usable_gb: float) -> Memory:
-        """The full breakdown of a layout, each component as (low, high), and what sits in host memory."""
+        """The full breakdown of a layout, each component's central estimate, and what sits in host memory."""
         st = self.states(layout)
-        act_lo, _, act_hi = self._activation_range(layout.recompute, layout.tp, layout.cp, layout.pp)
-        lo_o, hi_o = overhead_range(comm_groups(layout), self.a, training=True)
-        weights, gathered = st["weights"][0], self._gathered(layout)
-        comps = [("weights", weights * (1 - self.werr) + gathered, weights * (1 + self.werr) + gathered)]
+        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        comps = [("weights", st["weights"][0] + self._gathered(layout))]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
-        comps += [(n, st[n][0], st[n][0]) for n in names if st[n][0] or n != "master_weights"]
+        comps += [(n, st[n][0]) for n in names if st[n][0] or n != "master_weights"]
         comps += [
-            ("activations", act_lo * layout.micro_batch, act_hi * layout.micro_batch),
-            ("overhead", lo_o, hi_o),
+            ("activations", act),
+            ("allocator", act * self.frag),
+            ("overhead", overhead_central(comm_groups(layout), self.a)),
         ]
         host = sum(h for _, h in st.values())
-        return _to_gb(comps, self.gpu, usable_gb, host)
+        return _to_gb(comps, self.gpu, self.a, usable_gb, host, training=True)
 
 
 def training_memory(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float) -> Memory:
@@ -434,9 +547,21 @@ def training_memory(job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_g
     return TrainingMemoryModel(job, gpu, layout.precision, a).components(layout, usable_gb)
 
 
-def _to_gb(comps: list[tuple[str, float, float]], gpu: Gpu, usable_gb: float, host: float = 0.0) -> Memory:
+def _to_gb(
+    comps: list[tuple[str, float]],
+    gpu: Gpu,
+    a: Assumptions,
+    usable: float,
+    host: float = 0.0,
+    *,
+    training: bool = False,
+) -> Memory:
     ordered = sorted(comps, key=lambda c: COMPONENT_ORDER.index(c[0]))
-    return Memory(tuple((n, lo / GB, hi / GB) for n, lo, hi in ordered), gpu.memory_gb, usable_gb, host / GB)
+    m = a.memory
+    band, spread = (m.verdict_band.range, m.central_error.range) if training else ((0.0, 0.0), (0.0, 0.0))
+    return Memory(
+        tuple((n, b / GB) for n, b in ordered), capacity_gb(gpu, a), usable, band, spread, host / GB
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,6 +608,6 @@ def inference_memory(
 ) -> Memory:
     """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica."""
     terms = inference_terms(job, gpu, layout, a, context_tokens)
-    b = layout.micro_batch
-    comps = [*terms.fixed, ("kv_cache", terms.kv_per_seq_low * b, terms.kv_per_seq_high * b)]
-    return _to_gb(comps, gpu, usable_gb)
+    # Serving is sized on the upper terms (the engine reserves them), so they are its central estimate.
+    comps = [(n, hi) for n, _, hi in terms.fixed] + [("kv_cache", terms.kv_per_seq_high * layout.micro_batch)]
+    return _to_gb(comps, gpu, a, usable_gb)

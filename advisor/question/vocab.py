@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 WorkloadKind = Literal["pretrain", "finetune", "lora", "qlora", "inference"]
 Precision = Literal["auto", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "lion", "adafactor"]
 Stack = Literal[
     "axolotl",
     "composer",

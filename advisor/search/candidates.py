@@ -143,7 +143,7 @@ def plan_facts(
     """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation."""
     return {
         **layout_facts(base, layout, gpu),
-        "plan.memory_fraction": round(memory.high_gb / memory.capacity_gb, 3),
+        "plan.memory_fraction": round(memory.central_gb / memory.capacity_gb, 3),
         "plan.dominant": memory.dominant,
         "plan.comm_fraction": round(comm_fraction, 2),
         "plan.recompute_needed": recompute_needed,

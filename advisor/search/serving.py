@@ -31,7 +31,7 @@ from advisor.physics.batching import (
     open_loop,
     seq_tokens,
 )
-from advisor.physics.memory import inference_memory
+from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
 from advisor.question.vocab import DEFAULT_ENGINE
 from advisor.search.candidates import Candidate, Miss, plan_facts
@@ -301,14 +301,14 @@ def _memory_miss(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> Miss
     job, a = ctx.job, ctx.knowledge.assumptions
     tp = max(t for t, _ in shapes(job, node_size))
     layout = Layout(count=tp, nodes=1, node_size=node_size, precision=precision, tp=tp)
-    usable = gpu.memory_gb * (1 - ctx.headroom)
+    usable = serving_usable_gb(gpu, a, ctx.headroom)
     mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
     return Miss(
         gpu.id,
         tp,
         "memory",
-        f"needs {mem.high_gb:.0f} GB per GPU for one sequence of {job.prompt_tokens + job.output_tokens} "
-        f"tokens, has {gpu.memory_gb:g} ({usable:.0f} usable)",
+        f"needs {mem.central_gb:.0f} GB per GPU for one sequence of {job.prompt_tokens + job.output_tokens} "
+        f"tokens, has {gpu.memory_gb:g} {gpu.memory_unit} ({usable:.0f} GB usable)",
         1.0,
     )
 
@@ -331,7 +331,7 @@ def _candidate(ctx: Context, gpu: Gpu, precision: str, node_size: int, served: S
         sharding="none",
         micro_batch=served.batch,
     )
-    usable = gpu.memory_gb * (1 - ctx.headroom)
+    usable = serving_usable_gb(gpu, a, ctx.headroom)
     # KV per running sequence as the engine holds it: paged caches average prompt + output / 2.
     held = round(seq_tokens(served.figures.setup.limits, job.prompt_tokens, job.output_tokens))
     memory = inference_memory(job, gpu, layout, a, usable, held)

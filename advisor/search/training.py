@@ -15,7 +15,7 @@ from advisor.catalog.stacks import stack_of
 from advisor.job.inputs import virtual_stages
 from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Interval, regime_of
-from advisor.physics.memory import GB, Memory, TrainingMemoryModel
+from advisor.physics.memory import GB, Memory, TrainingMemoryModel, usable_gb
 from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
 from advisor.search.candidates import (
     Candidate,
@@ -116,7 +116,7 @@ class TrainingSearch:
         self.prune, self.dominance, self.keep_leanest = prune, dominance, leanest
         self.job, self.a, self.cfg = ctx.job, ctx.knowledge.assumptions, ctx.job.config
         self.stack = stack_of(ctx.knowledge, ctx.job.stack)
-        self.usable = gpu.memory_gb * (1 - ctx.headroom)
+        self.usable = usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom)
         self.room_total = self.usable * GB
         self.fabric = ctx.fabric(gpu)
         self.gpu_facts = ctx.gpu_facts(gpu, node_size)
@@ -346,7 +346,7 @@ class TrainingSearch:
             return False
         splits = {(s.tp, s.cp, s.pp) for s in shapes}
         act = min(
-            self.model.per_sequence_high(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits
+            self.model.per_sequence_bytes(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits
         )
         floor = self.model.fixed_floor(count) + act * (self.job.batch_size or 1)
         return floor * (1.0 - BOUND_MARGIN) > self.room_total
@@ -493,11 +493,11 @@ class TrainingSearch:
     ) -> list[tuple[str, int]]:
         """The recomputation policies worth trying at this sharding, each with the largest micro-batch that
         fits (and the leanest layout met, for the refusal when nothing fits)."""
-        room = self.room_total - self.model.fixed_high(base)
+        room = self.room_total - self.model.fixed_bytes(base)
         out: list[tuple[str, int]] = []
         seen_mb = -1
         for recompute in self.recomputes():
-            per = self.model.per_sequence_high(recompute, shape.tp, shape.cp, shape.pp)
+            per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
             mb_max = int(room // per) if per > 0 else 1 << 20
             need = self.room_total - room + per * (self.job.batch_size or 1)
             if res.leanest is None or need < res.leanest[0]:
@@ -602,8 +602,8 @@ class TrainingSearch:
                 self.gpu.id,
                 count,
                 "memory",
-                f"needs {memory.high_gb:.0f} GB per GPU, has "
-                f"{self.gpu.memory_gb:g} ({self.usable:.0f} usable; "
+                f"needs {memory.central_gb:.0f} GB per GPU, has "
+                f"{self.gpu.memory_gb:g} {self.gpu.memory_unit} ({self.usable:.0f} GB usable; "
                 f"largest: {memory.dominant})",
                 1.0 / count,
             )

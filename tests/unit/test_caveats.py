@@ -16,8 +16,12 @@ def checks(plan) -> list[str]:
 
 @pytest.fixture(scope="module")
 def finetune_cheap(knowledge):
-    """70B full fine-tune on $800: many separate instances."""
-    return recommend(knowledge, Workload(model="llama-2-70b", kind="finetune"), Constraints(budget_usd=800))
+    """A 7B pre-trained on 1T tokens within 60 days: plans of many separate instances."""
+    return recommend(
+        knowledge,
+        Workload(model="llama-2-7b", kind="pretrain", tokens=1e12),
+        Constraints(deadline_hours=24 * 60),
+    )
 
 
 def test_many_instances_say_availability_is_not_modelled(finetune_cheap) -> None:

@@ -120,4 +120,4 @@ def test_memory_check_reports_every_source() -> None:
     assert any(line.strip().startswith("torchtitan-h100") for line in lines)
     assert any("fit verdicts" in line for line in lines)
     measured = [c for c in checks if c.gb_error is not None]
-    assert measured and all(c.low_gb <= c.high_gb for c in checks)
+    assert measured and all(c.band[0] <= 0 <= c.band[1] and c.spread[0] <= c.band[0] for c in checks)

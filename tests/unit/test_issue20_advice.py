@@ -24,9 +24,18 @@ def given(knowledge):
 
 
 @pytest.fixture(scope="module")
+def one_rank(knowledge):
+    """The repro held to one server: TP8 plans with one data-parallel rank."""
+    w = WORKLOAD.model_copy(update={"config": RunConfig(tp=8, zero=3, recompute="full")})
+    return recommend(knowledge, w, Constraints(budget_usd=20000, max_gpus=8))
+
+
+@pytest.fixture(scope="module")
 def searched(knowledge):
-    """The same job with nothing stated: the search chooses the recomputation."""
-    return recommend(knowledge, WORKLOAD, Constraints(budget_usd=800))
+    """The same job with nothing but the stack stated (Megatron, which runs pipelines): the search chooses
+    the layout and the recomputation."""
+    w = WORKLOAD.model_copy(update={"config": RunConfig(stack="megatron")})
+    return recommend(knowledge, w, Constraints(budget_usd=800))
 
 
 def fits_without_recompute(knowledge, report, plan) -> bool:
@@ -41,15 +50,15 @@ def fits_without_recompute(knowledge, report, plan) -> bool:
     return training_memory(job, gpu, layout, knowledge.assumptions, usable).fits
 
 
-def test_the_given_zero_stage_is_shown_as_given(given) -> None:
-    one_rank = [p for p in given.plans if p.layout.dp * p.layout.cp == 1]
-    assert one_rank, "the repro has a dp-1 plan"
-    for plan in given.plans:
-        zero = plan.configuration["zero"]
-        assert (zero.value, zero.source) == (3, "given"), plan.parallelism
-        assert bool(zero.note) == (plan.layout.dp * plan.layout.cp == 1)
-    assert "zero 3 (given; dp 1: nothing to shard" in report_text(given)
-    assert "zero 0 (given)" not in report_text(given)
+def test_the_given_zero_stage_is_shown_as_given(given, one_rank) -> None:
+    assert [p for p in one_rank.plans if p.layout.dp * p.layout.cp == 1], "the repro has a dp-1 plan"
+    for report in (given, one_rank):
+        for plan in report.plans:
+            zero = plan.configuration["zero"]
+            assert (zero.value, zero.source) == (3, "given"), plan.parallelism
+            assert bool(zero.note) == (plan.layout.dp * plan.layout.cp == 1)
+        assert "zero 0 (given)" not in report_text(report)
+    assert "zero 3 (given; dp 1: nothing to shard" in report_text(one_rank)
 
 
 def test_recompute_advice_is_true_of_the_plan(knowledge, given, searched) -> None:
@@ -79,7 +88,7 @@ def test_pipeline_advice_names_the_plans_own_micro_batches(given, searched) -> N
 
 def test_plans_fit_counts_the_budget(knowledge, searched) -> None:
     """'N plans fit' counts the plans within the budget (the issue: '64 plans fit' above 2 rows at $200)."""
-    unlimited = recommend(knowledge, WORKLOAD, Constraints())
+    unlimited = recommend(knowledge, searched.workload, Constraints())
     assert searched.plans and len(searched.plans) <= searched.plans_considered
     assert searched.plans_considered < unlimited.plans_considered  # $800 leaves many plans out
     assert all(p.cost_usd.high <= 800 for p in searched.plans)

@@ -191,8 +191,8 @@ def knowledge_copy(tmp_path: Path) -> Path:
         ("rules.toml", 'op = "eq"', 'op = "roughly"', r"rules.toml: rule\[\d+\]"),
         (
             "assumptions.toml",
-            "headroom = { value = 0.05",
-            "headroom = { valu = 0.05",
+            "headroom = { value = 0.0,",
+            "headroom = { valu = 0.0,",
             r"assumptions.toml: memory.headroom",
         ),
         (

@@ -45,7 +45,8 @@ def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
 
 
 def test_shape_rows_are_read_by_their_shape(mv: ModuleType) -> None:
-    from advisor.physics.memory_check import _spec, read_rows
+    from advisor.physics.memory_rows import read_rows
+    from advisor.physics.memory_rows import spec_of as _spec
 
     raw = next(r for r in read_rows() if not r["model"] and r["gated"] == "no")
     spec = _spec(raw)
@@ -60,11 +61,17 @@ def test_shape_rows_are_read_by_their_shape(mv: ModuleType) -> None:
 
 
 def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledge) -> None:
+    from advisor.physics.memory import capacity_gb
+
     for row in mv.load_rows():
         if row.measured_peak_gb is None:
             continue
-        capacity = row.gpu_memory_gb or knowledge.gpu(row.gpu).memory_gb
-        assert row.measured_peak_gb <= capacity * 1.0001, row.source_ref
+        gpu = knowledge.gpu(row.gpu or "h100-sxm")
+        # gpu_memory_gb is the memory as vendors state it: GiB
+        capacity = (
+            row.gpu_memory_gb * 1.073741824 if row.gpu_memory_gb else capacity_gb(gpu, knowledge.assumptions)
+        )
+        assert row.measured_peak_gb <= capacity, row.source_ref
     gib_row = next(r for r in mv.load_rows() if r.unit == "GiB")
     assert gib_row.measured_peak_gb == pytest.approx(gib_row.measured_peak * 1.073741824)
 
@@ -81,6 +88,8 @@ def test_peaks_are_converted_to_gb_and_below_the_memory(mv: ModuleType, knowledg
         ({"source_ref": "a blog"}, "must cite"),
         ({"gated": "yes"}, "gated 'yes'"),
         ({"model": "", "gated": ""}, "gated ''"),
+        ({"settings": "compile=true"}, "settings 'compile=true'"),
+        ({"settings": "optimizer_in_backward=maybe"}, "trait=value"),
     ],
 )
 def test_bad_rows_are_caught(
@@ -94,3 +103,35 @@ def test_summary_has_a_line_per_source(mv: ModuleType) -> None:
     rows = mv.load_rows()
     lines = mv.summary(rows)
     assert len(lines) == len({r.source for r in rows}) + 2 and lines[-1].split()[1] == str(len(rows))
+
+
+def test_source_settings_change_the_estimate(knowledge) -> None:
+    from advisor.physics.memory_rows import estimate, read_rows
+
+    row = next(r for r in read_rows() if "Fuse optimizer step" in r["source_ref"])
+    assert row["settings"] == ""  # torchtune's default: the optimizer steps inside backward
+    with_full_grads = {**row, "settings": "optimizer_in_backward=false"}
+    assert estimate(knowledge, with_full_grads).device > estimate(knowledge, row).device + 5.0
+    with pytest.raises(ValueError, match=r"no \[loss.nope\]"):
+        estimate(knowledge, {**row, "settings": "loss=nope"})
+
+
+def test_the_shipped_band_is_the_fit_on_the_peaks(knowledge) -> None:
+    from advisor.physics.memory_check import _errors_by_source, fit_band
+    from advisor.physics.memory_rows import estimate, read_rows
+
+    rows = read_rows()
+    p10, p25, p50, p75, p90 = fit_band(_errors_by_source(rows, [estimate(knowledge, r) for r in rows]))
+    m = knowledge.assumptions.memory
+    assert m.central_error.range == pytest.approx((p10, p90), abs=0.0015)
+    assert m.verdict_band.range == pytest.approx((p25, p75), abs=0.0015)
+    assert m.central_error.value == pytest.approx(p50, abs=0.0015) == m.verdict_band.value
+
+
+def test_verdicts_meet_the_goal_with_each_source_held_out(knowledge) -> None:
+    from advisor.physics.memory_check import check_all
+
+    runs = [c for c in check_all(knowledge) if c.kind == "run"]
+    assert len(runs) >= 100 and len({c.source for c in runs}) >= 8
+    assert sum(c.agrees for c in runs) / len(runs) >= 0.9
+    assert sum(c.verdict3 == "may not fit" for c in runs) / len(runs) <= 0.15

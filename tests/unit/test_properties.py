@@ -25,7 +25,7 @@ def _memory(workload: Workload, layout: Layout, kind_of: str = "high") -> dict[s
     gpu = KNOWLEDGE.gpu("h100-sxm")
     job = resolve_job(KNOWLEDGE, workload)
     mem = TrainingMemoryModel(job, gpu, "bf16", KNOWLEDGE.assumptions).components(layout, 72.0)
-    return {name: high for name, _, high in mem.components}
+    return dict(mem.components)
 
 
 def _layout(dp: int, tp: int, zero: str) -> Layout:

@@ -180,8 +180,9 @@ def test_interleaved_bubble_closed_form(knowledge) -> None:
 
 
 def test_fsdp_with_tensor_parallel_memory(knowledge) -> None:
-    # 2D: FSDP over 8 data-parallel ranks x TP 8: weights, gradients and states each / (tp x dp).
-    ctx = _ctx(knowledge, model="llama-2-70b", kind="pretrain", precision="bf16")
+    # 2D: FSDP over 8 data-parallel ranks x TP 8 (torchtitan): weights, gradients and states each / (tp x dp).
+    config = RunConfig(stack="torchtitan")
+    ctx = _ctx(knowledge, model="llama-2-70b", kind="pretrain", precision="bf16", config=config)
     model = TrainingMemoryModel(ctx.job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
     lay = Layout(count=64, nodes=8, node_size=8, precision="bf16", tp=8, dp=8, sharding="zero3")
     st = model.states(lay)
