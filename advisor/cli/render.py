@@ -170,7 +170,10 @@ def _interval(p10: float, p50: float, p90: float, fmt: str = ",.1f") -> str:
 
 
 def _memory_range(m: MemoryOut) -> str:
-    """'43.3 GB (39.1-47.5, P10-P90)': the central estimate and the measured error band around it."""
+    """'43.3 GB (39.1-47.5, P10-P90)': the central estimate and the measured error band around it (none
+    where the figure is an allocation, as a serving engine's KV cache, not an estimate)."""
+    if round(m.per_gpu_gb_low, 1) == round(m.per_gpu_gb_high, 1):
+        return f"{m.per_gpu_gb:.1f} GB"
     return f"{m.per_gpu_gb:.1f} GB ({m.per_gpu_gb_low:.1f}-{m.per_gpu_gb_high:.1f}, P10-P90)"
 
 
