@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Annotated, Literal
 
 from advisor.catalog.common import CatalogueId, Check, PosFloat, PosInt, Record, record
+from advisor.catalog.dates import age_months
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -73,8 +74,6 @@ class Price(Record):
 
     def age_months(self, now: dt.date | None = None) -> float:
         """Months since the price was written ($GPU_ADVISOR_TODAY pins today)."""
-        from advisor.catalog.prices import age_months
-
         return age_months(self.date, now)
 
     def is_old(self, now: dt.date | None = None) -> bool:

@@ -424,3 +424,13 @@ def _shipped_root() -> Traversable | Path:
     from importlib import resources
 
     return resources.files("knowledge")
+
+
+def all_offers(knowledge: Knowledge) -> list[Offer]:
+    """Refreshed offers (GPUs the catalogue knows) followed by the shipped snapshot."""
+    from advisor.catalog.prices import load_user_prices
+
+    user = load_user_prices()
+    known = {g.id for g in knowledge.gpus}
+    fresh = [o for o in user.offers if o.gpu in known] if user else []
+    return fresh + list(knowledge.offers)

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from advisor.catalog.common import PosFloat, PosInt, Record, record
-
-if TYPE_CHECKING:
-    from advisor.catalog.loader import Knowledge
+from advisor.catalog.dates import DAYS_PER_MONTH, age_months, today  # noqa: F401  (re-exported)
 
 Pricing = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
-DAYS_PER_MONTH = 30.44
 USER_PRICES = "prices.json"
 
 
@@ -51,17 +47,6 @@ class UserPrices(Record):
     offers: tuple[Offer, ...]
 
 
-def today() -> dt.date:
-    """Today's date ($GPU_ADVISOR_TODAY, an ISO date, pins it for tests and reproducible reports)."""
-    pinned = os.environ.get("GPU_ADVISOR_TODAY")
-    return dt.date.fromisoformat(pinned) if pinned else dt.date.today()
-
-
-def age_months(date: dt.date, now: dt.date | None = None) -> float:
-    """How many months old a price is."""
-    return ((now or today()) - date).days / DAYS_PER_MONTH
-
-
 def user_prices_path() -> Path:
     """Where refreshed offers live (the user data directory)."""
     from advisor.catalog.userdata import data_dir
@@ -92,11 +77,3 @@ def load_user_prices(path: Path | None = None) -> UserPrices | None:
     if key not in _CACHE:
         _CACHE[key] = read_stored(path, _parse_user_prices)  # validated by pydantic only when the file exists
     return _CACHE[key]
-
-
-def all_offers(knowledge: Knowledge) -> list[Offer]:
-    """Refreshed offers (GPUs the catalogue knows) followed by the shipped snapshot."""
-    user = load_user_prices()
-    known = {g.id for g in knowledge.gpus}
-    fresh = [o for o in user.offers if o.gpu in known] if user else []
-    return fresh + list(knowledge.offers)

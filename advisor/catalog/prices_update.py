@@ -318,7 +318,7 @@ def build_update(knowledge: Knowledge, texts: dict[str, tuple[str, str]], source
 
 def summary(update: Update, knowledge: Knowledge) -> list[str]:
     """One line per cloud (offers, invalid rows, unknown names) and per GPU whose cheapest price changes."""
-    from advisor.catalog.prices import all_offers
+    from advisor.catalog.loader import all_offers
 
     lines = []
     for cloud, p in update.parsed.items():

@@ -127,7 +127,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_prices(args: argparse.Namespace) -> int:
-    from advisor.catalog.prices import all_offers
+    from advisor.catalog.loader import all_offers
     from advisor.search.cost import offer_flags
 
     if getattr(args, "prices_command", None) == "update":

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
-from advisor.catalog.loader import Knowledge
-from advisor.catalog.prices import Offer, age_months, all_offers, today
+from advisor.catalog.loader import Knowledge, all_offers
+from advisor.catalog.prices import Offer, age_months, today
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
 

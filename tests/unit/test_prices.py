@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog.prices import Offer, all_offers, load_user_prices, user_prices_path
+from advisor.catalog.loader import all_offers
+from advisor.catalog.prices import Offer, load_user_prices, user_prices_path
 from advisor.catalog.prices_update import build_update, gpu_id, parse_catalogue, read_folder
 from advisor.cli.main import main
 from advisor.job.inputs import Constraints
