@@ -257,6 +257,13 @@ def _predict_serving(
 ) -> Prediction:
     """The same serving search as recommend, with the GPU, the count and every stated value held."""
     job = ctx.job
+    if job.config.tp and job.config.tp > node_size:
+        raise InputError(
+            field="tp",
+            value=job.config.tp,
+            problem=f"is wider than {gpu.id}'s {node_size}-GPU servers",
+            accepted=f"tensor parallel within a server: up to {node_size} on {gpu.id}",
+        )
     found, missed = search_serving(ctx, gpu, precision, node_size, count)
     if not found:
         if not shapes(job, node_size, count):

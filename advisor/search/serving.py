@@ -197,7 +197,9 @@ def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int,
     if given_tp or given_pp:
         tps = [given_tp] if given_tp else sorted({t for t, _ in out})
         pps = [given_pp] if given_pp else [1]
-        out = [(t, p) for t in tps for p in pps]
+        # Tensor parallelism stays inside a server: a GPU whose servers are narrower than the stated tp has no
+        # shape (its all-reduces would cross the network, which the step model does not price).
+        out = [(t, p) for t in tps for p in pps if t <= node_size]
     if gpus is not None:
         out = [(t, p) for t, p in out if gpus % (t * p) == 0]
     return sorted(set(out))
@@ -319,7 +321,12 @@ def _candidate(ctx: Context, gpu: Gpu, precision: str, node_size: int, served: S
     rep = served.figures.setup.replica
     tp, pp, replicas = rep.tp, rep.pp, served.replicas
     count = replicas * tp * pp
-    nodes = max(1, math.ceil(count / node_size)) if tp * pp <= node_size else replicas * pp
+    # A replica wider than a server spans whole servers (a stated TP2 on one-GPU GH200 nodes takes two).
+    nodes = (
+        max(1, math.ceil(count / node_size))
+        if tp * pp <= node_size
+        else replicas * math.ceil(tp * pp / node_size)
+    )
     layout = Layout(
         count=count,
         nodes=nodes,
@@ -373,6 +380,9 @@ def search_serving(
     missed: list[Miss] = []
     given_targets = job.ttft_ms is not None or not any(x.field == "tpot_ms" for x in job.assumed)
     targets = targets_of(job, use=count is None or given_targets)
+    if job.config.tp and job.config.tp > node_size:
+        why = f"tensor parallel {job.config.tp} is wider than its {node_size}-GPU servers"
+        return [], [Miss(gpu.id, job.config.tp, "constraint", why, 2.0)]
     for tp, pp in shapes(job, node_size, count):
         fig = figures_for(ctx, gpu, tp, pp, precision)
         if fig is None:

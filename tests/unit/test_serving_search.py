@@ -28,6 +28,18 @@ def test_a_stated_tp_is_every_serving_plans_tp(knowledge) -> None:
     assert p.layout.tp == 2 and p.layout.dp == 2
 
 
+def test_a_stated_tp_wider_than_a_server_is_never_served_across_servers(knowledge) -> None:
+    from advisor.question.errors import InputError
+
+    w = Workload(model="llama-2-13b", kind="inference", config=RunConfig(tp=2))
+    report = recommend(knowledge, w, Constraints(top=40))
+    narrow = {g.id for g in knowledge.gpus if g.gpus_per_node == 1}
+    assert narrow and not {p.gpu for p in report.plans} & narrow
+    assert all(p.nodes * knowledge.gpu(p.gpu).gpus_per_node >= p.count for p in report.plans)
+    with pytest.raises(InputError, match="wider than gh200's 1-GPU servers"):
+        predict(knowledge, w, "gh200", 2)
+
+
 def test_the_cli_gives_tp2_plans_when_asked() -> None:
     done = subprocess.run(
         [
