@@ -284,7 +284,7 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
     """One line for each GPU type not in the top plans (its best plan, or why none fits), and for the top
     GPU types the largest count that does not fit."""
     top_gpus = {s.cand.gpu.id for s in top}
-    lines = _fewer_lines(search, top, top_gpus)
+    lines = _fewer_lines(search, top)
     behind = _best_behind(ranked, top_gpus)
     lines += _behind_lines(ranked, behind)
     shown = top_gpus | behind.keys()
@@ -292,11 +292,12 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
     return [x if isinstance(x, str) else x.line() for _, x in sorted(lines, key=lambda x: x[0])[:limit]]
 
 
-def _fewer_lines(search: Search, top: list[Scored], top_gpus: set[str]) -> list[_WhyLine]:
+def _fewer_lines(search: Search, top: list[Scored]) -> list[_WhyLine]:
     """Why not fewer of each chosen GPU: the largest count below the chosen ones that ran out of memory."""
     chosen = {(s.cand.gpu.id, s.cand.layout.count) for s in top}
     lines: list[_WhyLine] = []
-    for gpu_id in top_gpus:
+    # In rank order, not the set's: lines of equal count keep that order, whatever the string hash seed.
+    for gpu_id in dict.fromkeys(s.cand.gpu.id for s in top):
         smaller = [
             m
             for m in search.misses
