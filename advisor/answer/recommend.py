@@ -263,24 +263,41 @@ def pareto_front(scored: list[Scored]) -> list[Scored]:
     return front
 
 
+# Why-not lines rank the miss that says most about a GPU: a missed deadline or budget first, the price last.
+_MISS_PRIORITY = {
+    "deadline": 0,
+    "budget": 0,
+    "latency": 1,
+    "memory": 2,
+    "scale": 3,
+    "constraint": 3,
+    "price": 5,
+    "precision": 6,
+}
+
+# A why-not line with its sort key; a line is worded only once it is among those shown: a memory miss words
+# itself with a search (lazily).
+_WhyLine = tuple[tuple[float, ...], str | Miss]
+
+
 def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int = 10) -> list[str]:
     """One line for each GPU type not in the top plans (its best plan, or why none fits), and for the top
     GPU types the largest count that does not fit."""
-    chosen = {(s.cand.gpu.id, s.cand.layout.count) for s in top}
     top_gpus = {s.cand.gpu.id for s in top}
-    priority = {
-        "deadline": 0,
-        "budget": 0,
-        "latency": 1,
-        "memory": 2,
-        "scale": 3,
-        "constraint": 3,
-        "price": 5,
-        "precision": 6,
-    }
-    # A line is worded only once it is among those shown: a memory miss words itself with a search (lazily).
-    lines: list[tuple[tuple[float, ...], str | Miss]] = []
-    for gpu_id in top_gpus:  # why not fewer of the chosen GPUs
+    lines = _fewer_lines(search, top)
+    behind = _best_behind(ranked, top_gpus)
+    lines += _behind_lines(ranked, behind)
+    shown = top_gpus | behind.keys()
+    lines += [((2 + _MISS_PRIORITY[m.kind], m.rank, -m.count), m) for m in _telling_misses(search, shown)]
+    return [x if isinstance(x, str) else x.line() for _, x in sorted(lines, key=lambda x: x[0])[:limit]]
+
+
+def _fewer_lines(search: Search, top: list[Scored]) -> list[_WhyLine]:
+    """Why not fewer of each chosen GPU: the largest count below the chosen ones that ran out of memory."""
+    chosen = {(s.cand.gpu.id, s.cand.layout.count) for s in top}
+    lines: list[_WhyLine] = []
+    # In rank order, not the set's: lines of equal count keep that order, whatever the string hash seed.
+    for gpu_id in dict.fromkeys(s.cand.gpu.id for s in top):
         smaller = [
             m
             for m in search.misses
@@ -291,42 +308,92 @@ def _why_not(search: Search, ranked: list[Scored], top: list[Scored], limit: int
         if smaller:
             m = max(smaller, key=lambda m: m.count)
             lines.append(((0, m.count), m))
-    feasible_by_gpu: dict[str, Scored] = {}
-    position = {s.key: i + 1 for i, s in enumerate(ranked)}
+    return lines
+
+
+def _best_behind(ranked: list[Scored], top_gpus: set[str]) -> dict[str, Scored]:
+    """The best-ranked feasible plan of each GPU type that is not among the top plans."""
+    best: dict[str, Scored] = {}
     for s in ranked:
-        if s.cand.gpu.id not in top_gpus and s.cand.gpu.id not in feasible_by_gpu:
-            feasible_by_gpu[s.cand.gpu.id] = s
-    for gpu_id, s in feasible_by_gpu.items():
+        if s.cand.gpu.id not in top_gpus and s.cand.gpu.id not in best:
+            best[s.cand.gpu.id] = s
+    return best
+
+
+def _behind_lines(ranked: list[Scored], behind: dict[str, Scored]) -> list[_WhyLine]:
+    """For each GPU type that fits but ranks lower: its rank, time and cost."""
+    position = {s.key: i + 1 for i, s in enumerate(ranked)}
+    lines: list[_WhyLine] = []
+    for gpu_id, s in behind.items():
         what = f"{s.hours.p50:,.1f} h" if s.latency_s is None else f"{s.latency_s.p50:.1f} s per request"
         text = (
             f"{gpu_id} x{s.cand.layout.count}: ranks #{position[s.key]} ({what}, ${s.cost.mid:,.0f}) "
             "behind the plans above"
         )
         lines.append(((1, position[s.key]), text))
+    return lines
+
+
+def _telling_misses(search: Search, shown: set[str]) -> list[Miss]:
+    """For each GPU type with no plan at all, its most telling miss (the first one met on ties)."""
     by_gpu: dict[str, Miss] = {}
     for m in search.misses:
-        if m.gpu_id in top_gpus or m.gpu_id in feasible_by_gpu:
+        if m.gpu_id in shown:
             continue
         best = by_gpu.get(m.gpu_id)
-        pm = priority[m.kind]
-        if (
-            best is None
-            or pm < priority[best.kind]
-            or (
-                pm == priority[best.kind]
-                and (m.rank < best.rank if m.kind in ("deadline", "budget") else m.count > best.count)
-            )
-        ):
+        if best is None or _tells_more(m, best):
             by_gpu[m.gpu_id] = m
-    for m in by_gpu.values():
-        lines.append(((2 + priority[m.kind], m.rank, -m.count), m))
-    return [x if isinstance(x, str) else x.line() for _, x in sorted(lines, key=lambda x: x[0])[:limit]]
+    return list(by_gpu.values())
+
+
+def _tells_more(m: Miss, best: Miss) -> bool:
+    """Whether miss m says more than best: a higher-priority kind, or on the same kind the nearer miss of a
+    deadline or budget, or the larger count of any other."""
+    pm, pb = _MISS_PRIORITY[m.kind], _MISS_PRIORITY[best.kind]
+    if pm != pb:
+        return pm < pb
+    return m.rank < best.rank if m.kind in ("deadline", "budget") else m.count > best.count
 
 
 def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
+    """One scored plan as output: its figures, the reasons it was chosen, its rules and configuration."""
     cand, lay, mem = s.cand, s.cand.layout, s.cand.memory
     job = ctx.job
     fired = [f for f in cand.firings if f.kind != "constraint"]
+    step, alternatives = _step_and_alternatives(s)
+    unit = job.unit if job.training else "output tokens/s"
+    return PlanOut(
+        rank=rank,
+        gpu=cand.gpu.id,
+        gpu_name=cand.gpu.name,
+        count=lay.count,
+        nodes=lay.nodes,
+        parallelism=lay.label() if job.training else serving_label(cand),
+        precision=lay.precision,
+        layout=layout_out(lay),
+        memory_per_gpu_gb=round(mem.central_gb, 2),
+        memory=memory_out(mem),
+        throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
+        step_time_s=step,
+        efficiency=_interval_of(s.eff),
+        bound=cand.step.bound if cand.step else (cand.serving.figures.bound if cand.serving else "compute"),
+        hours=_interval_of(s.hours),
+        cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
+        price=_price_out(s.price),
+        reasons=tuple(_plan_reasons(job, s, fired)),
+        rules=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in fired),
+        advice=tuple(f.message for f in fired if f.kind == "advice"),
+        serving=_serving_of(job, s),
+        on_front=on_front,
+        configuration=configuration(job, lay) if job.training else serving_configuration(job, lay),
+        alternatives=alternatives,
+        goodput=goodput_out(s.goodput) if s.goodput else None,
+    )
+
+
+def _plan_reasons(job: Job, s: Scored, fired: list[Firing]) -> list[str]:
+    """Why a plan: its memory, its time (or serving latency), its price, its notes and the preferences met."""
+    cand, mem = s.cand, s.cand.memory
     reasons = [
         f"{mem.verdict}: {mem.central_gb:.1f} GB ({mem.low_gb:.1f}-{mem.high_gb:.1f}) of "
         f"{mem.usable_gb:.1f} GB "
@@ -348,65 +415,45 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
             f"{o.pricing}{host}, prices as of {o.date.isoformat()}"
         )
     else:
-        reasons.append(f"on-prem at ${s.usd_per_hour / lay.count:.2f}/GPU-h (TCO, amortised)")
+        reasons.append(f"on-prem at ${s.usd_per_hour / cand.layout.count:.2f}/GPU-h (TCO, amortised)")
     reasons += s.notes + _serving_plan_notes(job, s)
     reasons += [
         f"preference {f.rule_id}: {f.message} ({f.score:+g})" for f in fired if f.kind == "preference"
     ]
-    price = None
-    if s.price is not None:
-        o = s.price.offer
-        price = PriceOut(
-            provider=o.provider,
-            region=o.region,
-            instance=o.instance,
-            pricing=o.pricing,
-            usd_per_gpu_hour=round(o.usd_per_gpu_hour, 4),
-            usd_per_hour=round(s.price.usd_per_hour, 4),
-            instances=s.price.instances,
-            billed_gpus=s.price.billed_gpus,
-            date=o.date,
-            source=o.source,
-            includes_host=o.includes_host,
-            note=o.note,
-        )
-    memory = memory_out(mem)
-    step = None
-    alternatives: tuple = ()
-    if cand.step is not None:
-        step = _interval_of(s.eff.inverted(cand.step.total_s))
-        alternatives = tuple(
-            alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
-        )
-    serving = _serving_of(job, s)
-    unit = job.unit if job.training else "output tokens/s"
-    return PlanOut(
-        rank=rank,
-        gpu=cand.gpu.id,
-        gpu_name=cand.gpu.name,
-        count=lay.count,
-        nodes=lay.nodes,
-        parallelism=lay.label() if job.training else serving_label(cand),
-        precision=lay.precision,
-        layout=layout_out(lay),
-        memory_per_gpu_gb=round(mem.central_gb, 2),
-        memory=memory,
-        throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
-        step_time_s=step,
-        efficiency=_interval_of(s.eff),
-        bound=cand.step.bound if cand.step else (cand.serving.figures.bound if cand.serving else "compute"),
-        hours=_interval_of(s.hours),
-        cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
-        price=price,
-        reasons=tuple(reasons),
-        rules=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in fired),
-        advice=tuple(f.message for f in fired if f.kind == "advice"),
-        serving=serving,
-        on_front=on_front,
-        configuration=configuration(job, lay) if job.training else serving_configuration(job, lay),
-        alternatives=alternatives,
-        goodput=goodput_out(s.goodput) if s.goodput else None,
+    return reasons
+
+
+def _price_out(price: PriceChoice | None) -> PriceOut | None:
+    """The cloud offer a plan is priced on, as output (None on-prem)."""
+    if price is None:
+        return None
+    o = price.offer
+    return PriceOut(
+        provider=o.provider,
+        region=o.region,
+        instance=o.instance,
+        pricing=o.pricing,
+        usd_per_gpu_hour=round(o.usd_per_gpu_hour, 4),
+        usd_per_hour=round(price.usd_per_hour, 4),
+        instances=price.instances,
+        billed_gpus=price.billed_gpus,
+        date=o.date,
+        source=o.source,
+        includes_host=o.includes_host,
+        note=o.note,
     )
+
+
+def _step_and_alternatives(s: Scored) -> tuple[Range3 | None, tuple]:
+    """A training plan's step time and its runner-up layouts, each timed against it (none for serving)."""
+    cand = s.cand
+    if cand.step is None:
+        return None, ()
+    step = _interval_of(s.eff.inverted(cand.step.total_s))
+    alternatives = tuple(
+        alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
+    )
+    return step, alternatives
 
 
 def _serving_report_notes(ctx: Context, top: list[Scored]) -> list[str]:
@@ -480,52 +527,12 @@ def run_search(
     candidates: list[Candidate] = []
     offers_by_gpu: dict[str, list] = {}
     for gpu in select_gpus(knowledge, constraints):
-        precision = resolve_precision(job.precision, gpu)
         offers = usable_offers(knowledge, gpu, constraints) if constraints.deployment == "cloud" else []
         offers_by_gpu[gpu.id] = offers
-        if constraints.deployment == "cloud" and not offers:
-            misses.append(
-                Miss(
-                    gpu.id,
-                    1,
-                    "price",
-                    f"no {constraints.pricing} price in the catalogue"
-                    + (f" from {', '.join(constraints.providers)}" if constraints.providers else ""),
-                    5.0,
-                )
-            )
-            continue
-        if constraints.deployment == "on-prem" and onprem_rate is not None and gpu.price is None:
-            misses.append(Miss(gpu.id, 1, "price", "no sourced purchase price for an on-prem TCO", 5.0))
-            continue
-        node_size = node_size_for(gpu, offers)
-        facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
-        hard = [
-            f
-            for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts)
-            if f.kind == "constraint"
-        ]
-        if hard:
-            misses.append(Miss(gpu.id, 1, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 4.0))
-            continue
-        if peak_flops(gpu, precision) is None:
-            reason = gpu.missing.get(f"tflops.{precision}", f"no {precision} support")
-            misses.append(Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0))
-            continue
-        if job.training:
-            found, missed = search_training(ctx, gpu, precision, node_size)
-        else:
-            found, missed = search_serving(ctx, gpu, precision, node_size)
+        found, missed = _gpu_plans(ctx, gpu, offers, onprem_rate)
         candidates += found
         misses += missed
-    scored: list[Scored] = []
-    for cand, eff, alt_effs in _with_efficiency(ctx, candidates):
-        result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate)
-        if isinstance(result, Miss):
-            misses.append(result)
-        else:
-            result.alt_effs = alt_effs
-            scored.append(result)
+    scored = _scored(ctx, candidates, offers_by_gpu, onprem_rate, misses)
     feasible = []
     for s in scored:
         miss = _limits(ctx, s)
@@ -534,6 +541,67 @@ def run_search(
         else:
             misses.append(miss)
     return Search(ctx, scored, feasible, misses, job_firings)
+
+
+def _gpu_plans(
+    ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None
+) -> tuple[list[Candidate], list[Miss]]:
+    """The candidate plans of one GPU type and its misses; one miss alone when the GPU is ruled out whole."""
+    precision = resolve_precision(ctx.job.precision, gpu)
+    ruled_out = _gpu_ruled_out(ctx, gpu, offers, onprem_rate)
+    if ruled_out is not None:
+        return [], [ruled_out]
+    node_size = node_size_for(gpu, offers)
+    facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
+    hard = [
+        f
+        for f in evaluate(ctx.rules_by_scope["gpu"] + ctx.rules_by_scope["plan"], facts)
+        if f.kind == "constraint"
+    ]
+    if hard:
+        return [], [Miss(gpu.id, 1, "constraint", f"{hard[0].message} (rule {hard[0].rule_id})", 4.0)]
+    if peak_flops(gpu, precision) is None:
+        reason = gpu.missing.get(f"tflops.{precision}", f"no {precision} support")
+        return [], [Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0)]
+    if ctx.job.training:
+        return search_training(ctx, gpu, precision, node_size)
+    return search_serving(ctx, gpu, precision, node_size)
+
+
+def _gpu_ruled_out(ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None) -> Miss | None:
+    """Why a GPU type cannot be priced at all: no cloud offer, or no purchase price for an on-prem TCO."""
+    constraints = ctx.constraints
+    if constraints.deployment == "cloud" and not offers:
+        return Miss(
+            gpu.id,
+            1,
+            "price",
+            f"no {constraints.pricing} price in the catalogue"
+            + (f" from {', '.join(constraints.providers)}" if constraints.providers else ""),
+            5.0,
+        )
+    if constraints.deployment == "on-prem" and onprem_rate is not None and gpu.price is None:
+        return Miss(gpu.id, 1, "price", "no sourced purchase price for an on-prem TCO", 5.0)
+    return None
+
+
+def _scored(
+    ctx: Context,
+    candidates: list[Candidate],
+    offers_by_gpu: dict[str, list],
+    onprem_rate: OnPremRate | None,
+    misses: list[Miss],
+) -> list[Scored]:
+    """Every candidate that can be priced, with its efficiency, time and cost; the others join `misses`."""
+    scored: list[Scored] = []
+    for cand, eff, alt_effs in _with_efficiency(ctx, candidates):
+        result = _score(ctx, cand, eff, offers_by_gpu, onprem_rate)
+        if isinstance(result, Miss):
+            misses.append(result)
+        else:
+            result.alt_effs = alt_effs
+            scored.append(result)
+    return scored
 
 
 def _with_efficiency(

@@ -435,32 +435,7 @@ def spec_from_shape(
         "experts": experts,
         "experts_per_token": experts_per_token,
     }
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(
-                field=key, value=value, problem="is not accepted", accepted="a whole number >= 1"
-            )
-    if heads % kv_heads:
-        raise InputError(
-            field="kv_heads",
-            value=kv_heads,
-            problem=f"does not divide the {heads} heads",
-            accepted="a divisor",
-        )
-    if head_dim is None and hidden % heads:
-        raise InputError(
-            field="heads",
-            value=heads,
-            problem=f"does not divide the hidden size {hidden}",
-            accepted="a divisor",
-        )
-    if experts_per_token > experts:
-        raise InputError(
-            field="experts_per_token",
-            value=experts_per_token,
-            problem=f"exceeds the {experts} experts",
-            accepted=f"at most {experts}",
-        )
+    _check_shape(values, head_dim)
     moe = Moe(experts=experts, per_token=experts_per_token, ffn=ffn) if experts > 1 else None
     shape = Shape(
         layers=layers,
@@ -483,6 +458,38 @@ def spec_from_shape(
         max_seq_len=max_seq_len,
         architecture="llama",
     )
+
+
+def _check_shape(values: dict[str, int], head_dim: int | None) -> None:
+    """Raise InputError on the first shape value that is not a whole number >= 1 or does not divide."""
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(
+                field=key, value=value, problem="is not accepted", accepted="a whole number >= 1"
+            )
+    heads, kv_heads, hidden = values["heads"], values["kv_heads"], values["hidden"]
+    experts, experts_per_token = values["experts"], values["experts_per_token"]
+    if heads % kv_heads:
+        raise InputError(
+            field="kv_heads",
+            value=kv_heads,
+            problem=f"does not divide the {heads} heads",
+            accepted="a divisor",
+        )
+    if head_dim is None and hidden % heads:
+        raise InputError(
+            field="heads",
+            value=heads,
+            problem=f"does not divide the hidden size {hidden}",
+            accepted="a divisor",
+        )
+    if experts_per_token > experts:
+        raise InputError(
+            field="experts_per_token",
+            value=experts_per_token,
+            problem=f"exceeds the {experts} experts",
+            accepted=f"at most {experts}",
+        )
 
 
 def _depth(value: Any) -> int:

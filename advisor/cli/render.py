@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.gpus import Price
     from advisor.catalog.prices import Offer
+    from advisor.ops.plan import OpsPlan
     from advisor.ops.tco import TcoOut
 
 
@@ -257,92 +258,8 @@ def report_text(r: Report) -> str:
     lines = [head]
     lines += [f"  assumed: {assumed_text(a)}" for a in j.assumed]
     lines.append("")
-    inference = j.kind == "inference"
     if r.plans:
-        rows = []
-        for p in r.plans:
-            if inference and p.serving:
-                timing = f"{p.serving.ttft_ms.p50:,.0f} / {p.serving.tpot_ms.p50:.0f} ms"
-            else:
-                timing = f"{fmt_hours(p.hours.p50)} ({fmt_hours(p.hours.p10)}-{fmt_hours(p.hours.p90)})"
-            cost = f"${p.cost_usd.low:,.0f}-{p.cost_usd.high:,.0f}"
-            where = f"{p.price.provider} {p.price.pricing}" if p.price else "on-prem"
-            rows.append(
-                [
-                    p.rank,
-                    p.gpu,
-                    p.count,
-                    p.nodes,
-                    p.parallelism,
-                    p.precision,
-                    f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:.0f}",
-                    timing,
-                    cost,
-                    where,
-                    "*" if p.on_front else "",
-                ]
-            )
-        time_head = "TTFT / per token" if inference else "time P50 (P10-P90)"
-        cost_head = "cost per month" if inference else "cost"
-        lines.append(
-            table(
-                [
-                    "#",
-                    "gpu",
-                    "n",
-                    "nodes",
-                    "parallelism",
-                    "prec",
-                    "GB/GPU",
-                    time_head,
-                    cost_head,
-                    "where",
-                    "front",
-                ],
-                rows,
-                right=(0, 2, 3),
-            )
-        )
-        if r.constraints.deployment == "on-prem":
-            lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
-        else:
-            lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
-        lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
-        best = r.plans[0]
-        lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
-        lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]
-        advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
-        if advice:
-            lines += ["", "Advice:"] + [_wrap(a) for a in advice]
-        if r.tco is not None:
-            t = r.tco
-            lines += [
-                "",
-                f"Owning {t.inputs.count} x {best.gpu}: ${t.total_usd:,.0f} over {t.inputs.years:g} years, "
-                f"${t.usd_per_gpu_hour:.2f} per used GPU-hour; {t.buy_rent.verdict}",
-                f"  (full breakdown: gpu-advisor tco --gpu {best.gpu} --count {best.count})",
-            ]
-        if r.operations is not None:
-            ops = r.operations
-            lines += ["", "Operations:"]
-            for section, item in ops.items():
-                if section in ("scaling", "fault_tolerance") or item.name == "training cap":
-                    lines.append(_wrap(f"{item.name}: {item.setting} ({item.reason})"))
-            if ops.power_effect is not None:
-                e = ops.power_effect
-                lines.append(
-                    _wrap(
-                        f"a {e.cap_w:.0f} W cap: {e.energy_kwh:,.0f} -> {e.energy_kwh_capped:,.0f} kWh, "
-                        f"{fmt_hours(e.hours_p50)} -> {fmt_hours(e.hours_p50_capped)}"
-                    )
-                )
-        if r.launch is not None:
-            lines += [
-                "",
-                "Launch:",
-                "  " + (r.launch.serve or r.launch.torchrun),
-                "  (every artefact: --artefacts DIR, or --format toml)",
-            ]
+        lines += _plans_lines(r)
     else:
         lines.append("No plan fits.")
         if r.suggestions:
@@ -351,6 +268,102 @@ def report_text(r: Report) -> str:
         lines += ["", "Why not:"] + [f"  - {w}" for w in r.why_not]
     lines += [f"note: {assumed_text(n)}" for n in r.notes]
     return "\n".join(lines)
+
+
+def _plans_lines(r: Report) -> list[str]:
+    """The plans table, where its figures come from, and the chosen plan's reasons, advice, costs of owning,
+    operations and launch command."""
+    lines = [_plans_table(r)]
+    if r.constraints.deployment == "on-prem":
+        lines.append(f"costs: TCO of owned GPUs per used GPU-hour; efficiency: {r.efficiency_source}")
+    else:
+        lines.append(f"{r.prices_line()}; efficiency: {r.efficiency_source}")
+    lines.append(f"{r.plans_considered} plans fit; * = on the cost-vs-time front")
+    best = r.plans[0]
+    lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
+    lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]
+    advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
+    if advice:
+        lines += ["", "Advice:"] + [_wrap(a) for a in advice]
+    if r.tco is not None:
+        t = r.tco
+        lines += [
+            "",
+            f"Owning {t.inputs.count} x {best.gpu}: ${t.total_usd:,.0f} over {t.inputs.years:g} years, "
+            f"${t.usd_per_gpu_hour:.2f} per used GPU-hour; {t.buy_rent.verdict}",
+            f"  (full breakdown: gpu-advisor tco --gpu {best.gpu} --count {best.count})",
+        ]
+    if r.operations is not None:
+        lines += ["", "Operations:", *_operations_lines(r.operations)]
+    if r.launch is not None:
+        lines += [
+            "",
+            "Launch:",
+            "  " + (r.launch.serve or r.launch.torchrun),
+            "  (every artefact: --artefacts DIR, or --format toml)",
+        ]
+    return lines
+
+
+def _plans_table(r: Report) -> str:
+    """One row per plan: GPU, count, layout, memory, time (or serving latency), cost, where, front."""
+    inference = r.job.kind == "inference"
+    rows = []
+    for p in r.plans:
+        if inference and p.serving:
+            timing = f"{p.serving.ttft_ms.p50:,.0f} / {p.serving.tpot_ms.p50:.0f} ms"
+        else:
+            timing = f"{fmt_hours(p.hours.p50)} ({fmt_hours(p.hours.p10)}-{fmt_hours(p.hours.p90)})"
+        cost = f"${p.cost_usd.low:,.0f}-{p.cost_usd.high:,.0f}"
+        where = f"{p.price.provider} {p.price.pricing}" if p.price else "on-prem"
+        rows.append(
+            [
+                p.rank,
+                p.gpu,
+                p.count,
+                p.nodes,
+                p.parallelism,
+                p.precision,
+                f"{p.memory_per_gpu_gb:.0f}/{p.memory.capacity_gb:.0f}",
+                timing,
+                cost,
+                where,
+                "*" if p.on_front else "",
+            ]
+        )
+    time_head = "TTFT / per token" if inference else "time P50 (P10-P90)"
+    cost_head = "cost per month" if inference else "cost"
+    heads = [
+        "#",
+        "gpu",
+        "n",
+        "nodes",
+        "parallelism",
+        "prec",
+        "GB/GPU",
+        time_head,
+        cost_head,
+        "where",
+        "front",
+    ]
+    return table(heads, rows, right=(0, 2, 3))
+
+
+def _operations_lines(ops: OpsPlan) -> list[str]:
+    """The operations plan's scaling and fault-tolerance settings, the training cap and its power effect."""
+    lines = []
+    for section, item in ops.items():
+        if section in ("scaling", "fault_tolerance") or item.name == "training cap":
+            lines.append(_wrap(f"{item.name}: {item.setting} ({item.reason})"))
+    if ops.power_effect is not None:
+        e = ops.power_effect
+        lines.append(
+            _wrap(
+                f"a {e.cap_w:.0f} W cap: {e.energy_kwh:,.0f} -> {e.energy_kwh_capped:,.0f} kWh, "
+                f"{fmt_hours(e.hours_p50)} -> {fmt_hours(e.hours_p50_capped)}"
+            )
+        )
+    return lines
 
 
 def _wrap(text: str) -> str:

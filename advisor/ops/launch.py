@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.tco import load_tco
+from advisor.catalog.tco import Operations, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.layout import ZERO_STAGE
 from advisor.job.resolve import Job
@@ -146,74 +146,89 @@ def megatron_args(plan: PlanFacts) -> list[str]:
 def prometheus_rules(knowledge: Knowledge, plan: PlanFacts) -> dict:
     """Alert rules on DCGM-exporter (and Kueue) metrics for the monitoring targets."""
     op = load_tco(knowledge).operations
-    util = round(op.target_utilization.value * 100)
-    idle = op.idle_max_fraction.value
-    hardware_xid = " and ".join(f"DCGM_FI_DEV_XID_ERRORS != {x}" for x in APPLICATION_XIDS)
-    app_xid = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in APPLICATION_XIDS)
-    app_list = "/".join(str(x) for x in APPLICATION_XIDS)
     return {
         "groups": [
             {
                 "name": f"gpu-advisor-{plan.gpu}-x{plan.count}",
-                "rules": [
-                    {
-                        "alert": "GPUUtilisationBelowTarget",
-                        "expr": f"avg(DCGM_FI_DEV_GPU_UTIL) < {util}",
-                        "for": "1h",
-                        "labels": {"severity": "warning"},
-                        "annotations": {"summary": f"GPU utilisation below the {util}% target for an hour"},
-                    },
-                    {
-                        "alert": "GPUsIdle",
-                        "expr": f"count(DCGM_FI_DEV_GPU_UTIL < 5) / count(DCGM_FI_DEV_GPU_UTIL) > {idle}",
-                        "for": "30m",
-                        "labels": {"severity": "warning"},
-                        "annotations": {"summary": f"more than {idle:.0%} of GPUs idle: reclaim or scale in"},
-                    },
-                    {
-                        "alert": "GPUXidError",
-                        "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and DCGM_FI_DEV_XID_ERRORS > 0 "
-                        f"and {hardware_xid}",
-                        "for": "0m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": "a new hardware Xid (the gauge holds the last Xid; application Xids "
-                            f"{app_list} excluded): drain the node and run dcgmi diag -r 3"
-                        },
-                    },
-                    {
-                        "alert": "GPUApplicationXid",
-                        "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and ({app_xid})",
-                        "for": "0m",
-                        "labels": {"severity": "warning"},
-                        "annotations": {
-                            "summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job "
-                            f"itself: "
-                            "check its logs (compute-sanitizer) before draining the node"
-                        },
-                    },
-                    {
-                        "alert": "GPUUncorrectableECC",
-                        "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0",
-                        "for": "0m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {"summary": "double-bit ECC errors: schedule a replacement"},
-                    },
-                    {
-                        "alert": "QueueWaitAboveTarget",
-                        "expr": f"histogram_quantile(0.9, "
-                        f"sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
-                        f"{op.max_queue_wait_min.value * 60:.0f}",
-                        "for": "30m",
-                        "labels": {"severity": "warning"},
-                        "annotations": {
-                            "summary": f"P90 queue wait above {op.max_queue_wait_min.value:.0f} min (Kueue)"
-                        },
-                    },
-                ],
+                "rules": [*_utilisation_rules(op), *_xid_rules(), *_ecc_and_queue_rules(op)],
             }
         ]
     }
+
+
+def _utilisation_rules(op: Operations) -> list[dict]:
+    """Alerts on utilisation below the target and on too many idle GPUs."""
+    util = round(op.target_utilization.value * 100)
+    idle = op.idle_max_fraction.value
+    return [
+        {
+            "alert": "GPUUtilisationBelowTarget",
+            "expr": f"avg(DCGM_FI_DEV_GPU_UTIL) < {util}",
+            "for": "1h",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": f"GPU utilisation below the {util}% target for an hour"},
+        },
+        {
+            "alert": "GPUsIdle",
+            "expr": f"count(DCGM_FI_DEV_GPU_UTIL < 5) / count(DCGM_FI_DEV_GPU_UTIL) > {idle}",
+            "for": "30m",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": f"more than {idle:.0%} of GPUs idle: reclaim or scale in"},
+        },
+    ]
+
+
+def _xid_rules() -> list[dict]:
+    """Alerts on a new Xid: a hardware one drains the node, an application one points at the job's logs."""
+    hardware_xid = " and ".join(f"DCGM_FI_DEV_XID_ERRORS != {x}" for x in APPLICATION_XIDS)
+    app_xid = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in APPLICATION_XIDS)
+    app_list = "/".join(str(x) for x in APPLICATION_XIDS)
+    return [
+        {
+            "alert": "GPUXidError",
+            "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and DCGM_FI_DEV_XID_ERRORS > 0 "
+            f"and {hardware_xid}",
+            "for": "0m",
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "a new hardware Xid (the gauge holds the last Xid; application Xids "
+                f"{app_list} excluded): drain the node and run dcgmi diag -r 3"
+            },
+        },
+        {
+            "alert": "GPUApplicationXid",
+            "expr": f"changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0 and ({app_xid})",
+            "for": "0m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": f"Xid {{{{ $value }}}} (one of {app_list}) usually comes from the job "
+                f"itself: "
+                "check its logs (compute-sanitizer) before draining the node"
+            },
+        },
+    ]
+
+
+def _ecc_and_queue_rules(op: Operations) -> list[dict]:
+    """Alerts on uncorrectable ECC errors and on a P90 queue wait above the target (Kueue)."""
+    return [
+        {
+            "alert": "GPUUncorrectableECC",
+            "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0",
+            "for": "0m",
+            "labels": {"severity": "critical"},
+            "annotations": {"summary": "double-bit ECC errors: schedule a replacement"},
+        },
+        {
+            "alert": "QueueWaitAboveTarget",
+            "expr": f"histogram_quantile(0.9, "
+            f"sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
+            f"{op.max_queue_wait_min.value * 60:.0f}",
+            "for": "30m",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": f"P90 queue wait above {op.max_queue_wait_min.value:.0f} min (Kueue)"},
+        },
+    ]
 
 
 READINESS = {"tgi": "/health"}  # TGI answers health checks there; the OpenAI-style servers list /v1/models
@@ -264,40 +279,10 @@ def launch_artefacts(
     accel = f"{SKYPILOT_NAMES.get(plan.gpu, plan.gpu.upper())}:{per_node}"
     restarts = int(load_tco(knowledge).operations.restart_limit.value)
     rules = yaml.dump(prometheus_rules(knowledge, plan)) + "\n"
-    resources: dict = {"accelerators": accel, "use_spot": constraints.pricing == "spot"}
-    if plan.provider is not None:
-        resources["cloud"] = (
-            plan.provider if plan.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod") else None
-        )
-        resources["instance_type"] = plan.instance
-        resources = {k: v for k, v in resources.items() if v is not None}
+    resources = _sky_resources(plan, accel, spot=constraints.pricing == "spot")
     if not job.training:
-        assert plan.replicas is not None and plan.gpus_per_replica is not None
-        serve = serve_command(job, plan)
-        task: dict[str, object] = {
-            "name": f"serve-{job.model_id}",
-            "resources": {**resources, "ports": 8000},
-            "service": {
-                "readiness_probe": READINESS.get(plan.engine or DEFAULT_ENGINE, "/v1/models"),
-                "replicas": plan.replicas,
-            },
-            "run": serve,
-        }
-        return LaunchArtefacts(
-            torchrun="not applicable: serving",
-            framework_config_name=f"{serve.split()[0]}-args.txt",
-            framework_config=serve + "\n",
-            skypilot_task=yaml.dump(task) + "\n",
-            prometheus_rules=rules,
-            serve=serve,
-        )
-    if plan.nodes > 1:
-        torchrun = (
-            f"torchrun --nnodes {plan.nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
-            f"--rdzv-endpoint $MASTER_ADDR:{PORT} --rdzv-id {job.model_id} --max-restarts {restarts} train.py"
-        )
-    else:
-        torchrun = f"torchrun --standalone --nproc-per-node {per_node} --max-restarts {restarts} train.py"
+        return _serving_artefacts(job, plan, resources, rules)
+    torchrun = _torchrun(job, plan, per_node, restarts)
     if plan.tp > 1 or plan.pp > 1:
         name = "megatron-args.txt"
         config = " \\\n  ".join(megatron_args(plan)) + "\n"
@@ -319,6 +304,67 @@ def launch_artefacts(
         if name == "deepspeed.json"
         else ["pretrain_gpt.py", *" ".join(megatron_args(plan)).split()]
     )
+    kubeflow = _kubeflow_job(knowledge, job, plan, per_node, restarts, entry)
+    return LaunchArtefacts(
+        torchrun=torchrun,
+        framework_config_name=name,
+        framework_config=config,
+        skypilot_task=yaml.dump(task) + "\n",
+        kubeflow_job=yaml.dump(kubeflow) + "\n",
+        prometheus_rules=rules,
+    )
+
+
+def _sky_resources(plan: PlanFacts, accel: str, *, spot: bool) -> dict:
+    """The SkyPilot task's resources: the accelerators and, for a cloud plan, its cloud and instance type."""
+    resources: dict = {"accelerators": accel, "use_spot": spot}
+    if plan.provider is not None:
+        # Only these providers go in as SkyPilot's cloud; for any other the cloud is left out.
+        resources["cloud"] = (
+            plan.provider if plan.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod") else None
+        )
+        resources["instance_type"] = plan.instance
+        resources = {k: v for k, v in resources.items() if v is not None}
+    return resources
+
+
+def _serving_artefacts(job: Job, plan: PlanFacts, resources: dict, rules: str) -> LaunchArtefacts:
+    """A serving plan's artefacts: the engine's server command and a SkyPilot service of its replicas."""
+    assert plan.replicas is not None and plan.gpus_per_replica is not None
+    serve = serve_command(job, plan)
+    task: dict[str, object] = {
+        "name": f"serve-{job.model_id}",
+        "resources": {**resources, "ports": 8000},
+        "service": {
+            "readiness_probe": READINESS.get(plan.engine or DEFAULT_ENGINE, "/v1/models"),
+            "replicas": plan.replicas,
+        },
+        "run": serve,
+    }
+    return LaunchArtefacts(
+        torchrun="not applicable: serving",
+        framework_config_name=f"{serve.split()[0]}-args.txt",
+        framework_config=serve + "\n",
+        skypilot_task=yaml.dump(task) + "\n",
+        prometheus_rules=rules,
+        serve=serve,
+    )
+
+
+def _torchrun(job: Job, plan: PlanFacts, per_node: int, restarts: int) -> str:
+    """The torchrun command of a training plan: rendezvous across nodes, or standalone on one."""
+    if plan.nodes > 1:
+        return (
+            f"torchrun --nnodes {plan.nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
+            f"--rdzv-endpoint $MASTER_ADDR:{PORT} --rdzv-id {job.model_id} --max-restarts {restarts} train.py"
+        )
+    return f"torchrun --standalone --nproc-per-node {per_node} --max-restarts {restarts} train.py"
+
+
+def _kubeflow_job(
+    knowledge: Knowledge, job: Job, plan: PlanFacts, per_node: int, restarts: int, entry: list[str]
+) -> dict:
+    """A Kubeflow PyTorchJob of the plan: one master and a worker replica per further node."""
     # torchrun starts one process per GPU; the operator supplies MASTER_ADDR, MASTER_PORT and the node rank.
     command = [
         "torchrun",
@@ -349,7 +395,7 @@ def launch_artefacts(
     specs = {"Master": replica}
     if plan.nodes > 1:
         specs["Worker"] = {**replica, "replicas": plan.nodes - 1}
-    kubeflow = {
+    return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": f"train-{job.model_id}".replace(".", "-")},
@@ -359,11 +405,3 @@ def launch_artefacts(
             "pytorchReplicaSpecs": specs,
         },
     }
-    return LaunchArtefacts(
-        torchrun=torchrun,
-        framework_config_name=name,
-        framework_config=config,
-        skypilot_task=yaml.dump(task) + "\n",
-        kubeflow_job=yaml.dump(kubeflow) + "\n",
-        prometheus_rules=rules,
-    )

@@ -302,22 +302,9 @@ class TrainingMemoryModel:
         self.job, self.gpu, self.a = job, gpu, a
         self.traits = traits or stack_traits(job, a)
         mixed = precision not in ("fp32", "tf32")
-        grad, master, opt, w = _state_bytes(job, a, self.traits, precision)
         self.frag = a.memory.allocator_fragmentation.value
         self.peft = job.kind in ("lora", "qlora")
-        table = 4.0 if self.traits.kbit_fp32_tables else w
-        self.base_bytes = _qlora_base_bytes(job, a, table) if job.kind == "qlora" else w
-        self.grad_bytes = 0.0 if self.peft else grad
-        # Stepping the optimizer inside backward frees each gradient as it is applied: about one parameter's
-        # gradient (the largest, the vocabulary table) is held at a time.
-        self.grad_in_backward = not self.peft and self.traits.optimizer_in_backward
-        self.master_bytes = 0.0 if self.peft else master
-        self.opt_bytes = 0.0 if self.peft else opt
-        adapter_w = 4.0 if self.traits.peft_fp32_adapters else w  # PEFT upcasts adapters to fp32
-        # fp32 adapters are their own master copy: weights and gradients 4 bytes, no separate copy.
-        adapter_master = 0.0 if self.traits.peft_fp32_adapters else master
-        self.adapter_w, self.adapter_states = (adapter_w, adapter_master + opt) if self.peft else (0.0, 0.0)
-        self.adapter_opt = opt if self.peft else 0.0
+        self._init_states(precision)
         self.paged = job.optimizer.startswith("paged")
         arch = job.arch
         self.expert = min(arch.expert_params, job.params) if arch is not None else 0.0
@@ -331,13 +318,36 @@ class TrainingMemoryModel:
         self._per_seq: dict[tuple[object, ...], float] = {}
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
-            s = job.seq_len or 1
-            per_token, self.loss_tp = _loss_bytes_per_token(job, a, self.traits)
-            # The catalogue's encoders are fine-tuning workloads (BERT on SQuAD: two logits per token, no
-            # vocabulary-sized output), so only decoders pay the language-model loss.
-            self.loss_seq = per_token[1] * s if job.model_kind != "encoder" else 0.0
-            for recompute in ("none", "selective", "full"):
-                self.per_layer[recompute] = self._layer_bytes(recompute, s)
+            self._init_activations()
+
+    def _init_states(self, precision: str) -> None:
+        """Bytes per parameter of the weights, gradients, master copy and optimizer, and of the adapters'."""
+        job, a = self.job, self.a
+        grad, master, opt, w = _state_bytes(job, a, self.traits, precision)
+        table = 4.0 if self.traits.kbit_fp32_tables else w
+        self.base_bytes = _qlora_base_bytes(job, a, table) if job.kind == "qlora" else w
+        self.grad_bytes = 0.0 if self.peft else grad
+        # Stepping the optimizer inside backward frees each gradient as it is applied: about one parameter's
+        # gradient (the largest, the vocabulary table) is held at a time.
+        self.grad_in_backward = not self.peft and self.traits.optimizer_in_backward
+        self.master_bytes = 0.0 if self.peft else master
+        self.opt_bytes = 0.0 if self.peft else opt
+        adapter_w = 4.0 if self.traits.peft_fp32_adapters else w  # PEFT upcasts adapters to fp32
+        # fp32 adapters are their own master copy: weights and gradients 4 bytes, no separate copy.
+        adapter_master = 0.0 if self.traits.peft_fp32_adapters else master
+        self.adapter_w, self.adapter_states = (adapter_w, adapter_master + opt) if self.peft else (0.0, 0.0)
+        self.adapter_opt = opt if self.peft else 0.0
+
+    def _init_activations(self) -> None:
+        """The loss's bytes per sequence and each recomputation mode's bytes per layer (a layered model)."""
+        job = self.job
+        s = job.seq_len or 1
+        per_token, self.loss_tp = _loss_bytes_per_token(job, self.a, self.traits)
+        # The catalogue's encoders are fine-tuning workloads (BERT on SQuAD: two logits per token, no
+        # vocabulary-sized output), so only decoders pay the language-model loss.
+        self.loss_seq = per_token[1] * s if job.model_kind != "encoder" else 0.0
+        for recompute in ("none", "selective", "full"):
+            self.per_layer[recompute] = self._layer_bytes(recompute, s)
 
     @property
     def loss_per_seq(self) -> float:

@@ -233,28 +233,46 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _source_line(source: str, checks: list[Check]) -> str:
+    """One row of the summary: a source's fit agreement, peak error and longest-sequence error."""
     runs = [c for c in checks if c.kind == "run"]
-    verdict = f"{sum(c.agrees for c in runs)}/{len(runs)}" if runs else "-"
+    verdict, three = _agreement_cells(runs)
+    return f"  {source:<19} {verdict:>8} {three:>12}  {_peak_cells(runs)}  {_longest_cells(checks)}"
+
+
+def _agreement_cells(runs: list[Check]) -> tuple[str, str]:
+    """Strict and three-way verdict agreement ('-' without outcomes); three-way counts its 'may not fit'."""
+    if not runs:
+        return "-", "-"
     maybe = sum(c.verdict3 == "may not fit" for c in runs)
-    three = f"{sum(c.agrees3 for c in runs)}/{len(runs)} ({maybe}?)" if runs else "-"
+    return (
+        f"{sum(c.agrees for c in runs)}/{len(runs)}",
+        f"{sum(c.agrees3 for c in runs)}/{len(runs)} ({maybe}?)",
+    )
+
+
+def _peak_cells(runs: list[Check]) -> str:
+    """Median and P90 peak |error|, and how many errors fall in the IQR band and in the P10-P90 spread."""
     errs = [abs(c.rel_error) for c in runs if c.rel_error is not None]
+    if not errs:
+        return f"{'-':>5} {'-':>5} {'-':>7} {'-':>7}"
     iqr = sum(c.in_band for c in runs if c.rel_error is not None)
     p1090 = sum(c.in_spread for c in runs if c.rel_error is not None)
-    peaks = (
+    return (
         f"{statistics.median(errs):5.0%} {_pct(errs, 0.9):5.0%} {iqr:>3}/{len(errs):<3} "
         f"{p1090:>3}/{len(errs):<3}"
-        if errs
-        else f"{'-':>5} {'-':>5} {'-':>7} {'-':>7}"
     )
+
+
+def _longest_cells(checks: list[Check]) -> str:
+    """Median |error| of the longest sequence, how many within 15%, how many inside the band's range."""
     longest = [c for c in checks if c.seq_error is not None]
     seqs = [abs(c.seq_error) for c in longest if c.seq_error is not None]
-    seq = (
+    if not seqs:
+        return "    -"
+    return (
         f"{statistics.median(seqs):5.0%} {sum(x <= 0.15 for x in seqs):>2}/{len(seqs):<2} "
         f"{sum(c.seq_in_range for c in longest):>2}/{len(longest)}"
-        if seqs
-        else "    -"
     )
-    return f"  {source:<19} {verdict:>8} {three:>12}  {peaks}  {seq}"
 
 
 def summary_lines(checks: list[Check]) -> list[str]:

@@ -126,66 +126,8 @@ class CostPanel(PlanPanel):
         if plan is None:
             return [Content("No plan selected.")]
         inference = plan.serving is not None
-        out: list[Content] = []
-        p = plan.price
-        if p is not None:
-            host = "" if p.includes_host else " (GPU only, host VM extra)"
-            out.append(
-                Content.from_markup(
-                    "[b]Offer[/b]      $provider $instance ($region), $pricing$host; "
-                    "as of $date [$text-muted]$source[/]",
-                    provider=p.provider,
-                    instance=p.instance,
-                    region=p.region,
-                    pricing=p.pricing,
-                    host=host,
-                    date=p.date.isoformat(),
-                    source=f"[{p.source}]",
-                )
-            )
-            out.append(
-                Content.from_markup(
-                    "[b]Rate[/b]       $n x $per = [b]$rate/h[/b] for $billed $gpus at $gpu_rate/GPU-h",
-                    n=str(p.instances),
-                    per=f"{money(p.usd_per_hour / max(p.instances, 1))}/h",
-                    rate=money(p.usd_per_hour),
-                    billed=str(p.billed_gpus),
-                    gpus=gpus(p.billed_gpus),
-                    gpu_rate=money(p.usd_per_gpu_hour),
-                )
-            )
-        else:
-            out += _bullets(
-                [r for r in plan.reasons if r.startswith("on-prem")] or ["on-prem (amortised TCO)"]
-            )
-        h, c = plan.hours, plan.cost_usd
-        if inference:
-            out.append(Content.from_markup("[b]Billed[/b]     $h h per month of service", h=f"{h.p50:,.0f}"))
-            out.append(
-                Content.from_markup(
-                    "[b]Cost[/b]       [b]$mid per month[/b] (range $low-$high)",
-                    mid=money(c.mid),
-                    low=money(c.low),
-                    high=money(c.high),
-                )
-            )
-        else:
-            out.append(
-                Content.from_markup(
-                    "[b]Time[/b]       P10 $p10   P50 [b]$p50[/b]   P90 $p90",
-                    p10=fmt_hours(h.p10),
-                    p50=fmt_hours(h.p50),
-                    p90=fmt_hours(h.p90),
-                )
-            )
-            out.append(
-                Content.from_markup(
-                    "[b]Cost[/b]       low $low   mid [b]$mid[/b]   high $high",
-                    low=money(c.low),
-                    mid=money(c.mid),
-                    high=money(c.high),
-                )
-            )
+        out = _offer_lines(plan)
+        out += _service_cost_lines(plan) if inference else _job_cost_lines(plan)
         out.append(
             Content.from_markup(
                 "[$text-muted]The cost range spans the time range and demand volatility, "
@@ -195,16 +137,79 @@ class CostPanel(PlanPanel):
         c_budget = report.constraints.budget_usd
         if c_budget is not None:
             per = "per month" if report.constraints.budget_period == "month" or inference else "for the job"
-            style = "$success" if c.high <= c_budget else "$warning"
+            style = "$success" if plan.cost_usd.high <= c_budget else "$warning"
             out.append(
                 Content.from_markup(
                     f"[b]Budget[/b]     [{style}]$budget $per; P90 cost $high[/]",
                     budget=money(c_budget),
                     per=per,
-                    high=money(c.high),
+                    high=money(plan.cost_usd.high),
                 )
             )
         return out
+
+
+def _offer_lines(plan: PlanOut) -> list[Content]:
+    """The cloud offer and its hourly rate, or the on-prem TCO reason."""
+    p = plan.price
+    if p is None:
+        return _bullets([r for r in plan.reasons if r.startswith("on-prem")] or ["on-prem (amortised TCO)"])
+    host = "" if p.includes_host else " (GPU only, host VM extra)"
+    return [
+        Content.from_markup(
+            "[b]Offer[/b]      $provider $instance ($region), $pricing$host; "
+            "as of $date [$text-muted]$source[/]",
+            provider=p.provider,
+            instance=p.instance,
+            region=p.region,
+            pricing=p.pricing,
+            host=host,
+            date=p.date.isoformat(),
+            source=f"[{p.source}]",
+        ),
+        Content.from_markup(
+            "[b]Rate[/b]       $n x $per = [b]$rate/h[/b] for $billed $gpus at $gpu_rate/GPU-h",
+            n=str(p.instances),
+            per=f"{money(p.usd_per_hour / max(p.instances, 1))}/h",
+            rate=money(p.usd_per_hour),
+            billed=str(p.billed_gpus),
+            gpus=gpus(p.billed_gpus),
+            gpu_rate=money(p.usd_per_gpu_hour),
+        ),
+    ]
+
+
+def _service_cost_lines(plan: PlanOut) -> list[Content]:
+    """A serving plan's billed hours and cost per month of service."""
+    h, c = plan.hours, plan.cost_usd
+    return [
+        Content.from_markup("[b]Billed[/b]     $h h per month of service", h=f"{h.p50:,.0f}"),
+        Content.from_markup(
+            "[b]Cost[/b]       [b]$mid per month[/b] (range $low-$high)",
+            mid=money(c.mid),
+            low=money(c.low),
+            high=money(c.high),
+        ),
+    ]
+
+
+def _job_cost_lines(plan: PlanOut) -> list[Content]:
+    """A training plan's time (P10, P50, P90) and cost (low, mid, high)."""
+    h, c = plan.hours, plan.cost_usd
+    return [
+        Content.from_markup(
+            "[b]Time[/b]       P10 $p10   P50 [b]$p50[/b]   P90 $p90",
+            p10=fmt_hours(h.p10),
+            p50=fmt_hours(h.p50),
+            p90=fmt_hours(h.p90),
+        ),
+        Content.from_markup(
+            "[b]Cost[/b]       low $low   mid [b]$mid[/b]   high $high",
+            low=money(c.low),
+            mid=money(c.mid),
+            high=money(c.high),
+        ),
+    ]
 
 
 SOURCE_STYLE = {"given": "$success", "chosen": "$accent", "default": "$text-muted"}
