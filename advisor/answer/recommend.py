@@ -394,10 +394,11 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
 def _plan_reasons(job: Job, s: Scored, fired: list[Firing]) -> list[str]:
     """Why a plan: its memory, its time (or serving latency), its price, its notes and the preferences met."""
     cand, mem = s.cand, s.cand.memory
+    # A serving engine's allocation has no error band: no range to show.
+    band = "" if round(mem.low_gb, 1) == round(mem.high_gb, 1) else f" ({mem.low_gb:.1f}-{mem.high_gb:.1f})"
     reasons = [
-        f"{mem.verdict}: {mem.central_gb:.1f} GB ({mem.low_gb:.1f}-{mem.high_gb:.1f}) of "
-        f"{mem.usable_gb:.1f} GB "
-        f"usable per GPU (largest: {mem.dominant})"
+        f"{mem.verdict}: {mem.central_gb:.1f} GB{band} of {mem.usable_gb:.1f} GB usable per GPU "
+        f"(largest: {mem.dominant})"
     ]
     if job.training:
         reasons.append(
