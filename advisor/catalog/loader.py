@@ -57,6 +57,7 @@ def _schema_key() -> bytes:
         "models.py",
         "prices.py",
         "checklist.py",
+        "stacks.py",
     ):
         # An installation without sources: the file hash and CACHE_FORMAT still key it.
         with contextlib.suppress(OSError):

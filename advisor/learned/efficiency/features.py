@@ -180,3 +180,8 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
 def knowledge_fabric(knowledge: Knowledge, job: Job, gpu: Gpu) -> Fabric:
     """The fabric the core assumes for this GPU (as a prediction would)."""
     return knowledge.assumptions.fabric[gpu.fabric]
+
+
+def family_of(sample_kind_code: float) -> str:
+    """Interval family of a sample: LLM runs or the rest."""
+    return "llm" if sample_kind_code == 6.0 else "other"
