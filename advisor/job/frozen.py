@@ -9,8 +9,10 @@ model_fields_set)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -220,22 +222,49 @@ def _checker(hint: Any) -> Checker:
     if isinstance(hint, type) and issubclass(hint, Frozen):
         return lambda v: v if isinstance(v, hint) else hint(**_plain_dict(v))
     if isinstance(hint, type) and issubclass(hint, Record):
-        return lambda v: v if type(v) is hint else _refuse(v)
+        return lambda v: v if type(v) is hint else _record(hint, v)
+    if origin is dict and args == (str, str):
+        return _str_dict
     return _SCALARS.get(hint, _refuse)
 
 
 def _bounded(base: Checker, checks: list[Check]) -> Checker:
     keys = {k: v for c in checks for k, v in c.keys.items()}
-    if not keys.keys() <= {"gt", "ge"}:
+    if not keys.keys() <= {"gt", "ge", "min_length", "pattern"}:
         return _refuse
 
     def check(v: Any) -> Any:
         v = base(v)
         if ("gt" in keys and not v > keys["gt"]) or ("ge" in keys and not v >= keys["ge"]):
             raise _Slow(v)
+        if "min_length" in keys and not len(v) >= keys["min_length"]:
+            raise _Slow(v)
+        # A line break is left to pydantic: its `$` and Python's differ before a final newline.
+        if "pattern" in keys and ("\n" in v or not re.search(keys["pattern"], v)):
+            raise _Slow(v)
         return v
 
     return check
+
+
+def _record(kind: type[Record], v: Any) -> Record:
+    """A knowledge record given as a mapping (a custom model's shape): each field plainly of its type."""
+    checkers = _record_checkers(kind)
+    if not isinstance(v, dict) or not v.keys() <= checkers.keys():
+        raise _Slow(v)
+    return kind(**{name: checkers[name](value) for name, value in v.items()})
+
+
+@_per_class
+def _record_checkers(kind: Any) -> dict[str, Checker]:
+    hints = typing.get_type_hints(kind, include_extras=True)
+    return {f.name: _checker(hints[f.name]) for f in dataclasses.fields(kind)}
+
+
+def _str_dict(v: Any) -> dict[str, str]:
+    if isinstance(v, dict) and all(type(k) is str and type(x) is str for k, x in v.items()):
+        return dict(v)
+    raise _Slow(v)
 
 
 def _plain_dict(v: Any) -> dict[str, Any]:
