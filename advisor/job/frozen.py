@@ -209,22 +209,32 @@ def _checker(hint: Any) -> Checker:
     """A function that returns the value as pydantic would hold it, or raises _Slow when unsure."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        inner = [_checker(a) for a in args if a is not type(None)]
-        if len(inner) != 1 or len(args) != 2:
-            return _refuse
-        return lambda v: None if v is None else inner[0](v)
+        return _optional(args)
     if origin is typing.Annotated:
         return _bounded(_checker(args[0]), [m for m in hint.__metadata__ if isinstance(m, Check)])
     if origin is Literal:
         return lambda v: v if any(type(v) is type(a) and v == a for a in args) else _refuse(v)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] is str:
+    if origin is tuple and args == (str, Ellipsis):
         return _str_tuple
+    if origin is dict and args == (str, str):
+        return _str_dict
+    return _class_checker(hint)
+
+
+def _optional(args: tuple[Any, ...]) -> Checker:
+    """`X | None`; any other union is left to pydantic."""
+    inner = [_checker(a) for a in args if a is not type(None)]
+    if len(inner) != 1 or len(args) != 2:
+        return _refuse
+    return lambda v: None if v is None else inner[0](v)
+
+
+def _class_checker(hint: Any) -> Checker:
+    """A nested question (a mapping checked in turn), a knowledge record, or a scalar."""
     if isinstance(hint, type) and issubclass(hint, Frozen):
         return lambda v: v if isinstance(v, hint) else hint(**_plain_dict(v))
     if isinstance(hint, type) and issubclass(hint, Record):
         return lambda v: v if type(v) is hint else _record(hint, v)
-    if origin is dict and args == (str, str):
-        return _str_dict
     return _SCALARS.get(hint, _refuse)
 
 
