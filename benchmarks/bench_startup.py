@@ -76,7 +76,8 @@ COMMANDS: dict[str, list[str]] = {
         "json",
     ],
 }
-# The README's shipped `recommend` examples (those that need no file), each held to the examples' goal.
+# The shipped `recommend` examples (README's and `recommend --help`'s, those that need no file), each held to
+# the examples' goal.
 EXAMPLES: dict[str, list[str]] = {
     "example 70B bf16 budget": [
         "recommend",
@@ -112,6 +113,15 @@ EXAMPLES: dict[str, list[str]] = {
         "20",
         "--tpot-ms",
         "50",
+    ],
+    "example 70B qlora 1 GPU": [
+        "recommend",
+        "--model",
+        "llama-2-70b",
+        "--workload",
+        "qlora",
+        "--max-gpus",
+        "1",
     ],
     "example 13B lora spot": [
         "recommend",

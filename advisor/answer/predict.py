@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from advisor.answer.configuration import (
     configuration,
@@ -21,7 +22,6 @@ from advisor.answer.report import (
     Range3,
     Throughput,
 )
-from advisor.answer.serving_answer import serving_interval, serving_notes, serving_source_name
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import evaluate
@@ -38,8 +38,10 @@ from advisor.question.errors import InputError
 from advisor.question.records import Record, record
 from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
 from advisor.search.context import Context
-from advisor.search.serving import Served, search_serving, shapes
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
+
+if TYPE_CHECKING:  # serving modules are imported where a serving answer is made, not by training ones
+    from advisor.search.serving import Served
 
 
 @record
@@ -140,11 +142,12 @@ def predict(
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
     assumed = tuple(a for a in job.assumed if a.field not in ("requests_per_s", "tpot_ms", "slo_percentile"))
     stack_note = getattr(model, "stack_note", None)  # the learned model says what the stack changes
-    source = (
-        (model.name + (stack_note(job.stack) if stack_note else ""))
-        if job.training
-        else serving_source_name()
-    )
+    if job.training:
+        source = model.name + (stack_note(job.stack) if stack_note else "")
+    else:
+        from advisor.answer.serving_answer import serving_source_name
+
+        source = serving_source_name()
     common = dict(
         model=job.model_id,
         workload=job.kind,
@@ -256,6 +259,9 @@ def _predict_serving(
     ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict
 ) -> Prediction:
     """The same serving search as recommend, with the GPU, the count and every stated value held."""
+    from advisor.answer.serving_answer import serving_interval
+    from advisor.search.serving import search_serving, shapes
+
     job = ctx.job
     if job.config.tp and job.config.tp > node_size:
         raise InputError(
@@ -305,6 +311,8 @@ def _serving_refusal(
     ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict, missed: list
 ) -> Prediction:
     """Nothing serves as stated: the memory of the leanest stated layout, and the reason."""
+    from advisor.search.serving import shapes
+
     job, a = ctx.job, ctx.knowledge.assumptions
     tp, pp = max(shapes(job, node_size, count))
     layout = Layout(
@@ -336,6 +344,8 @@ def _serving_refusal(
 
 def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
     """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max."""
+    from advisor.answer.serving_answer import serving_notes
+
     job = ctx.job
     fig = served.figures
     q = job.slo_percentile

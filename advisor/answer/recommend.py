@@ -30,13 +30,6 @@ from advisor.answer.report import (
     Suggestion,
     Throughput,
 )
-from advisor.answer.serving_answer import (
-    serving_interval,
-    serving_notes,
-    serving_out,
-    serving_reason,
-    serving_source_name,
-)
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -61,7 +54,6 @@ from advisor.search.cost import (
     spot_overhead,
     usable_offers,
 )
-from advisor.search.serving import search_serving
 from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
 if TYPE_CHECKING:  # the operations modules load only when a plan needs them
@@ -177,6 +169,8 @@ def _score_serving(
     ctx: Context, cand: Candidate, price: PriceChoice | None, usd_per_hour: float, bonus: float
 ) -> Scored:
     """A serving plan: a month of service at the offered load, latency at the SLO percentile."""
+    from advisor.answer.serving_answer import serving_interval  # serving modules: only for a serving answer
+
     a, job, c = ctx.knowledge.assumptions, ctx.job, ctx.constraints
     served = cand.serving
     assert served is not None
@@ -407,6 +401,8 @@ def _plan_reasons(job: Job, s: Scored, fired: list[Firing]) -> list[str]:
         )
     else:
         assert s.ttft_ms is not None and s.tpot_ms is not None and cand.serving is not None
+        from advisor.answer.serving_answer import serving_reason
+
         reasons.append(serving_reason(job, cand.serving, s.ttft_ms, s.tpot_ms))
     if s.price is not None:
         o = s.price.offer
@@ -461,6 +457,8 @@ def _serving_report_notes(ctx: Context, top: list[Scored]) -> list[str]:
     """A serving answer's notes (engine, its data, the percentile, the queueing), from the chosen plan."""
     if ctx.job.training:
         return []
+    from advisor.answer.serving_answer import serving_notes
+
     return list(serving_notes(ctx, top[0].cand.serving if top else None))
 
 
@@ -483,6 +481,8 @@ def _serving_of(job: Job, s: Scored) -> ServingOut | None:
     cand = s.cand
     if job.training or s.ttft_ms is None or s.tpot_ms is None or cand.serving is None:
         return None
+    from advisor.answer.serving_answer import serving_out
+
     return serving_out(job, cand.serving, s.ttft_ms, s.tpot_ms, s.cost, s.hours.p50)
 
 
@@ -566,6 +566,8 @@ def _gpu_plans(
         return [], [Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0)]
     if ctx.job.training:
         return search_training(ctx, gpu, precision, node_size)
+    from advisor.search.serving import search_serving  # serving modules: only for a serving answer
+
     return search_serving(ctx, gpu, precision, node_size)
 
 
@@ -791,7 +793,7 @@ def recommend(
     top = _top(ranked, constraints.top)
     front = pareto_front(search.feasible)
     front_keys = {s.key for s in front}
-    name = ctx.efficiency.name if ctx.job.training else serving_source_name()
+    name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
@@ -824,3 +826,9 @@ def recommend(
         launch=launch,
         tco=tco_out,
     )
+
+
+def _serving_source_name() -> str:
+    from advisor.answer.serving_answer import serving_source_name
+
+    return serving_source_name()

@@ -57,6 +57,9 @@ def _schema_key() -> bytes:
         "models.py",
         "prices.py",
         "checklist.py",
+        "stacks.py",
+        "benchmarks.py",
+        "measured.py",
     ):
         # An installation without sources: the file hash and CACHE_FORMAT still key it.
         with contextlib.suppress(OSError):
@@ -71,8 +74,14 @@ def _read_bytes(root: Traversable, name: str) -> bytes:
         raise KnowledgeError(f"knowledge/{name}: file missing") from exc
 
 
-def cached_records(root: Traversable, name: str, build: Callable[[dict[str, Any]], Any]) -> Any:
-    """The validated records of one knowledge file: from the cache, or parsed, built by `build` and cached."""
+def cached_records(
+    root: Traversable,
+    name: str,
+    build: Callable[[Any], Any],
+    parse: Callable[[bytes, str], Any] | None = None,
+) -> Any:
+    """The validated records of one knowledge file: from the cache, or parsed (TOML unless `parse` is
+    given), built by `build` and cached."""
     raw = _read_bytes(root, name)
     folder = cache_dir()
     stem = f"{name}.records."
@@ -86,7 +95,7 @@ def cached_records(root: Traversable, name: str, build: Callable[[dict[str, Any]
             with contextlib.suppress(OSError):
                 os.utime(cached)  # most recently used: the last to be pruned
             return records
-    records = build(parse_toml(raw, name))
+    records = build((parse or parse_toml)(raw, name))
     if cached is not None:
         _write_cache(cached, records, stem)
     return records

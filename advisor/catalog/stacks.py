@@ -9,11 +9,8 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, ValidationError
-
-from advisor.catalog.strict import Strict
 from advisor.question.errors import KnowledgeError
 
 if TYPE_CHECKING:
@@ -29,23 +26,32 @@ Dimension = Literal["tp", "pp", "cp", "ep"]
 Month = str
 
 
-class _StackSchema(Strict):
-    """One [stacks.<id>] table, validated."""
+@functools.cache
+def _schema() -> Any:
+    """The schema of one [stacks.<id>] table (pydantic: built only on a cache miss)."""
+    from pydantic import Field
 
-    label: str
-    data_only: bool = False
-    search: list[Dimension]
-    stated: list[Dimension]
-    zero: list[int]
-    zero_stated: list[int]
-    recompute: Literal["search", "none", "selective", "full"]
-    recompute_full_from_params: float | None = Field(default=None, gt=0)
-    flash_attention: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-    compiled: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-    te_fp8: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-    megatron_runtime: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-    sources: list[str]
-    note: str
+    from advisor.catalog.strict import Strict
+
+    class _StackSchema(Strict):
+        """One [stacks.<id>] table, validated."""
+
+        label: str
+        data_only: bool = False
+        search: list[Dimension]
+        stated: list[Dimension]
+        zero: list[int]
+        zero_stated: list[int]
+        recompute: Literal["search", "none", "selective", "full"]
+        recompute_full_from_params: float | None = Field(default=None, gt=0)
+        flash_attention: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+        compiled: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+        te_fp8: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+        megatron_runtime: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+        sources: list[str]
+        note: str
+
+    return _StackSchema
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +100,10 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
     known_sources = set(raw.get("sources", {}))
     out: dict[str, Stack] = {}
     for key, table in raw.get("stacks", {}).items():
+        from pydantic import ValidationError
+
         try:
-            spec = _StackSchema.model_validate(table)
+            spec = _schema().model_validate(table)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
@@ -122,17 +130,26 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
 
 
 def read_stacks(root: Traversable | Path) -> dict[str, Stack]:
-    """The stacks below a knowledge root; a root without the file (a test fixture) reads the shipped one."""
-    import tomllib
+    """The stacks below a knowledge root; a root without the file (a test fixture) reads the shipped one.
 
-    path = root.joinpath(FILE)
-    if not path.is_file():
-        path = resources.files("knowledge").joinpath(FILE)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise KnowledgeError(f"knowledge/{FILE}: not valid TOML: {exc}") from exc
-    return parse_stacks(raw)
+    Validated once per file version and cached as plain fields, as the other knowledge files are: a run with a
+    warm cache imports neither tomllib nor pydantic for them."""
+    from advisor.catalog.loader import cached_records
+
+    if not root.joinpath(FILE).is_file():
+        root = resources.files("knowledge")
+    tables = cached_records(root, FILE, lambda raw: {k: _fields(s) for k, s in parse_stacks(raw).items()})
+    return {key: _stack(table) for key, table in tables.items()}
+
+
+def _fields(stack: Stack) -> dict[str, object]:
+    """A stack as JSON-ready fields (sets as sorted lists)."""
+    out = {name: getattr(stack, name) for name in Stack.__slots__}
+    return out | {k: sorted(out[k]) for k in ("search", "stated")}
+
+
+def _stack(table: dict) -> Stack:
+    return Stack(**table | {k: frozenset(table[k]) for k in ("search", "stated")})
 
 
 @functools.lru_cache(maxsize=4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import json
 import os
 import sys
@@ -28,10 +29,15 @@ BAD_SHAPE = (ValueError, TypeError, KeyError, IndexError, AttributeError, Arithm
 
 def data_dir() -> Path:
     """$GPU_ADVISOR_DATA_DIR, else $XDG_DATA_HOME/gpu-advisor, else ~/.local/share/gpu-advisor."""
-    explicit = os.environ.get("GPU_ADVISOR_DATA_DIR")
+    env = os.environ
+    return _data_dir(env.get("GPU_ADVISOR_DATA_DIR"), env.get("XDG_DATA_HOME"), env.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _data_dir(explicit: str | None, base: str | None, home: str | None) -> Path:
+    # Keyed by the variables it reads (HOME through Path.home): a search asks once per GPU it prices.
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_DATA_HOME")
     return (Path(base) if base else Path.home() / ".local" / "share") / "gpu-advisor"
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
@@ -16,20 +16,17 @@ from advisor.cli.output import json_text
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
 
-
-def _validated(cls: type[BaseModel], data: dict[str, Any]) -> Any:
+def _validated(cls: Any, data: dict[str, Any]) -> Any:
     """The model, or the InputError of its first problem: the core's own (structured, the CLI names the
     flag), or pydantic's, named by the field it is about."""
-    from pydantic import ValidationError
-
-    from advisor.question.fields import flag_of
-
     try:
         return cls.model_validate(data)
-    except ValidationError as exc:
+    except ValueError as exc:
+        # pydantic's ValidationError (a ValueError): pydantic is imported only where it judged the input.
+        pydantic = sys.modules.get("pydantic")
+        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+            raise
         err = exc.errors()[0]
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, InputError):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import errno
-import secrets
-import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.question.errors import InputError
+
+if TYPE_CHECKING:  # socket and secrets are imported where the server starts: every other command skips them
+    import socket
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_HOST = "127.0.0.1"
@@ -90,6 +92,8 @@ HOST_ACCEPTED = "an address of this machine (127.0.0.1, ::1, 0.0.0.0, ::) or a n
 
 def bind(host: str, port: int) -> list[socket.socket]:
     """Listening sockets for every address host resolves to; InputError (one line) when it cannot be done."""
+    import socket
+
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
@@ -141,6 +145,8 @@ def bind_error(host: str, port: int, address: str, exc: OSError) -> InputError:
 
 def page_url(host: str, port: int, token: str) -> str:
     """The link to print: this machine's name when bound to every interface."""
+    import socket
+
     from advisor.cli.serve_rules import WILDCARD_HOSTS, bracketed
 
     name = socket.gethostname() if host in WILDCARD_HOSTS else bracketed(host)
@@ -170,6 +176,8 @@ def run_serve(args: argparse.Namespace) -> int:
         from advisor.cli.serve_web import GuardedServer
     except ImportError as exc:
         raise InputError("serve needs textual-serve: pip install textual-serve") from exc
+    import secrets
+
     from advisor.cli.serve_rules import Doors
 
     root = sessions_root()

@@ -14,20 +14,19 @@ def measured_batch(knowledge: Knowledge, job: Job, gpu: Gpu, precision: str) -> 
     """The per-GPU batch the benchmarks used for this workload on this GPU (or the nearest in memory)."""
     if job.spec is None or job.spec.throughput_unit is None:
         return None  # only the benchmarked workloads carry a measured batch
-    from advisor.catalog.benchmarks import benchmarks_of  # the table's reader imports pydantic: only here
+    from advisor.catalog.measured import measured_batches
 
-    rows = [
-        r for r in benchmarks_of(knowledge) if r.workload == job.model_id and r.batch_per_gpu and r.count == 1
-    ]
+    rows = [r for r in measured_batches(knowledge) if r["workload"] == job.model_id]
     if not rows:
         return None
-    same_precision = [r for r in rows if (r.precision in ("fp32", "tf32")) == (precision in ("fp32", "tf32"))]
+    full = ("fp32", "tf32")
+    same_precision = [r for r in rows if (r["precision"] in full) == (precision in full)]
     rows = same_precision or rows
-    exact = [r for r in rows if r.gpu == gpu.id]
+    exact = [r for r in rows if r["gpu"] == gpu.id]
     if exact:
-        return int(max(r.batch_per_gpu or 1 for r in exact))
+        return int(max(r["batch_per_gpu"] or 1 for r in exact))
     by_gpu = {g.id: g for g in knowledge.gpus}
     nearest = min(
-        rows, key=lambda r: abs((by_gpu[r.gpu].memory_gb if r.gpu in by_gpu else 0) - gpu.memory_gb)
+        rows, key=lambda r: abs((by_gpu[r["gpu"]].memory_gb if r["gpu"] in by_gpu else 0) - gpu.memory_gb)
     )
-    return int(nearest.batch_per_gpu or 1)
+    return int(nearest["batch_per_gpu"] or 1)

@@ -1,16 +1,16 @@
-"""Provides the user's question as validated, frozen models: the workload and its constraints."""
+"""Provides the user's question as validated, frozen records: the workload and its constraints."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
-
 from advisor.catalog.models import ModelSpec
-from advisor.catalog.strict import Strict
+from advisor.job.frozen import Frozen
 from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
-from advisor.question.fields import FIELDS, check_values
+from advisor.question.fields import FIELDS
+from advisor.question.records import PosFloat as PositiveFloat
+from advisor.question.records import PosInt as PositiveInt
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,
     PRECISIONS,
@@ -37,13 +37,7 @@ MAX_COUNT = int(FIELDS["max_gpus"].bound.hi)  # type: ignore[union-attr]  # max_
 """The most GPUs a plan may have (the registry's bound of max_gpus)."""
 
 
-def _in_bounds(data: Any) -> Any:
-    # Every door (flags, the wizard, --from files, code) builds these models: the field registry's bounds
-    # and words hold here, once, whatever the door.
-    return check_values(data) if isinstance(data, dict) else data
-
-
-class RunConfig(Strict):
+class RunConfig(Frozen):
     """The run's configuration as the user states it; every None is chosen by the search."""
 
     tp: PositiveInt | None = None
@@ -68,32 +62,26 @@ class RunConfig(Strict):
     stack: Stack | None = None
     engine: Engine | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _bounds(cls, data: Any) -> Any:
-        return _in_bounds(data)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RunConfig:
-        if self.pp_schedule is not None:
-            virtual_stages(self.pp_schedule)
-        if self.global_batch is not None and self.global_batch_tokens is not None:
+    @staticmethod
+    def _check(obj: Any) -> None:
+        if obj.pp_schedule is not None:
+            virtual_stages(obj.pp_schedule)
+        if obj.global_batch is not None and obj.global_batch_tokens is not None:
             raise InputError(
                 "global_batch_tokens: given with a global batch in sequences; give one of the two",
                 field="global_batch_tokens",
-                value=self.global_batch_tokens,
+                value=obj.global_batch_tokens,
                 problem="is given with a global batch in sequences",
                 accepted="one of the two, not both",
             )
-        if self.shard_group is not None and self.zero is not None and self.zero == 0:
+        if obj.shard_group is not None and obj.zero is not None and obj.zero == 0:
             raise InputError(
                 "shard_group: hybrid sharding needs ZeRO 1, 2 or 3, not 0",
                 field="shard_group",
-                value=self.shard_group,
+                value=obj.shard_group,
                 problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0",
                 accepted="a ZeRO stage of 1, 2 or 3 with it",
             )
-        return self
 
     def given(self) -> dict[str, object]:
         """The values the user stated."""
@@ -116,7 +104,7 @@ def virtual_stages(schedule: str) -> int:
     )
 
 
-class Workload(Strict):
+class Workload(Frozen):
     """What is to be run: the job, the model and its data or load."""
 
     kind: WorkloadKind | None = None
@@ -130,7 +118,8 @@ class Workload(Strict):
     carries the derived shape so that re-running an export reproduces it without the original file."""
     precision: Precision = "auto"
     seq_len: PositiveInt | None = None
-    batch_size: PositiveInt | None = Field(default=None, description="micro-batch per GPU")
+    batch_size: PositiveInt | None = None
+    """Micro-batch per GPU."""
     tokens: PositiveFloat | None = None
     samples: PositiveFloat | None = None
     epochs: PositiveFloat = 1.0
@@ -146,22 +135,15 @@ class Workload(Strict):
     slo_percentile: SloPercentile | None = None
     """The percentile of requests the TTFT and TPOT targets hold for (P50, P90 or P99)."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _bounds(cls, data: Any) -> Any:
-        # adam8bit: the optimizer's name before issue 8, still read (the registry's alias)
-        return _in_bounds(data)
+    # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, in _before)
 
-    @field_validator("spec")
     @classmethod
-    def _shape(cls, spec: ModelSpec | None) -> ModelSpec | None:
-        if spec is not None:
-            check_spec(spec)
-        return spec
+    def _field_checks(cls) -> dict[str, Any]:
+        return {"spec": _shape}
 
-    @model_validator(mode="after")
-    def _one_model(self) -> Workload:
-        given = [n for n in ("model", "params", "spec") if getattr(self, n) is not None]
+    @staticmethod
+    def _check(obj: Any) -> None:
+        given = [n for n in ("model", "params", "spec") if getattr(obj, n) is not None]
         if len(given) != 1:
             extra = given[1] if given else "model"
             problem = "is given with another model" if given else "is missing"
@@ -169,29 +151,34 @@ class Workload(Strict):
                 f"{extra}: {problem}; give exactly one of model (a catalogue id), params (a custom size) "
                 "or a model shape (a config.json, or layers, hidden, heads, kv_heads, ffn and vocab)",
                 field=extra,
-                value=getattr(self, extra) if given and extra != "spec" else None,
+                value=getattr(obj, extra) if given and extra != "spec" else None,
                 problem=problem,
                 accepted="exactly one of a catalogue model, a custom size or a model shape",
             )
-        if self.kind != "inference" and self.precision in ("int8", "int4"):
+        if obj.kind != "inference" and obj.precision in ("int8", "int4"):
             raise InputError(
                 field="precision",
-                value=self.precision,
+                value=obj.precision,
                 problem="is for inference",
                 accepted=f"training takes {', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base comes "
                 "with the QLoRA workload)",
             )
-        if self.tokens is not None and self.samples is not None:
+        if obj.tokens is not None and obj.samples is not None:
             raise InputError(
                 field="samples",
-                value=self.samples,
+                value=obj.samples,
                 problem="is given with training tokens",
                 accepted="tokens or samples, not both",
             )
-        return self
 
 
-class Constraints(Strict):
+def _shape(spec: ModelSpec | None) -> ModelSpec | None:
+    if spec is not None:
+        check_spec(spec)
+    return spec
+
+
+class Constraints(Frozen):
     """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 
     budget_usd: PositiveFloat | None = None
@@ -208,8 +195,3 @@ class Constraints(Strict):
     headroom: float | None = None
     fabric: str | None = None
     max_price_age_months: float = 12.0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bounds(cls, data: Any) -> Any:
-        return _in_bounds(data)

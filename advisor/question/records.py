@@ -121,7 +121,7 @@ def _defaults(cls: type) -> dict[str, Any]:
 def _dump(value: Any, mode: str, exclude_none: bool) -> Any:
     if isinstance(value, Record):
         return value.model_dump(mode=mode, exclude_none=exclude_none)
-    if hasattr(value, "__pydantic_fields__"):  # a pydantic model held by a record (a user's inputs)
+    if hasattr(value, "model_dump"):  # the user's inputs (job.frozen) or a pydantic model, held by a record
         return value.model_dump(mode=mode, exclude_none=exclude_none)
     if isinstance(value, tuple | list):
         items = [_dump(v, mode, exclude_none) for v in value]

@@ -4,6 +4,7 @@ bound."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,12 +75,14 @@ class _CountResult:
     simplest_cx: tuple[int, ...] | None = None
 
 
-def _powers(limit: int) -> list[int]:
+@functools.lru_cache(maxsize=64)
+def _powers(limit: int) -> tuple[int, ...]:
+    # Asked for thousands of times per search, for a handful of limits.
     out, v = [], 1
     while v <= limit:
         out.append(v)
         v *= 2
-    return out
+    return tuple(out)
 
 
 def complexity(tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:

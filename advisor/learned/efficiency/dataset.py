@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from advisor.catalog.benchmarks import benchmarks_of
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.stacks import stacks_of
-from advisor.learned.efficiency.features import Sample, sample_of
+from advisor.learned.efficiency.features import Sample, family_of, sample_of  # noqa: F401  (family_of re-exported)
 from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
 from advisor.question.errors import AdvisorError
 
@@ -73,8 +73,3 @@ def data_hash(knowledge: Knowledge, extra: bytes = b"") -> str:
         digest.update(name.encode() + b"\0" + knowledge.root.joinpath(name).read_bytes() + b"\0")
     digest.update(extra)
     return digest.hexdigest()
-
-
-def family_of(sample_kind_code: float) -> str:
-    """Interval family of a sample: LLM runs or the rest."""
-    return "llm" if sample_kind_code == 6.0 else "other"

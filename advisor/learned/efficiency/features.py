@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
@@ -13,10 +14,11 @@ from advisor.job.defaults import measured_batch
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Query, regime_of
-from advisor.learned.efficiency.explicit import job_of_run, stated_layout
-from advisor.learned.efficiency.runs import Run
 from advisor.physics.memory import TrainingMemoryModel
 from advisor.physics.speed import GBS, StepTime, intra_gbs, peak_flops, training_step
+
+if TYPE_CHECKING:  # measured runs are read where the model is trained, not where it answers a query
+    from advisor.learned.efficiency.runs import Run
 
 FEATURES: tuple[str, ...] = (
     "log_peak_tflops",  # dense peak of the precision used (FP8 against the FP8 peak)
@@ -145,6 +147,8 @@ KIND_INDEX = FEATURES.index("kind_code")
 
 def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     """Rebuild a measured run as the core models it, its layout exactly as stated; None without a peak."""
+    from advisor.learned.efficiency.explicit import job_of_run, stated_layout
+
     a = knowledge.assumptions
     gpu = knowledge.gpu(run.gpu)
     peak = peak_flops(gpu, run.precision)
@@ -180,3 +184,8 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
 def knowledge_fabric(knowledge: Knowledge, job: Job, gpu: Gpu) -> Fabric:
     """The fabric the core assumes for this GPU (as a prediction would)."""
     return knowledge.assumptions.fabric[gpu.fabric]
+
+
+def family_of(sample_kind_code: float) -> str:
+    """Interval family of a sample: LLM runs or the rest."""
+    return "llm" if sample_kind_code == 6.0 else "other"

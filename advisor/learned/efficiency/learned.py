@@ -13,8 +13,7 @@ from advisor.catalog.stacks import Stack, shipped_stacks, stacks_of
 from advisor.catalog.userdata import data_dir, read_stored
 from advisor.learned.efficiency.base import Interval, Query
 from advisor.learned.efficiency.bounds import Bounds, Where
-from advisor.learned.efficiency.dataset import family_of
-from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, query_features
+from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
 from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
 from advisor.learned.efficiency.prior import PriorEfficiency

@@ -6,9 +6,12 @@ import csv
 import io
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from advisor.catalog.benchmarks import BenchmarkRow
 from advisor.catalog.loader import Knowledge
+
+if TYPE_CHECKING:  # the table's schema (pydantic) is imported where rows are read, not where runs are priced
+    from advisor.catalog.benchmarks import BenchmarkRow
 
 LLM_TABLE = "llm_benchmarks.csv"
 # Training precisions of the published tables as the core names them: MXFP8 runs at the FP8 peak of Blackwell

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -53,7 +52,10 @@ def _applies(tier: dict[str, Any], gpu_id: str, memory_gb: float) -> bool:
 @lru_cache(maxsize=1)
 def engines() -> dict[str, Engine]:
     """Every engine of the vocabulary, read once."""
-    data = tomllib.loads(files("knowledge").joinpath(ENGINES_FILE).read_text(encoding="utf-8"))
+    from advisor.catalog.loader import cached_records
+
+    # Through the knowledge cache: a warm run does not import the TOML parser.
+    data = cached_records(files("knowledge"), ENGINES_FILE, lambda raw: raw)
     out = {}
     for eid in ENGINES:
         d = data[eid]
