@@ -13,29 +13,9 @@ from advisor.cli import render
 from advisor.cli.guards import check_applicable
 from advisor.cli.options import values_of
 from advisor.cli.output import json_text
+from advisor.cli.validated import validated as _validated
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
-
-
-def _validated(cls: Any, data: dict[str, Any]) -> Any:
-    """The model, or the InputError of its first problem: the core's own (structured, the CLI names the
-    flag), or pydantic's, named by the field it is about."""
-    try:
-        return cls.model_validate(data)
-    except ValueError as exc:
-        # pydantic's ValidationError (a ValueError): pydantic is imported only where it judged the input.
-        pydantic = sys.modules.get("pydantic")
-        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
-            raise
-        err = exc.errors()[0]
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, InputError):
-            raise cause from None
-        loc = [str(x) for x in err["loc"]]
-        field = loc[1] if len(loc) > 1 and loc[0] in ("config", "spec") else (loc[0] if loc else "")
-        got = f" (got {err['input']!r})" if field and not isinstance(err["input"], dict) else ""
-        msg = err["msg"].removeprefix("Value error, ")
-        raise InputError(f"{flag_of(field)}: {msg}{got}" if field else msg) from exc
 
 
 def _values(args: argparse.Namespace) -> dict[str, Any]:

@@ -16,8 +16,8 @@ def onprem_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def tco_inputs(args: argparse.Namespace) -> Any:
     """`gpu-advisor tco` flags as TcoInputs; a bad value is a one-line error naming its flag."""
-    from advisor.cli.commands import _validated
+    from advisor.cli.validated import validated
     from advisor.ops.tco import TcoInputs
 
     values = args.values
-    return _validated(TcoInputs, {"gpu": values["gpu"], "count": values["count"], **onprem_overrides(args)})
+    return validated(TcoInputs, {"gpu": values["gpu"], "count": values["count"], **onprem_overrides(args)})
