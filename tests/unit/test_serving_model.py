@@ -172,3 +172,18 @@ def test_prediction_modules_do_not_import_sklearn_or_scipy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_an_older_release_measured_runs_under_its_own_defaults():
+    from advisor.learned.serving.engines import engine, release
+
+    vllm = engine("vllm")
+    assert release("0.6.3.dev116 (ROCm 6.1)") == (0, 6) and release("") is None
+    now = vllm.limits("h100-sxm", 80)
+    assert (now.max_seqs, now.token_budget) == (1024, 8192)  # answers: the current release (V1)
+    v0 = vllm.limits("h100-sxm", 80, "0.6.3.post2.dev308")
+    assert (v0.max_seqs, v0.token_budget) == (256, 2048)  # V0: 256 sequences, 2048-token chunks
+    rocm = vllm.limits("mi300x", 192, "0.7.3.dev138 (ROCm 6.3)", "amd")
+    mla = vllm.limits("h200", 141, "0.7.4.dev181", "nvidia", mla=True)
+    assert rocm.token_budget > 100_000 and mla.token_budget > 100_000  # no chunked prefill: whole prompts
+    assert vllm.limits("mi300x", 192, "0.10.0 (ROCm 6.4.1 image, AITER)", "amd").max_seqs == 1024

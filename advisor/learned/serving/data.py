@@ -118,7 +118,8 @@ def _case(knowledge, r: dict[str, str]) -> Case | str:
         return f"not servable as stated ({str(exc).split(':')[0]})"
     kv = r.get("kv_precision") or ("fp8" if r["precision"] == "fp8" and r["engine"] == "trtllm" else "bf16")
     tp, pp = int(r["tp"]), int(r.get("pp") or 1)
-    setup = build(job, gpu, tp, pp, r["precision"], r["engine"], knowledge.assumptions, kv)
+    a, version = knowledge.assumptions, r.get("engine_version") or None
+    setup = build(job, gpu, tp, pp, r["precision"], r["engine"], a, kv, version)
     if setup is None:
         return f"no {r['precision']} peak for {r['gpu']} in gpus.toml"
     return Case(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -27,10 +28,18 @@ class Engine:
     stand_in: str
     tiers: tuple[dict[str, Any], ...]
 
-    def limits(self, gpu_id: str, memory_gb: float) -> EngineLimits:
-        """The caps this engine sets on this GPU (the first tier whose conditions hold)."""
+    def limits(
+        self,
+        gpu_id: str,
+        memory_gb: float,
+        version: str | None = None,
+        vendor: str = "nvidia",
+        mla: bool = False,
+    ) -> EngineLimits:
+        """The caps this engine sets on this GPU (the first tier whose conditions hold); `version` (a
+        measured row's engine version) selects an older release's defaults, an answer's None the current."""
         for tier in self.tiers:
-            if _applies(tier, gpu_id, memory_gb):
+            if _applies(tier, gpu_id, memory_gb) and _applies_to_release(tier, version, vendor, mla):
                 return EngineLimits(
                     max_seqs=tier.get("max_seqs"),
                     token_budget=int(tier["token_budget"]),
@@ -47,6 +56,23 @@ def _applies(tier: dict[str, Any], gpu_id: str, memory_gb: float) -> bool:
     if "ids" in tier and not any(gpu_id.startswith(p) for p in tier["ids"]):
         return False
     return not any(gpu_id.startswith(p) for p in tier.get("not_ids", ()))
+
+
+def release(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of an engine version as measured rows state it ('0.6.3.dev116 (ROCm 6.1)'), or None."""
+    m = re.match(r"\s*(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _applies_to_release(tier: dict[str, Any], version: str | None, vendor: str, mla: bool) -> bool:
+    """A tier with `before_version` holds only for a stated older release (and the `vendor` and `mla`
+    attention it names, if any)."""
+    if "before_version" not in tier:
+        return True
+    got, limit = release(version), release(tier["before_version"])
+    if got is None or limit is None or got >= limit:
+        return False
+    return tier.get("vendor", vendor) == vendor and tier.get("mla", mla) == mla
 
 
 @lru_cache(maxsize=1)

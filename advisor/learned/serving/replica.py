@@ -41,8 +41,10 @@ def build(
     engine_id: str | None,
     a: Assumptions,
     kv_precision: str | None = None,
+    engine_version: str | None = None,
 ) -> Setup | None:
-    """The replica of `job` on tp x pp `gpu`s, or None when the GPU has no peak for the precision."""
+    """The replica of `job` on tp x pp `gpu`s, or None when the GPU has no peak for the precision
+    (`engine_version`: a measured row's, whose release may have had other defaults)."""
     if not hasattr(gpu.tflops, precision) and precision not in ("int8", "int4"):
         return None  # e.g. nvfp4: the catalogue holds no FP4 peaks
     peak = peak_flops(gpu, precision)
@@ -68,4 +70,6 @@ def build(
     layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
     overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
-    return Setup(rep, eng.limits(gpu.id, gpu.memory_gb), overhead, eng, kv)
+    mla = bool(job.arch.kv_lora_rank)
+    limits = eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla)
+    return Setup(rep, limits, overhead, eng, kv)

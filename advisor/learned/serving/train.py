@@ -58,7 +58,7 @@ def train() -> ServingModel:
         "seed": SEED,
         "scipy": version("scipy"),
         "fit": "least squares on log(predicted / measured) of throughput, TTFT and TPOT, soft-L1, sources "
-        "weighted 1/sqrt(rows), engine offsets ridge-shrunk",
+        "weighted 1/sqrt(rows), engine offsets centred and ridge-shrunk per term",
         "cv": {"leave-one-GPU-out": _cv(by_gpu), "leave-one-engine-out": _cv(by_engine)},
     }
     return ServingModel(model.params, model.engines, interval, meta)
