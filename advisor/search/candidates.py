@@ -14,7 +14,7 @@ from advisor.physics.speed import StepTime
 from advisor.search.context import Context
 
 if TYPE_CHECKING:
-    from advisor.search.serving import Served
+    from advisor.search.served import Served
 
 NODE_STEPS = (
     2,

@@ -15,7 +15,7 @@ import math
 
 from advisor.physics.batching import Latency, exp_tail_quantile
 from advisor.physics.serving import iteration_s
-from advisor.search.serving import Figures, Served, Targets, alone
+from advisor.search.served import Figures, Served, Targets
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.99: 2.3263}
 
@@ -93,4 +93,4 @@ def alone_of(fig: Figures, isl: int, osl: int) -> tuple[float, float]:
     )
 
 
-__all__ = ["alone", "disaggregated"]
+__all__ = ["disaggregated"]

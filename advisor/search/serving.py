@@ -13,17 +13,15 @@ flight per replica).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.serving.model import Traits, load_model
-from advisor.learned.serving.replica import Setup, build
+from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
-    Saturation,
     capacity,
     closed_run,
     closed_schedule,
@@ -36,6 +34,7 @@ from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
 from advisor.question.vocab import DEFAULT_ENGINE
 from advisor.search.candidates import Candidate, Miss, plan_facts
 from advisor.search.context import Context
+from advisor.search.served import Figures, Served, Targets
 
 PERCENTILES = (50, 90, 99)
 RATE_STEPS = 16  # bisection steps on the rate: 2^-16 of the capacity
@@ -46,21 +45,6 @@ def engine_of(job: Job) -> tuple[str, bool]:
     """The serving engine and whether the user gave it."""
     given = job.config.engine
     return (str(given), True) if given else (DEFAULT_ENGINE, False)
-
-
-@dataclass(frozen=True, slots=True)
-class Targets:
-    """The latency a plan is held to, at one percentile of requests."""
-
-    ttft_s: float | None
-    tpot_s: float | None
-    quantile: float
-
-    def met(self, lat: Latency | None) -> bool:
-        if lat is None:
-            return False
-        ok_ttft = self.ttft_s is None or lat.ttft_q_s <= self.ttft_s
-        return ok_ttft and (self.tpot_s is None or lat.tpot_q_s <= self.tpot_s)
 
 
 def targets_of(job: Job, use: bool = True) -> Targets:
@@ -76,27 +60,6 @@ def prior_efficiency(ctx: Context) -> Efficiency:
     """The documented priors when no learned serving model is shipped: decode bandwidth, prefill compute."""
     eff = ctx.knowledge.assumptions.efficiency
     return Efficiency(memory=eff["decode"].p50, compute=eff["prefill"].p50, kv=eff["decode"].p50)
-
-
-@dataclass
-class Figures:
-    """One replica shape on one GPU: its setup, efficiencies, capacity and the engine's data source."""
-
-    setup: Setup
-    eff: Efficiency
-    sat: Saturation
-    sol: Saturation
-    """The capacity at 100% efficiency (speed of light)."""
-    engine: str
-    learned_from: str | None
-    """The engine whose measured rows the efficiencies come from (None: priors, or the engines' common
-    values)."""
-    bound: str = "memory"
-    """What limits a full replica's iteration: memory (weights and KV reads) or compute."""
-
-    @property
-    def replica_gpus(self) -> int:
-        return self.setup.replica.gpus
 
 
 def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Figures | None:
@@ -203,42 +166,6 @@ def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int,
     if gpus is not None:
         out = [(t, p) for t, p in out if gpus % (t * p) == 0]
     return sorted(set(out))
-
-
-@dataclass
-class Served:
-    """The serving figures of one plan: per replica, and what they add up to."""
-
-    figures: Figures
-    replicas: int
-    rate: float
-    """Requests/s each replica is offered (0: no load given)."""
-    load: Latency | None
-    """Latency at that load (or at the stated batch), at the SLO percentile."""
-    max_rate: float
-    """Requests/s each replica takes within the targets."""
-    targets: Targets
-    batch: int
-    """Requests in flight per replica (stated, or the load's average)."""
-    alone: tuple[float, float]
-    notes: list[str] = field(default_factory=list)
-    prefill_replicas: int = 0
-    """Disaggregated: how many of the replicas only prefill (the others only decode); 0 = colocated."""
-
-    @property
-    def throughput(self) -> float:
-        """Output tokens/s of the whole deployment at its load (the capacity when none is given)."""
-        if self.load is not None:
-            return self.load.output_tok_s * self.replicas
-        return self.figures.sat.output_tok_s * self.replicas
-
-    @property
-    def ttft_s(self) -> float:
-        return self.load.ttft_q_s if self.load else self.alone[0]
-
-    @property
-    def tpot_s(self) -> float:
-        return self.load.tpot_q_s if self.load else self.figures.sat.iteration_s
 
 
 def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: float) -> Served | str:
