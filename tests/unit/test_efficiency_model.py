@@ -189,13 +189,13 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
 
 def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:
     from advisor.learned.efficiency.linear import SIGNS
-    from advisor.learned.efficiency.linear_fit import fit_linear, sample_inputs
+    from advisor.learned.efficiency.linear_fit import candidate_of, fit_linear, sample_inputs
 
     linear = exported.linear
     assert linear is not None, "the shipped artifact has no LLM linear model: run `gpu-advisor model train`"
     llm = [s for s in samples if s.family == "llm"]
-    # Refitted here on every LLM run at the shipped penalty: the same numbers as the artifact.
-    again = fit_linear(llm, linear.meta["lambda"])
+    # Refitted here on every LLM run as the estimator shipped: the same numbers as the artifact.
+    again = fit_linear(llm, candidate_of(linear.meta))
     assert max(abs(a - b) for a, b in zip(again.coef, linear.coef, strict=True)) < 1e-9
     assert abs(again.intercept - linear.intercept) < 1e-9
     # The signs physics demands hold: more work per step never lowers it, more communication never raises it.
