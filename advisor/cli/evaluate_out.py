@@ -131,16 +131,18 @@ def goals(scores: Sequence[Scores]) -> list[str]:
 
 
 NOTES = [
-    "LLM rows of LLM stacks: the shipped estimator (Huber ridge on physical inputs and the family of "
-    "source, every source weighted equally, the signs physics demands held, its penalty chosen by "
-    "leave-one-source-out inside each fold's training rows: nested, never on the held-out rows), bounded "
-    "as it ships (the highest efficiency measured on the GPU generation and precision, the constant-MFU "
-    "prior outside the measured range, both from the training rows); other rows: gradient-boosted trees",
+    "LLM rows of LLM stacks: the shipped estimator, chosen by leave-one-source-out inside each fold's "
+    "training rows (nested, never on the held-out rows; the simplest within one standard error of the best) "
+    "among the physical estimators (the speed of light of the stated layout x one constant: the median, or a "
+    "source-balanced Huber fit, per family of source or not) and the Huber ridge on physical inputs at each "
+    "penalty up to the intercept-only limit; bounded as it ships (the highest efficiency measured on the GPU "
+    "generation and precision, the constant-MFU prior outside the measured range, both from the training "
+    "rows); other rows: gradient-boosted trees",
     "held out by source: every row of one repository (all its commits) predicted by a model fitted "
     "without it; by family: fitted on vendor tables only and scored on papers, reports and independent "
     "runs, and the reverse; by GPU: every row of one GPU type",
     "median err: each run at its own family (a vendor table's run against the model's vendor figure); "
-    "typical P50: the figure a user is shown (the non-vendor family)",
+    "typical P50: the figure a user is shown (the non-vendor family), before the bounds",
     "const-MFU: throughput = c x peak x GPUs / training FLOPs per item, c the median MFU of the training "
     "folds' rows of the same family and precision class (fp8, 16-bit, 32-bit); physical: the core's speed"
     " of light of the stated layout (roofline, bubble, exposed communication) x one median efficiency of "
@@ -148,7 +150,8 @@ NOTES = [
     "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; "
     "gain = const-MFU median / model median",
     "P10-P90 cover: the interval a user is shown (around the typical P50), from the other sources' "
-    "held-out residuals, vendor and other runs weighing half each",
+    "held-out residuals, every family of source weighing the same, at the narrowest quantiles (10th-90th, "
+    "7.5th-92.5th, 5th-95th, 2.5th-97.5th) that cover 80% with each source held out from them in turn",
 ]
 
 

@@ -51,6 +51,17 @@ def test_every_interval_is_two_sided_and_below_the_cap(log50: float) -> None:
     assert ("bounded by" in note) == (math.exp(log50 + 0.3) > 0.45)
 
 
+def test_a_p50_far_below_the_cap_keeps_its_figure_when_only_its_p90_nears_it() -> None:
+    # P50 0.30 (half the 0.6 cap), a wide interval whose P90 would be 0.9: the P90 is bounded, the P50 not.
+    p10, p50, p90, note = _bounds().interval(math.log(0.3), (-0.5, math.log(3.0)), _where())
+    assert p50 == pytest.approx(0.3, rel=0.01)
+    assert p10 == pytest.approx(0.3 * math.exp(-0.5), rel=0.01)
+    assert p90 < 0.6 and "bounded by" in note
+    # Near the cap both move, the P50 strictly below the P90 by at least the interval's minimum half-width.
+    _, p50, p90, _ = _bounds().interval(math.log(0.58), (-0.1, 0.1), _where())
+    assert p50 < 0.58 and p90 / p50 >= math.exp(0.05) - 1e-9
+
+
 def test_the_bound_is_smooth_and_monotonic() -> None:
     xs = [0.05 * k for k in range(1, 24)]  # up to twice the cap it rises strictly, then holds below the cap
     ys = [soft_min(x, 0.6) for x in xs]

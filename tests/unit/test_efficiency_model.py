@@ -189,13 +189,13 @@ def test_shipped_intervals_come_from_held_out_sources(exported, samples) -> None
 
 def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, exported) -> None:
     from advisor.learned.efficiency.linear import SIGNS
-    from advisor.learned.efficiency.linear_fit import fit_linear, sample_inputs
+    from advisor.learned.efficiency.linear_fit import candidate_of, fit_linear, sample_inputs
 
     linear = exported.linear
     assert linear is not None, "the shipped artifact has no LLM linear model: run `gpu-advisor model train`"
     llm = [s for s in samples if s.family == "llm"]
-    # Refitted here on every LLM run at the shipped penalty: the same numbers as the artifact.
-    again = fit_linear(llm, linear.meta["lambda"])
+    # Refitted here on every LLM run as the estimator shipped: the same numbers as the artifact.
+    again = fit_linear(llm, candidate_of(linear.meta))
     assert max(abs(a - b) for a, b in zip(again.coef, linear.coef, strict=True)) < 1e-9
     assert abs(again.intercept - linear.intercept) < 1e-9
     # The signs physics demands hold: more work per step never lowers it, more communication never raises it.
@@ -210,6 +210,55 @@ def test_the_llm_linear_model_is_recomputed_on_a_held_out_source(samples, export
     assert math.isfinite(linear.predict_log(far))
     lo, hi = linear.interval
     assert lo < 0 < hi
+
+
+def test_the_ridge_reaches_the_physical_estimator_and_the_choice_is_recorded(samples, meta) -> None:
+    from advisor.learned.efficiency.linear_fit import CANDIDATES, Candidate, fit_linear
+
+    llm = [s for s in samples if s.family == "llm"]
+    # The strongest penalty is the intercept-only limit: the speed of light x one constant.
+    strongest = fit_linear(llm, max(c.lam for c in CANDIDATES if c.free is None))
+    constant = fit_linear(llm, Candidate(0.0, ()))
+    assert max(abs(c) for c in strongest.coef) < 1e-3
+    assert strongest.intercept == pytest.approx(constant.intercept, abs=1e-3)
+    assert all(c == 0.0 for c in constant.coef)
+    # The physical median: every run once, the same constant as the physical baseline.
+    median = fit_linear(llm, Candidate(0.0, (), median=True))
+    assert median.intercept == pytest.approx(statistics.median(math.log(min(s.efficiency, 1.0)) for s in llm))
+    # The metadata names the estimator chosen and every candidate's held-out figure, the chosen one among the
+    # simplest within reach of the best.
+    record = meta["llm_model"]
+    figures = record["held_out_source_median_by_candidate"]
+    assert len(figures) == len(CANDIDATES) and record["estimator"] in figures
+    assert figures[record["estimator"]] <= min(figures.values()) + 0.05
+
+
+def _residual_rows(shift: float) -> tuple[list, dict[int, float]]:
+    """Six sources of two families, ten runs each, each source's residuals offset by its own shift x k."""
+    from types import SimpleNamespace
+
+    rows, typical = [], {}
+    for k in range(6):
+        family = "vendor" if k % 2 else "paper"
+        for j in range(10):
+            eff = 0.5 * math.exp(shift * (k - 2.5) + 0.02 * (j - 4.5))
+            rows.append(
+                SimpleNamespace(efficiency=eff, row=SimpleNamespace(origin=f"s{k}", source_family=family))
+            )
+            typical[len(rows) - 1] = math.log(0.5)
+    return rows, typical
+
+
+def test_the_interval_widens_until_each_held_out_source_is_covered() -> None:
+    from advisor.learned.efficiency.llm_eval import LEVEL_GRID, TARGET_COVER, by_source, levels_for
+
+    # Sources that agree: the 10th-90th percentiles of the others already cover a new one.
+    rows, typical = _residual_rows(0.0)
+    assert levels_for(rows, typical, by_source) == LEVEL_GRID[0]  # type: ignore[arg-type]
+    # Sources that sit apart: a new source falls outside the others' 10th-90th percentiles; wider quantiles.
+    rows, typical = _residual_rows(0.2)
+    levels = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
+    assert levels != LEVEL_GRID[0] and 0 < TARGET_COVER < 1
 
 
 def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:

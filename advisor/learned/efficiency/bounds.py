@@ -102,8 +102,9 @@ class Bounds:
         self, log50: float, offsets: tuple[float, float], where: Where, widen: float = 1.0
     ) -> tuple[float, float, float, str]:
         """(p10, p50, p90) efficiency and what bounds it: the P50 shrunk outside the measured range, the
-        interval widened there, then bounded smoothly by the cap (the whole interval scaled by the factor of
-        its P90, so that the P50 stays strictly below the P90 and the P90 below the cap)."""
+        interval widened there, then bounded smoothly by the cap: the P90 below the cap, the P50 (and the
+        P10 with it) below the cap less MIN_HALF, so that the P50 stays strictly below the P90. Only what
+        nears the cap moves: a P50 far below it keeps its figure however high its P90."""
         log50, far = self.shrink(log50, where)
         widen *= 1.0 + 0.5 * far
         lo = min(offsets[0] * widen, -MIN_HALF)
@@ -111,6 +112,7 @@ class Bounds:
         p10, p50, p90 = math.exp(log50 + lo), math.exp(log50), math.exp(log50 + hi)
         cap, why = self.cap(where)
         factor = soft_min(p90, cap) / p90
+        low = soft_min(p50, cap * math.exp(-MIN_HALF)) / p50
         notes = []
         if where.point:  # an LLM plan: always say what bounds it
             notes.append(f"efficiency {'bounded by' if factor < BINDS else 'below'} {why}")
@@ -121,7 +123,7 @@ class Bounds:
                 f"outside the measured runs' range (model size, sequence, batch or count): shrunk {far:.0%} "
                 "of the way to the constant-MFU prior, interval widened"
             )
-        return p10 * factor, p50 * factor, p90 * factor, "; ".join(notes)
+        return p10 * low, p50 * low, p90 * factor, "; ".join(notes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""

@@ -15,7 +15,7 @@ from advisor.learned.efficiency.base import Interval, Query
 from advisor.learned.efficiency.bounds import Bounds, Where
 from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
-from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
+from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs
 from advisor.learned.efficiency.prior import PriorEfficiency
 from advisor.physics.speed import peak_flops
 
@@ -63,12 +63,9 @@ class LearnedEfficiency:
         self.layout_margin = cv if isinstance(cv, float) else None
         """The held-out error a layout must beat the simplest one by (advisor/search/training.py)."""
         detail = f"; held-out-source LLM median error {cv:.0%}" if isinstance(cv, float) else ""
-        how = (
-            "LLM runs: Huber ridge on physical inputs, P50 at what papers, reports and independent teams "
-            "sustain, vendor tables at the optimistic end; other runs: gradient-boosted trees"
-            if model.linear
-            else "gradient-boosted trees"
-        )
+        how = "gradient-boosted trees"
+        if model.linear:
+            how = f"LLM runs: {llm_how(model.linear)}; other runs: {how}"
         self.name = (
             f"learned from {model.rows:,} measured runs ({how}; the stack's traits, layout "
             f"and batch are inputs{detail})"
@@ -127,6 +124,20 @@ class LearnedEfficiency:
         """log(LoRA prior / full fine-tuning prior): the learned figure is for full training."""
         prior, ft = self.fallback.prior(regime), self.fallback.prior("llm-finetune")
         return math.log(prior.p50 / ft.p50)
+
+
+def llm_how(linear: LinearLogModel) -> str:
+    """What the shipped LLM estimator is, in words."""
+    if linear.meta.get("free") is not None:
+        which = "the median" if linear.meta.get("median") else "one fitted"
+        return (
+            f"the plan's speed of light x {which} efficiency of the measured runs, chosen over a ridge on "
+            "physical inputs by held-out sources"
+        )
+    return (
+        "Huber ridge on physical inputs, P50 at what papers, reports and independent teams sustain, vendor "
+        "tables at the optimistic end"
+    )
 
 
 def calibration_dir() -> Path:

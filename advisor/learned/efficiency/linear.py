@@ -1,11 +1,11 @@
-"""Provides the LLM efficiency model: a strongly regularised linear model of log efficiency on a handful of
-physical inputs, read as plain numbers (pure Python at predict time; fitted by
-advisor/learned/efficiency/linear_fit.py).
+"""Provides the LLM efficiency model: a linear model of log efficiency on a handful of physical inputs, read
+as plain numbers (pure Python at predict time; fitted and chosen by advisor/learned/efficiency/linear_fit.py).
+The physical estimator, the speed of light x one constant, is the same form with every weight 0.
 
 Why not the trees for LLM rows: held out by source, the gradient-boosted trees lose to a constant MFU (they
-learn one harness's quirks from the 216 MosaicML rows); a linear model with source-balanced weights and a
-Huber loss generalises to an unseen source (see the leave-one-source-out table of `gpu-advisor model
-evaluate`).
+learn one harness's quirks from the 216 MosaicML rows); of the linear candidates, nested leave-one-source-out
+keeps the one that generalises to an unseen source (on the shipped runs the physical estimator; see the
+table of `gpu-advisor model evaluate`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,28 @@
 """Provides the fitting of the LLM linear model: Huber-loss ridge on log efficiency, every source weighted
-equally, the signs physics demands held, the penalty chosen by leave-one-source-out inside the rows it is
-fitted on (numpy; training only)."""
+equally, the signs physics demands held; the estimator (the physical one, speed of light x a constant per
+family of source, or the ridge at one penalty) chosen by leave-one-source-out inside the rows it is fitted on
+(numpy; training only)."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
 
-# Ridge penalties tried (per row, on standardised inputs); the one with the smallest leave-one-source-out
-# median error among the rows being fitted ships. HUBER: residuals beyond 0.2 in log (about 22%) count
-# linearly, so one source's outliers (runs measured above the core's speed of light) do not pull the line.
-LAMBDAS = (0.1, 1.0, 10.0, 100.0)
+# Ridge penalties tried (per row, on standardised inputs), up to where every weight is about 1e-5 of its
+# unpenalised size (the intercept-only limit: the speed of light x one constant). HUBER: residuals beyond 0.2
+# in log (about 22%) count linearly, so one source's outliers (runs measured above the core's speed of light)
+# do not pull the line.
+LAMBDAS = (0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
+# The physical estimators: the speed of light of the stated layout x one constant, unpenalised, with at most
+# these few physically motivated terms free (every other weight held at 0): the family of source (a vendor's
+# tuned table, or a typical run), and how far the core's physics already discounts below peak.
+PHYSICAL: tuple[tuple[str, ...], ...] = ((), ("vendor",), ("vendor", "log_sol_over_mfu"))
 HUBER = 0.2
 IRLS_STEPS = 20
 _SIGN_COLUMNS = {INPUTS.index(name): sign for name, sign in SIGNS.items()}
@@ -41,12 +48,48 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     return [w / mean for w in raw]
 
 
-def _solve_signed(A, w, y, penalty):
+@dataclass(frozen=True)
+class Candidate:
+    """One LLM estimator the nested selection may ship: the ridge at a penalty on every input, or a physical
+    estimator (free: the only inputs whose weights are fitted, unpenalised; the rest held at 0)."""
+
+    lam: float
+    free: tuple[str, ...] | None = None
+    """None: every input (the ridge)."""
+    median: bool = False
+    """The physical constant (per family of source, when 'vendor' is free) is the median log efficiency of
+    the rows, every run counting once, instead of the source-balanced Huber fit."""
+
+    @property
+    def name(self) -> str:
+        """How the metadata and the evaluation name it."""
+        if self.free is None:
+            return f"ridge, lambda {self.lam:g}"
+        how = "median" if self.median else "source-balanced Huber"
+        return f"physical: speed of light x constant ({how})" + "".join(f" + {n}" for n in self.free)
+
+
+def candidate_of(meta: dict) -> Candidate:
+    """The candidate a fitted model's metadata names (an older artifact: the ridge at its penalty)."""
+    free = meta.get("free")
+    return Candidate(
+        float(meta["lambda"]), tuple(free) if free is not None else None, bool(meta.get("median", False))
+    )
+
+
+CANDIDATES: tuple[Candidate, ...] = (
+    tuple(Candidate(0.0, free, median=True) for free in PHYSICAL[:2])
+    + tuple(Candidate(0.0, free) for free in PHYSICAL)
+    + tuple(Candidate(lam) for lam in LAMBDAS)
+)
+
+
+def _solve_signed(A, w, y, penalty, held: frozenset[int] = frozenset()):
     """Weighted ridge with the SIGNS held: a coefficient of the wrong sign is set to 0 and the rest refitted
-    (an active set; the standardised inputs keep each raw coefficient's sign)."""
+    (an active set; the standardised inputs keep each raw coefficient's sign); inputs in held stay at 0."""
     import numpy as np
 
-    fixed: set[int] = set()
+    fixed: set[int] = set(held)
     while True:
         free = [j for j in range(A.shape[1]) if j - 1 not in fixed]
         sub = A[:, free]
@@ -60,24 +103,56 @@ def _solve_signed(A, w, y, penalty):
         fixed.add(worst)
 
 
-def fit_linear(
-    samples: Sequence[Sample], lam: float, interval: tuple[float, float] = (0.0, 0.0)
-) -> LinearLogModel:
-    """Huber ridge on the LLM runs given (intercept unpenalised), by iteratively reweighted least squares."""
+def _huber_beta(A, y, base, penalty, held: frozenset[int]):
+    """Huber ridge weights by iteratively reweighted least squares (base: the source weights)."""
     import numpy as np
 
+    w = base.copy()
+    for _ in range(IRLS_STEPS):
+        beta = _solve_signed(A, w, y, penalty, held)
+        r = np.abs(y - A @ beta)
+        w = base * np.where(r <= HUBER, 1.0, HUBER / np.maximum(r, 1e-12))
+    return beta
+
+
+def _median_beta(X, y, mean, scale, free: tuple[str, ...]):
+    """The median log efficiency (every run once) as the intercept; with 'vendor' free, one median per family
+    of source (vendor tables, the rest) written as intercept and weight of the standardised flag."""
+    import numpy as np
+
+    beta = np.zeros(X.shape[1] + 1)
+    if "vendor" not in free:
+        beta[0] = float(np.median(y))
+        return beta
+    j = INPUTS.index("vendor")
+    flag = X[:, j] > 0.5
+    typical = float(np.median(y[~flag])) if (~flag).any() else float(np.median(y))
+    vendor = float(np.median(y[flag])) if flag.any() else typical
+    beta[j + 1] = (vendor - typical) * scale[j]
+    beta[0] = typical + (vendor - typical) * mean[j]
+    return beta
+
+
+def fit_linear(
+    samples: Sequence[Sample], lam: float | Candidate, interval: tuple[float, float] = (0.0, 0.0)
+) -> LinearLogModel:
+    """The candidate's fit on the LLM runs given: Huber ridge (intercept unpenalised; inputs outside a
+    physical candidate's free ones held at 0), or the physical medians."""
+    import numpy as np
+
+    cand = lam if isinstance(lam, Candidate) else Candidate(lam)
     X = np.array([sample_inputs(s) for s in samples])
     y = np.array([target(s) for s in samples])
     mean, scale = X.mean(0), X.std(0)
     scale[scale == 0] = 1.0
-    A = np.hstack([np.ones((len(samples), 1)), (X - mean) / scale])
-    base = np.array(source_weights(samples))
-    penalty = np.diag([0.0] + [lam * len(samples)] * len(INPUTS))
-    w = base.copy()
-    for _ in range(IRLS_STEPS):
-        beta = _solve_signed(A, w, y, penalty)
-        r = np.abs(y - A @ beta)
-        w = base * np.where(r <= HUBER, 1.0, HUBER / np.maximum(r, 1e-12))
+    if cand.median:
+        beta = _median_beta(X, y, mean, scale, cand.free or ())
+    else:
+        held = frozenset(j for j, n in enumerate(INPUTS) if cand.free is not None and n not in cand.free)
+        A = np.hstack([np.ones((len(samples), 1)), (X - mean) / scale])
+        # A floor on the penalty: a free input constant in these rows (no MoE run) leaves it solvable.
+        penalty = np.diag([0.0] + [max(cand.lam, 1e-6) * len(samples)] * len(INPUTS))
+        beta = _huber_beta(A, y, np.array(source_weights(samples)), penalty, held)
     return LinearLogModel(
         INPUTS,
         float(beta[0]),
@@ -87,12 +162,18 @@ def fit_linear(
         tuple(float(v) for v in X.min(0)),
         tuple(float(v) for v in X.max(0)),
         interval,
-        {"lambda": lam, "huber": HUBER},
+        {
+            "lambda": cand.lam,
+            "huber": HUBER,
+            "estimator": cand.name,
+            "median": cand.median,
+            **({"free": list(cand.free)} if cand.free is not None else {}),
+        },
     )
 
 
-def _loso_median(samples: Sequence[Sample], lam: float) -> float:
-    """The source-balanced (mean of per-source medians) held-out-source error of one penalty on these rows."""
+def loso_medians(samples: Sequence[Sample], cand: Candidate) -> list[float]:
+    """One candidate's held-out-source median error on these rows, per source."""
     by_source: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         by_source.setdefault(s.row.origin, []).append(i)
@@ -102,17 +183,33 @@ def _loso_median(samples: Sequence[Sample], lam: float) -> float:
         train = [s for i, s in enumerate(samples) if i not in held]
         if not train:
             continue
-        model = fit_linear(train, lam)
+        model = fit_linear(train, cand)
         predicted = [math.exp(model.predict_log(sample_inputs(samples[i]))) * samples[i].sol for i in test]
         medians.append(statistics.median(apes([samples[i] for i in test], predicted)))
-    return sum(medians) / len(medians) if medians else math.inf
+    return medians
 
 
-def choose_lambda(samples: Sequence[Sample]) -> tuple[float, dict[float, float]]:
-    """The penalty with the smallest source-balanced held-out-source error on these LLM runs (all of them are
-    training rows: an evaluation calls this inside each fold), and every penalty's figure."""
-    figures = {lam: _loso_median(samples, lam) for lam in LAMBDAS}
-    return min(LAMBDAS, key=lambda lam: (figures[lam], lam)), figures
+def simplest_first() -> list[Candidate]:
+    """The candidates from the fewest fitted weights to the most: the physical ones in order, then the ridge
+    from the strongest penalty down."""
+    return [c for c in CANDIDATES if c.free is not None] + sorted(
+        (c for c in CANDIDATES if c.free is None), key=lambda c: -c.lam
+    )
+
+
+def choose_lambda(samples: Sequence[Sample]) -> tuple[Candidate, dict[Candidate, float]]:
+    """The estimator for these LLM runs (all of them training rows: an evaluation calls this inside each
+    fold), and every candidate's source-balanced held-out-source error (mean of the per-source medians).
+    The one-standard-error rule: the simplest candidate within one standard error (over sources) of the
+    best, since with few sources the best figure is partly luck and the richer model pays for it on the
+    next unseen source."""
+    per = {c: loso_medians(samples, c) for c in CANDIDATES}
+    figures = {c: sum(m) / len(m) if m else math.inf for c, m in per.items()}
+    best = min(CANDIDATES, key=lambda c: figures[c])
+    n = len(per[best])
+    se = statistics.stdev(per[best]) / math.sqrt(n) if n > 1 else 0.0
+    chosen = next(c for c in simplest_first() if figures[c] <= figures[best] + se + 1e-12)
+    return chosen, figures
 
 
 def nested_fit_predict(

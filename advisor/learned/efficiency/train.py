@@ -1,6 +1,7 @@
 """Provides the training of the efficiency model: scikit-learn gradient boosting on log efficiency (every
-run) and, for LLM runs of LLM stacks, a Huber ridge on physical inputs and the family of source; its bounds;
-exported as plain parameters with their metadata (data hash, versions, feature order, CV scores, hashes)."""
+run) and, for LLM runs of LLM stacks, the estimator nested held-out validation chooses (the speed of light x
+a constant, or a Huber ridge on physical inputs and the family of source); its bounds; exported as plain
+parameters with their metadata (data hash, versions, feature order, CV scores, hashes)."""
 
 from __future__ import annotations
 
@@ -147,9 +148,9 @@ def train(
     model = fit(samples, weights)
     baseline, trees = export_trees(model)
     llm_rows = [s for s in samples if s.family == "llm"]
-    lam, lambda_figures = choose_lambda(llm_rows)
-    held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else lam)
-    linear = fit_linear(llm_rows, lam, held.interval)
+    chosen, figures = choose_lambda(llm_rows)
+    held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else chosen)
+    linear = fit_linear(llm_rows, chosen, held.interval)
     if with_cv:
         others, interval = other_scores(samples, weights)
         scores = held.scores + others
@@ -170,16 +171,16 @@ def train(
         "calibration_rows": len(extra),
         "llm_error": round(held.error, 4),
         "llm_model": {
-            "kind": "Huber ridge on log efficiency, every source weighted equally, signs held, "
+            "kind": "chosen by leave-one-source-out (source-balanced; the simplest within one standard "
+            "error of the best) among the physical estimators and the Huber ridge at each penalty; "
             "P50 at the typical (non-vendor) family",
+            "estimator": chosen.name,
             "inputs": list(linear.inputs),
             "lambda": linear.meta["lambda"],
             "huber": linear.meta["huber"],
             "coef": [round(c, 5) for c in linear.coef],
             "intercept": round(linear.intercept, 5),
-            "held_out_source_median_by_lambda": {
-                f"lambda {k:g}": round(v, 4) for k, v in lambda_figures.items()
-            },
+            "held_out_source_median_by_candidate": {c.name: round(v, 4) for c, v in figures.items()},
         },
         "versions": {
             "gpu-advisor": __version__,
