@@ -668,28 +668,18 @@ def _relaxed(
         return rerun(workload, relaxed).feasible
 
     lines = []
-    feasible = without("budget_usd")
-    if feasible:
-        best = min(feasible, key=lambda s: s.cost.high)
-        lines.append(
-            Suggestion(
-                field="budget_usd",
-                value=math.ceil(best.cost.high),
-                outcome=f"allows {best.cand.gpu.id} x{best.cand.layout.count} in "
-                f"{best.hours.p90:,.0f} h (its P90 cost)",
+    # Each limit lifted in turn: the plan that needs the least of it, and that least value (its P90).
+    for name, needed, other, on in (
+        ("budget_usd", lambda s: s.cost.high, lambda s: f"in {s.hours.p90:,.0f} h (its P90 cost)", True),
+        ("deadline_hours", lambda s: s.hours.p90, lambda s: f"at ${s.cost.high:,.0f} (P90)", training),
+    ):
+        feasible = without(name) if on else []
+        if feasible:
+            best = min(feasible, key=needed)
+            plan = f"{best.cand.gpu.id} x{best.cand.layout.count}"
+            lines.append(
+                Suggestion(field=name, value=math.ceil(needed(best)), outcome=f"allows {plan} {other(best)}")
             )
-        )
-    feasible = without("deadline_hours") if training else []
-    if feasible:
-        best = min(feasible, key=lambda s: s.hours.p90)
-        lines.append(
-            Suggestion(
-                field="deadline_hours",
-                value=math.ceil(best.hours.p90),
-                outcome=f"allows {best.cand.gpu.id} x{best.cand.layout.count} at "
-                f"${best.cost.high:,.0f} (P90)",
-            )
-        )
     return lines
 
 

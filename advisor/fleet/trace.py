@@ -47,17 +47,18 @@ class Trace:
     pods: tuple[Pod, ...]
 
 
+def _refused(where: str | Path, problem: str) -> InputError:
+    """A trace folder or file refused, said without a front end's words (field 'trace')."""
+    accepted = "the csv/ folder of alibaba/clusterdata's cluster-trace-gpu-v2023, with GPU nodes and pods"
+    return InputError(field="trace", value=str(where), problem=problem, accepted=accepted)
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     try:
         with path.open(newline="", encoding="utf-8") as f:
             return list(csv.DictReader(f))
     except OSError as exc:
-        raise InputError(
-            field="trace",
-            value=str(path),
-            problem=f"cannot be read ({(exc.strerror or str(exc)).lower()})",
-            accepted="a cluster-trace-gpu-v2023 folder",
-        ) from None
+        raise _refused(path, f"cannot be read ({(exc.strerror or str(exc)).lower()})") from None
 
 
 def load_trace(folder: str | Path) -> Trace:
@@ -78,19 +79,9 @@ def load_trace(folder: str | Path) -> Trace:
     except InputError:
         raise
     except (KeyError, ValueError) as exc:
-        raise InputError(
-            field="trace",
-            value=str(folder),
-            problem=f"is not the cluster-trace-gpu-v2023 format ({exc})",
-            accepted="the csv/ folder of alibaba/clusterdata's cluster-trace-gpu-v2023",
-        ) from None
+        raise _refused(folder, f"is not the cluster-trace-gpu-v2023 format ({exc})") from None
     if not nodes or not pods:
-        raise InputError(
-            field="trace",
-            value=str(folder),
-            problem="has no GPU nodes or no GPU pods",
-            accepted="a cluster-trace-gpu-v2023 folder with GPU nodes and pods",
-        )
+        raise _refused(folder, "has no GPU nodes or no GPU pods")
     return Trace(nodes, tuple(pods))
 
 
