@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: bytecode run lint test screenshots benchmark train evaluate clean
+.PHONY: bytecode run lint test test-slow screenshots benchmark train evaluate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,18 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/check_complexity.py
 
+# The suite on TEST_WORKERS processes (pytest-xdist; one a core of the 2-core reference machine). loadgroup:
+# tests marked xdist_group (the wheel build) stay on one worker.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
 test: lint
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+# The same suite at full scale: more property examples, more parallel calibrate writers
+# (GPU_ADVISOR_SLOW_TESTS, read by tests/scale.py).
+test-slow: lint
+	GPU_ADVISOR_SLOW_TESTS=1 $(PYTEST)
 
 screenshots: $(STAMP)
 	$(BIN)/python scripts/make_screenshots.py

@@ -12,11 +12,20 @@ from advisor.catalog import Knowledge, load_knowledge
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """One knowledge cache for the session, not the user's: tests never read or evict a developer's entries,
-    and every process the tests start (subprocesses inherit it) finds the session's warm entries."""
-    folder = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
+    """One knowledge cache per test process, not the user's: tests never read or evict a developer's entries,
+    and every process a test starts (subprocesses inherit it) finds its worker's warm entries. Under xdist
+    each worker (and the controller) runs this in its own process, so each gets its own folder: a worker's
+    cleanup never removes a folder another worker is still using."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    folder = tempfile.mkdtemp(prefix=f"gpu-advisor-test-cache-{worker}-")
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     os.environ["GPU_ADVISOR_CACHE_DIR"] = folder
+    # One OpenMP thread per test process (scikit-learn's tree fitting, here and in the processes tests
+    # start): `make test` already runs one worker per core, and on a busy machine OpenMP threads spin at
+    # their barriers waiting for a displaced sibling (one `calibrate` took 18-20 s of CPU with two threads
+    # beside a busy core, 4.5-6 s with one). The trees are the same either way (the shipped-trees test
+    # passes with one thread). A developer's own setting wins; the runtime reads it once, at first use.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,11 +16,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Both tests share one built wheel: under xdist (`make test` runs --dist loadgroup) they run on one worker.
+pytestmark = pytest.mark.xdist_group("wheel")
+# What a build leaves in a checkout, and hidden folders (git, the venv, tools' caches): not part of the
+# source a wheel is built from.
+NOT_SOURCE = shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__")
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
+    # Built from a copy of the checkout: setuptools writes build/ and *.egg-info beside the sources, which
+    # must not change the checkout while other tests (or an editable install) use it.
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE, symlinks=True)
     dist = work / "dist"
     subprocess.run(
         [
@@ -32,7 +42,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(dist),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         cwd=work,

@@ -177,7 +177,9 @@ async def monkey(pilot: Pilot, actions: int, seed: int = 11, check_every: int = 
 
     app.exit = stay  # type: ignore[method-assign]
     for i in range(actions):
-        roll = 1.0 if i == 0 else rng.random()  # the first action is a journey: the results are reached early
+        # The first action is a journey (0.96 falls in the journey band below; 1.0 fell in rerank's, which
+        # does nothing on the wizard): the results are reached early.
+        roll = 0.96 if i == 0 else rng.random()
         if roll < 0.78:
             await pilot.press(rng.choice(KEYS))
             run.actions["key"] += 1

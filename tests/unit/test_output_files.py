@@ -48,10 +48,13 @@ def test_output_faults_are_one_line(
 
 
 def test_multi_file_output_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    artefacts = tmp_path / "run"
+    # Relative paths: a message cuts a value at 80 characters, and a long temporary folder (an xdist
+    # worker's adds one level) would cut the file's name off the end.
+    monkeypatch.chdir(tmp_path)
+    artefacts = Path("run")
     artefacts.mkdir()
     (artefacts / "launch.sh").write_text("mine")
-    outcome = run_in_process([*BASE, "-o", str(tmp_path / "plan.toml"), "--artefacts", str(artefacts)])
+    outcome = run_in_process([*BASE, "-o", "plan.toml", "--artefacts", str(artefacts)])
     assert outcome.code == 2 and "launch.sh" in outcome.stderr and "--force" in outcome.stderr
     assert not (tmp_path / "plan.toml").exists(), "nothing is written when one target is refused"
     _fail_writes_in(artefacts, errno.ENOSPC, monkeypatch)

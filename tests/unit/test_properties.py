@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scale import scaled
 
 from advisor.answer.recommend import recommend
 from advisor.catalog import load_knowledge
@@ -19,6 +20,8 @@ PRIOR = PriorEfficiency(KNOWLEDGE.assumptions)
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )  # the same examples every run: CI judges the code, not the draw
+# A recommendation costs about a second: `make test` draws 8 of them per property, `make test-slow` 25.
+SEARCH_SETTINGS = settings(SETTINGS, max_examples=scaled(8, 25))
 
 
 def _memory(workload: Workload, layout: Layout, kind_of: str = "high") -> dict[str, float]:
@@ -99,7 +102,7 @@ WORKLOADS = [
 ]
 
 
-@SETTINGS
+@SEARCH_SETTINGS
 @given(workload=st.sampled_from(WORKLOADS), budget=st.floats(20.0, 20000.0), more=st.floats(1.0, 10.0))
 def test_larger_budget_never_yields_a_slower_best_plan(
     workload: Workload, budget: float, more: float
@@ -112,7 +115,7 @@ def test_larger_budget_never_yields_a_slower_best_plan(
         assert high.plans and high.plans[0].hours.p50 <= low.plans[0].hours.p50 + 1e-9
 
 
-@SETTINGS
+@SEARCH_SETTINGS
 @given(
     workload=st.sampled_from(WORKLOADS),
     budget=st.floats(10.0, 5000.0),
