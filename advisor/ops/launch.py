@@ -15,6 +15,9 @@ from advisor.ops.plan_facts import PlanFacts
 from advisor.question.records import Record, record
 from advisor.question.vocab import DEFAULT_ENGINE
 
+# LMDeploy's --quant-policy value for an 8-bit KV cache (its docs: 4 = int4, 8 = int8).
+LMDEPLOY_KV_INT8 = 8
+
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
     "t4": "T4",
@@ -256,7 +259,7 @@ def serve_command(job: Job, plan: PlanFacts) -> str:
         return f"trtllm-serve {model} --tp_size {tp} --pp_size {pp} --max_seq_len {length}"
     if engine == "lmdeploy":
         return f"lmdeploy serve api_server {model} --tp {tp} --session-len {length}" + (
-            " --quant-policy 8" if fp8 else ""
+            f" --quant-policy {LMDEPLOY_KV_INT8}" if fp8 else ""
         )
     if engine == "tgi":
         cmd = (
