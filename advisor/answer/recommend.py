@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from advisor.answer.caveats import with_caveats
@@ -42,6 +42,7 @@ from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import fmt_hours
+from advisor.question.values import value_type
 from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.cost import (
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # the operations modules load only when a plan needs them
 OnPremRate = Callable[[Gpu, int], float]
 
 
-@dataclass
+@value_type(frozen=False)
 class Scored:
     """A candidate with its efficiency, time, price and cost."""
 
@@ -495,7 +496,7 @@ def serving_label(cand: Candidate) -> str:
     return f"{srv.prefill_replicas} prefill + {srv.replicas - srv.prefill_replicas} decode replicas x {shape}"
 
 
-@dataclass
+@value_type(frozen=False)
 class Search:
     """Everything one search produced, before the report is assembled."""
 

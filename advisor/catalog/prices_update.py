@@ -12,7 +12,7 @@ import statistics
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,6 +20,7 @@ from advisor.catalog.loader import Knowledge
 from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
 from advisor.question.checks import shown
 from advisor.question.errors import AdvisorError, InputError
+from advisor.question.values import value_type
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
 CLOUDS = ("aws", "gcp", "lambda", "runpod", "azure")
@@ -65,7 +66,7 @@ PCIE = {"a100-40gb-sxm": "a100-40gb-pcie", "a100-80gb-sxm": "a100-80gb-pcie", "h
 LAMBDA_PCIE = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 
 
-@dataclass
+@value_type(frozen=False)
 class Parsed:
     """What one catalogue file gave: offers, rows skipped as invalid, and accelerator names not mapped."""
 
@@ -292,7 +293,7 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
     return found
 
 
-@dataclass
+@value_type(frozen=False)
 class Update:
     """The result of reading catalogues: the new file's offers and what was left out."""
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
+from advisor.question.values import value_type
 
 # The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
 # job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
@@ -192,7 +192,7 @@ class RuleBook(Record):
             raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Firing:
     """A rule that fired, with its message rendered from the facts."""
 

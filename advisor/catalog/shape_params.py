@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from advisor.question.values import value_type
 
-@dataclass(frozen=True)
+
+@value_type
 class Latent:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and joint key-value projections."""
 
@@ -17,7 +18,7 @@ class Latent:
     v_head_dim: int
 
 
-@dataclass(frozen=True)
+@value_type
 class Moe:
     """The mixture-of-experts part of a model: routed and shared experts, and its leading dense layers."""
 
@@ -33,7 +34,7 @@ class Moe:
     """DeepSeek-V3's per-expert score-correction bias."""
 
 
-@dataclass(frozen=True)
+@value_type
 class Shape:
     """Everything about a decoder's layout that decides its parameter count and memory."""
 

@@ -5,13 +5,13 @@ Megatron-style runtime)."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.question.errors import KnowledgeError
+from advisor.question.values import value_type
 
 if TYPE_CHECKING:
     from advisor.catalog.loader import Knowledge
@@ -54,7 +54,7 @@ def _schema() -> Any:
     return _StackSchema
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Stack:
     """What one training stack runs and does."""
 

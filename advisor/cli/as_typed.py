@@ -7,15 +7,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from advisor.catalog.loader import Knowledge
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
+from advisor.question.values import value_type
 
 
-@dataclass(frozen=True)
+@value_type
 class TypedScore:
     """The errors of one family of sources, as typed."""
 

@@ -189,13 +189,19 @@ def _predict_parser(sub: argparse._SubParsersAction) -> None:
     _format_arg(p, ("table", "json"), "table")
 
 
-def _catalogue_parsers(sub: argparse._SubParsersAction) -> None:
-    from advisor.cli.options import add_fields
-
+def _gpus_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gpus", help="the GPU catalogue", description="List the GPU catalogue.")
     _format_arg(p, ("table", "json"), "table")
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="the model catalogue", description="List the model catalogue.")
     _format_arg(p, ("table", "json"), "table")
+
+
+def _prices_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
     p = sub.add_parser(
         "prices", help="cloud GPU prices", description="List cloud GPU offers with date and source."
     )
@@ -249,16 +255,22 @@ def _model_parser(sub: argparse._SubParsersAction) -> None:
     _format_arg(mp, ("table", "json"), "table")
 
 
-def build_parser() -> Parser:
-    """The whole command tree: the curated list of commands in the description, each listed once."""
+def build_parser(command: str | None = None) -> Parser:
+    """The command tree: the curated list of commands in the description, each listed once. Given a known
+    `command`, only that command's parser is built: the user named it, and building the other eleven (each an
+    argparse parser with its groups and options) was a fifth of a short command's start-up."""
     parser = Parser(prog="gpu-advisor", description=USAGE, usage="gpu-advisor [COMMAND] [options]")
     parser.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=Parser, help=argparse.SUPPRESS, prog="gpu-advisor"
     )
-    _catalogue_parsers(sub)
-    _predict_parser(sub)
-    _recommend_parser(sub)
+    for name, add in _COMMAND_PARSERS.items():
+        if command in (None, name) or command not in _COMMAND_PARSERS:
+            add(sub)
+    return parser
+
+
+def _checklist_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "checklist",
         help="troubleshooting steps by error type",
@@ -267,9 +279,9 @@ def build_parser() -> Parser:
     p.add_argument("error_type", nargs="?", metavar="TYPE", help="an error type id, e.g. oom, nccl-hang")
     p.add_argument("--search", help="text to look for across all entries")
     _format_arg(p, ("text", "json"), "text")
-    _tco_parser(sub)
-    _cost_parser(sub)
-    _model_parser(sub)
+
+
+def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate",
         help="refit on your own measured runs",
@@ -280,13 +292,17 @@ def build_parser() -> Parser:
     p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
     _format_arg(p, ("table", "json"), "table")
 
+
+def _serve_parser(sub: argparse._SubParsersAction) -> None:
     from advisor.cli.serve import add_serve_parser  # the UI in a browser
 
     add_serve_parser(sub)
+
+
+def _fleet_parser(sub: argparse._SubParsersAction) -> None:
     from advisor.cli.fleet_cli import add_fleet_parser  # the fleet planner (its own module)
 
     add_fleet_parser(sub)
-    return parser
 
 
 def _cost_parser(sub: argparse._SubParsersAction) -> None:
@@ -332,6 +348,23 @@ def _prices_update_parser(p: argparse.ArgumentParser) -> None:
     up.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
 
 
+# Each command's parser builder, in the order `choose from` lists them.
+_COMMAND_PARSERS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+    "gpus": _gpus_parser,
+    "models": _models_parser,
+    "prices": _prices_parser,
+    "predict": _predict_parser,
+    "recommend": _recommend_parser,
+    "checklist": _checklist_parser,
+    "tco": _tco_parser,
+    "cost": _cost_parser,
+    "model": _model_parser,
+    "calibrate": _calibrate_parser,
+    "serve": _serve_parser,
+    "fleet": _fleet_parser,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit 0 ok, 1 nothing fits, 2 bad input (or a path that cannot be read or written),
     3 knowledge error, 70 internal error, 130 interrupted; always one line on stderr, never a traceback
@@ -361,7 +394,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list:
         return _launch_ui()
-    parser = build_parser()
+    parser = build_parser(args_list[0])
     args, extras = parser.parse_known_args(args_list)
     if extras:
         _unknown(parser, args, extras)

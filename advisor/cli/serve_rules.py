@@ -7,9 +7,10 @@ import hmac
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from advisor.question.values import value_type
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -25,7 +26,7 @@ def bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-@dataclass(frozen=True)
+@value_type
 class Doors:
     """Which Host headers and Origins this server answers, and its token.
 

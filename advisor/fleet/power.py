@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from advisor.question.values import value_type
 
 DAY = 24.0
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class NightCap:
     """Jobs run at `factor` of their speed from `start` to `end` o'clock (a window across midnight), else 1.
 

@@ -6,7 +6,6 @@ The fleet planner has no physics of its own: every figure here comes from `advis
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from advisor.answer.recommend import Scored, run_search
 from advisor.catalog.loader import Knowledge
@@ -15,12 +14,13 @@ from advisor.job.inputs import Constraints, Workload
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.physics.speed import peak_flops
 from advisor.question.errors import InputError
+from advisor.question.values import value_type
 
 BATCH_TPOT_MS = 1000.0
 """Batch inference has no interactive latency target: the search may use its largest batch (1 s a token)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Shape:
     """One entry on one GPU type: what a job (or a serving replica) needs and how long it runs."""
 

@@ -4,11 +4,11 @@ M/M/1 queue, and the simulated runs that reproduce them."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
 from advisor.fleet.sim import JobSpec, Simulation
+from advisor.question.values import value_type
 
 
 def erlang_c(c: int, lam: float, mu: float) -> float:
@@ -43,7 +43,7 @@ def priority_mm1_sojourn(lams: tuple[float, ...], mu: float) -> tuple[float, ...
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Check:
     """One simulated figure against its closed form."""
 

@@ -19,12 +19,13 @@ import simpy
 
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
+from advisor.question.values import value_type
 
 HOURS_PER_WEEK = 168
 SERVING = -1
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class JobSpec:
     """One kind of job as the simulation needs it (from the per-job model's Shape and the portfolio)."""
 
@@ -75,7 +76,7 @@ class Job:
     gen: int = 0
 
 
-@dataclass
+@value_type(frozen=False)
 class Tally:
     """What one run measured."""
 

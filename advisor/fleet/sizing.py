@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 
 from advisor.fleet.design import INFERENCE, Design, Part, Setup
 from advisor.fleet.stats import RunFigures
 from advisor.ops.tco import TcoInputs, tco
+from advisor.question.values import value_type
 
 SHORT_WEEKS = 8.0
 """Each candidate size is screened on this many simulated weeks..."""
@@ -21,7 +21,7 @@ MAX_SHORT = 0.001
 """Serving may lack replicas at most 0.1% of its replica-hours."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Candidate:
     """A design that met the KPIs in screening, with its cost."""
 

@@ -7,7 +7,6 @@ use): `load_trace(DIR)` reads `openb_node_list_gpu_node.csv` and `openb_pod_list
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.catalog.strict import Strict
@@ -16,6 +15,7 @@ from advisor.fleet.power import NightCap
 from advisor.fleet.sim import JobSpec, Simulation
 from advisor.fleet.stats import quantile
 from advisor.question.errors import InputError
+from advisor.question.values import value_type
 
 NODES = "openb_node_list_gpu_node.csv"
 PODS = "openb_pod_list_default.csv"
@@ -28,7 +28,7 @@ METHOD = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Pod:
     """One GPU task of the trace, in seconds."""
 
@@ -39,7 +39,7 @@ class Pod:
     """GPUs requested x share of each GPU, in thousandths of a GPU."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Trace:
     """The servers' GPUs (thousandths) and the GPU pods."""
 

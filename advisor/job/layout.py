@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
+
+from advisor.question.values import value_type
 
 ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}  # module-level: the memory model asks per term, per trial
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Layout:
     """One way to place a job on `count` GPUs."""
 

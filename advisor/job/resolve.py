@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
@@ -18,11 +18,12 @@ from advisor.job.shape import (
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import human
+from advisor.question.values import value_type
 
 __all__ = ["Arch", "Job", "dense_arch_for", "resolve_job", "transformer_flops_per_token"]
 
 
-@dataclass(frozen=True)
+@value_type
 class Job:
     """A resolved workload: what the memory, speed and cost models compute from."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import model_validator
@@ -19,6 +18,7 @@ from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.fields import check_values
 from advisor.question.records import Record, record
+from advisor.question.values import value_type
 
 HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
@@ -145,7 +145,7 @@ def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     return t.hardware.server_8gpu_sxm_usd.value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class _Capital:
     """What owning buys: GPUs, servers and fabric, and the resale at the end of the period."""
 
@@ -164,7 +164,7 @@ class _Capital:
         return self.gpus_usd + self.servers_usd + self.network_usd
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class _Running:
     """What owning costs each year once bought: power and space, and the IT load behind both."""
 

@@ -21,15 +21,16 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from advisor.physics.serving import Efficiency, Replica, iteration_s
+from advisor.question.values import value_type
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
 """Standard normal quantiles of the percentiles an answer is held to."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class EngineLimits:
     """An engine's scheduler and memory settings (knowledge/serving_engines.toml)."""
 
@@ -67,7 +68,7 @@ def batch_cap(rep: Replica, lim: EngineLimits, isl: float, osl: float, overhead_
     return max(0, min(by_memory, lim.max_seqs) if lim.max_seqs else by_memory)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Saturation:
     """A replica kept full: decoding sequences, prompt tokens per iteration, iteration time, throughput."""
 
@@ -136,7 +137,7 @@ def capacity(
     return saturation(cap, b, p, tau, isl, osl)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Latency:
     """Latency of one replica under a load: means and the percentile asked for, in seconds."""
 
@@ -249,7 +250,7 @@ def open_loop(
     return Latency(q, ttft, tau, ttft_q, max(tau, tpot_q), running, rate * osl, rate, tau, itl_q)
 
 
-@dataclass(slots=True)
+@value_type(frozen=False, slots=True)
 class _Run:
     """Consecutive iterations of the same make-up."""
 
@@ -265,7 +266,7 @@ class _Run:
     """Sum over the decoding requests of 1 / (output - 1): weighs an iteration into the mean TPOT."""
 
 
-@dataclass
+@value_type(frozen=False)
 class Schedule:
     """A closed loop's iterations (time-free) and each request's arrival, first-token and last iteration."""
 
@@ -452,7 +453,7 @@ def quantile_of(xs: list[float], q: float) -> float:
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class ClosedRun:
     """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
 

@@ -4,7 +4,7 @@ estimate."""
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from advisor.physics.memory import (
     overhead_central,
     usable_gb,
 )
+from advisor.question.values import value_type
 from advisor.question.vocab import STACKS
 
 CSV_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_validation.csv"
@@ -34,7 +35,7 @@ GENERIC_GPU = "h100-sxm"  # a GPU with FlashAttention, its memory replaced by th
 DEFAULT_OPTIMIZER = "adamw"  # torch.optim.AdamW: every stack's default where a source does not name one
 
 
-@dataclass(frozen=True)
+@value_type
 class Estimate:
     """One row's central estimate (GB) and the same on the footing of each memory counter."""
 

@@ -4,7 +4,8 @@ between pods; collective times (all-reduce, all-gather, all-to-all) for a group 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from advisor.question.values import value_type
 
 GBS = 1e9
 
@@ -16,7 +17,7 @@ def ring_allreduce_s(nbytes: float, n: int, gbs: float, latency: float) -> float
     return 2.0 * (n - 1) / n * nbytes / (gbs * GBS) + 2.0 * (n - 1) * latency
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Placement:
     """How a group of ranks spreads over the tiers: members per server, servers per pod, pods."""
 
@@ -30,7 +31,7 @@ class Placement:
         return self.per_node * self.nodes_per_pod * self.pods
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Network:
     """Per-direction bandwidths (GB/s per GPU) and step latencies of each tier."""
 

@@ -17,7 +17,8 @@ model (`advisor/learned/serving/`) supplies only the `Efficiency` it prices iter
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from advisor.question.values import value_type
 
 GB = 1e9
 ACTIVATION_BYTES = 2.0  # the all-reduced activations are 16-bit in every engine, whatever the weights
@@ -25,7 +26,7 @@ ATTENTION_TILE = 128  # query rows FlashAttention's prefill kernels process per 
 SMOOTH_MAX_POWER = 4.0  # memory and compute overlap almost fully: (m^4 + c^4)^(1/4) is within 19% of max()
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Shape:
     """What the step model needs of a transformer."""
 
@@ -73,7 +74,7 @@ def shape_of_arch(arch, params: float, active_params: float) -> Shape:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Hardware:
     """One GPU of the replica: dense peak for the precision, memory bandwidth and size, the link between
     GPUs."""
@@ -88,7 +89,7 @@ class Hardware:
     """One step of a collective on that link."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Replica:
     """One serving replica: the model, the GPU, its layout and the stored bytes of a weight and a KV value."""
 
@@ -114,7 +115,7 @@ class Replica:
         return self.shape.layers / self.pp * self.shape.kv_values(self.tp) * self.kv_bytes
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Efficiency:
     """What the learned model supplies: achieved shares of bandwidth and peak, and fixed costs in seconds."""
 
@@ -152,7 +153,7 @@ def allreduce_s(rep: Replica, nbytes: float) -> float:
     return steps * rep.hw.link_latency_s + 2.0 * (tp - 1) / tp * nbytes / rep.hw.link_bytes_s
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class StageTimes:
     """One pipeline stage's share of an iteration at 100% efficiency, by part, in seconds."""
 

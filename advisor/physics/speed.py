@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
+from advisor.question.values import value_type
 
 __all__ = [
     "GBS",
@@ -78,7 +77,7 @@ def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class StepTime:
     """Speed-of-light time of one optimizer step (training) on every GPU, by part, in seconds."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import operator
 import re
 from typing import Annotated, Any, ClassVar, TypeVar, cast, dataclass_transform
+
+from advisor.question.values import make_value_type
 
 R = TypeVar("R", bound="Record")
 # Fields typed as a float: a whole number given there is dumped as a float, as a validating model holds it.
@@ -51,88 +52,24 @@ NON_EMPTY = Check(min_length=1)
 
 # dataclass_transform tells type checkers what `record` makes, so constructor calls are checked field by
 # field.
-@dataclass_transform(frozen_default=True, kw_only_default=True)
+@dataclass_transform(
+    frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field, dataclasses.Field)
+)
 def record(cls: type[R]) -> type[R]:
     """Make a Record subclass a frozen, slotted, keyword-only dataclass and register it by name.
 
     Validation (types, Literals, the Check markers, unknown keys refused, `__post_init__` checks) happens
     through `model_validate`, which pydantic runs on the dataclass itself; commands read the same objects from
-    the cache without importing pydantic.
-
-    Only the field bookkeeping is the dataclasses module's (`fields`, `replace`, pydantic's schema): the
-    methods it would generate cost about 1.5 ms of compiling a class on Python 3.11, most of a command's
-    start-up over some 80 record types. Record's own methods read the field names kept here instead, and
-    `__init__`, the one that must be fast, is compiled on a type's first instance (most commands build only a
-    few of the types they import)."""
-    made = dataclasses.dataclass(init=False, repr=False, eq=False, slots=True, kw_only=True)(cls)
+    the cache without importing pydantic."""
+    made = make_value_type(cls, frozen=True, slots=True, kw_only=True)
     fields = dataclasses.fields(cast(Any, made))  # a dataclass from the line above
     made._FIELDS = tuple(f.name for f in fields)
     made._FLOATS = frozenset(f.name for f in fields if _FLOAT_ANNOTATION.fullmatch(str(f.type)))
-    made._REPR = tuple(f.name for f in fields if f.repr)
-    # Equality and hashing as a frozen dataclass's: the compared fields as a tuple (so hashes are the same).
-    made._COMPARED = _tuple_getter(tuple(f.name for f in fields if f.compare))
-    made._HASHED = _tuple_getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
-    made.__init__ = _first_init  # type: ignore[assignment]
     made.__pydantic_config__ = {"extra": "forbid"}  # type: ignore[attr-defined]
     if RECORDS.setdefault(made.__name__, made) is not made:
         # The cache codec finds a record type by its name alone.
         raise TypeError(f"two record types named {made.__name__}")
     return made
-
-
-def _tuple_getter(names: tuple[str, ...]) -> Any:
-    """A function giving an object's named attributes as a tuple (operator.attrgetter's speed)."""
-    if len(names) > 1:
-        return staticmethod(operator.attrgetter(*names))
-    if names:
-        one = operator.attrgetter(names[0])
-        return staticmethod(lambda obj: (one(obj),))
-    return staticmethod(lambda obj: ())
-
-
-def _first_init(self: Record, **values: Any) -> None:
-    """A record type's `__init__` until its first instance: compiles the real one, installs it, runs it."""
-    cls = type(self)
-    init = _compile_init(cls)
-    cls.__init__ = init  # type: ignore[method-assign]
-    init(self, **values)
-
-
-def _compile_init(cls: type) -> Any:
-    """The keyword-only `__init__` a frozen dataclass would have: defaults, factories, `__post_init__`."""
-    scope: dict[str, Any] = {"_set": object.__setattr__, "_FACTORY": _FACTORY}
-    params: list[str] = []
-    body: list[str] = []
-    for f in dataclasses.fields(cls):
-        name = f.name
-        value = name
-        if f.default is not dataclasses.MISSING:
-            scope[f"_d_{name}"] = f.default
-            default = f"_d_{name}"
-        elif f.default_factory is not dataclasses.MISSING:
-            scope[f"_f_{name}"] = f.default_factory
-            default = "_FACTORY"
-            value = f"_f_{name}() if {name} is _FACTORY else {name}" if f.init else f"_f_{name}()"
-        elif not f.init:
-            continue  # no value to set: as a dataclass leaves it
-        else:
-            default = ""
-        if f.init:
-            params.append(f"{name}={default}" if default else name)
-        elif default != "_FACTORY":
-            value = default
-        body.append(f"    _set(self, {name!r}, {value})")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    star = ", *, " + ", ".join(params) if params else ""
-    source = f"def __init__(self{star}):\n" + ("\n".join(body) or "    pass") + "\n"
-    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)  # our own source, from field names
-    init = scope["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    return init
-
-
-_FACTORY = object()  # the default of a field with a default factory, as in dataclasses
 
 
 @functools.cache
@@ -149,35 +86,6 @@ class Record:
     __slots__ = ()
     _FIELDS: ClassVar[tuple[str, ...]] = ()
     _FLOATS: ClassVar[frozenset[str]] = frozenset()
-    _REPR: ClassVar[tuple[str, ...]] = ()
-    _COMPARED: ClassVar[Any] = staticmethod(lambda obj: ())
-    _HASHED: ClassVar[Any] = staticmethod(lambda obj: ())
-
-    # A frozen dataclass's methods, written once for every record type (see `record`).
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._REPR)
-        return f"{type(self).__qualname__}({fields})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return bool(self._COMPARED(self) == self._COMPARED(other))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._HASHED(self))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __getstate__(self) -> list[Any]:
-        return [getattr(self, name) for name in self._FIELDS]
-
-    def __setstate__(self, state: list[Any]) -> None:
-        for name, value in zip(self._FIELDS, state, strict=True):
-            object.__setattr__(self, name, value)
 
     def model_dump(
         self, *, mode: str = "python", exclude_none: bool = False, exclude_defaults: bool = False

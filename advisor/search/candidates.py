@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.gpus import Gpu
@@ -11,6 +11,7 @@ from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Query
 from advisor.physics.memory import Memory
 from advisor.physics.speed import StepTime
+from advisor.question.values import value_type
 from advisor.search.context import Context
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ NODE_STEPS = (
 )
 
 
-@dataclass
+@value_type(frozen=False)
 class Candidate:
     """A plan that fits: its layout, memory and speed-of-light timing (efficiency and cost come later)."""
 
@@ -72,7 +73,7 @@ class Candidate:
         return self.step.items / self.step.total_s
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Miss:
     """A GPU x count that was excluded, and why, for the 'why not' lines."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from advisor.catalog.assumptions import Fabric
@@ -14,12 +14,13 @@ from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.question.errors import InputError
+from advisor.question.values import value_type
 
 IMAGE_KINDS = ("cnn", "vit")
 SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
 
 
-@dataclass
+@value_type(frozen=False)
 class Context:
     """Everything one recommendation or prediction computes from."""
 

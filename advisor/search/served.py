@@ -6,14 +6,15 @@ name them without importing the search itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from advisor.learned.serving.replica import Setup
 from advisor.physics.batching import Latency, Saturation
 from advisor.physics.serving import Efficiency
+from advisor.question.values import value_type
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Targets:
     """The latency a plan is held to, at one percentile of requests."""
 
@@ -28,7 +29,7 @@ class Targets:
         return ok_ttft and (self.tpot_s is None or lat.tpot_q_s <= self.tpot_s)
 
 
-@dataclass
+@value_type(frozen=False)
 class Figures:
     """One replica shape on one GPU: its setup, efficiencies, capacity and the engine's data source."""
 
@@ -49,7 +50,7 @@ class Figures:
         return self.setup.replica.gpus
 
 
-@dataclass
+@value_type(frozen=False)
 class Served:
     """The serving figures of one plan: per replica, and what they add up to."""
 

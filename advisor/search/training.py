@@ -18,6 +18,7 @@ from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Interval, regime_of
 from advisor.physics.memory import GB, Memory, TrainingMemoryModel, usable_gb
 from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
+from advisor.question.values import value_type
 from advisor.search.candidates import (
     Candidate,
     Miss,
@@ -60,7 +61,7 @@ class _Found:
     variant: tuple[Any, ...] = field(compare=False, default=())
 
 
-@dataclass
+@value_type(frozen=False)
 class _CountResult:
     """What one count's search saw: the fastest layouts, and why the others did not run."""
 

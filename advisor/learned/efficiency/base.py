@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.physics.speed import StepTime
+from advisor.question.values import value_type
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Interval:
     """P10, P50 and P90 of a quantity."""
 
@@ -31,7 +32,7 @@ class Interval:
         return Interval(numerator / self.p90, numerator / self.p50, numerator / self.p10)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Query:
     """One plan whose efficiency is asked for."""
 

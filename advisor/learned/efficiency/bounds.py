@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from advisor.question.values import value_type
 
 PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
 # How far beyond the measured range (natural log of the ratio) a prediction is all prior: a model 4x larger
@@ -23,7 +24,7 @@ BINDS = 0.98
 RANGE_DIMENSIONS = ("log_params", "log_seq", "log_tokens_per_micro_batch", "log_count")
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Cap:
     """The highest efficiency measured on one GPU generation and precision class, and which run it was."""
 
@@ -31,7 +32,7 @@ class Cap:
     run: str
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Where:
     """What the bounds read of one plan besides its log efficiency."""
 
@@ -45,7 +46,7 @@ class Where:
     """The plan's RANGE_DIMENSIONS values (empty: no range check)."""
 
 
-@dataclass(frozen=True)
+@value_type
 class Bounds:
     """Caps per family, generation and precision class; the typical MFU per precision class; the measured
     range."""

@@ -6,7 +6,7 @@ import csv
 import io
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from advisor.learned.efficiency.learned import ARTIFACT
 from advisor.learned.efficiency.runs import Run, run_of_row
 from advisor.question.checks import Bound, has_controls, in_bound, read_input_text, shown
 from advisor.question.errors import AdvisorError, InputError
+from advisor.question.values import value_type
 
 RUNS = "runs.csv"
 LOCK = "calibration"
@@ -205,7 +206,7 @@ def _runs_csv(rows: list[BenchmarkRow], configs: list[dict[str, object]]) -> str
     return out.getvalue()
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Refit:
     """What one calibration did: runs stored, and the error on the new runs before and after the refit."""
 

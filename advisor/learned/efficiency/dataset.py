@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from advisor.catalog.benchmarks import benchmarks_of
 from advisor.catalog.loader import Knowledge
@@ -12,6 +11,7 @@ from advisor.catalog.stacks import stacks_of
 from advisor.learned.efficiency.features import Sample, family_of, sample_of  # noqa: F401  (family_of re-exported)
 from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
 from advisor.question.errors import AdvisorError
+from advisor.question.values import value_type
 
 # Every file whose content changes the features or the targets.
 DATA_FILES = (
@@ -24,7 +24,7 @@ DATA_FILES = (
 )
 
 
-@dataclass(frozen=True)
+@value_type
 class Dataset:
     """Samples and the runs that could not be modelled, with why."""
 

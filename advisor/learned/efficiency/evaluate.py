@@ -16,17 +16,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
+from advisor.question.values import value_type
 
 __all__ = ["PRECISION_CLASS", "Scores", "apes", "percentile", "target"]
 
 FitPredict = Callable[[list[int], list[int]], list[float]]
 
 
-@dataclass(frozen=True)
+@value_type
 class Scores:
     """Errors of one held-out scheme on one family's rows (or one source's rows of it)."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.catalog.assumptions import Assumptions, Fabric
@@ -16,6 +15,7 @@ from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Query, regime_of
 from advisor.physics.memory import TrainingMemoryModel
 from advisor.physics.speed import GBS, StepTime, intra_gbs, peak_flops, training_step
+from advisor.question.values import value_type
 
 if TYPE_CHECKING:  # measured runs are read where the model is trained, not where it answers a query
     from advisor.learned.efficiency.runs import Run
@@ -118,7 +118,7 @@ def query_features(q: Query, a: Assumptions, traits: Traits) -> list[float] | No
     return feature_vector(q.job, q.gpu, q.layout, q.step, q.fabric_gbps_per_gpu / 8.0, intra, traits)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Sample:
     """One measured run turned into features, speed of light and the measured efficiency."""
 

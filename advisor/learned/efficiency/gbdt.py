@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.learned.efficiency.bounds import Bounds
 from advisor.learned.efficiency.linear import LinearLogModel
+from advisor.question.values import value_type
 
 FORMAT = "gpu-advisor-gbdt-v1"
 
@@ -22,7 +22,7 @@ MAX_LOG_TERM = 50.0
 """Largest |log efficiency| a stored baseline or leaf may hold."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Tree:
     """One regression tree as parallel node arrays (feature, threshold, left, right, value, leaf)."""
 
@@ -42,7 +42,7 @@ class Tree:
         return self.value[node]
 
 
-@dataclass(frozen=True)
+@value_type
 class ExportedModel:
     """A fitted log-efficiency model: baseline + trees, its interval, and the range of its training data."""
 

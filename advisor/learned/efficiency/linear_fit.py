@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
+from advisor.question.values import value_type
 
 # Ridge penalties tried (per row, on standardised inputs), up to where every weight is about 1e-5 of its
 # unpenalised size (the intercept-only limit: the speed of light x one constant). HUBER: residuals beyond 0.2
@@ -48,7 +48,7 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     return [w / mean for w in raw]
 
 
-@dataclass(frozen=True)
+@value_type
 class Candidate:
     """One LLM estimator the nested selection may ship: the ridge at a penalty on every input, or a physical
     estimator (free: the only inputs whose weights are fitted, unpenalised; the rest held at 0)."""

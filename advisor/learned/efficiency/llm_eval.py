@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 from advisor.learned.efficiency.bounds_fit import fit_bounds, where_of
 from advisor.learned.efficiency.evaluate import (
@@ -31,6 +30,7 @@ from advisor.learned.efficiency.linear_fit import (
     is_vendor,
     sample_inputs,
 )
+from advisor.question.values import value_type
 
 Group = Callable[[Sample], str]
 FAMILY_ORDER = ("vendor", "paper", "report", "independent")
@@ -52,7 +52,7 @@ def by_vendor(s: Sample) -> str:
     return "vendor tables" if is_vendor(s) else "papers, reports, independent"
 
 
-@dataclass
+@value_type(frozen=False)
 class HeldOut:
     """Held-out log predictions of LLM rows: at the row's own family and at the typical one."""
 
@@ -209,7 +209,7 @@ def _not_vendor(s: Sample) -> bool:
     return not is_vendor(s)
 
 
-@dataclass(frozen=True)
+@value_type
 class LlmEvaluation:
     """The LLM rows' held-out scores, and what the shipped model takes from the same folds."""
 

@@ -13,6 +13,7 @@ from importlib.resources import files
 from typing import Any
 
 from advisor.learned.serving.replica import Setup, build
+from advisor.question.values import value_type
 from advisor.question.vocab import ENGINES
 
 CSV_NAME = "serving_benchmarks.csv"
@@ -20,7 +21,7 @@ KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
 MAX_REQUESTS = 2048  # a closed loop's simulated requests: enough for its waves to repeat, cheap to price
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Measured:
     """A latency figure as published: its value in ms and which statistic it is (mean, p50, p90, p99)."""
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from typing import Any
 
 from advisor.physics.batching import EngineLimits
+from advisor.question.values import value_type
 from advisor.question.vocab import DEFAULT_ENGINE, ENGINES
 
 ENGINES_FILE = "serving_engines.toml"
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Engine:
     """One engine's defaults and where they come from."""
 

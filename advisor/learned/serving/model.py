@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from typing import Any
 
 from advisor.learned.serving.engines import engines
 from advisor.physics.serving import Efficiency
+from advisor.question.values import value_type
 
 MODEL_NAME = "serving_model.json"
 GLOBALS = (
@@ -64,7 +64,7 @@ FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Traits:
     """What the efficiencies depend on besides the physics."""
 
@@ -80,7 +80,7 @@ def logistic(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-@dataclass(frozen=True)
+@value_type
 class ServingModel:
     """Global parameters, per-engine offsets, the held-out residual bands, and the fit's metadata."""
 

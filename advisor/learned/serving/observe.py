@@ -10,7 +10,7 @@ all-reduce, no queueing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from advisor.learned.serving.data import MAX_REQUESTS, Case, Measured, lengths_of
@@ -31,12 +31,13 @@ from advisor.physics.batching import (
     weighted_quantile,
 )
 from advisor.physics.serving import Efficiency, iteration_s, prefill_alone_s, priced, stage_times
+from advisor.question.values import value_type
 
 QUANTILE_OF = {"mean": None, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 LOOSE = EngineLimits(max_seqs=None, token_budget=1 << 30)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Obs:
     """One figure of one row: 'throughput' (output tokens/s), 'ttft' or 'tpot' (seconds), its statistic."""
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
@@ -13,9 +11,10 @@ from advisor.physics.batching import EngineLimits
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
 from advisor.physics.speed import intra_gbs, peak_flops
+from advisor.question.values import value_type
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(slots=True)
 class Setup:
     """A replica, its engine's caps on this GPU, and the bytes per GPU that are neither weights nor KV."""
 
