@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -23,6 +22,8 @@ from advisor.catalog.strict import Strict
 from advisor.question.errors import KnowledgeError
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from advisor.catalog.loader import Knowledge
 
 COLUMNS = (

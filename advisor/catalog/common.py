@@ -4,8 +4,10 @@ cache, and (re-exported from advisor.question.records) the Record base and its v
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from advisor.question.records import (  # noqa: F401  (re-exported: the catalogue's types import them here)
     NON_EMPTY,
@@ -23,7 +25,25 @@ from advisor.question.records import (  # noqa: F401  (re-exported: the catalogu
     record,
 )
 
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
 _SEPARATORS = re.compile(r"[\s_/]+")
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_root() -> Traversable | Path:
+    """The shipped knowledge package's folder: importlib.resources gives the same Path for a package on disk,
+    but importing it (zipfile, tempfile and their imports) costs more than a `gpus` command's own work, so it
+    is used only for other installs (a zip)."""
+    import knowledge
+
+    folders = list(getattr(knowledge, "__path__", ()))
+    if len(folders) == 1 and Path(folders[0]).is_dir():
+        return Path(folders[0])
+    from importlib import resources
+
+    return resources.files("knowledge")
 
 
 def normalise_id(text: str) -> str:

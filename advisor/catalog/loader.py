@@ -1,5 +1,5 @@
-"""Provides load_knowledge(): reads every knowledge file through importlib.resources, validates it on a cache
-miss, and returns it as plain records.
+"""Provides load_knowledge(): reads every knowledge file of the shipped package (or another root),
+validates it on a cache miss, and returns it as plain records.
 
 Validation (pydantic, run on the record dataclasses themselves) and TOML parsing cost more than a whole `gpus`
 command, so each file's validated records are cached as JSON keyed by the file's hash and the record types'
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
-from advisor.catalog.common import Source, adapter, decode_object, encode, normalise_id
+from advisor.catalog.common import Source, adapter, decode_object, encode, normalise_id, shipped_root
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
@@ -418,21 +418,7 @@ def load_knowledge_from(root: Traversable | Path) -> Knowledge:
 @functools.lru_cache(maxsize=1)
 def load_knowledge() -> Knowledge:
     """The knowledge shipped with the package (cached: it is read once per process)."""
-    return load_knowledge_from(_shipped_root())
-
-
-def _shipped_root() -> Traversable | Path:
-    """The shipped knowledge package's folder: importlib.resources gives the same Path for a package on disk,
-    but importing it costs more than a `gpus` command's own work, so it is used only for other installs (a
-    zip)."""
-    import knowledge
-
-    folders = list(getattr(knowledge, "__path__", ()))
-    if len(folders) == 1 and Path(folders[0]).is_dir():
-        return Path(folders[0])
-    from importlib import resources
-
-    return resources.files("knowledge")
+    return load_knowledge_from(shipped_root())
 
 
 def all_offers(knowledge: Knowledge) -> list[Offer]:

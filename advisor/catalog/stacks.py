@@ -5,15 +5,16 @@ Megatron-style runtime)."""
 from __future__ import annotations
 
 import functools
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.catalog.common import shipped_root
 from advisor.question.errors import KnowledgeError
 from advisor.question.values import value_type
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from advisor.catalog.loader import Knowledge
 
 FILE = "training_stacks.toml"
@@ -137,7 +138,7 @@ def read_stacks(root: Traversable | Path) -> dict[str, Stack]:
     from advisor.catalog.loader import cached_records
 
     if not root.joinpath(FILE).is_file():
-        root = resources.files("knowledge")
+        root = shipped_root()
     tables = cached_records(root, FILE, lambda raw: {k: _fields(s) for k, s in parse_stacks(raw).items()})
     return {key: _stack(table) for key, table in tables.items()}
 
@@ -174,4 +175,4 @@ def stack_of(knowledge: Knowledge, stack_id: str) -> Stack:
 @functools.lru_cache(maxsize=1)
 def shipped_stacks() -> dict[str, Stack]:
     """The stacks of the shipped knowledge (what a stack can run does not depend on a user's catalogue)."""
-    return read_stacks(Path(str(resources.files("knowledge"))))
+    return read_stacks(shipped_root())

@@ -10,7 +10,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,6 +60,8 @@ def file_mode(executable: bool = False) -> int:
 
 def stage_text(path: Path, text: str, *, executable: bool = False) -> Path:
     """text written and synced to a temporary file beside path (the caller renames it into place)."""
+    import tempfile  # here: its imports (random, shutil) cost every command, and only writes need it
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -68,14 +68,27 @@ class Formatter(argparse.HelpFormatter):
     laid out in lines (the command list, the examples) is kept as written, a paragraph is wrapped."""
 
     def __init__(self, prog: str) -> None:
-        import shutil
-
-        super().__init__(prog, max_help_position=26, width=min(shutil.get_terminal_size().columns, 100))
+        super().__init__(prog, max_help_position=26, width=min(_columns(), 100))
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
+
+
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size() gives it ($COLUMNS, the terminal, else 80), without
+    importing shutil (and the compression modules it loads): argparse makes a formatter per option."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 class Parser(argparse.ArgumentParser):

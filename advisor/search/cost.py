@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
@@ -75,11 +74,17 @@ def outlier_medians(offers: list[Offer]) -> dict[int, float]:
     for group in groups.values():
         if len(group) < 2:
             continue
-        median = statistics.median(o.usd_per_gpu_hour for o in group)
+        median = _median(sorted(o.usd_per_gpu_hour for o in group))
         for o in group:
             if o.usd_per_gpu_hour > OUTLIER_FACTOR * median or o.usd_per_gpu_hour < median / OUTLIER_FACTOR:
                 flagged[id(o)] = median
     return flagged
+
+
+def _median(ordered: list[float]) -> float:
+    """statistics.median of sorted values, without importing statistics (fractions, decimal) for one use."""
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def screen_offers(
