@@ -14,9 +14,8 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
@@ -220,22 +219,113 @@ def _unknown(what: str, field: str, name: str, ids: list[str], index: dict[str, 
     )
 
 
-@dataclass(frozen=True, eq=False)
 class Knowledge:
-    """The validated knowledge base with id/alias lookups."""
+    """The validated knowledge base with id/alias lookups. Each file is read (from the cache) and checked
+    against the files it refers to when first used: `predict` reads no prices nor checklist.
+    `load_knowledge_from` reads and cross-checks every file at once."""
 
-    gpus: tuple[Gpu, ...]
-    models: tuple[ModelSpec, ...]
-    offers: tuple[Offer, ...]
-    checklist: tuple[ChecklistEntry, ...]
-    rules: RuleBook
-    assumptions: Assumptions
-    sources: dict[str, Source]
-    catalogue_version: str
-    root: Traversable
-    _gpu_index: dict[str, Gpu] = field(repr=False, default_factory=dict)
-    _model_index: dict[str, ModelSpec] = field(repr=False, default_factory=dict)
+    def __init__(self, root: Traversable | Path) -> None:
+        self.root = root
 
+    # --- the files, each read on first use, each checked against those it refers to ---------------------
+    @functools.cached_property
+    def assumptions(self) -> Assumptions:
+        return cast(Assumptions, cached_records(self.root, "assumptions.toml", _assumptions))
+
+    @functools.cached_property
+    def _gpu_file(self) -> dict[str, Any]:
+        gpu_file = cached_records(self.root, "gpus.toml", _gpus)
+        for g in gpu_file["gpus"]:
+            if g.fabric not in self.assumptions.fabric:
+                raise KnowledgeError(
+                    f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
+                    f"{', '.join(self.assumptions.fabric)} (assumptions.toml)"
+                )
+        return cast(dict[str, Any], gpu_file)
+
+    @functools.cached_property
+    def _model_file(self) -> dict[str, Any]:
+        return cast(dict[str, Any], cached_records(self.root, "models.toml", _models))
+
+    @functools.cached_property
+    def _offer_file(self) -> dict[str, Any]:
+        offer_file = cached_records(self.root, "prices.toml", _offers)
+        gpu_ids = {g.id for g in self.gpus}
+        for i, o in enumerate(offer_file["offers"]):
+            if o.gpu not in gpu_ids:
+                raise KnowledgeError(
+                    f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}"
+                )
+        return cast(dict[str, Any], offer_file)
+
+    @functools.cached_property
+    def _checklist_file(self) -> dict[str, Any]:
+        return cast(dict[str, Any], cached_records(self.root, "checklist.toml", _checklist))
+
+    @functools.cached_property
+    def _rule_file(self) -> dict[str, Any]:
+        return cast(dict[str, Any], cached_records(self.root, "rules.toml", _rules))
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        return cast(tuple[Gpu, ...], self._gpu_file["gpus"])
+
+    @property
+    def catalogue_version(self) -> str:
+        return cast(str, self._gpu_file["catalogue_version"])
+
+    @property
+    def models(self) -> tuple[ModelSpec, ...]:
+        return cast(tuple[ModelSpec, ...], self._model_file["models"])
+
+    @property
+    def offers(self) -> tuple[Offer, ...]:
+        return cast(tuple[Offer, ...], self._offer_file["offers"])
+
+    @property
+    def checklist(self) -> tuple[ChecklistEntry, ...]:
+        return cast(tuple[ChecklistEntry, ...], self._checklist_file["entries"])
+
+    @property
+    def rules(self) -> RuleBook:
+        return cast(RuleBook, self._rule_file["rules"])
+
+    @functools.cached_property
+    def sources(self) -> dict[str, Source]:
+        """Every file's sources by key (reads every file); a key names one document in every file."""
+        sources: dict[str, Source] = {}
+        for name, table in (
+            ("assumptions.toml", self.assumptions.sources),
+            ("gpus.toml", self._gpu_file["sources"]),
+            ("models.toml", self._model_file["sources"]),
+            ("prices.toml", self._offer_file["sources"]),
+            ("checklist.toml", self._checklist_file["sources"]),
+            ("rules.toml", self._rule_file["sources"]),
+        ):
+            for key, src in table.items():
+                if key in sources and sources[key].title != src.title:
+                    raise KnowledgeError(
+                        f"knowledge/{name}: source key {key!r} names a different document than in "
+                        f"another file ({sources[key].title!r}); use a distinct key"
+                    )
+                sources.setdefault(key, src)
+        return sources
+
+    @functools.cached_property
+    def _gpu_index(self) -> dict[str, Gpu]:
+        return _index(self.gpus, "GPU", "gpus.toml")
+
+    @functools.cached_property
+    def _model_index(self) -> dict[str, ModelSpec]:
+        return _index(self.models, "model", "models.toml")
+
+    def check_all(self) -> Knowledge:
+        """Read and cross-check every file now (a user's catalogue, a test): errors at load, not at use."""
+        for name in ("sources", "rules", "checklist", "offers", "_gpu_index", "_model_index"):
+            getattr(self, name)
+        return self
+
+    # --- lookups ------------------------------------------------------------------------------------------
     def gpu(self, name: str) -> Gpu:
         """Resolve a GPU id or alias (case-insensitive); InputError names the accepted ids."""
         found = self._gpu_index.get(normalise_id(name))
@@ -361,64 +451,15 @@ def _rules(raw: dict[str, Any]) -> dict[str, Any]:
 
 def load_knowledge_from(root: Traversable | Path) -> Knowledge:
     """Load and cross-check every knowledge file below `root` (a package resource or a plain folder)."""
-    assumptions: Assumptions = cached_records(root, "assumptions.toml", _assumptions)
-    gpu_file = cached_records(root, "gpus.toml", _gpus)
-    gpus: tuple[Gpu, ...] = gpu_file["gpus"]
-    for g in gpus:
-        if g.fabric not in assumptions.fabric:
-            raise KnowledgeError(
-                f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
-                f"{', '.join(assumptions.fabric)} (assumptions.toml)"
-            )
-    model_file = cached_records(root, "models.toml", _models)
-    offer_file = cached_records(root, "prices.toml", _offers)
-    offers: tuple[Offer, ...] = offer_file["offers"]
-    gpu_ids = {g.id for g in gpus}
-    for i, o in enumerate(offers):
-        if o.gpu not in gpu_ids:
-            raise KnowledgeError(
-                f"knowledge/prices.toml: offer[{i}] ({o.provider} {o.instance}): unknown gpu {o.gpu!r}"
-            )
-    checklist_file = cached_records(root, "checklist.toml", _checklist)
-    rule_file = cached_records(root, "rules.toml", _rules)
-
-    sources: dict[str, Source] = {}
-    for name, table in (
-        ("assumptions.toml", assumptions.sources),
-        ("gpus.toml", gpu_file["sources"]),
-        ("models.toml", model_file["sources"]),
-        ("prices.toml", offer_file["sources"]),
-        ("checklist.toml", checklist_file["sources"]),
-        ("rules.toml", rule_file["sources"]),
-    ):
-        for key, src in table.items():
-            if key in sources and sources[key].title != src.title:
-                raise KnowledgeError(
-                    f"knowledge/{name}: source key {key!r} names a different document than in "
-                    f"another file ({sources[key].title!r}); use a distinct key"
-                )
-            sources.setdefault(key, src)
-    models: tuple[ModelSpec, ...] = model_file["models"]
-    checklist: tuple[ChecklistEntry, ...] = checklist_file["entries"]
-    return Knowledge(
-        gpus=gpus,
-        models=models,
-        offers=offers,
-        checklist=checklist,
-        rules=rule_file["rules"],
-        assumptions=assumptions,
-        sources=sources,
-        catalogue_version=gpu_file["catalogue_version"],
-        root=root,
-        _gpu_index=_index(gpus, "GPU", "gpus.toml"),
-        _model_index=_index(models, "model", "models.toml"),
-    )
+    return Knowledge(root).check_all()
 
 
 @functools.lru_cache(maxsize=1)
 def load_knowledge() -> Knowledge:
-    """The knowledge shipped with the package (cached: it is read once per process)."""
-    return load_knowledge_from(shipped_root())
+    """The knowledge shipped with the package (cached: it is read once per process), each file read when
+    first used: the shipped files are cross-checked whole by the test suite, and an error in one is still
+    a KnowledgeError (exit 3) when it is read."""
+    return Knowledge(shipped_root())
 
 
 def all_offers(knowledge: Knowledge) -> list[Offer]:
