@@ -17,6 +17,8 @@ import operator
 from collections.abc import Callable
 from typing import Any, TypeVar, cast, dataclass_transform, overload
 
+from advisor.question.value_fields import declare_fields
+
 T = TypeVar("T", bound=type)
 
 _FACTORY = object()  # the default of a field with a default factory, as in dataclasses
@@ -41,9 +43,7 @@ def value_type(cls: Any = None, /, *, frozen: bool = True, slots: bool = False, 
 
 def make_value_type(cls: T, *, frozen: bool, slots: bool, kw_only: bool) -> T:
     """The dataclass of `cls` with shared methods (see the module docstring)."""
-    made = cast(
-        Any, dataclasses.dataclass(init=False, repr=False, eq=False, slots=slots, kw_only=kw_only)(cls)
-    )
+    made = cast(Any, declare_fields(cls, slots=slots, kw_only=kw_only))
     fields = dataclasses.fields(made)
     made.__value_repr__ = tuple(f.name for f in fields if f.repr)
     made.__value_compared__ = _tuple_getter(tuple(f.name for f in fields if f.compare))

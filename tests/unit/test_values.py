@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import field
+from typing import ClassVar
 
 import pytest
 
@@ -18,6 +19,7 @@ def _pair(**options: bool) -> tuple[type, type]:
 
     def body() -> type:
         class Point:
+            KIND: ClassVar[str] = "point"
             x: int
             y: float = 1.0
             tags: tuple[str, ...] = field(default_factory=tuple)
@@ -138,3 +140,47 @@ def test_a_plain_subclass_may_add_attributes() -> None:
     sub.extra = 2  # as a subclass of a frozen dataclass that is not itself one
     with pytest.raises(dataclasses.FrozenInstanceError):
         sub.a = 3
+
+
+FIELD_FACTS = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare", "kw_only")
+
+
+@pytest.mark.parametrize("options", [{}, {"slots": True}])
+def test_fields_are_recorded_as_dataclasses_records_them(options: dict[str, bool]) -> None:
+    ours, theirs = _pair(**options)
+
+    def facts(cls: type) -> list[tuple[object, ...]]:
+        return [tuple(getattr(f, k) for k in FIELD_FACTS) for f in dataclasses.fields(cls)]
+
+    assert facts(ours) == facts(theirs)
+    assert ours.__match_args__ == theirs.__match_args__
+    assert ours.KIND == "point" and "KIND" not in {f.name for f in dataclasses.fields(ours)}
+    if options.get("slots"):
+        assert ours.__slots__ == theirs.__slots__
+        assert not hasattr(ours(1), "__dict__")
+
+    @value_type(slots=options.get("slots", False))
+    class Child(ours):  # type: ignore[misc, valid-type]
+        extra: int = 0
+
+    @dataclasses.dataclass(frozen=True, slots=options.get("slots", False))
+    class TheirChild(theirs):  # type: ignore[misc, valid-type]
+        extra: int = 0
+
+    assert facts(Child) == facts(TheirChild)
+    assert repr(Child(1, extra=2)).split("(", 1)[1] == repr(TheirChild(1, extra=2)).split("(", 1)[1]
+
+
+def test_declarations_dataclasses_refuses_are_refused() -> None:
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @value_type
+        class Shared:
+            items: list[int] = []  # the mistake refused
+
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @value_type
+        class Order:
+            a: int = 0
+            b: int
