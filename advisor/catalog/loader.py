@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,12 @@ from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
 from advisor.catalog.rules import RuleBook
 from advisor.question.errors import InputError, KnowledgeError
+
+try:
+    # CPython's own BLAKE2: `hashlib` would first load OpenSSL's library, a tenth of a short command's CPU.
+    from _blake2 import blake2b as _digest
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b as _digest
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -47,7 +52,7 @@ def cache_dir() -> Path | None:
 def _schema_key() -> bytes:
     """The record types' own hash: a changed record type must not read records cached by the old one."""
     here = Path(__file__).parent
-    digest = hashlib.sha256(CACHE_FORMAT)
+    digest = _digest(CACHE_FORMAT)
     for name in (
         "common.py",
         "assumptions.py",
@@ -84,7 +89,7 @@ def cached_records(
     raw = _read_bytes(root, name)
     folder = cache_dir()
     stem = f"{name}.records."
-    cached = folder / f"{stem}{hashlib.sha256(_schema_key() + raw).hexdigest()[:24]}.json" if folder else None
+    cached = folder / f"{stem}{_digest(_schema_key() + raw).hexdigest()[:24]}.json" if folder else None
     if cached is not None:
         try:
             records = json.loads(cached.read_bytes(), object_hook=decode_object)
