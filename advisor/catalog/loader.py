@@ -231,6 +231,8 @@ class Knowledge:
 
     def __init__(self, root: Traversable | Path) -> None:
         self.root = root
+        # all_offers by GPU, with the refreshed prices it was built from (see offers_of).
+        self._by_gpu: tuple[object, dict[str, list[Offer]]] | None = None
 
     # --- the files, each read on first use, each checked against those it refers to ---------------------
     @functools.cached_property
@@ -475,3 +477,17 @@ def all_offers(knowledge: Knowledge) -> list[Offer]:
     known = {g.id for g in knowledge.gpus}
     fresh = [o for o in user.offers if o.gpu in known] if user else []
     return fresh + list(knowledge.offers)
+
+
+def offers_of(knowledge: Knowledge, gpu_id: str) -> list[Offer]:
+    """all_offers(knowledge) of one GPU, in the same order: grouped once per version of the refreshed prices
+    (a search screens every GPU's offers, each a scan of all of them otherwise)."""
+    from advisor.catalog.prices import load_user_prices
+
+    user = load_user_prices()  # the same object while the file is unchanged
+    if knowledge._by_gpu is None or knowledge._by_gpu[0] is not user:
+        index: dict[str, list[Offer]] = {}
+        for o in all_offers(knowledge):
+            index.setdefault(o.gpu, []).append(o)
+        knowledge._by_gpu = (user, index)
+    return list(knowledge._by_gpu[1].get(gpu_id, ()))

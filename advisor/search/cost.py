@@ -7,7 +7,7 @@ import math
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
-from advisor.catalog.loader import Knowledge, all_offers
+from advisor.catalog.loader import Knowledge, offers_of
 from advisor.catalog.prices import Offer, age_months, today
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
@@ -97,8 +97,8 @@ def screen_offers(
     providers = {p.lower() for p in constraints.providers}
     rows = [
         o
-        for o in all_offers(knowledge)
-        if o.gpu == gpu.id and o.pricing in kinds and (not providers or o.provider in providers)
+        for o in offers_of(knowledge, gpu.id)
+        if o.pricing in kinds and (not providers or o.provider in providers)
     ]
     rows = newest_only(rows)
     now = now or today()
