@@ -12,7 +12,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -297,19 +297,21 @@ class Knowledge:
     def rules(self) -> RuleBook:
         return cast(RuleBook, self._rule_file["rules"])
 
+    def _source_tables(self) -> Iterator[tuple[str, Callable[[], dict[str, Source]]]]:
+        """Each file's sources, in the order a key is looked up (the first file naming it wins)."""
+        yield "assumptions.toml", lambda: self.assumptions.sources
+        yield "gpus.toml", lambda: self._gpu_file["sources"]
+        yield "models.toml", lambda: self._model_file["sources"]
+        yield "prices.toml", lambda: self._offer_file["sources"]
+        yield "checklist.toml", lambda: self._checklist_file["sources"]
+        yield "rules.toml", lambda: self._rule_file["sources"]
+
     @functools.cached_property
     def sources(self) -> dict[str, Source]:
         """Every file's sources by key (reads every file); a key names one document in every file."""
         sources: dict[str, Source] = {}
-        for name, table in (
-            ("assumptions.toml", self.assumptions.sources),
-            ("gpus.toml", self._gpu_file["sources"]),
-            ("models.toml", self._model_file["sources"]),
-            ("prices.toml", self._offer_file["sources"]),
-            ("checklist.toml", self._checklist_file["sources"]),
-            ("rules.toml", self._rule_file["sources"]),
-        ):
-            for key, src in table.items():
+        for name, table in self._source_tables():
+            for key, src in table().items():
                 if key in sources and sources[key].title != src.title:
                     raise KnowledgeError(
                         f"knowledge/{name}: source key {key!r} names a different document than in "
@@ -352,8 +354,12 @@ class Knowledge:
         return [o for o in self.offers if o.gpu == gpu_id]
 
     def source(self, key: str) -> Source | None:
-        """A source by key, from any knowledge file."""
-        return self.sources.get(key)
+        """A source by key, from any knowledge file (read only up to the first that names it)."""
+        for _, table in self._source_tables():
+            found = table().get(key)
+            if found is not None:
+                return found
+        return None
 
 
 def _index(items: tuple[Any, ...], what: str, name: str) -> dict[str, Any]:
