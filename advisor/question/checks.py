@@ -4,7 +4,6 @@ text."""
 from __future__ import annotations
 
 import math
-import re
 from typing import NamedTuple
 
 from advisor.question.errors import InputError
@@ -71,17 +70,28 @@ def in_bound(
     return number
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Control characters (C0, DEL and C1, line/paragraph separators, bidi embeddings and isolates), each with
+# its \x.. escape: str.translate does in C what a regex would, without compiling one (about 1 ms) per run.
+_CONTROLS = (
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+)
+_ESCAPES = {c: chr(c).encode("unicode_escape").decode("ascii") for c in _CONTROLS}
+_DROP = dict.fromkeys(_CONTROLS)
 
 
 def has_controls(text: str) -> bool:
     """Whether text holds a control character (an escape sequence, a NUL, a bidi override)."""
-    return bool(_CONTROL.search(text))
+    return len(text.translate(_DROP)) != len(text)
 
 
 def escape_controls(text: str) -> str:
     """text with control characters (terminal escapes, bidi overrides) shown as \\x.. escapes, not obeyed."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return text.translate(_ESCAPES)
 
 
 def shown(value: object, limit: int = 80) -> str:
