@@ -1,8 +1,18 @@
 """Provides the gpu-advisor command line (argparse only at import: heavy modules load per command)."""
 
 import os
-import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import signal
+else:
+    try:
+        # The C module under `signal`: the same handlers, without building signal's enums at import (a few
+        # ms of every command's start-up).
+        import _signal as signal
+    except ImportError:  # an interpreter without it
+        import signal
 
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import signal
+else:
+    try:
+        # The C module under `signal`: the same handlers, without building signal's enums at import (a few
+        # ms of every command's start-up).
+        import _signal as signal
+    except ImportError:  # an interpreter without it
+        import signal
 
 
 def _interrupted_early(signum: int, frame: object) -> None:
@@ -462,8 +472,6 @@ def _say(message: str, prefix: str = "error") -> None:
 
 def _run_safely(run: Callable[[], int]) -> int:
     """run(), with every failure turned into one line on stderr and an exit code."""
-    import signal
-
     from advisor.cli import _interrupted_while_starting
 
     try:
