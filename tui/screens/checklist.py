@@ -10,11 +10,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from tui.screens.confirm import ConfirmDialog
 from tui.widgets.checklist_entry import entry_header, entry_references, entry_symptoms, step_prompt
+from tui.widgets.footer import Footer
 from tui.widgets.tick_list import TickList
 
 if TYPE_CHECKING:

@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
+
+from tui.widgets.footer import Footer
 
 HINT = "The plans, what was assumed and the launch files, as TOML (the same as the command line's export)."
 LABEL = "File (relative to the current directory, or absolute):"

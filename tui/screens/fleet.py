@@ -12,9 +12,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Input, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from tui.widgets.fleet_views import KpiTiles, WeekChart, cost_rows, job_rows, summary
+from tui.widgets.footer import Footer
 
 if TYPE_CHECKING:
     from advisor.fleet.plan import FleetPlan

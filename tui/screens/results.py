@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, LoadingIndicator, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from advisor.question.errors import AdvisorError
@@ -25,6 +25,7 @@ from tui.screens.checklist import ChecklistScreen
 from tui.screens.confirm import ConfirmDialog
 from tui.screens.export import ExportDialog
 from tui.widgets.field import FieldRow
+from tui.widgets.footer import Footer
 from tui.widgets.front_chart import FrontChart
 from tui.widgets.ops_view import OperationsPanel
 from tui.widgets.plan_table import PlanTable

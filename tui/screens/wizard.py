@@ -13,7 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Button, ContentSwitcher, Footer, Input, SelectionList, Static
+from textual.widgets import Button, ContentSwitcher, Input, SelectionList, Static
 
 from tui.form import (
     DEFAULTS,
@@ -30,6 +30,7 @@ from tui.presets import preset
 from tui.widgets.budget_step import BudgetStep
 from tui.widgets.choice_list import ChoiceList
 from tui.widgets.field import FieldRow
+from tui.widgets.footer import Footer
 from tui.widgets.model_step import ModelStep
 from tui.widgets.segmented import Segmented
 from tui.widgets.workload_step import WorkloadStep
