@@ -23,7 +23,7 @@ import math
 from collections import deque
 from dataclasses import field
 
-from advisor.physics.serving import Efficiency, Replica, iteration_s
+from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
 from advisor.question.values import value_type
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
@@ -112,9 +112,23 @@ def mixed_iteration_s(
     rep: Replica, eff: Efficiency, b: float, ctx: float, p: float, isl: float, budget: int
 ) -> float:
     """Mean iteration time when `p` prompt tokens per iteration ride along `b` decodes (see prompt_mix)."""
-    share, chunk = prompt_mix(b, p, isl, budget)
-    with_chunk = iteration_s(rep, eff, b, ctx, chunk, isl / 2.0) if share else 0.0
-    without = iteration_s(rep, eff, b, ctx) if share < 1.0 else 0.0
+    return _mixed(pricer_of(rep, eff), b, ctx, p, isl, budget)
+
+
+def _mixed(price: StepPricer, b: float, ctx: float, p: float, isl: float, budget: int) -> float:
+    """mixed_iteration_s with the replica's step pricer: the open loop's fixed point calls it thousands of
+    times, so prompt_mix is written out here (the same comparisons and operations, so the same floats)."""
+    if p <= 0:
+        share, chunk = 0.0, 0.0
+    else:
+        room = budget - b
+        room = 1.0 if room < 1.0 else room  # max(budget - b, 1.0)
+        chunk = room if room < isl else isl  # min(isl, room)
+        share = p / chunk
+        if share >= 1.0:
+            share, chunk = 1.0, p
+    with_chunk = price(b, ctx, chunk, isl / 2.0) if share else 0.0
+    without = price(b, ctx, 0.0, 0.0) if share < 1.0 else 0.0
     return share * with_chunk + (1.0 - share) * without
 
 
@@ -162,12 +176,13 @@ def _fixed_point(
     """Mean iteration time at `rate` by Little's law (the root of f(tau) = tau, by bisection), or None when
     there is none (over capacity)."""
     ctx = isl + osl / 2.0
+    price = pricer_of(rep, eff)
+    decoding, prompts = rate * (osl - 1.0), rate * isl  # per second: b and p are these x tau
 
     def f(tau: float) -> float:
-        b = rate * (osl - 1.0) * tau
-        return mixed_iteration_s(rep, eff, b, ctx, rate * isl * tau, isl, budget) - tau
+        return _mixed(price, decoding * tau, ctx, prompts * tau, isl, budget) - tau
 
-    lo, first = 0.0, iteration_s(rep, eff, 1.0, ctx)
+    lo, first = 0.0, price(1.0, ctx, 0.0, 0.0)
     hi = first
     while f(hi) > 0:  # f(0) > 0 (the weights are read even for no token); widen until the load is met
         lo, hi = hi, 2.0 * hi
@@ -188,8 +203,9 @@ def erlang_c(servers: int, load: float) -> float:
     if load < 0.5 * servers - 4.0 * math.sqrt(servers):  # far from the cap the wait probability is negligible
         return 0.0
     b = 1.0
-    for k in range(1, servers + 1):
-        b = load * b / (k + load * b)
+    for k in range(1, servers + 1):  # Erlang B by its recursion: b = load b / (k + load b)
+        lb = load * b
+        b = lb / (k + lb)
     return servers * b / (servers - load * (1.0 - b))
 
 

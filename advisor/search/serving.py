@@ -18,7 +18,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
-from advisor.learned.serving.model import Traits, load_model
+from advisor.learned.serving.model import ServingModel, Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
@@ -39,6 +39,7 @@ from advisor.search.served import Figures, Served, Targets
 PERCENTILES = (50, 90, 99)
 RATE_STEPS = 16  # bisection steps on the rate: 2^-16 of the capacity
 CLOSED_LOOP_REQUESTS = 2048
+SPEED_OF_LIGHT = Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0, comm=1.0)
 
 
 def engine_of(job: Job) -> tuple[str, bool]:
@@ -78,17 +79,13 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         moe=shape.experts > 1,
         expert_slice=shape.expert_ffn / tp,
     )
-    eff = model.efficiency(traits) if model else prior_efficiency(ctx)
+    eff = _learned_efficiency(model, traits) if model else prior_efficiency(ctx)
     learned_from = model.source_engine(eng) if model else None
     args = (setup.replica, eff, setup.limits, job.prompt_tokens, job.output_tokens, setup.overhead_bytes)
     sat = capacity(*args)
     if sat is None:
         return None
-    sol = capacity(
-        setup.replica,
-        Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0, comm=1.0),
-        *args[2:],
-    )
+    sol = capacity(setup.replica, SPEED_OF_LIGHT, *args[2:])
     assert sol is not None
     rep = setup.replica
     t = stage_times(
@@ -103,6 +100,21 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
     )
     return Figures(setup, eff, sat, sol, eng, learned_from, bound)
+
+
+_EFFICIENCIES: dict[tuple[int, Traits], tuple[ServingModel, Efficiency]] = {}
+
+
+def _learned_efficiency(model: ServingModel, traits: Traits) -> Efficiency:
+    """model.efficiency(traits), worked out once per model and traits: a search asks it for every replica
+    shape of every GPU, and most share their traits. The entry holds the model, so its id is not reused."""
+    key = (id(model), traits)
+    hit = _EFFICIENCIES.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    eff = model.efficiency(traits)
+    _EFFICIENCIES[key] = (model, eff)
+    return eff
 
 
 def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Latency | None:
