@@ -216,6 +216,66 @@ def exp_tail_quantile(p_wait: float, mean_given_wait: float, q: float) -> float:
     return mean_given_wait * math.log(p_wait / (1.0 - q))
 
 
+Steady = tuple[float, float, float, float, int, float, float, int]
+"""An open loop's steady state: (mean iteration, decoding sequences, prompt tokens per iteration, the budget
+the decodes leave, chunks per prompt, how long a request holds a slot, slots held on average, the batch
+cap)."""
+
+
+def steady_state(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    overhead_bytes: float,
+) -> Steady | None:
+    """The steady state at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
+    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
+    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
+    if tau is None:
+        return None
+    b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
+    budget = lim.token_budget - b
+    if budget <= 0 or p >= budget:
+        return None
+    chunks = math.ceil(isl / budget)
+    hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
+    slots = rate * hold
+    if slots >= cap:
+        return None
+    return tau, b, p, budget, chunks, hold, slots, cap
+
+
+def _tpot_q(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
+) -> float:
+    """TPOT at the percentile: an iteration priced with the batch one z-score above its mean (the batch is
+    Poisson), never below the mean iteration."""
+    tau, b, p = st[0], st[1], st[2]
+    z = Z.get(round(q, 2), 0.0)
+    tpot_q = mixed_iteration_s(
+        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
+    )
+    return max(tau, tpot_q)
+
+
+def open_loop_tpot(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    quantile: float,
+    overhead_bytes: float,
+) -> float | None:
+    """open_loop(...).tpot_q_s alone, without working out the first token's queueing (None as open_loop)."""
+    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
+    return None if st is None else _tpot_q(rep, eff, lim, isl, osl, st, quantile)
+
+
 def open_loop(
     rep: Replica,
     eff: Efficiency,
@@ -227,24 +287,15 @@ def open_loop(
     overhead_bytes: float,
 ) -> Latency | None:
     """Latency at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
-    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
-    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
-    if tau is None:
+    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
+    if st is None:
         return None
-    b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
-    budget = lim.token_budget - b
-    if budget <= 0 or p >= budget:
-        return None
-    chunks = math.ceil(isl / budget)
+    tau, b, p, budget, chunks, hold, slots, cap = st
     with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
     own = chunks * with_chunk
     rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
     service = isl / budget * tau
     w_budget = rho * service / (2.0 * (1.0 - rho))
-    hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
-    slots = rate * hold
-    if slots >= cap:
-        return None
     c = erlang_c(cap, slots)
     w_slot_given = hold / (cap - slots)
     q = quantile
@@ -256,14 +307,11 @@ def open_loop(
         + exp_tail_quantile(c, w_slot_given, q)
         + own
     )
-    z = Z.get(round(q, 2), 0.0)
-    tpot_q = mixed_iteration_s(
-        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
-    )
     with_prefill = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
     itl_q = with_chunk if q > 1.0 - with_prefill else iteration_s(rep, eff, b, isl + osl / 2.0)
     running = b + rate * chunks * tau
-    return Latency(q, ttft, tau, ttft_q, max(tau, tpot_q), running, rate * osl, rate, tau, itl_q)
+    tpot_q = _tpot_q(rep, eff, lim, isl, osl, st, q)
+    return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 
 @value_type(frozen=False, slots=True)

@@ -13,6 +13,7 @@ flight per replica).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
@@ -27,7 +28,9 @@ from advisor.physics.batching import (
     closed_schedule,
     kv_tokens,
     open_loop,
+    open_loop_tpot,
     seq_tokens,
+    steady_state,
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
@@ -142,23 +145,50 @@ def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
     cap = ctx.knowledge.assumptions.defaults.serving_utilisation_cap.value * fig.sat.requests_s
     if targets.ttft_s is None and targets.tpot_s is None:
         return cap
-    if targets.met(latency_at(ctx, fig, cap, targets.quantile)):
+    meets = _meets(ctx, fig, targets)
+    if meets(cap):
         return cap
     lo, hi = 0.0, cap
-    if not targets.met(latency_at(ctx, fig, cap * 1e-4, targets.quantile)):
+    if not meets(cap * 1e-4):
         return 0.0
     for _ in range(RATE_STEPS):
         mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if targets.met(latency_at(ctx, fig, mid, targets.quantile)) else (lo, mid)
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
     return lo
+
+
+def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bool]:
+    """Whether one replica offered a rate meets the targets: targets.met(latency_at(...)). With no TTFT
+    target only the TPOT at the percentile is worked out (the same figure; the first token's queueing,
+    which `met` would not read, is skipped)."""
+    tpot_s = targets.tpot_s
+    if targets.ttft_s is not None or tpot_s is None:
+        return lambda rate: targets.met(latency_at(ctx, fig, rate, targets.quantile))
+    job, s = ctx.job, fig.setup
+    args = (s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens)
+
+    def meets(rate: float) -> bool:
+        tpot_q = open_loop_tpot(*args, rate, targets.quantile, s.overhead_bytes)
+        return tpot_q is not None and tpot_q <= tpot_s
+
+    return meets
 
 
 def alone(ctx: Context, fig: Figures) -> tuple[float, float]:
     """(TTFT, TPOT) of one request on an idle replica."""
     s, job = fig.setup, ctx.job
     ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget)
-    lat = latency_at(ctx, fig, fig.sat.requests_s * 1e-6, 0.5)
-    return ttft, (lat.tpot_s if lat else math.inf)
+    # latency_at(a trickle).tpot_s: the steady state's mean iteration, without the rest of the latency
+    st = steady_state(
+        s.replica,
+        fig.eff,
+        s.limits,
+        job.prompt_tokens,
+        job.output_tokens,
+        fig.sat.requests_s * 1e-6,
+        s.overhead_bytes,
+    )
+    return ttft, (st[0] if st else math.inf)
 
 
 def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int, int]]:
