@@ -248,7 +248,7 @@ def steady_state(
     return tau, b, p, budget, chunks, hold, slots, cap
 
 
-def _tpot_q(
+def tpot_quantile(
     rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
 ) -> float:
     """TPOT at the percentile: an iteration priced with the batch one z-score above its mean (the batch is
@@ -261,19 +261,28 @@ def _tpot_q(
     return max(tau, tpot_q)
 
 
-def open_loop_tpot(
-    rep: Replica,
-    eff: Efficiency,
-    lim: EngineLimits,
-    isl: float,
-    osl: float,
-    rate: float,
-    quantile: float,
-    overhead_bytes: float,
-) -> float | None:
-    """open_loop(...).tpot_q_s alone, without working out the first token's queueing (None as open_loop)."""
-    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
-    return None if st is None else _tpot_q(rep, eff, lim, isl, osl, st, quantile)
+def first_token(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
+) -> tuple[float, float, float]:
+    """(mean TTFT, TTFT at the percentile, the iteration that carries a prompt chunk) in the steady state:
+    the residual iteration, the prompt budget's M/D/1 queue, Erlang C for a free slot, the prompt's chunks."""
+    tau, b, p, budget, chunks, hold, slots, cap = st
+    with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
+    own = chunks * with_chunk
+    rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
+    service = isl / budget * tau
+    w_budget = rho * service / (2.0 * (1.0 - rho))
+    c = erlang_c(cap, slots)
+    w_slot_given = hold / (cap - slots)
+    ttft = eff.request_s + tau / 2.0 + w_budget + c * w_slot_given + own
+    ttft_q = (
+        eff.request_s
+        + q * tau
+        + exp_tail_quantile(rho, w_budget / rho if rho > 0 else 0.0, q)
+        + exp_tail_quantile(c, w_slot_given, q)
+        + own
+    )
+    return ttft, ttft_q, with_chunk
 
 
 def open_loop(
@@ -290,27 +299,13 @@ def open_loop(
     st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
     if st is None:
         return None
-    tau, b, p, budget, chunks, hold, slots, cap = st
-    with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
-    own = chunks * with_chunk
-    rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
-    service = isl / budget * tau
-    w_budget = rho * service / (2.0 * (1.0 - rho))
-    c = erlang_c(cap, slots)
-    w_slot_given = hold / (cap - slots)
+    tau, b, p, _, chunks = st[:5]
     q = quantile
-    ttft = eff.request_s + tau / 2.0 + w_budget + c * w_slot_given + own
-    ttft_q = (
-        eff.request_s
-        + q * tau
-        + exp_tail_quantile(rho, w_budget / rho if rho > 0 else 0.0, q)
-        + exp_tail_quantile(c, w_slot_given, q)
-        + own
-    )
+    ttft, ttft_q, with_chunk = first_token(rep, eff, lim, isl, osl, st, q)
     with_prefill = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
     itl_q = with_chunk if q > 1.0 - with_prefill else iteration_s(rep, eff, b, isl + osl / 2.0)
     running = b + rate * chunks * tau
-    tpot_q = _tpot_q(rep, eff, lim, isl, osl, st, q)
+    tpot_q = tpot_quantile(rep, eff, lim, isl, osl, st, q)
     return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 

@@ -26,11 +26,12 @@ from advisor.physics.batching import (
     capacity,
     closed_run,
     closed_schedule,
+    first_token,
     kv_tokens,
     open_loop,
-    open_loop_tpot,
     seq_tokens,
     steady_state,
+    tpot_quantile,
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
@@ -158,18 +159,20 @@ def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
 
 
 def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bool]:
-    """Whether one replica offered a rate meets the targets: targets.met(latency_at(...)). With no TTFT
-    target only the TPOT at the percentile is worked out (the same figure; the first token's queueing,
-    which `met` would not read, is skipped)."""
-    tpot_s = targets.tpot_s
-    if targets.ttft_s is not None or tpot_s is None:
-        return lambda rate: targets.met(latency_at(ctx, fig, rate, targets.quantile))
-    job, s = ctx.job, fig.setup
-    args = (s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens)
+    """Whether one replica offered a rate meets the targets: targets.met(latency_at(...)), working out only
+    what met() reads (TPOT first: when it misses, the first token's queueing is never needed)."""
+    job, s, q = ctx.job, fig.setup, targets.quantile
+    ttft_s, tpot_s = targets.ttft_s, targets.tpot_s
+    rep, eff, lim, isl, osl = s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens
 
     def meets(rate: float) -> bool:
-        tpot_q = open_loop_tpot(*args, rate, targets.quantile, s.overhead_bytes)
-        return tpot_q is not None and tpot_q <= tpot_s
+        st = steady_state(rep, eff, lim, isl, osl, rate, s.overhead_bytes)
+        if st is None:
+            return False
+        # As met(): a figure passes when it is <= its target (so a NaN fails).
+        if tpot_s is not None and not tpot_quantile(rep, eff, lim, isl, osl, st, q) <= tpot_s:
+            return False
+        return ttft_s is None or first_token(rep, eff, lim, isl, osl, st, q)[1] <= ttft_s
 
     return meets
 
