@@ -23,7 +23,7 @@ import math
 from collections import deque
 from dataclasses import field
 
-from advisor.physics.serving import Efficiency, Replica, iteration_s
+from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
 from advisor.question.values import value_type
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
@@ -112,9 +112,23 @@ def mixed_iteration_s(
     rep: Replica, eff: Efficiency, b: float, ctx: float, p: float, isl: float, budget: int
 ) -> float:
     """Mean iteration time when `p` prompt tokens per iteration ride along `b` decodes (see prompt_mix)."""
-    share, chunk = prompt_mix(b, p, isl, budget)
-    with_chunk = iteration_s(rep, eff, b, ctx, chunk, isl / 2.0) if share else 0.0
-    without = iteration_s(rep, eff, b, ctx) if share < 1.0 else 0.0
+    return _mixed(pricer_of(rep, eff), b, ctx, p, isl, budget)
+
+
+def _mixed(price: StepPricer, b: float, ctx: float, p: float, isl: float, budget: int) -> float:
+    """mixed_iteration_s with the replica's step pricer: the open loop's fixed point calls it thousands of
+    times, so prompt_mix is written out here (the same comparisons and operations, so the same floats)."""
+    if p <= 0:
+        share, chunk = 0.0, 0.0
+    else:
+        room = budget - b
+        room = 1.0 if room < 1.0 else room  # max(budget - b, 1.0)
+        chunk = room if room < isl else isl  # min(isl, room)
+        share = p / chunk
+        if share >= 1.0:
+            share, chunk = 1.0, p
+    with_chunk = price(b, ctx, chunk, isl / 2.0) if share else 0.0
+    without = price(b, ctx, 0.0, 0.0) if share < 1.0 else 0.0
     return share * with_chunk + (1.0 - share) * without
 
 
@@ -162,12 +176,13 @@ def _fixed_point(
     """Mean iteration time at `rate` by Little's law (the root of f(tau) = tau, by bisection), or None when
     there is none (over capacity)."""
     ctx = isl + osl / 2.0
+    price = pricer_of(rep, eff)
+    decoding, prompts = rate * (osl - 1.0), rate * isl  # per second: b and p are these x tau
 
     def f(tau: float) -> float:
-        b = rate * (osl - 1.0) * tau
-        return mixed_iteration_s(rep, eff, b, ctx, rate * isl * tau, isl, budget) - tau
+        return _mixed(price, decoding * tau, ctx, prompts * tau, isl, budget) - tau
 
-    lo, first = 0.0, iteration_s(rep, eff, 1.0, ctx)
+    lo, first = 0.0, price(1.0, ctx, 0.0, 0.0)
     hi = first
     while f(hi) > 0:  # f(0) > 0 (the weights are read even for no token); widen until the load is met
         lo, hi = hi, 2.0 * hi
@@ -188,8 +203,9 @@ def erlang_c(servers: int, load: float) -> float:
     if load < 0.5 * servers - 4.0 * math.sqrt(servers):  # far from the cap the wait probability is negligible
         return 0.0
     b = 1.0
-    for k in range(1, servers + 1):
-        b = load * b / (k + load * b)
+    for k in range(1, servers + 1):  # Erlang B by its recursion: b = load b / (k + load b)
+        lb = load * b
+        b = lb / (k + lb)
     return servers * b / (servers - load * (1.0 - b))
 
 
@@ -198,6 +214,75 @@ def exp_tail_quantile(p_wait: float, mean_given_wait: float, q: float) -> float:
     if p_wait <= 1.0 - q or mean_given_wait <= 0:
         return 0.0
     return mean_given_wait * math.log(p_wait / (1.0 - q))
+
+
+Steady = tuple[float, float, float, float, int, float, float, int]
+"""An open loop's steady state: (mean iteration, decoding sequences, prompt tokens per iteration, the budget
+the decodes leave, chunks per prompt, how long a request holds a slot, slots held on average, the batch
+cap)."""
+
+
+def steady_state(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    overhead_bytes: float,
+) -> Steady | None:
+    """The steady state at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
+    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
+    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
+    if tau is None:
+        return None
+    b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
+    budget = lim.token_budget - b
+    if budget <= 0 or p >= budget:
+        return None
+    chunks = math.ceil(isl / budget)
+    hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
+    slots = rate * hold
+    if slots >= cap:
+        return None
+    return tau, b, p, budget, chunks, hold, slots, cap
+
+
+def tpot_quantile(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
+) -> float:
+    """TPOT at the percentile: an iteration priced with the batch one z-score above its mean (the batch is
+    Poisson), never below the mean iteration."""
+    tau, b, p = st[0], st[1], st[2]
+    z = Z.get(round(q, 2), 0.0)
+    tpot_q = mixed_iteration_s(
+        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
+    )
+    return max(tau, tpot_q)
+
+
+def first_token(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
+) -> tuple[float, float, float]:
+    """(mean TTFT, TTFT at the percentile, the iteration that carries a prompt chunk) in the steady state:
+    the residual iteration, the prompt budget's M/D/1 queue, Erlang C for a free slot, the prompt's chunks."""
+    tau, b, p, budget, chunks, hold, slots, cap = st
+    with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
+    own = chunks * with_chunk
+    rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
+    service = isl / budget * tau
+    w_budget = rho * service / (2.0 * (1.0 - rho))
+    c = erlang_c(cap, slots)
+    w_slot_given = hold / (cap - slots)
+    ttft = eff.request_s + tau / 2.0 + w_budget + c * w_slot_given + own
+    ttft_q = (
+        eff.request_s
+        + q * tau
+        + exp_tail_quantile(rho, w_budget / rho if rho > 0 else 0.0, q)
+        + exp_tail_quantile(c, w_slot_given, q)
+        + own
+    )
+    return ttft, ttft_q, with_chunk
 
 
 def open_loop(
@@ -211,43 +296,17 @@ def open_loop(
     overhead_bytes: float,
 ) -> Latency | None:
     """Latency at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
-    cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
-    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
-    if tau is None:
+    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
+    if st is None:
         return None
-    b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
-    budget = lim.token_budget - b
-    if budget <= 0 or p >= budget:
-        return None
-    chunks = math.ceil(isl / budget)
-    with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
-    own = chunks * with_chunk
-    rho = p / budget  # the prompt budget's utilisation: M/D/1 with service isl / budget iterations
-    service = isl / budget * tau
-    w_budget = rho * service / (2.0 * (1.0 - rho))
-    hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
-    slots = rate * hold
-    if slots >= cap:
-        return None
-    c = erlang_c(cap, slots)
-    w_slot_given = hold / (cap - slots)
+    tau, b, p, _, chunks = st[:5]
     q = quantile
-    ttft = eff.request_s + tau / 2.0 + w_budget + c * w_slot_given + own
-    ttft_q = (
-        eff.request_s
-        + q * tau
-        + exp_tail_quantile(rho, w_budget / rho if rho > 0 else 0.0, q)
-        + exp_tail_quantile(c, w_slot_given, q)
-        + own
-    )
-    z = Z.get(round(q, 2), 0.0)
-    tpot_q = mixed_iteration_s(
-        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
-    )
+    ttft, ttft_q, with_chunk = first_token(rep, eff, lim, isl, osl, st, q)
     with_prefill = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
     itl_q = with_chunk if q > 1.0 - with_prefill else iteration_s(rep, eff, b, isl + osl / 2.0)
     running = b + rate * chunks * tau
-    return Latency(q, ttft, tau, ttft_q, max(tau, tpot_q), running, rate * osl, rate, tau, itl_q)
+    tpot_q = tpot_quantile(rep, eff, lim, isl, osl, st, q)
+    return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 
 @value_type(frozen=False, slots=True)

@@ -17,6 +17,7 @@ model (`advisor/learned/serving/`) supplies only the `Efficiency` it prices iter
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from advisor.question.values import value_type
 
@@ -216,10 +217,75 @@ def iteration_s(
     """Wall time of one iteration: every decoding sequence gets a token and `p` prompt tokens are prefilled.
 
     With pipeline parallelism the batch is split into pp micro-batches that follow each other through the
-    stages, so each sequence waits pp stage times for its next token."""
-    pp = rep.pp
-    stage = priced(stage_times(rep, b / pp, ctx, p / pp, ctx_p), eff)
-    return pp * stage
+    stages, so each sequence waits pp stage times for its next token: pp x priced(stage_times(rep, b / pp,
+    ctx, p / pp, ctx_p), eff), computed by `step_pricer`."""
+    return pricer_of(rep, eff)(b, ctx, p, ctx_p)
+
+
+StepPricer = Callable[[float, float, float, float], float]
+_LAST_PRICER: tuple[object, object, StepPricer] = (None, None, lambda b, ctx, p, ctx_p: 0.0)
+
+
+def pricer_of(rep: Replica, eff: Efficiency) -> StepPricer:
+    """`step_pricer(rep, eff)`, kept for the next call: a search prices one replica thousands of times in a
+    row. Both are frozen and the kept tuple holds them, so `is` cannot match a different pair."""
+    global _LAST_PRICER
+    last = _LAST_PRICER
+    if last[0] is rep and last[1] is eff:
+        return last[2]
+    fn = step_pricer(rep, eff)
+    _LAST_PRICER = (rep, eff, fn)
+    return fn
+
+
+def step_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
+    """`iteration_s` of one replica at one efficiency as a function of (b, ctx, p, ctx_p), with everything
+    that does not depend on the load worked out once. Every product and sum is the one stage_times and
+    priced compute, in the same order, so each result is the same float to the last bit (a unit test
+    compares them)."""
+    s, g, pp, tp = rep.shape, rep.gpus, rep.pp, rep.tp
+    bw, peak = rep.hw.bandwidth, rep.hw.peak_flops
+    expert_bytes = s.expert_params * rep.weight_bytes / g
+    untouched = 1.0 - s.experts_per_token / s.experts if s.experts > 1 else 1.0
+    moe = s.experts > 1
+    kv_token = rep.kv_per_token_gpu
+    routed = s.expert_params * s.experts_per_token / s.experts if s.experts > 1 else 0.0
+    routed2, active2 = 2.0 * routed, 2.0 * (s.active_params - routed)
+    attn4 = 4.0 * s.layers / pp * s.attn_width / tp
+    comm2 = 2.0 * (s.layers / pp)
+    ring = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
+    steps_latency = math.log2(tp) * rep.hw.link_latency_s if tp > 1 else 0.0
+    link, width = rep.hw.link_bytes_s, s.hidden
+    weights_mem = (s.params - s.expert_params) * rep.weight_bytes / g / bw / eff.memory
+    mem_experts, e_kv, e_experts, e_compute = eff.memory * eff.experts, eff.kv, eff.experts, eff.compute
+    e_comm, e_step, e_seq = eff.comm, eff.step_s, eff.per_seq_s
+
+    k, root = SMOOTH_MAX_POWER, 1.0 / SMOOTH_MAX_POWER
+
+    def price(b: float, ctx: float, p: float = 0.0, ctx_p: float = 0.0) -> float:
+        b, p = b / pp, p / pp
+        tokens = b + p
+        bc, pc = b * ctx, p * ctx_p
+        kv_s = kv_token * (bc + pc / ATTENTION_TILE) / bw
+        compute_s = (active2 * tokens / g + attn4 * (bc + pc)) / peak
+        if moe:
+            touched = 0.0 if tokens <= 0 else 1.0 - untouched**tokens
+            memory = weights_mem + expert_bytes * touched / bw / mem_experts + kv_s / e_kv
+            compute = (compute_s + routed2 * tokens / g / peak / e_experts) / e_compute
+        else:  # a dense model's expert terms are +0.0, and x + 0.0 is x
+            memory = weights_mem + kv_s / e_kv
+            compute = compute_s / e_compute
+        # smooth_max(memory, compute): hi is max()'s pick; the larger's ratio hi / hi is exactly 1.0
+        if compute > memory:
+            hi, lo = compute, memory
+        else:
+            hi, lo = memory, compute
+        roof = hi * (1.0 + (lo / hi) ** k) ** root if hi > 0 else 0.0
+        if tp > 1:  # without tensor parallelism the all-reduces are 0.0
+            roof += comm2 * (steps_latency + ring * (tokens * width * ACTIVATION_BYTES) / link) * e_comm
+        return pp * (roof + e_step + e_seq * (b + (1.0 if p > 0 else 0.0)))
+
+    return price
 
 
 def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> float:

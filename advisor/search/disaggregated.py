@@ -46,13 +46,16 @@ def _prefill_rate(fig: Figures, isl: int, targets: Targets) -> tuple[float, floa
     if targets.ttft_s is not None and base > targets.ttft_s:
         return 0.0, service, move
     lo, hi = 0.0, 0.95 / service
+    ttft_s, q = targets.ttft_s, targets.quantile
     for _ in range(30):
         rate = (lo + hi) / 2.0
+        if ttft_s is None:  # every rate below the cap is within a TTFT target that is not set
+            lo = rate
+            continue
         rho = rate * service
         wait = rho * service / (2.0 * (1.0 - rho))
-        ttft_q = base + exp_tail_quantile(rho, wait / rho, targets.quantile)
-        ok = targets.ttft_s is None or ttft_q <= targets.ttft_s
-        lo, hi = (rate, hi) if ok else (lo, rate)
+        ttft_q = base + exp_tail_quantile(rho, wait / rho, q)
+        lo, hi = (rate, hi) if ttft_q <= ttft_s else (lo, rate)
     return lo, service, move
 
 

@@ -13,21 +13,25 @@ flight per replica).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
-from advisor.learned.serving.model import Traits, load_model
+from advisor.learned.serving.model import ServingModel, Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
     capacity,
     closed_run,
     closed_schedule,
+    first_token,
     kv_tokens,
     open_loop,
     seq_tokens,
+    steady_state,
+    tpot_quantile,
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
@@ -39,6 +43,7 @@ from advisor.search.served import Figures, Served, Targets
 PERCENTILES = (50, 90, 99)
 RATE_STEPS = 16  # bisection steps on the rate: 2^-16 of the capacity
 CLOSED_LOOP_REQUESTS = 2048
+SPEED_OF_LIGHT = Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0, comm=1.0)
 
 
 def engine_of(job: Job) -> tuple[str, bool]:
@@ -78,17 +83,13 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         moe=shape.experts > 1,
         expert_slice=shape.expert_ffn / tp,
     )
-    eff = model.efficiency(traits) if model else prior_efficiency(ctx)
+    eff = _learned_efficiency(model, traits) if model else prior_efficiency(ctx)
     learned_from = model.source_engine(eng) if model else None
     args = (setup.replica, eff, setup.limits, job.prompt_tokens, job.output_tokens, setup.overhead_bytes)
     sat = capacity(*args)
     if sat is None:
         return None
-    sol = capacity(
-        setup.replica,
-        Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0, comm=1.0),
-        *args[2:],
-    )
+    sol = capacity(setup.replica, SPEED_OF_LIGHT, *args[2:])
     assert sol is not None
     rep = setup.replica
     t = stage_times(
@@ -103,6 +104,21 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
     )
     return Figures(setup, eff, sat, sol, eng, learned_from, bound)
+
+
+_EFFICIENCIES: dict[tuple[int, Traits], tuple[ServingModel, Efficiency]] = {}
+
+
+def _learned_efficiency(model: ServingModel, traits: Traits) -> Efficiency:
+    """model.efficiency(traits), worked out once per model and traits: a search asks it for every replica
+    shape of every GPU, and most share their traits. The entry holds the model, so its id is not reused."""
+    key = (id(model), traits)
+    hit = _EFFICIENCIES.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    eff = model.efficiency(traits)
+    _EFFICIENCIES[key] = (model, eff)
+    return eff
 
 
 def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Latency | None:
@@ -130,23 +146,52 @@ def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
     cap = ctx.knowledge.assumptions.defaults.serving_utilisation_cap.value * fig.sat.requests_s
     if targets.ttft_s is None and targets.tpot_s is None:
         return cap
-    if targets.met(latency_at(ctx, fig, cap, targets.quantile)):
+    meets = _meets(ctx, fig, targets)
+    if meets(cap):
         return cap
     lo, hi = 0.0, cap
-    if not targets.met(latency_at(ctx, fig, cap * 1e-4, targets.quantile)):
+    if not meets(cap * 1e-4):
         return 0.0
     for _ in range(RATE_STEPS):
         mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if targets.met(latency_at(ctx, fig, mid, targets.quantile)) else (lo, mid)
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
     return lo
+
+
+def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bool]:
+    """Whether one replica offered a rate meets the targets: targets.met(latency_at(...)), working out only
+    what met() reads (TPOT first: when it misses, the first token's queueing is never needed)."""
+    job, s, q = ctx.job, fig.setup, targets.quantile
+    ttft_s, tpot_s = targets.ttft_s, targets.tpot_s
+    rep, eff, lim, isl, osl = s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens
+
+    def meets(rate: float) -> bool:
+        st = steady_state(rep, eff, lim, isl, osl, rate, s.overhead_bytes)
+        if st is None:
+            return False
+        # As met(): a figure passes when it is <= its target (so a NaN fails).
+        if tpot_s is not None and not tpot_quantile(rep, eff, lim, isl, osl, st, q) <= tpot_s:
+            return False
+        return ttft_s is None or first_token(rep, eff, lim, isl, osl, st, q)[1] <= ttft_s
+
+    return meets
 
 
 def alone(ctx: Context, fig: Figures) -> tuple[float, float]:
     """(TTFT, TPOT) of one request on an idle replica."""
     s, job = fig.setup, ctx.job
     ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget)
-    lat = latency_at(ctx, fig, fig.sat.requests_s * 1e-6, 0.5)
-    return ttft, (lat.tpot_s if lat else math.inf)
+    # latency_at(a trickle).tpot_s: the steady state's mean iteration, without the rest of the latency
+    st = steady_state(
+        s.replica,
+        fig.eff,
+        s.limits,
+        job.prompt_tokens,
+        job.output_tokens,
+        fig.sat.requests_s * 1e-6,
+        s.overhead_bytes,
+    )
+    return ttft, (st[0] if st else math.inf)
 
 
 def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int, int]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,20 @@ from advisor.physics.batching import (
     closed_run,
     closed_schedule,
     kv_tokens,
+    mixed_iteration_s,
     open_loop,
+    prompt_mix,
 )
-from advisor.physics.serving import Efficiency, Hardware, Replica, Shape, iteration_s
+from advisor.physics.serving import (
+    Efficiency,
+    Hardware,
+    Replica,
+    Shape,
+    iteration_s,
+    priced,
+    stage_times,
+    step_pricer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = Hardware(
@@ -114,6 +126,89 @@ def test_a_synchronised_wave_queues_for_its_prompts():
     assert lat.ttft_q_s > 4 * lat.ttft_s / 8 and lat.ttft_q_s > 5 * iteration_s(rep, EFF, 0, 0, 2048, 1024)
     means = sched.means(rep, EFF)
     assert means[1] == pytest.approx(lat.ttft_s, rel=1e-6)
+
+
+MIXTRAL = Shape(
+    params=46.7e9,
+    active_params=12.9e9,
+    layers=32,
+    hidden=4096,
+    attn_width=4096,
+    kv_heads=8,
+    head_dim=128,
+    experts=8,
+    experts_per_token=2,
+    expert_params=45.1e9,
+    expert_ffn=14336,
+)
+DEEPSEEK_MLA = Shape(
+    params=671e9,
+    active_params=37e9,
+    layers=61,
+    hidden=7168,
+    attn_width=128 * 576,
+    kv_heads=128,
+    head_dim=128,
+    kv_latent=576,
+    experts=256,
+    experts_per_token=8,
+    expert_params=654e9,
+    expert_ffn=2048,
+)
+
+
+def _reference_iteration_s(rep: Replica, eff: Efficiency, b: float, ctx: float, p: float, ctx_p: float):
+    return rep.pp * priced(stage_times(rep, b / rep.pp, ctx, p / rep.pp, ctx_p), eff)
+
+
+def test_the_step_pricer_is_stage_times_priced_to_the_last_bit():
+    # The search prices iterations with step_pricer (its invariants worked out once); the figures must be
+    # the very floats of stage_times + priced, for dense, MoE and MLA models, any tp/pp, loads with and
+    # without prompt tokens, and efficiencies anywhere in (0, 1].
+    rng = random.Random(7)
+    effs = [EFF, Efficiency(memory=1.0, compute=1.0, kv=1.0, experts=1.0, step_s=0.0, per_seq_s=0.0)]
+    effs += [
+        Efficiency(
+            memory=rng.uniform(0.05, 1),
+            compute=rng.uniform(0.05, 1),
+            kv=rng.uniform(0.05, 1),
+            experts=rng.uniform(0.05, 1),
+            step_s=rng.uniform(0, 1e-3),
+            per_seq_s=rng.uniform(0, 1e-5),
+            comm=rng.uniform(0.5, 2),
+        )
+        for _ in range(3)
+    ]
+    compared = 0
+    for shape, tp, pp, wb in itertools.product(
+        (LLAMA_8B, MIXTRAL, DEEPSEEK_MLA), (1, 2, 8), (1, 4), (2.0, 1.0, 0.5)
+    ):
+        rep = Replica(shape, H100, tp=tp, pp=pp, weight_bytes=wb, kv_bytes=rng.choice((1.0, 2.0)))
+        for eff in effs:
+            price = step_pricer(rep, eff)
+            for _ in range(40):
+                b = rng.choice((0.0, 1.0, 7, rng.uniform(0, 2000)))
+                p = rng.choice((0.0, 512, rng.uniform(0, 8192)))
+                ctx, ctx_p = rng.uniform(0, 9000), rng.uniform(0, 4000)
+                want = _reference_iteration_s(rep, eff, b, ctx, p, ctx_p)
+                assert price(b, ctx, p, ctx_p) == want, (shape, tp, pp, eff, b, ctx, p, ctx_p)
+                assert iteration_s(rep, eff, b, ctx, p, ctx_p) == want
+                compared += 1
+    assert compared == 3 * 3 * 2 * 3 * len(effs) * 40
+
+
+def test_the_mixed_iteration_is_prompt_mix_priced_to_the_last_bit():
+    rng = random.Random(11)
+    for shape, tp in ((LLAMA_8B, 1), (MIXTRAL, 2)):
+        rep = Replica(shape, H100, tp=tp)
+        for _ in range(400):
+            b, isl = rng.uniform(0, 3000), rng.choice((1, 128, 512, 4096, 20000))
+            p, budget, ctx = rng.choice((0.0, rng.uniform(0, 12000))), rng.choice((512, 2048, 8192)), 1e3
+            share, chunk = prompt_mix(b, p, isl, budget)
+            with_chunk = _reference_iteration_s(rep, EFF, b, ctx, chunk, isl / 2.0) if share else 0.0
+            without = _reference_iteration_s(rep, EFF, b, ctx, 0.0, 0.0) if share < 1.0 else 0.0
+            want = share * with_chunk + (1.0 - share) * without
+            assert mixed_iteration_s(rep, EFF, b, ctx, p, isl, budget) == want
 
 
 def test_fit_on_a_small_fold_is_reproducible(cases):

@@ -58,6 +58,7 @@ def _applies(tier: dict[str, Any], gpu_id: str, memory_gb: float) -> bool:
     return not any(gpu_id.startswith(p) for p in tier.get("not_ids", ()))
 
 
+@lru_cache(maxsize=64)
 def release(version: str | None) -> tuple[int, int] | None:
     """(major, minor) of an engine version as measured rows state it ('0.6.3.dev116 (ROCm 6.1)'), or None."""
     m = re.match(r"\s*(\d+)\.(\d+)", version or "")
@@ -69,6 +70,8 @@ def _applies_to_release(tier: dict[str, Any], version: str | None, vendor: str, 
     attention it names, if any)."""
     if "before_version" not in tier:
         return True
+    if not version:  # an answer's current release: release() of it is None, so no older tier holds
+        return False
     got, limit = release(version), release(tier["before_version"])
     if got is None or limit is None or got >= limit:
         return False
