@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib.resources import files
 from typing import Any
 
+from advisor.catalog.common import shipped_root
 from advisor.physics.batching import EngineLimits
 from advisor.question.values import value_type
 from advisor.question.vocab import DEFAULT_ENGINE, ENGINES
@@ -84,7 +84,7 @@ def engines() -> dict[str, Engine]:
     from advisor.catalog.loader import cached_records
 
     # Through the knowledge cache: a warm run does not import the TOML parser.
-    data = cached_records(files("knowledge"), ENGINES_FILE, lambda raw: raw)
+    data = cached_records(shipped_root(), ENGINES_FILE, lambda raw: raw)
     out = {}
     for eid in ENGINES:
         d = data[eid]

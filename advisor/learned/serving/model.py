@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from importlib.resources import files
 from typing import Any
 
+from advisor.catalog.common import shipped_root
 from advisor.learned.serving.engines import engines
 from advisor.physics.serving import Efficiency
 from advisor.question.values import value_type
@@ -166,7 +166,7 @@ def initial() -> ServingModel:
 @lru_cache(maxsize=1)
 def load_model() -> ServingModel | None:
     """The shipped model, or None when knowledge/serving_model.json is absent or from before this format."""
-    res = files("knowledge").joinpath(MODEL_NAME)
+    res = shipped_root().joinpath(MODEL_NAME)
     if not res.is_file():
         return None
     text = res.read_text(encoding="utf-8")
