@@ -247,6 +247,20 @@ def median_cpu(code: str, env: dict[str, str], repeats: int) -> float:
     return statistics.median(cpu_seconds(code, env) for _ in range(repeats))
 
 
+def instructions(code: str, env: dict[str, str]) -> int:
+    """Instructions one `python -c code` child executes (valgrind's callgrind): unlike CPU time, the same
+    on a loaded machine as on an idle one."""
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *PYTHON, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    ).stderr
+    refs = [line for line in out.splitlines() if "refs:" in line or "Collected :" in line]
+    return int(refs[-1].split(":")[-1].replace(",", "").split()[0]) if refs else 0
+
+
 def heavy_modules(args: list[str], env: dict[str, str]) -> str:
     """Which expensive libraries one command imports."""
     code = CLI.format(args=args).replace("sys.exit(code or 0)", "")
@@ -267,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         "--install", choices=("wheel", "editable"), default="wheel", help="what is measured (default: wheel)"
     )
     parser.add_argument("--no-examples", action="store_true", help="skip the README's recommend examples")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each command's instructions under valgrind (load-independent; slow)",
+    )
     opts = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as cache:
         if opts.install == "wheel":
@@ -283,11 +302,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         results: dict[str, float] = {}
         commands = {**COMMANDS, **({} if opts.no_examples else EXAMPLES)}
+        floor_ir = instructions("pass", env) if opts.instructions else 0
+        if floor_ir:
+            print(f"python -c pass: {floor_ir / 1e6:.0f}M instructions")
         for name, args in commands.items():
             cpu = median_cpu(CLI.format(args=args), env, opts.repeats)
             results[name] = cpu / floor
             heavy = heavy_modules(args, env)
-            print(f"  {name:<24} {cpu * 1000:6.0f} ms  {cpu / floor:5.1f}x python   imports {heavy}")
+            ir = ""
+            if floor_ir:
+                ir = f"  {instructions(CLI.format(args=args), env) / floor_ir:5.1f}x in instructions"
+            print(f"  {name:<24} {cpu * 1000:6.0f} ms  {cpu / floor:5.1f}x python{ir}   imports {heavy}")
         if not opts.no_ui:
             hello = median_cpu(UI_PROBE.format(setup=HELLO), env, opts.repeats)
             ui = median_cpu(UI_PROBE.format(setup=ADVISOR_UI), env, opts.repeats)
