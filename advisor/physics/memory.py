@@ -314,6 +314,7 @@ class TrainingMemoryModel:
         self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
+        self._locals: dict[tuple[int, ...], tuple[float, float]] = {}
         self._per_seq: dict[tuple[object, ...], float] = {}
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
@@ -386,18 +387,26 @@ class TrainingMemoryModel:
 
     def _local_params(self, layout: Layout, stage: int) -> float:
         """Parameters (dense + expert) held per GPU for a term ZeRO shards from `stage` on."""
-        mp = layout.tp * layout.pp
-        dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
-        if layout.zero >= stage:
-            dense /= layout.shard_ranks
-            expert /= max(1, layout.shard_ranks // layout.ep)
-        return dense + expert
+        whole, sharded = self._local_pair(layout)
+        return sharded if layout.zero >= stage else whole
+
+    def _local_pair(self, layout: Layout) -> tuple[float, float]:
+        """Parameters (dense + expert) held per GPU unsharded, and sharded over the ZeRO ranks (memoised:
+        every state term of every layout asks)."""
+        shard = layout.shard_ranks
+        key = (layout.tp, layout.pp, layout.ep, shard)
+        pair = self._locals.get(key)
+        if pair is None:
+            mp = layout.tp * layout.pp
+            dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
+            pair = self._locals[key] = (dense + expert, dense / shard + expert / max(1, shard // layout.ep))
+        return pair
 
     def _gathered(self, layout: Layout) -> float:
         """ZeRO-3/FSDP buffers: blocks of 16-bit parameters all-gathered at once, and one block's gradient."""
         if layout.zero < 3 or layout.shard_ranks <= 1 or (layout.pp > 1 and self.job.stack == "torchtitan"):
             return 0.0  # (torchtitan with pipelines keeps the whole stage unsharded: counted in the weights)
-        local = self._local_params(layout.with_(sharding="none"), 3)
+        local = self._local_pair(layout)[0]  # unsharded
         if self.job.stack == "litgpt":
             # LitGPT (2023) builds the whole model on every GPU before FSDP wraps it and loads the full
             # checkpoint into it: its peaks hold the unsharded 16-bit model beside the shard (litgpt-lora).
@@ -418,7 +427,7 @@ class TrainingMemoryModel:
         """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between
         passes."""
         if layout.zero >= 3 and layout.pp > 1 and self.job.stack == "torchtitan":
-            return self._local_params(layout.with_(sharding="zero2"), 3) * self.base_bytes
+            return self._local_pair(layout)[0] * self.base_bytes  # as ZeRO-2: weights unsharded
         return self._local_params(layout, 3) * self.base_bytes
 
     def _adapters(self, layout: Layout) -> tuple[float, float]:
@@ -440,7 +449,7 @@ class TrainingMemoryModel:
         if self.job.offload == "params":
             weights = out["weights"][0]
             # ZeRO-Infinity keeps about two layers' gathered weights on the GPU.
-            layer = self._local_params(layout.with_(sharding="none"), 3) * self.base_bytes
+            layer = self._local_pair(layout)[0] * self.base_bytes
             kept_w = min(weights, 2.0 * layer / max(self.layers // layout.pp, 1))
             out["weights"], out["gradients"] = (kept_w, weights - kept_w), (0.0, grads)
 
@@ -451,7 +460,7 @@ class TrainingMemoryModel:
         if layout.pp > 1 and layout.zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
             # FSDP2 under a pipeline schedule accumulates each stage's whole gradient in fp32 between
             # micro-batches (gradient sync is off until the last one): fsdp2-pp-grads.
-            grads = self._local_params(layout.with_(sharding="none"), 2) * 4.0
+            grads = self._local_pair(layout)[0] * 4.0  # unsharded
         if self.grad_in_backward and self.job.arch is not None:
             arch = self.job.arch
             grads = min(grads, arch.vocab * arch.hidden / layout.tp * self.grad_bytes)

@@ -17,7 +17,13 @@ from advisor.job.inputs import virtual_stages
 from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Interval, regime_of
 from advisor.physics.memory import GB, Memory, TrainingMemoryModel, usable_gb
-from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
+from advisor.physics.speed import (
+    StepModel,
+    StepTime,
+    network_for,
+    peak_flops,
+    training_flops_per_item,
+)
 from advisor.question.values import value_type
 from advisor.search.candidates import (
     Candidate,
@@ -74,6 +80,9 @@ class _CountResult:
     """The fastest layout of the least model parallelism that fits: kept even when slower than the runner-ups,
     so that the choice can prefer it unless another layout is faster by more than the model's error."""
     simplest_cx: tuple[int, ...] | None = None
+    worst: float = math.inf
+    """The slowest kept time once RUNNERS_UP layouts are kept (infinite before): what the pruning threshold
+    and the runner-ups' admission read, kept as `found` changes rather than recomputed per trial."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -131,6 +140,7 @@ class TrainingSearch:
         self.verdicts: dict[tuple[Any, ...], Any] = {}
         self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
         self.peak = peak_flops(gpu, precision)
+        self.steps = StepModel(self.job, gpu, self.fabric, self.a)
         self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
         self.peak_or_zero = self.peak or 0.0
         self.bounds: dict[tuple[Shape, str], float] = {}
@@ -143,10 +153,15 @@ class TrainingSearch:
         self.per_base = self.getters is not None and not {"plan.recompute", "plan.micro_batch"} & set(
             self.tested
         )
+        self._recomputes = self._recompute_options()
+        self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
-        """Recomputation policies to try, cheapest first."""
+        """Recomputation policies to try, cheapest first (fixed for the search: asked per sharding)."""
+        return self._recomputes
+
+    def _recompute_options(self) -> tuple[str, ...]:
         if self.cfg.recompute is not None:
             return (self.cfg.recompute,)
         if self.job.arch is None:
@@ -259,12 +274,16 @@ class TrainingSearch:
         """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
         g = self.job.global_batch_seqs
         m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
-        count = shape.dp * shape.tp * shape.pp * shape.cp
-        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
-        floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
-        return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
-            shape.dp * max(self.job.items_per_sequence, 1)
-        )
+        terms = self.trial_terms.get((shape, recompute))
+        if terms is None:  # the terms that do not depend on the micro-batch, memoised
+            count = shape.dp * shape.tp * shape.pp * shape.cp
+            per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+            terms = self.trial_terms[(shape, recompute)] = (
+                per_item,
+                floor / (shape.dp * max(self.job.items_per_sequence, 1)),
+            )
+        return terms[0] * (1 + (shape.pp - 1) / (m * shape.virtual)) + terms[1]
 
     def _flops_per_item(self, recompute: str) -> float:
         flops = self.flops_per_item.get(recompute)
@@ -381,16 +400,19 @@ class TrainingSearch:
 
     def _shape_threshold(self, res: _CountResult, shape: Shape) -> float:
         """The pruning threshold of one shape: the k-th best time, or the simplest layout's."""
-        cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
-        return max(self._threshold(res), self._simplest_threshold(res, cx))
+        return self._cx_threshold(res, complexity(shape.tp, shape.pp, shape.cp, shape.ep))
+
+    @classmethod
+    def _cx_threshold(cls, res: _CountResult, cx: tuple[int, ...]) -> float:
+        """_shape_threshold() of a shape of complexity `cx` (the max() written out: asked per trial)."""
+        kth, simplest = cls._threshold(res), cls._simplest_threshold(res, cx)
+        return simplest if simplest > kth else kth
 
     @staticmethod
     def _threshold(res: _CountResult) -> float:
         """What a bound must exceed to prune: the k-th best time kept (the slowest runner-up), with a margin
-        for rounding; nothing is pruned until k layouts are kept."""
-        if len(res.found) < RUNNERS_UP:
-            return math.inf
-        return max(f.time for f in res.found) * (1.0 + BOUND_MARGIN)
+        for rounding; nothing is pruned until k layouts are kept (worst is infinite until then)."""
+        return res.worst * (1.0 + BOUND_MARGIN)
 
     def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
         job, g = self.job, self.job.global_batch_seqs
@@ -434,6 +456,7 @@ class TrainingSearch:
         if self.dominance and 0 in zeros and 1 in zeros:
             zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
         zero1_mb: dict[str, int] = {}
+        cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
         for zero in zeros:
             base = Layout(
                 count=count,
@@ -456,17 +479,17 @@ class TrainingSearch:
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
-                if self.prune and self.bound_per_item(shape, recompute) > self._shape_threshold(res, shape):
+                if self.prune and self.bound_per_item(shape, recompute) > self._cx_threshold(res, cx):
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
                     if (
                         self.prune
                         and shape.pp > 1
-                        and self._trial_bound(shape, recompute, mb) > self._shape_threshold(res, shape)
+                        and self._trial_bound(shape, recompute, mb) > self._cx_threshold(res, cx)
                     ):
                         continue
-                    self._try(base, recompute, mb, variant, count, res)
+                    self._try(base, recompute, mb, (variant, cx), count, res)
 
     def _refused(
         self,
@@ -517,8 +540,17 @@ class TrainingSearch:
         return out
 
     def _try(
-        self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int, res: _CountResult
+        self,
+        base: Layout,
+        recompute: str,
+        mb: int,
+        kind: tuple[tuple[Any, ...], tuple[int, ...]],
+        count: int,
+        res: _CountResult,
     ) -> None:
+        """Run one trial and keep it if it is among the fastest, or the simplest (`kind`: its variant, one
+        per shape, sharding and recomputation, and its complexity)."""
+        variant, cx = kind
         g = self.job.global_batch_seqs
         accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
         layout = Layout(
@@ -545,34 +577,43 @@ class TrainingSearch:
             res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
             return
         per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
-        step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
+        step = self.steps.step(layout, per)
         if step is None:
             return
         res.evaluated += 1
         # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
         time = step.total_s / step.items
-        self._keep_simplest(res, _Found(time, res.evaluated, layout, step, variant))
-        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not in
-        # batch.
-        for kept in res.found:
+        self._keep_simplest(res, cx, time, layout, step, variant)
+        self._keep_fastest(res, time, layout, step, variant)
+
+    @staticmethod
+    def _keep_fastest(res: _CountResult, time: float, layout: Layout, step: StepTime, variant: Any) -> None:
+        """Keep the fastest layout of each (shape, sharding, recompute), the RUNNERS_UP fastest in all:
+        runner-ups differ in layout, not in batch."""
+        found = res.found
+        for kept in found:
             if kept.variant == variant:
                 if kept.time <= time:
                     return
-                res.found.remove(kept)
+                found.remove(kept)
                 break
         else:
-            if len(res.found) >= RUNNERS_UP and time > max(f.time for f in res.found):
+            if len(found) >= RUNNERS_UP and time > res.worst:
                 return  # would be dropped at once (ties are kept: the order decides them)
-        res.found.append(_Found(time, res.evaluated, layout, step, variant))
-        if len(res.found) > RUNNERS_UP:
-            res.found.remove(max(res.found))
+        found.append(_Found(time, res.evaluated, layout, step, variant))
+        if len(found) > RUNNERS_UP:
+            found.remove(max(found))
+        res.worst = max(f.time for f in found) if len(found) >= RUNNERS_UP else math.inf
 
     @staticmethod
-    def _keep_simplest(res: _CountResult, found: _Found) -> None:
-        """Keep the layout if it is simpler than the simplest kept, or as simple and faster."""
-        cx, kept = layout_complexity(found.layout), res.simplest
-        if kept is None or res.simplest_cx is None or (cx, found) < (res.simplest_cx, kept):
-            res.simplest, res.simplest_cx = found, cx
+    def _keep_simplest(
+        res: _CountResult, cx: tuple[int, ...], time: float, layout: Layout, step: StepTime, variant: Any
+    ) -> None:
+        """Keep the layout if it is simpler than the simplest kept, or as simple and faster (the _Found
+        compared as the list would: by time, then order, this trial's order the latest)."""
+        kept, kept_cx = res.simplest, res.simplest_cx
+        if kept is None or kept_cx is None or cx < kept_cx or (cx == kept_cx and time < kept.time):
+            res.simplest, res.simplest_cx = _Found(time, res.evaluated, layout, step, variant), cx
 
     def _verdict(self, layout: Layout) -> Any:
         """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
