@@ -455,19 +455,21 @@ class TrainingMemoryModel:
 
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
-        opt = self._local_params(layout, 1) * self.opt_bytes
-        grads = self._local_params(layout, 2) * self.grad_bytes
-        if layout.pp > 1 and layout.zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
+        whole, sharded = self._local_pair(layout)
+        zero = layout.zero
+        opt = (sharded if zero >= 1 else whole) * self.opt_bytes  # _local_params(layout, 1), read once
+        grads = (sharded if zero >= 2 else whole) * self.grad_bytes
+        if layout.pp > 1 and zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
             # FSDP2 under a pipeline schedule accumulates each stage's whole gradient in fp32 between
             # micro-batches (gradient sync is off until the last one): fsdp2-pp-grads.
-            grads = self._local_pair(layout)[0] * 4.0  # unsharded
+            grads = whole * 4.0  # unsharded
         if self.grad_in_backward and self.job.arch is not None:
             arch = self.job.arch
             grads = min(grads, arch.vocab * arch.hidden / layout.tp * self.grad_bytes)
         out = {
             "weights": (self._sharded_weights(layout), 0.0),
             "gradients": (grads, 0.0),
-            "master_weights": (self._local_params(layout, 1) * self.master_bytes, 0.0),
+            "master_weights": ((sharded if zero >= 1 else whole) * self.master_bytes, 0.0),
             "optimizer": (opt, 0.0),
         }
         if self.peft:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
@@ -193,7 +195,9 @@ class StepModel:
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
         self._nets: dict[tuple[int, int], Network] = {}
-        self._roofs: dict[tuple[object, ...], tuple[float, float, float]] = {}
+        self._works: dict[tuple[object, ...], tuple[float, float]] = {}
+        self._states: dict[tuple[object, ...], float] = {}
+        self._terms: dict[tuple[object, ...], _Terms | None] = {}
         self._dps: dict[tuple[object, ...], tuple[float, ...]] = {}
 
     def peak(self, precision: str) -> float | None:
@@ -212,48 +216,65 @@ class StepModel:
 
     def step(self, layout: Layout, activation_bytes_per_seq: float) -> StepTime | None:
         """training_step() of one layout."""
-        peak = self.peak(layout.precision)
-        if peak is None:
+        terms = self.terms(layout)
+        if terms is None:
             return None
-        flops_s, bytes_s, items = self._roofline(layout, peak, activation_bytes_per_seq)
-        roof = max(flops_s, bytes_s)
+        peak, per_item, weights_passes, states, dp_times, tp_net = terms
+        mb, m = layout.micro_batch, layout.grad_accum
+        items = float(mb * m * layout.dp * self.job.items_per_sequence)
+        flops_s = per_item * items / layout.count / peak
+        bytes_s = (weights_passes * m + states + 2.0 * activation_bytes_per_seq * mb * m) / self.bw
+        roof = bytes_s if bytes_s > flops_s else flops_s  # max(), written out: asked per trial
         # Interleaving v model chunks per stage shrinks the bubble to (p-1)/(m v) (Narayanan et al. 2021,
         # 2.2.2).
-        bubble = roof * (layout.pp - 1) / (layout.grad_accum * layout.virtual) if layout.pp > 1 else 0.0
-        dp_comm = self._dp_comm(layout, roof)
-        # Tensor-parallel collectives run among the tp ranks of one server (NVLink); a context-parallel ring
-        # that leaves the server says so itself (p2p across nodes), so the TP group alone sets the in-server
-        # bandwidth.
-        tp_net = self.network(layout, max(layout.tp, 1))
+        bubble = roof * (layout.pp - 1) / (m * layout.virtual) if layout.pp > 1 else 0.0
+        dp_comm = _dp_exposed(layout.zero, m, dp_times, roof) if dp_times else 0.0
         tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(self.job, layout, tp_net, roof)
         return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
 
-    def _roofline(self, layout: Layout, peak: float, act: float) -> tuple[float, float, float]:
-        """_roofline() with its per-layout terms memoised."""
+    def terms(self, layout: Layout) -> _Terms | None:
+        """What a step of this layout computes before its batch (memoised on every field but the batch), or
+        None when the GPU has no peak for the precision."""
         key = (
             layout.precision,
             layout.recompute,
+            layout.node_size,
             layout.tp,
             layout.pp,
             layout.ep,
-            layout.zero,
-            layout.shard_ranks,
+            layout.dp,
+            layout.cp,
+            layout.sharding,
+            layout.shard_group,
         )
-        terms = self._roofs.get(key)
-        if terms is None:
-            terms = self._roofs[key] = _roofline_terms(self.job, layout, self.a)
-        per_item, weights_passes, states = terms
-        mb, m = layout.micro_batch, layout.grad_accum
-        items = float(mb * m * layout.dp * self.job.items_per_sequence)
-        flops = per_item * items / layout.count
-        nbytes = weights_passes * m + states + 2.0 * act * mb * m
-        return flops / peak, nbytes / self.bw, items
+        if key in self._terms:
+            return self._terms[key]
+        peak = self.peak(layout.precision)
+        terms = None
+        if peak is not None:
+            work_key = (layout.precision, layout.recompute, layout.tp, layout.pp, layout.ep)
+            work = self._works.get(work_key)
+            if work is None:
+                work = self._works[work_key] = _work_terms(self.job, layout, self.a)
+            zero, shard = layout.zero, layout.shard_ranks
+            states_key = (layout.precision, layout.tp * layout.pp, shard if zero >= 1 else 1)
+            states = self._states.get(states_key)
+            if states is None:
+                states = self._states[states_key] = _states_term(self.job, layout, self.a)
+            # Tensor-parallel collectives run among the tp ranks of one server (NVLink); a context-parallel
+            # ring that leaves the server says so itself (p2p across nodes), so the TP group alone sets the
+            # in-server bandwidth.
+            tp_net = self.network(layout, max(layout.tp, 1))
+            terms = _Terms(peak, *work, states, self._dp_times(layout), tp_net)
+        self._terms[key] = terms
+        return terms
 
-    def _dp_comm(self, layout: Layout, roof: float) -> float:
-        """_dp_comm() with its collectives memoised per layout."""
+    def _dp_times(self, layout: Layout) -> tuple[float, ...]:
+        """The data-parallel collectives of a layout (none for one rank), memoised without the
+        recomputation."""
         group = layout.dp * layout.cp
         if group <= 1:
-            return 0.0
+            return ()
         key = (
             layout.precision,
             layout.node_size,
@@ -270,26 +291,42 @@ class StepModel:
             per_node = max(1, min(group, layout.node_size // min(layout.tp, layout.node_size)))
             net = self.network(layout, per_node)
             times = self._dps[key] = _dp_collectives(self.job, layout, net, self.a)
-        return _dp_exposed(layout, times, roof)
+        return times
 
 
-def _roofline_terms(job: Job, layout: Layout, a: Assumptions) -> tuple[float, float, float]:
-    """What _roofline() computes before the batch: FLOPs per item, the weights' bytes times their passes,
-    and twice the optimizer states' bytes over their shards."""
+class _Terms(NamedTuple):
+    """What a step computes before its batch: the peak, _work_terms(), _states_term(), the data-parallel
+    collectives (_dp_collectives(); empty for one rank) and the tensor-parallel group's network."""
+
+    peak: float
+    per_item: float
+    weights_passes: float
+    states: float
+    dp_times: tuple[float, ...]
+    tp_net: Network
+
+
+def _work_terms(job: Job, layout: Layout, a: Assumptions) -> tuple[float, float]:
+    """FLOPs per item, and the weights' bytes times the passes over them."""
     per_item = training_flops_per_item(job, layout, a)
-    mp = layout.model_parallel
     w = weight_bytes_per_param(layout.precision, a, training=True)
     base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
     local_weights = _local_params(job, layout) * base_w
     passes = 3 + (1 if layout.recompute == "full" else 0)
-    trainable_local = job.trainable_params / mp
+    return per_item, local_weights * passes
+
+
+def _states_term(job: Job, layout: Layout, a: Assumptions) -> float:
+    """Twice the optimizer states' bytes over their shards (read and written once a step)."""
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    trainable_local = job.trainable_params / layout.model_parallel
     master = (
         a.optimizer.master_weights.value
         if layout.precision not in ("fp32", "tf32") and job.master_weights
         else 0.0
     )
     states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
-    return per_item, local_weights * passes, 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
+    return 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
 
 
 def _dp_collectives(job: Job, layout: Layout, net: Network, a: Assumptions) -> tuple[float, ...]:
@@ -312,14 +349,14 @@ def _dp_collectives(job: Job, layout: Layout, net: Network, a: Assumptions) -> t
     return (net.allreduce_s(grads, group, stride),)
 
 
-def _dp_exposed(layout: Layout, times: tuple[float, ...], roof: float) -> float:
-    """Exposed gradient (and ZeRO-3 weight) traffic over the data x context parallel ranks."""
-    m = layout.grad_accum
-    if layout.zero == 3:
+def _dp_exposed(zero: int, m: int, times: tuple[float, ...], roof: float) -> float:
+    """Exposed gradient (and ZeRO-3 weight) traffic over the data x context parallel ranks, of a step of
+    `m` micro-batches."""
+    if zero == 3:
         gather, scatter, across = times
         return max(0.0, 2 * m * gather + scatter + across - roof)  # prefetching overlaps it with all compute
     backward_last = roof * (2.0 / 3.0) / m  # bucketed reduction overlaps the last backward pass
-    if layout.zero == 2:
+    if zero == 2:
         # ZeRO-2 reduce-scatters every micro-batch's gradients, each overlapped with its own backward pass.
         per_micro = max(0.0, times[0] - backward_last)
         return m * per_micro + times[0]

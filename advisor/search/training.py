@@ -155,6 +155,7 @@ class TrainingSearch:
         )
         self._recomputes = self._recompute_options()
         self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
+        self.shape_bounds: dict[Shape, float] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -386,7 +387,10 @@ class TrainingSearch:
         return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
-        return min(self.bound_per_item(shape, r) for r in self.recomputes())
+        bound = self.shape_bounds.get(shape)
+        if bound is None:  # memoised: a shape recurs at one count only, but refusal and search both rank it
+            bound = self.shape_bounds[shape] = min(self.bound_per_item(shape, r) for r in self.recomputes())
+        return bound
 
     @staticmethod
     def _simplest_threshold(res: _CountResult, cx: tuple[int, ...] | None) -> float:
@@ -458,19 +462,22 @@ class TrainingSearch:
         zero1_mb: dict[str, int] = {}
         cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
         for zero in zeros:
-            base = Layout(
-                count=count,
-                nodes=nodes,
-                node_size=self.node_size,
-                precision=self.precision,
-                tp=shape.tp,
-                pp=shape.pp,
-                dp=shape.dp,
-                cp=shape.cp,
-                ep=shape.ep,
-                virtual=shape.virtual,
-                sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
-                shard_group=self.cfg.shard_group or 0,
+            base = Layout(  # by position, in the order of Layout's fields (faster than by name)
+                count,
+                nodes,
+                self.node_size,
+                self.precision,
+                shape.tp,
+                shape.pp,
+                shape.dp,
+                SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
+                "none",
+                1,
+                1,
+                shape.cp,
+                shape.ep,
+                self.cfg.shard_group or 0,
+                shape.virtual,
             )
             hard = self._verdict(base) if self.per_base else None
             if hard is not None:
@@ -523,12 +530,13 @@ class TrainingSearch:
         room = self.room_total - self.model.fixed_bytes(base)
         out: list[tuple[str, int]] = []
         seen_mb = -1
-        for recompute in self.recomputes():
+        batch = self.job.batch_size or 1
+        for recompute in self._recomputes:
             per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
             mb_max = int(room // per) if per > 0 else 1 << 20
-            need = self.room_total - room + per * (self.job.batch_size or 1)
+            need = self.room_total - room + per * batch
             if res.leanest is None or need < res.leanest[0]:
-                res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch))
             if mb_max < 1 or (self.dominance and mb_max == seen_mb):
                 continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
             seen_mb = mb_max
@@ -617,7 +625,7 @@ class TrainingSearch:
 
     def _verdict(self, layout: Layout) -> Any:
         """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
-        key = tuple(getter(layout) for getter in self.getters) if self.getters is not None else None
+        key = tuple([getter(layout) for getter in self.getters]) if self.getters is not None else None
         if key is None or key not in self.verdicts:
             facts = layout_facts(self.gpu_facts, layout, self.gpu)
             if key is None:
