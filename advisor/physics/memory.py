@@ -316,6 +316,8 @@ class TrainingMemoryModel:
         self._fixed: dict[tuple[object, ...], float] = {}
         self._locals: dict[tuple[int, ...], tuple[float, float]] = {}
         self._per_seq: dict[tuple[object, ...], float] = {}
+        self._per_seq_bytes: dict[tuple[object, ...], float] = {}
+        self._overheads: dict[int, float] = {}
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
             self._init_activations()
@@ -487,8 +489,12 @@ class TrainingMemoryModel:
         cached = self._fixed.get(key)
         if cached is None:
             st = self.states(layout)
-            total = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
-            cached = self._fixed[key] = total + overhead_central(comm_groups(layout), self.a)
+            total = sum([gpu for gpu, _ in st.values()]) + self._gathered(layout)
+            groups = comm_groups(layout)
+            overhead = self._overheads.get(groups)
+            if overhead is None:
+                overhead = self._overheads[groups] = overhead_central(groups, self.a)
+            cached = self._fixed[key] = total + overhead
         return cached
 
     def fixed_floor(self, count: int) -> float:
@@ -538,8 +544,13 @@ class TrainingMemoryModel:
         return max(first + working, first / pp + tail) if pp > 1 else first + tail
 
     def per_sequence_bytes(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve."""
-        return self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
+        """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve
+        (memoised)."""
+        key = (recompute, tp, cp, pp)
+        cached = self._per_seq_bytes.get(key)
+        if cached is None:
+            cached = self._per_seq_bytes[key] = self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
+        return cached
 
     def nominal_bytes(self, layout: Layout) -> float:
         """The central estimate of the peak on the GPU (the total of components())."""

@@ -342,7 +342,8 @@ class TrainingSearch:
                 if res.simplest_cx == least and quick * floor_scale > self._simplest_threshold(res, least):
                     break  # sorted: no later shape can beat the k-th best or the simplest layout either
                 continue
-            if self.prune and self._shape_bound(shape) > threshold:
+            # Nothing exceeds an infinite threshold (nothing kept yet): the bound is not worked out then.
+            if self.prune and threshold != math.inf and self._shape_bound(shape) > threshold:
                 continue
             if not self._batch_ok(shape, count, res):
                 continue
@@ -486,17 +487,25 @@ class TrainingSearch:
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
-                if self.prune and self.bound_per_item(shape, recompute) > self._cx_threshold(res, cx):
+                if self.prune and self._pruned(self._cx_threshold(res, cx), shape, recompute):
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
                     if (
                         self.prune
                         and shape.pp > 1
-                        and self._trial_bound(shape, recompute, mb) > self._cx_threshold(res, cx)
+                        and self._pruned(self._cx_threshold(res, cx), shape, recompute, mb)
                     ):
                         continue
                     self._try(base, recompute, mb, (variant, cx), count, res)
+
+    def _pruned(self, threshold: float, shape: Shape, recompute: str, mb: int = 0) -> bool:
+        """Whether the bound of a policy (or of one micro-batch of it) exceeds the threshold; nothing exceeds
+        an infinite one, so its bound is not worked out then."""
+        if threshold == math.inf:
+            return False
+        bound = self._trial_bound(shape, recompute, mb) if mb else self.bound_per_item(shape, recompute)
+        return bound > threshold
 
     def _refused(
         self,
