@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from advisor.catalog.assumptions import Assumptions, Fabric
@@ -198,6 +199,7 @@ class StepModel:
         self._works: dict[tuple[object, ...], tuple[float, float]] = {}
         self._states: dict[tuple[object, ...], float] = {}
         self._terms: dict[tuple[object, ...], _Terms | None] = {}
+        self._allreduces: dict[tuple[object, ...], float] = {}
         self._dps: dict[tuple[object, ...], tuple[float, ...]] = {}
 
     def peak(self, precision: str) -> float | None:
@@ -290,7 +292,16 @@ class StepModel:
         if times is None:
             per_node = max(1, min(group, layout.node_size // min(layout.tp, layout.node_size)))
             net = self.network(layout, per_node)
-            times = self._dps[key] = _dp_collectives(self.job, layout, net, self.a)
+
+            def allreduce(nbytes: float, size: int, stride: int) -> float:
+                # Memoised: DDP, ZeRO-2 and ZeRO-3 of a shape reduce the same gradients over the same ranks.
+                at = (layout.node_size, per_node, nbytes, size, stride)
+                t = self._allreduces.get(at)
+                if t is None:
+                    t = self._allreduces[at] = net.allreduce_s(nbytes, size, stride)
+                return t
+
+            times = self._dps[key] = _dp_collectives(self.job, layout, allreduce, self.a)
         return times
 
 
@@ -329,8 +340,12 @@ def _states_term(job: Job, layout: Layout, a: Assumptions) -> float:
     return 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
 
 
-def _dp_collectives(job: Job, layout: Layout, net: Network, a: Assumptions) -> tuple[float, ...]:
-    """The gradient (and ZeRO-3 weight) collectives of _dp_comm(), before their overlap with compute."""
+def _dp_collectives(
+    job: Job, layout: Layout, allreduce: Callable[[float, int, int], float], a: Assumptions
+) -> tuple[float, ...]:
+    """The gradient (and ZeRO-3 weight) collectives of the data-parallel ranks, before their overlap with
+    compute: `allreduce` is the network's allreduce_s (an all-gather or reduce-scatter is half of one, as
+    Network.allgather_s)."""
     group = layout.dp * layout.cp
     stride = layout.tp
     w = weight_bytes_per_param(layout.precision, a, training=True)
@@ -340,13 +355,13 @@ def _dp_collectives(job: Job, layout: Layout, net: Network, a: Assumptions) -> t
     if layout.zero == 3:
         # Gather the weights for every forward and backward pass, reduce-scatter the gradients once; hybrid
         # sharding gathers within its group and all-reduces the shards across groups.
-        gather = net.allgather_s(_local_params(job, layout) * base_w, shard, stride)
-        scatter = net.allgather_s(grads, shard, stride)
-        across = net.allreduce_s(grads / shard, group // shard, stride * shard) if shard < group else 0.0
+        gather = allreduce(_local_params(job, layout) * base_w, shard, stride) / 2.0
+        scatter = allreduce(grads, shard, stride) / 2.0
+        across = allreduce(grads / shard, group // shard, stride * shard) if shard < group else 0.0
         return gather, scatter, across
     if layout.zero == 2:
-        return (net.allgather_s(grads, shard, stride),)
-    return (net.allreduce_s(grads, group, stride),)
+        return (allreduce(grads, shard, stride) / 2.0,)
+    return (allreduce(grads, group, stride),)
 
 
 def _dp_exposed(zero: int, m: int, times: tuple[float, ...], roof: float) -> float:
