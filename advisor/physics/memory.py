@@ -23,6 +23,8 @@ COMPONENT_ORDER = (
     "overhead",
 )
 
+_COMPONENT_RANK = {name: i for i, name in enumerate(COMPONENT_ORDER)}  # COMPONENT_ORDER.index, as a lookup
+
 
 def capacity_gb(gpu: Gpu, a: Assumptions) -> float:
     """The card's device memory in GB (1e9 bytes): the catalogue's figure in its unit (NVIDIA's and AMD's
@@ -587,7 +589,7 @@ def _to_gb(
     *,
     training: bool = False,
 ) -> Memory:
-    ordered = sorted(comps, key=lambda c: COMPONENT_ORDER.index(c[0]))
+    ordered = sorted(comps, key=lambda c: _COMPONENT_RANK[c[0]])
     m = a.memory
     band, spread = (m.verdict_band.range, m.central_error.range) if training else ((0.0, 0.0), (0.0, 0.0))
     return Memory(

@@ -221,7 +221,7 @@ class StepModel:
         terms = self.terms(layout)
         if terms is None:
             return None
-        peak, per_item, weights_passes, states, dp_times, tp_net = terms
+        peak, per_item, weights_passes, states, zero, dp_times, tp_net = terms
         mb, m = layout.micro_batch, layout.grad_accum
         items = float(mb * m * layout.dp * self.job.items_per_sequence)
         flops_s = per_item * items / layout.count / peak
@@ -230,7 +230,7 @@ class StepModel:
         # Interleaving v model chunks per stage shrinks the bubble to (p-1)/(m v) (Narayanan et al. 2021,
         # 2.2.2).
         bubble = roof * (layout.pp - 1) / (m * layout.virtual) if layout.pp > 1 else 0.0
-        dp_comm = _dp_exposed(layout.zero, m, dp_times, roof) if dp_times else 0.0
+        dp_comm = _dp_exposed(zero, m, dp_times, roof) if dp_times else 0.0
         tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(self.job, layout, tp_net, roof)
         return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
 
@@ -267,7 +267,7 @@ class StepModel:
             # ring that leaves the server says so itself (p2p across nodes), so the TP group alone sets the
             # in-server bandwidth.
             tp_net = self.network(layout, max(layout.tp, 1))
-            terms = _Terms(peak, *work, states, self._dp_times(layout), tp_net)
+            terms = _Terms(peak, *work, states, zero, self._dp_times(layout), tp_net)
         self._terms[key] = terms
         return terms
 
@@ -313,6 +313,7 @@ class _Terms(NamedTuple):
     per_item: float
     weights_passes: float
     states: float
+    zero: int
     dp_times: tuple[float, ...]
     tp_net: Network
 

@@ -156,6 +156,7 @@ class TrainingSearch:
         self._recomputes = self._recompute_options()
         self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
         self.shape_bounds: dict[Shape, float] = {}
+        self.batches: dict[tuple[int, int, int], list[int]] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
@@ -229,7 +230,15 @@ class TrainingSearch:
         return list(self.stack.zero)
 
     def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
-        """Micro-batches to try up to what memory allows."""
+        """Micro-batches to try up to what memory allows (memoised on what they depend on; not to be
+        changed by the caller)."""
+        key = (shape.dp, shape.cp, mb_max)
+        options = self.batches.get(key)
+        if options is None:
+            options = self.batches[key] = self._micro_batches(shape, mb_max)
+        return options
+
+    def _micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
         job = self.job
         if job.batch_size:
             return [job.batch_size] if job.batch_size <= mb_max else []
