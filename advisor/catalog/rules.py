@@ -280,10 +280,25 @@ def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
             return fact is not _MISSING and fn(fact, value)
 
         return test
-    children = [compile_node(c) for c in (node.all if isinstance(node, AllOf) else node.any)]
+    children = tuple(compile_node(c) for c in (node.all if isinstance(node, AllOf) else node.any))
+    # Loops rather than all()/any() over a generator: the same short-circuit, without a generator per test.
     if isinstance(node, AllOf):
-        return lambda facts: all(c(facts) for c in children)
-    return lambda facts: any(c(facts) for c in children)
+
+        def test_all(facts: dict[str, Any]) -> bool:
+            for child in children:  # noqa: SIM110  (no generator per test)
+                if not child(facts):
+                    return False
+            return True
+
+        return test_all
+
+    def test_any(facts: dict[str, Any]) -> bool:
+        for child in children:  # noqa: SIM110  (no generator per test)
+            if child(facts):
+                return True
+        return False
+
+    return test_any
 
 
 def evaluate(rules: tuple[Rule, ...] | list[Rule], facts: dict[str, Any]) -> list[Firing]:

@@ -23,6 +23,8 @@ COMPONENT_ORDER = (
     "overhead",
 )
 
+_COMPONENT_RANK = {name: i for i, name in enumerate(COMPONENT_ORDER)}  # COMPONENT_ORDER.index, as a lookup
+
 
 def capacity_gb(gpu: Gpu, a: Assumptions) -> float:
     """The card's device memory in GB (1e9 bytes): the catalogue's figure in its unit (NVIDIA's and AMD's
@@ -314,7 +316,10 @@ class TrainingMemoryModel:
         self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
+        self._locals: dict[tuple[int, ...], tuple[float, float]] = {}
         self._per_seq: dict[tuple[object, ...], float] = {}
+        self._per_seq_bytes: dict[tuple[object, ...], float] = {}
+        self._overheads: dict[int, float] = {}
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
             self._init_activations()
@@ -386,18 +391,26 @@ class TrainingMemoryModel:
 
     def _local_params(self, layout: Layout, stage: int) -> float:
         """Parameters (dense + expert) held per GPU for a term ZeRO shards from `stage` on."""
-        mp = layout.tp * layout.pp
-        dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
-        if layout.zero >= stage:
-            dense /= layout.shard_ranks
-            expert /= max(1, layout.shard_ranks // layout.ep)
-        return dense + expert
+        whole, sharded = self._local_pair(layout)
+        return sharded if layout.zero >= stage else whole
+
+    def _local_pair(self, layout: Layout) -> tuple[float, float]:
+        """Parameters (dense + expert) held per GPU unsharded, and sharded over the ZeRO ranks (memoised:
+        every state term of every layout asks)."""
+        shard = layout.shard_ranks
+        key = (layout.tp, layout.pp, layout.ep, shard)
+        pair = self._locals.get(key)
+        if pair is None:
+            mp = layout.tp * layout.pp
+            dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
+            pair = self._locals[key] = (dense + expert, dense / shard + expert / max(1, shard // layout.ep))
+        return pair
 
     def _gathered(self, layout: Layout) -> float:
         """ZeRO-3/FSDP buffers: blocks of 16-bit parameters all-gathered at once, and one block's gradient."""
         if layout.zero < 3 or layout.shard_ranks <= 1 or (layout.pp > 1 and self.job.stack == "torchtitan"):
             return 0.0  # (torchtitan with pipelines keeps the whole stage unsharded: counted in the weights)
-        local = self._local_params(layout.with_(sharding="none"), 3)
+        local = self._local_pair(layout)[0]  # unsharded
         if self.job.stack == "litgpt":
             # LitGPT (2023) builds the whole model on every GPU before FSDP wraps it and loads the full
             # checkpoint into it: its peaks hold the unsharded 16-bit model beside the shard (litgpt-lora).
@@ -418,7 +431,7 @@ class TrainingMemoryModel:
         """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between
         passes."""
         if layout.zero >= 3 and layout.pp > 1 and self.job.stack == "torchtitan":
-            return self._local_params(layout.with_(sharding="zero2"), 3) * self.base_bytes
+            return self._local_pair(layout)[0] * self.base_bytes  # as ZeRO-2: weights unsharded
         return self._local_params(layout, 3) * self.base_bytes
 
     def _adapters(self, layout: Layout) -> tuple[float, float]:
@@ -440,25 +453,27 @@ class TrainingMemoryModel:
         if self.job.offload == "params":
             weights = out["weights"][0]
             # ZeRO-Infinity keeps about two layers' gathered weights on the GPU.
-            layer = self._local_params(layout.with_(sharding="none"), 3) * self.base_bytes
+            layer = self._local_pair(layout)[0] * self.base_bytes
             kept_w = min(weights, 2.0 * layer / max(self.layers // layout.pp, 1))
             out["weights"], out["gradients"] = (kept_w, weights - kept_w), (0.0, grads)
 
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
-        opt = self._local_params(layout, 1) * self.opt_bytes
-        grads = self._local_params(layout, 2) * self.grad_bytes
-        if layout.pp > 1 and layout.zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
+        whole, sharded = self._local_pair(layout)
+        zero = layout.zero
+        opt = (sharded if zero >= 1 else whole) * self.opt_bytes  # _local_params(layout, 1), read once
+        grads = (sharded if zero >= 2 else whole) * self.grad_bytes
+        if layout.pp > 1 and zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
             # FSDP2 under a pipeline schedule accumulates each stage's whole gradient in fp32 between
             # micro-batches (gradient sync is off until the last one): fsdp2-pp-grads.
-            grads = self._local_params(layout.with_(sharding="none"), 2) * 4.0
+            grads = whole * 4.0  # unsharded
         if self.grad_in_backward and self.job.arch is not None:
             arch = self.job.arch
             grads = min(grads, arch.vocab * arch.hidden / layout.tp * self.grad_bytes)
         out = {
             "weights": (self._sharded_weights(layout), 0.0),
             "gradients": (grads, 0.0),
-            "master_weights": (self._local_params(layout, 1) * self.master_bytes, 0.0),
+            "master_weights": ((sharded if zero >= 1 else whole) * self.master_bytes, 0.0),
             "optimizer": (opt, 0.0),
         }
         if self.peft:
@@ -476,8 +491,12 @@ class TrainingMemoryModel:
         cached = self._fixed.get(key)
         if cached is None:
             st = self.states(layout)
-            total = sum(gpu for gpu, _ in st.values()) + self._gathered(layout)
-            cached = self._fixed[key] = total + overhead_central(comm_groups(layout), self.a)
+            total = sum([gpu for gpu, _ in st.values()]) + self._gathered(layout)
+            groups = comm_groups(layout)
+            overhead = self._overheads.get(groups)
+            if overhead is None:
+                overhead = self._overheads[groups] = overhead_central(groups, self.a)
+            cached = self._fixed[key] = total + overhead
         return cached
 
     def fixed_floor(self, count: int) -> float:
@@ -527,8 +546,13 @@ class TrainingMemoryModel:
         return max(first + working, first / pp + tail) if pp > 1 else first + tail
 
     def per_sequence_bytes(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
-        """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve."""
-        return self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
+        """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve
+        (memoised)."""
+        key = (recompute, tp, cp, pp)
+        cached = self._per_seq_bytes.get(key)
+        if cached is None:
+            cached = self._per_seq_bytes[key] = self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
+        return cached
 
     def nominal_bytes(self, layout: Layout) -> float:
         """The central estimate of the peak on the GPU (the total of components())."""
@@ -565,7 +589,7 @@ def _to_gb(
     *,
     training: bool = False,
 ) -> Memory:
-    ordered = sorted(comps, key=lambda c: COMPONENT_ORDER.index(c[0]))
+    ordered = sorted(comps, key=lambda c: _COMPONENT_RANK[c[0]])
     m = a.memory
     band, spread = (m.verdict_band.range, m.central_error.range) if training else ((0.0, 0.0), (0.0, 0.0))
     return Memory(

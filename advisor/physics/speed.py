@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
@@ -137,61 +140,10 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     return flops
 
 
-def _roofline(
-    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, peak: float, activation_bytes_per_seq: float
-) -> tuple[float, float, float]:
-    """(flops time, bytes time, items per step) of one step on one GPU."""
-    mb, m, mp = layout.micro_batch, layout.grad_accum, layout.model_parallel
-    items = float(mb * m * layout.dp * job.items_per_sequence)
-    flops = training_flops_per_item(job, layout, a) * items / layout.count
-    w = weight_bytes_per_param(layout.precision, a, training=True)
-    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
-    local_weights = _local_params(job, layout) * base_w
-    passes = 3 + (1 if layout.recompute == "full" else 0)
-    trainable_local = job.trainable_params / mp
-    master = (
-        a.optimizer.master_weights.value
-        if layout.precision not in ("fp32", "tf32") and job.master_weights
-        else 0.0
-    )
-    states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
-    nbytes = (
-        local_weights * passes * m
-        + 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
-        + 2.0 * activation_bytes_per_seq * mb * m
-    )
-    return flops / peak, nbytes / (gpu.memory_bw_gbs * GBS), items
-
-
 def _local_params(job: Job, layout: Layout) -> float:
     """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts also over ep."""
     expert = min(job.arch.expert_params, job.params) if job.arch is not None else 0.0
     return (job.params - expert) / layout.model_parallel + expert / (layout.model_parallel * layout.ep)
-
-
-def _dp_comm(job: Job, layout: Layout, net: Network, a: Assumptions, roof: float) -> float:
-    """Exposed gradient (and ZeRO-3 weight) traffic over the data x context parallel ranks."""
-    group = layout.dp * layout.cp
-    if group <= 1:
-        return 0.0
-    m, stride = layout.grad_accum, layout.tp
-    w = weight_bytes_per_param(layout.precision, a, training=True)
-    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
-    grads = job.trainable_params / layout.model_parallel * w
-    shard = layout.shard_group or group
-    if layout.zero == 3:
-        # Gather the weights for every forward and backward pass, reduce-scatter the gradients once; hybrid
-        # sharding gathers within its group and all-reduces the shards across groups.
-        gather = net.allgather_s(_local_params(job, layout) * base_w, shard, stride)
-        scatter = net.allgather_s(grads, shard, stride)
-        across = net.allreduce_s(grads / shard, group // shard, stride * shard) if shard < group else 0.0
-        return max(0.0, 2 * m * gather + scatter + across - roof)  # prefetching overlaps it with all compute
-    backward_last = roof * (2.0 / 3.0) / m  # bucketed reduction overlaps the last backward pass
-    if layout.zero == 2:
-        # ZeRO-2 reduce-scatters every micro-batch's gradients, each overlapped with its own backward pass.
-        per_micro = max(0.0, net.allgather_s(grads, shard, stride) - backward_last)
-        return m * per_micro + net.allgather_s(grads, shard, stride)
-    return max(0.0, net.allreduce_s(grads, group, stride) - backward_last)
 
 
 def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[float, float, float, float]:
@@ -231,19 +183,197 @@ def training_step(
     job: Job, gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, activation_bytes_per_seq: float
 ) -> StepTime | None:
     """Speed-of-light time of one training step, or None when the GPU has no peak for the precision."""
-    peak = peak_flops(gpu, layout.precision)
-    if peak is None:
-        return None
-    flops_s, bytes_s, items = _roofline(job, gpu, layout, a, peak, activation_bytes_per_seq)
-    roof = max(flops_s, bytes_s)
-    # Interleaving v model chunks per stage shrinks the bubble to (p-1)/(m v) (Narayanan et al. 2021, 2.2.2).
-    bubble = roof * (layout.pp - 1) / (layout.grad_accum * layout.virtual) if layout.pp > 1 else 0.0
-    dp_group = layout.dp * layout.cp
-    per_node = max(1, min(dp_group, layout.node_size // min(layout.tp, layout.node_size)))
-    dp_net = network_for(gpu, layout, fabric, a, per_node)
-    dp_comm = _dp_comm(job, layout, dp_net, a, roof)
-    # Tensor-parallel collectives run among the tp ranks of one server (NVLink); a context-parallel ring that
-    # leaves the server says so itself (p2p across nodes), so the TP group alone sets the in-server bandwidth.
-    tp_net = network_for(gpu, layout, fabric, a, max(layout.tp, 1))
-    tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(job, layout, tp_net, roof)
-    return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
+    return StepModel(job, gpu, fabric, a).step(layout, activation_bytes_per_seq)
+
+
+class StepModel:
+    """training_step() of one job on one GPU type and fabric, with what the layouts of a search share
+    memoised: the networks by group, the collectives by message, the per-layout bytes (the same arithmetic,
+    so the same figures to the last bit)."""
+
+    def __init__(self, job: Job, gpu: Gpu, fabric: Fabric, a: Assumptions) -> None:
+        self.job, self.gpu, self.fabric, self.a = job, gpu, fabric, a
+        self.bw = gpu.memory_bw_gbs * GBS
+        self._peaks: dict[str, float | None] = {}
+        self._nets: dict[tuple[int, int], Network] = {}
+        self._works: dict[tuple[object, ...], tuple[float, float]] = {}
+        self._states: dict[tuple[object, ...], float] = {}
+        self._terms: dict[tuple[object, ...], _Terms | None] = {}
+        self._allreduces: dict[tuple[object, ...], float] = {}
+        self._dps: dict[tuple[object, ...], tuple[float, ...]] = {}
+
+    def peak(self, precision: str) -> float | None:
+        """peak_flops() of a precision (memoised)."""
+        if precision not in self._peaks:
+            self._peaks[precision] = peak_flops(self.gpu, precision)
+        return self._peaks[precision]
+
+    def network(self, layout: Layout, group: int) -> Network:
+        """network_for() (memoised on what it reads of the layout: the server size)."""
+        key = (layout.node_size, group)
+        net = self._nets.get(key)
+        if net is None:
+            net = self._nets[key] = network_for(self.gpu, layout, self.fabric, self.a, group)
+        return net
+
+    def step(self, layout: Layout, activation_bytes_per_seq: float) -> StepTime | None:
+        """training_step() of one layout."""
+        terms = self.terms(layout)
+        if terms is None:
+            return None
+        peak, per_item, weights_passes, states, zero, dp_times, tp_net = terms
+        mb, m = layout.micro_batch, layout.grad_accum
+        items = float(mb * m * layout.dp * self.job.items_per_sequence)
+        flops_s = per_item * items / layout.count / peak
+        bytes_s = (weights_passes * m + states + 2.0 * activation_bytes_per_seq * mb * m) / self.bw
+        roof = bytes_s if bytes_s > flops_s else flops_s  # max(), written out: asked per trial
+        # Interleaving v model chunks per stage shrinks the bubble to (p-1)/(m v) (Narayanan et al. 2021,
+        # 2.2.2).
+        bubble = roof * (layout.pp - 1) / (m * layout.virtual) if layout.pp > 1 else 0.0
+        dp_comm = _dp_exposed(zero, m, dp_times, roof) if dp_times else 0.0
+        tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(self.job, layout, tp_net, roof)
+        return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
+
+    def terms(self, layout: Layout) -> _Terms | None:
+        """What a step of this layout computes before its batch (memoised on every field but the batch), or
+        None when the GPU has no peak for the precision."""
+        key = (
+            layout.precision,
+            layout.recompute,
+            layout.node_size,
+            layout.tp,
+            layout.pp,
+            layout.ep,
+            layout.dp,
+            layout.cp,
+            layout.sharding,
+            layout.shard_group,
+        )
+        if key in self._terms:
+            return self._terms[key]
+        peak = self.peak(layout.precision)
+        terms = None
+        if peak is not None:
+            work_key = (layout.precision, layout.recompute, layout.tp, layout.pp, layout.ep)
+            work = self._works.get(work_key)
+            if work is None:
+                work = self._works[work_key] = _work_terms(self.job, layout, self.a)
+            zero, shard = layout.zero, layout.shard_ranks
+            states_key = (layout.precision, layout.tp * layout.pp, shard if zero >= 1 else 1)
+            states = self._states.get(states_key)
+            if states is None:
+                states = self._states[states_key] = _states_term(self.job, layout, self.a)
+            # Tensor-parallel collectives run among the tp ranks of one server (NVLink); a context-parallel
+            # ring that leaves the server says so itself (p2p across nodes), so the TP group alone sets the
+            # in-server bandwidth.
+            tp_net = self.network(layout, max(layout.tp, 1))
+            terms = _Terms(peak, *work, states, zero, self._dp_times(layout), tp_net)
+        self._terms[key] = terms
+        return terms
+
+    def _dp_times(self, layout: Layout) -> tuple[float, ...]:
+        """The data-parallel collectives of a layout (none for one rank), memoised without the
+        recomputation."""
+        group = layout.dp * layout.cp
+        if group <= 1:
+            return ()
+        key = (
+            layout.precision,
+            layout.node_size,
+            layout.tp,
+            layout.pp,
+            layout.ep,
+            layout.dp,
+            layout.cp,
+            layout.zero,
+            layout.shard_group,
+        )
+        times = self._dps.get(key)
+        if times is None:
+            per_node = max(1, min(group, layout.node_size // min(layout.tp, layout.node_size)))
+            net = self.network(layout, per_node)
+
+            def allreduce(nbytes: float, size: int, stride: int) -> float:
+                # Memoised: DDP, ZeRO-2 and ZeRO-3 of a shape reduce the same gradients over the same ranks.
+                at = (layout.node_size, per_node, nbytes, size, stride)
+                t = self._allreduces.get(at)
+                if t is None:
+                    t = self._allreduces[at] = net.allreduce_s(nbytes, size, stride)
+                return t
+
+            times = self._dps[key] = _dp_collectives(self.job, layout, allreduce, self.a)
+        return times
+
+
+class _Terms(NamedTuple):
+    """What a step computes before its batch: the peak, _work_terms(), _states_term(), the data-parallel
+    collectives (_dp_collectives(); empty for one rank) and the tensor-parallel group's network."""
+
+    peak: float
+    per_item: float
+    weights_passes: float
+    states: float
+    zero: int
+    dp_times: tuple[float, ...]
+    tp_net: Network
+
+
+def _work_terms(job: Job, layout: Layout, a: Assumptions) -> tuple[float, float]:
+    """FLOPs per item, and the weights' bytes times the passes over them."""
+    per_item = training_flops_per_item(job, layout, a)
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    local_weights = _local_params(job, layout) * base_w
+    passes = 3 + (1 if layout.recompute == "full" else 0)
+    return per_item, local_weights * passes
+
+
+def _states_term(job: Job, layout: Layout, a: Assumptions) -> float:
+    """Twice the optimizer states' bytes over their shards (read and written once a step)."""
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    trainable_local = job.trainable_params / layout.model_parallel
+    master = (
+        a.optimizer.master_weights.value
+        if layout.precision not in ("fp32", "tf32") and job.master_weights
+        else 0.0
+    )
+    states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
+    return 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
+
+
+def _dp_collectives(
+    job: Job, layout: Layout, allreduce: Callable[[float, int, int], float], a: Assumptions
+) -> tuple[float, ...]:
+    """The gradient (and ZeRO-3 weight) collectives of the data-parallel ranks, before their overlap with
+    compute: `allreduce` is the network's allreduce_s (an all-gather or reduce-scatter is half of one, as
+    Network.allgather_s)."""
+    group = layout.dp * layout.cp
+    stride = layout.tp
+    w = weight_bytes_per_param(layout.precision, a, training=True)
+    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    grads = job.trainable_params / layout.model_parallel * w
+    shard = layout.shard_group or group
+    if layout.zero == 3:
+        # Gather the weights for every forward and backward pass, reduce-scatter the gradients once; hybrid
+        # sharding gathers within its group and all-reduces the shards across groups.
+        gather = allreduce(_local_params(job, layout) * base_w, shard, stride) / 2.0
+        scatter = allreduce(grads, shard, stride) / 2.0
+        across = allreduce(grads / shard, group // shard, stride * shard) if shard < group else 0.0
+        return gather, scatter, across
+    if layout.zero == 2:
+        return (allreduce(grads, shard, stride) / 2.0,)
+    return (allreduce(grads, group, stride),)
+
+
+def _dp_exposed(zero: int, m: int, times: tuple[float, ...], roof: float) -> float:
+    """Exposed gradient (and ZeRO-3 weight) traffic over the data x context parallel ranks, of a step of
+    `m` micro-batches."""
+    if zero == 3:
+        gather, scatter, across = times
+        return max(0.0, 2 * m * gather + scatter + across - roof)  # prefetching overlaps it with all compute
+    backward_last = roof * (2.0 / 3.0) / m  # bucketed reduction overlaps the last backward pass
+    if zero == 2:
+        # ZeRO-2 reduce-scatters every micro-batch's gradients, each overlapped with its own backward pass.
+        per_micro = max(0.0, times[0] - backward_last)
+        return m * per_micro + times[0]
+    return max(0.0, times[0] - backward_last)

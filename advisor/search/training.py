@@ -17,7 +17,13 @@ from advisor.job.inputs import virtual_stages
 from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Interval, regime_of
 from advisor.physics.memory import GB, Memory, TrainingMemoryModel, usable_gb
-from advisor.physics.speed import StepTime, network_for, peak_flops, training_flops_per_item, training_step
+from advisor.physics.speed import (
+    StepModel,
+    StepTime,
+    network_for,
+    peak_flops,
+    training_flops_per_item,
+)
 from advisor.question.values import value_type
 from advisor.search.candidates import (
     Candidate,
@@ -74,6 +80,9 @@ class _CountResult:
     """The fastest layout of the least model parallelism that fits: kept even when slower than the runner-ups,
     so that the choice can prefer it unless another layout is faster by more than the model's error."""
     simplest_cx: tuple[int, ...] | None = None
+    worst: float = math.inf
+    """The slowest kept time once RUNNERS_UP layouts are kept (infinite before): what the pruning threshold
+    and the runner-ups' admission read, kept as `found` changes rather than recomputed per trial."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -131,6 +140,7 @@ class TrainingSearch:
         self.verdicts: dict[tuple[Any, ...], Any] = {}
         self.model = TrainingMemoryModel(self.job, gpu, precision, self.a)
         self.peak = peak_flops(gpu, precision)
+        self.steps = StepModel(self.job, gpu, self.fabric, self.a)
         self.virtual = virtual_stages(self.cfg.pp_schedule) if self.cfg.pp_schedule else 1
         self.peak_or_zero = self.peak or 0.0
         self.bounds: dict[tuple[Shape, str], float] = {}
@@ -143,10 +153,17 @@ class TrainingSearch:
         self.per_base = self.getters is not None and not {"plan.recompute", "plan.micro_batch"} & set(
             self.tested
         )
+        self._recomputes = self._recompute_options()
+        self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
+        self.shape_bounds: dict[Shape, float] = {}
+        self.batches: dict[tuple[int, int, int], list[int]] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def recomputes(self) -> tuple[str, ...]:
-        """Recomputation policies to try, cheapest first."""
+        """Recomputation policies to try, cheapest first (fixed for the search: asked per sharding)."""
+        return self._recomputes
+
+    def _recompute_options(self) -> tuple[str, ...]:
         if self.cfg.recompute is not None:
             return (self.cfg.recompute,)
         if self.job.arch is None:
@@ -213,7 +230,15 @@ class TrainingSearch:
         return list(self.stack.zero)
 
     def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
-        """Micro-batches to try up to what memory allows."""
+        """Micro-batches to try up to what memory allows (memoised on what they depend on; not to be
+        changed by the caller)."""
+        key = (shape.dp, shape.cp, mb_max)
+        options = self.batches.get(key)
+        if options is None:
+            options = self.batches[key] = self._micro_batches(shape, mb_max)
+        return options
+
+    def _micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
         job = self.job
         if job.batch_size:
             return [job.batch_size] if job.batch_size <= mb_max else []
@@ -259,12 +284,16 @@ class TrainingSearch:
         """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
         g = self.job.global_batch_seqs
         m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
-        count = shape.dp * shape.tp * shape.pp * shape.cp
-        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
-        floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
-        return per_item * (1 + (shape.pp - 1) / (m * shape.virtual)) + floor / (
-            shape.dp * max(self.job.items_per_sequence, 1)
-        )
+        terms = self.trial_terms.get((shape, recompute))
+        if terms is None:  # the terms that do not depend on the micro-batch, memoised
+            count = shape.dp * shape.tp * shape.pp * shape.cp
+            per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+            terms = self.trial_terms[(shape, recompute)] = (
+                per_item,
+                floor / (shape.dp * max(self.job.items_per_sequence, 1)),
+            )
+        return terms[0] * (1 + (shape.pp - 1) / (m * shape.virtual)) + terms[1]
 
     def _flops_per_item(self, recompute: str) -> float:
         flops = self.flops_per_item.get(recompute)
@@ -322,7 +351,8 @@ class TrainingSearch:
                 if res.simplest_cx == least and quick * floor_scale > self._simplest_threshold(res, least):
                     break  # sorted: no later shape can beat the k-th best or the simplest layout either
                 continue
-            if self.prune and self._shape_bound(shape) > threshold:
+            # Nothing exceeds an infinite threshold (nothing kept yet): the bound is not worked out then.
+            if self.prune and threshold != math.inf and self._shape_bound(shape) > threshold:
                 continue
             if not self._batch_ok(shape, count, res):
                 continue
@@ -367,7 +397,10 @@ class TrainingSearch:
         return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
-        return min(self.bound_per_item(shape, r) for r in self.recomputes())
+        bound = self.shape_bounds.get(shape)
+        if bound is None:  # memoised: a shape recurs at one count only, but refusal and search both rank it
+            bound = self.shape_bounds[shape] = min(self.bound_per_item(shape, r) for r in self.recomputes())
+        return bound
 
     @staticmethod
     def _simplest_threshold(res: _CountResult, cx: tuple[int, ...] | None) -> float:
@@ -381,16 +414,19 @@ class TrainingSearch:
 
     def _shape_threshold(self, res: _CountResult, shape: Shape) -> float:
         """The pruning threshold of one shape: the k-th best time, or the simplest layout's."""
-        cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
-        return max(self._threshold(res), self._simplest_threshold(res, cx))
+        return self._cx_threshold(res, complexity(shape.tp, shape.pp, shape.cp, shape.ep))
+
+    @classmethod
+    def _cx_threshold(cls, res: _CountResult, cx: tuple[int, ...]) -> float:
+        """_shape_threshold() of a shape of complexity `cx` (the max() written out: asked per trial)."""
+        kth, simplest = cls._threshold(res), cls._simplest_threshold(res, cx)
+        return simplest if simplest > kth else kth
 
     @staticmethod
     def _threshold(res: _CountResult) -> float:
         """What a bound must exceed to prune: the k-th best time kept (the slowest runner-up), with a margin
-        for rounding; nothing is pruned until k layouts are kept."""
-        if len(res.found) < RUNNERS_UP:
-            return math.inf
-        return max(f.time for f in res.found) * (1.0 + BOUND_MARGIN)
+        for rounding; nothing is pruned until k layouts are kept (worst is infinite until then)."""
+        return res.worst * (1.0 + BOUND_MARGIN)
 
     def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
         job, g = self.job, self.job.global_batch_seqs
@@ -434,20 +470,24 @@ class TrainingSearch:
         if self.dominance and 0 in zeros and 1 in zeros:
             zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
         zero1_mb: dict[str, int] = {}
+        cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
         for zero in zeros:
-            base = Layout(
-                count=count,
-                nodes=nodes,
-                node_size=self.node_size,
-                precision=self.precision,
-                tp=shape.tp,
-                pp=shape.pp,
-                dp=shape.dp,
-                cp=shape.cp,
-                ep=shape.ep,
-                virtual=shape.virtual,
-                sharding=SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
-                shard_group=self.cfg.shard_group or 0,
+            base = Layout(  # by position, in the order of Layout's fields (faster than by name)
+                count,
+                nodes,
+                self.node_size,
+                self.precision,
+                shape.tp,
+                shape.pp,
+                shape.dp,
+                SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
+                "none",
+                1,
+                1,
+                shape.cp,
+                shape.ep,
+                self.cfg.shard_group or 0,
+                shape.virtual,
             )
             hard = self._verdict(base) if self.per_base else None
             if hard is not None:
@@ -456,17 +496,25 @@ class TrainingSearch:
             for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
                 # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
                 # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
-                if self.prune and self.bound_per_item(shape, recompute) > self._shape_threshold(res, shape):
+                if self.prune and self._pruned(self._cx_threshold(res, cx), shape, recompute):
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
                     if (
                         self.prune
                         and shape.pp > 1
-                        and self._trial_bound(shape, recompute, mb) > self._shape_threshold(res, shape)
+                        and self._pruned(self._cx_threshold(res, cx), shape, recompute, mb)
                     ):
                         continue
-                    self._try(base, recompute, mb, variant, count, res)
+                    self._try(base, recompute, mb, (variant, cx), count, res)
+
+    def _pruned(self, threshold: float, shape: Shape, recompute: str, mb: int = 0) -> bool:
+        """Whether the bound of a policy (or of one micro-batch of it) exceeds the threshold; nothing exceeds
+        an infinite one, so its bound is not worked out then."""
+        if threshold == math.inf:
+            return False
+        bound = self._trial_bound(shape, recompute, mb) if mb else self.bound_per_item(shape, recompute)
+        return bound > threshold
 
     def _refused(
         self,
@@ -500,12 +548,13 @@ class TrainingSearch:
         room = self.room_total - self.model.fixed_bytes(base)
         out: list[tuple[str, int]] = []
         seen_mb = -1
-        for recompute in self.recomputes():
+        batch = self.job.batch_size or 1
+        for recompute in self._recomputes:
             per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
             mb_max = int(room // per) if per > 0 else 1 << 20
-            need = self.room_total - room + per * (self.job.batch_size or 1)
+            need = self.room_total - room + per * batch
             if res.leanest is None or need < res.leanest[0]:
-                res.leanest = (need, base.with_(recompute=recompute, micro_batch=self.job.batch_size or 1))
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch))
             if mb_max < 1 or (self.dominance and mb_max == seen_mb):
                 continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
             seen_mb = mb_max
@@ -517,8 +566,17 @@ class TrainingSearch:
         return out
 
     def _try(
-        self, base: Layout, recompute: str, mb: int, variant: tuple[Any, ...], count: int, res: _CountResult
+        self,
+        base: Layout,
+        recompute: str,
+        mb: int,
+        kind: tuple[tuple[Any, ...], tuple[int, ...]],
+        count: int,
+        res: _CountResult,
     ) -> None:
+        """Run one trial and keep it if it is among the fastest, or the simplest (`kind`: its variant, one
+        per shape, sharding and recomputation, and its complexity)."""
+        variant, cx = kind
         g = self.job.global_batch_seqs
         accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
         layout = Layout(
@@ -545,38 +603,47 @@ class TrainingSearch:
             res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
             return
         per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
-        step = training_step(self.job, self.gpu, layout, self.fabric, self.a, per)
+        step = self.steps.step(layout, per)
         if step is None:
             return
         res.evaluated += 1
         # Ranked by time per item: a layout whose batch rounds up does more work per step, not less per item.
         time = step.total_s / step.items
-        self._keep_simplest(res, _Found(time, res.evaluated, layout, step, variant))
-        # Keep the fastest layout of each (shape, sharding, recompute): runner-ups differ in layout, not in
-        # batch.
-        for kept in res.found:
+        self._keep_simplest(res, cx, time, layout, step, variant)
+        self._keep_fastest(res, time, layout, step, variant)
+
+    @staticmethod
+    def _keep_fastest(res: _CountResult, time: float, layout: Layout, step: StepTime, variant: Any) -> None:
+        """Keep the fastest layout of each (shape, sharding, recompute), the RUNNERS_UP fastest in all:
+        runner-ups differ in layout, not in batch."""
+        found = res.found
+        for kept in found:
             if kept.variant == variant:
                 if kept.time <= time:
                     return
-                res.found.remove(kept)
+                found.remove(kept)
                 break
         else:
-            if len(res.found) >= RUNNERS_UP and time > max(f.time for f in res.found):
+            if len(found) >= RUNNERS_UP and time > res.worst:
                 return  # would be dropped at once (ties are kept: the order decides them)
-        res.found.append(_Found(time, res.evaluated, layout, step, variant))
-        if len(res.found) > RUNNERS_UP:
-            res.found.remove(max(res.found))
+        found.append(_Found(time, res.evaluated, layout, step, variant))
+        if len(found) > RUNNERS_UP:
+            found.remove(max(found))
+        res.worst = max(f.time for f in found) if len(found) >= RUNNERS_UP else math.inf
 
     @staticmethod
-    def _keep_simplest(res: _CountResult, found: _Found) -> None:
-        """Keep the layout if it is simpler than the simplest kept, or as simple and faster."""
-        cx, kept = layout_complexity(found.layout), res.simplest
-        if kept is None or res.simplest_cx is None or (cx, found) < (res.simplest_cx, kept):
-            res.simplest, res.simplest_cx = found, cx
+    def _keep_simplest(
+        res: _CountResult, cx: tuple[int, ...], time: float, layout: Layout, step: StepTime, variant: Any
+    ) -> None:
+        """Keep the layout if it is simpler than the simplest kept, or as simple and faster (the _Found
+        compared as the list would: by time, then order, this trial's order the latest)."""
+        kept, kept_cx = res.simplest, res.simplest_cx
+        if kept is None or kept_cx is None or cx < kept_cx or (cx == kept_cx and time < kept.time):
+            res.simplest, res.simplest_cx = _Found(time, res.evaluated, layout, step, variant), cx
 
     def _verdict(self, layout: Layout) -> Any:
         """The first hard plan rule the layout breaks (memoised on the facts the rules test), or None."""
-        key = tuple(getter(layout) for getter in self.getters) if self.getters is not None else None
+        key = tuple([getter(layout) for getter in self.getters]) if self.getters is not None else None
         if key is None or key not in self.verdicts:
             facts = layout_facts(self.gpu_facts, layout, self.gpu)
             if key is None:
