@@ -715,7 +715,7 @@ def with_rules(ctx: Context, cand: Candidate) -> Candidate:
         return cand
     others = [r for r in ctx.rules_by_scope["plan"] if r.kind != "constraint"]
     model = TrainingMemoryModel(ctx.job, cand.gpu, cand.layout.precision, ctx.knowledge.assumptions)
-    usable = cand.gpu.memory_gb * (1 - ctx.headroom)
+    usable = usable_gb(cand.gpu, ctx.knowledge.assumptions, ctx.headroom)  # as the search judged it
     needed = _needs_recompute(model, cand.layout, usable)
     return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others, needed)
 

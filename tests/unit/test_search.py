@@ -243,3 +243,31 @@ def test_hf_loss_is_larger_than_megatron(knowledge) -> None:
         per[stack] = TrainingMemoryModel(job, gpu, "bf16", a).loss_per_seq / GB
     assert per["hf"] == pytest.approx(12 * 8192 * 128256 / GB)
     assert per["unsloth"] < per["megatron"] < per["hf"]
+
+
+@pytest.mark.parametrize(
+    "model,kind,gpu,count",
+    [
+        ("mixtral-8x7b", "pretrain", "h200", 48),
+        ("mixtral-8x7b", "pretrain", "a100-80gb-sxm", 64),
+        ("llama-2-70b", "finetune", "mi300x", 64),
+    ],
+)
+def test_a_repicked_plan_is_judged_with_the_memory_the_search_used(
+    knowledge, model, kind, gpu, count
+) -> None:
+    """with_rules (a plan the efficiency model re-picks) judges "recomputation needed" on the usable memory
+    the search fitted it in: these cases fit without recomputation on the card's nominal GB, not on what
+    CUDA hands out, so the nominal figure said "not needed" of a plan the search had to recompute."""
+    import dataclasses
+
+    from advisor.search.training import with_rules
+
+    g = knowledge.gpu(gpu)
+    ctx = _ctx(knowledge, model=model, kind=kind, precision="bf16")
+    cands, _ = search_training(ctx, g, "bf16", g.gpus_per_node, [count])
+    judged = [c for c in cands if c.facts and c.layout.recompute != "none"]
+    assert judged
+    for cand in judged:
+        fresh = dataclasses.replace(cand, facts={}, firings=[])
+        assert with_rules(ctx, fresh).facts["plan.recompute_needed"] == cand.facts["plan.recompute_needed"]
