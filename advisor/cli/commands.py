@@ -79,10 +79,11 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     return values_of(_values(args), "constraints")
 
 
-def _efficiency(knowledge: Knowledge, args: argparse.Namespace):
-    from advisor.learned.efficiency.select import efficiency_model
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool = False):
+    from advisor.learned.efficiency.select import efficiency_model, efficiency_model_on_use
 
-    return efficiency_model(knowledge, prior=bool(getattr(args, "prior", False)))
+    read = efficiency_model_on_use if on_use else efficiency_model
+    return read(knowledge, prior=bool(getattr(args, "prior", False)))
 
 
 def _catalogue(args: argparse.Namespace, rows: Sequence[Any], text: str) -> int:
@@ -202,7 +203,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         from advisor.cli.tco_args import onprem_overrides
 
         onprem = onprem_overrides(args)
-    report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args), onprem)
+    report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args, on_use=True), onprem)
     fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "table")
     if fmt == "json":
         text = json_text(report.plain(), indent=2)
