@@ -16,7 +16,7 @@ if "$python" -m pip --python "$bin/python" install --quiet --disable-pip-version
     :
 else
     echo "install_venv: uv could not install; installing with pip" >&2
-    "$bin/python" -m pip --version >/dev/null 2>&1 || "$bin/python" -m ensurepip --default-pip
+    "$bin/python" -m pip --version >/dev/null 2>&1 || "$bin/python" -m ensurepip --default-pip >/dev/null
     "$bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
 fi
 
