@@ -6,11 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: bytecode run lint test tests test-slow screenshots benchmark train evaluate clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	# Bytecode now: where PYTHONDONTWRITEBYTECODE is set, every run would otherwise recompile the package.
-	$(BIN)/python -m compileall -q advisor tui
+$(STAMP): pyproject.toml scripts/install_venv.sh
+	scripts/install_venv.sh $(PYTHON) $(VENV)
 	touch $(STAMP)
 
 # Recompile what changed since install (cheap when nothing did), so runs never pay for compiling.
