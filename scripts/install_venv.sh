@@ -2,9 +2,10 @@
 # Installs the project, editable, with its dev extras, into the virtual environment VENV (made with PYTHON).
 # Usage: scripts/install_venv.sh PYTHON VENV  (the Makefile's $(STAMP) recipe).
 #
-# uv installs the set in about 10 s where pip took about 55 s (pip 23's resolver spends ~40 s of CPU matching
-# the wheel tags of the ~86,000 links on the index pages; uv downloads in parallel). uv is bootstrapped into the
-# venv by the interpreter's own pip; where that fails (no pip, or no index uv can reach), pip installs as before.
+# uv installs the set in about 10 s where pip took about 55 s (pip 23 spends most of its 44 s of CPU reading and
+# matching the wheel tags of the ~86,000 links on the index pages; uv downloads in parallel). uv is bootstrapped
+# into the venv by the interpreter's own pip; where that fails (no pip, or no index uv can reach), pip installs
+# as before.
 set -eu
 python=$1
 venv=$2
