@@ -127,8 +127,13 @@ def test_non_utf8_stdout_is_handled() -> None:
 
 @pytest.mark.parametrize("delay", [0.3, 0.6])
 def test_interrupt_exits_130_without_traceback(delay: float) -> None:
+    # A command that runs for about a second (the exact search of a custom shape): at 0.3 s the signal lands
+    # in the imports, at 0.6 s in the search. A quicker one (a catalogue model's recommend takes 0.4 s now)
+    # would mostly finish first, and the test would skip instead of testing.
+    shape = ["--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--ffn", "14336"]
+    shape += ["--vocab", "128256", "--tokens", "1e9"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor.cli.main", "recommend", "--model", "llama-2-70b"],
+        [sys.executable, "-m", "advisor.cli.main", "recommend", *shape],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
