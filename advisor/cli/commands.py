@@ -313,6 +313,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return calibrate_cli(args)
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from advisor.cli.probe_cli import probe_cli
+
+    return probe_cli(args)
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     from advisor.cli.guide_text import cost_cli
 
@@ -330,6 +336,7 @@ COMMANDS = {
     "tco": cmd_tco,
     "model": cmd_model,
     "calibrate": cmd_calibrate,
+    "probe": cmd_probe,
 }
 
 

@@ -53,6 +53,7 @@ commands:
   gpus | models                    the catalogues
   model train|evaluate             the benchmark-trained efficiency model
   calibrate FILE.csv               refit the efficiency model on your own measured runs
+  probe [--list]                   measure this node's GEMM, attention, bandwidth, collectives (torch)
   fleet plan|validate FILE.toml    size, simulate and price a cluster for a portfolio of jobs
   serve                            the guided UI in a web browser
 
@@ -316,6 +317,12 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
     _format_arg(p, ("table", "json"), "table")
 
 
+def _probe_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.probe_cli import add_probe_parser  # the node probe (its own module; torch only on use)
+
+    add_probe_parser(sub)
+
+
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
     from advisor.cli.serve import add_serve_parser  # the UI in a browser
 
@@ -383,6 +390,7 @@ _COMMAND_PARSERS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "cost": _cost_parser,
     "model": _model_parser,
     "calibrate": _calibrate_parser,
+    "probe": _probe_parser,
     "serve": _serve_parser,
     "fleet": _fleet_parser,
 }
