@@ -33,6 +33,13 @@ class DeviceMatch:
 _RULES: tuple[tuple[str, str | None, float, float, str], ...] = (
     (r"\bh200\b.*\bnvl\b", None, 0, 1e9, "H200 NVL is not in the catalogue (nearest: h200, the SXM part)"),
     (r"\bh100\b.*\bnvl\b", "h100-nvl", 0, 1e9, ""),
+    (
+        r"\bh100\b.*\b96\s*gb",
+        "h100-sxm-96gb-500w",
+        90,
+        100,
+        "the 96 GB H100 (HBM2e) is Meta's Grand Teton part",
+    ),
     (r"\bh100\b.*(pcie|hbm2e)", "h100-pcie", 0, 90, ""),
     (r"\bh100\b.*hbm3\b", "h100-sxm", 0, 90, ""),
     (r"\bh100\b.*sxm", "h100-sxm", 0, 90, ""),
@@ -83,7 +90,9 @@ def catalogue_gpu(
     raw = " ".join(device_name.split())
     base = re.sub(r"^(nvidia|amd|tesla)\s+", "", raw, flags=re.IGNORECASE)
     base = re.sub(r"\s*\(.*\)\s*$", "", base)  # "AMD Instinct MI300X (gfx942:sramecc+:xnack-)"
-    for candidate in dict.fromkeys((raw, base, re.sub(r"^tesla\s+", "", base, flags=re.IGNORECASE))):
+    sized = re.sub(r"\s+\d+\s*GB$", "", base, flags=re.IGNORECASE)  # "RTX A6000 48GB" -> "RTX A6000"
+    candidates = (raw, base, sized, re.sub(r"^tesla\s+", "", base, flags=re.IGNORECASE))
+    for candidate in dict.fromkeys(candidates):
         found = _catalogued(knowledge, candidate) if candidate else None
         if found is not None:
             return DeviceMatch(found)

@@ -46,7 +46,19 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "s
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 _DATE = re.compile(r"^(\d{4}-\d{2}(-\d{2})?)?$")
 _LINK = re.compile(r"^[a-z0-9][a-z0-9.-]{0,39}$")
-_POSITIVE_INT = {"m", "n", "k", "batch", "seq_len", "heads", "kv_heads", "head_dim", "nbytes", "gpus", "nodes"}
+_POSITIVE_INT = {
+    "m",
+    "n",
+    "k",
+    "batch",
+    "seq_len",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "nbytes",
+    "gpus",
+    "nodes",
+}
 _POSITIVE_FLOAT = {"tflops", "gbs", "busbw_gbs"}
 _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("gemm", "dtype"): DTYPES,
@@ -79,7 +91,7 @@ def check_name(name: str) -> str:
     """name when it is a usable profile name; InputError (one line) naming what is accepted otherwise."""
     if not isinstance(name, str) or not NAME.match(name):
         raise InputError(
-            f"--name: {name!r} is not a profile name (accepted: 1-80 letters, digits, '.', '_' or '-', "
+            f"{name!r} is not a profile name (accepted: 1-80 letters, digits, '.', '_' or '-', "
             "not starting with '.')"
         )
     return name
@@ -190,9 +202,7 @@ def save_operations(name: str, payload: Mapping[str, Any], *, replace: bool = Fa
     with locked(f"{name}.operations", profiles_dir()):
         path = folder / FILE
         if path.exists() and not replace:
-            raise InputError(
-                f"profile {name!r} exists ({path}); pass --force to replace it, or --name another name"
-            )
+            raise InputError(f"profile {name!r} exists ({path}); replace it, or give another name")
         write_text_atomic(path, json.dumps(checked, indent=1) + "\n")
     return path
 

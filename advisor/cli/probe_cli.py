@@ -62,10 +62,17 @@ def probe_cli(args: argparse.Namespace) -> int:
             raise InputError("--list takes no other flag but --format")
         return _list(fmt)
     if args.name is not None:
-        check_name(args.name)
+        try:
+            check_name(args.name)
+        except InputError as exc:
+            raise InputError(f"--name: {exc}") from None
     from advisor.probe.torch_backend import open_backend  # torch is imported here, not before
 
     backend = open_backend()
+    if args.gpu_count is not None and args.gpu_count > backend.info.count:
+        raise InputError(
+            f"--gpus: {args.gpu_count} is more than the {backend.info.count} GPU(s) PyTorch sees"
+        )
     from advisor.catalog import load_knowledge
     from advisor.probe.run import default_name, identify, probe
 
@@ -74,7 +81,7 @@ def probe_cli(args: argparse.Namespace) -> int:
     name = args.name or default_name(identify(backend.info, knowledge)[0], host)
     if exists(name) and not args.force:  # said before two minutes of measuring, not after
         raise InputError(f"profile {name!r} exists; pass --force to replace it, or --name another name")
-    say = _progress(fmt)
+    say = _progress
     say(f"probing {backend.info.count} x {backend.info.name} as profile {name!r} ...")
     payload = probe(
         backend,
@@ -96,11 +103,9 @@ def probe_cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(fmt: str) -> Any:
-    def say(line: str) -> None:
-        print(f"gpu-advisor probe: {line}", file=sys.stderr, flush=True)
-
-    return say
+def _progress(line: str) -> None:
+    """A progress line on stderr (stdout keeps the table or the JSON)."""
+    print(f"gpu-advisor probe: {line}", file=sys.stderr, flush=True)
 
 
 def _best(rows: Sequence[dict[str, Any]], key: str, value: str) -> list[tuple[str, float]]:
@@ -142,8 +147,15 @@ def _list(fmt: str) -> int:
     found = [p for p in (load_profile(n) for n in list_profiles()) if p is not None]
     sections = ("gemm", "attention", "memory", "collectives")
     if fmt == "json":
-        print(json_text([{k: v for k, v in p.items() if k not in sections} | {
-            s: len(p[s]) for s in sections} for p in found], indent=1))
+        print(
+            json_text(
+                [
+                    {k: v for k, v in p.items() if k not in sections} | {s: len(p[s]) for s in sections}
+                    for p in found
+                ],
+                indent=1,
+            )
+        )
         return 0
     if not found:
         print(f"no node profiles in {profiles_dir()}; measure one with: gpu-advisor probe")

@@ -141,7 +141,9 @@ def gemm_rows(backend: Backend, run: Run) -> None:
             failed.add(case.dtype)
             _skip(run, f"gemm {case.dtype}", exc)
             continue
-        run.add("gemm", _how(run, timing), dtype=case.dtype, m=case.m, n=case.n, k=case.k, tflops=figure(value))
+        run.add(
+            "gemm", _how(run, timing), dtype=case.dtype, m=case.m, n=case.n, k=case.k, tflops=figure(value)
+        )
     run.say(f"gemm: {len(run.rows['gemm'])} shapes timed")
 
 
@@ -222,7 +224,9 @@ def collective_rows(backend: Backend, run: Run) -> None:
         run.notes.append("collectives: one GPU, so none measured (they need two or more)")
         return
     # S rounded so every rank's share is whole float32 elements (a 3- or 6-GPU node); rows say the S timed.
-    cases = tuple(dict.fromkeys(CollectiveCase(c.op, split_bytes(c.nbytes, run.ranks)) for c in run.plan.collectives))
+    cases = tuple(
+        dict.fromkeys(CollectiveCase(c.op, split_bytes(c.nbytes, run.ranks)) for c in run.plan.collectives)
+    )
     timeout = max(run.left(), 1.0)
     try:
         timed = backend.time_collectives(cases, run.ranks, run.plan.warmup, run.plan.repeats, timeout)
@@ -236,7 +240,12 @@ def collective_rows(backend: Backend, run: Run) -> None:
         seconds = median_seconds(timing)
         note = f"nccl-tests busbw; float32; {_how(run, timing)}"
         cells = dict(op=case.op, link=run.link, gpus=run.ranks, nodes=1, nbytes=case.nbytes)
-        run.add("collectives", note, **cells, busbw_gbs=figure(busbw_gbs(case.op, case.nbytes, run.ranks, seconds)))
+        run.add(
+            "collectives",
+            note,
+            **cells,
+            busbw_gbs=figure(busbw_gbs(case.op, case.nbytes, run.ranks, seconds)),
+        )
     missing = len(cases) - len(run.rows["collectives"])
     if missing:
         run.notes.append(f"collectives: {missing} of {len(cases)} cases not timed within {timeout:.0f} s")

@@ -70,7 +70,9 @@ def _operation(torch: Any, dist: Any, op: str, nbytes: int, rank: int, world: in
     if op == "all_to_all":
         send, recv = buf(count), buf(count)
         return lambda: dist.all_to_all_single(recv, send)
-    if op == "send_recv":  # a ring, as nccl-tests' sendrecv_perf: send to the next rank, receive from the last
+    if (
+        op == "send_recv"
+    ):  # a ring, as nccl-tests' sendrecv_perf: send to the next rank, receive from the last
         send, recv = buf(count), buf(count)
         ops = [
             dist.P2POp(dist.isend, send, (rank + 1) % world),
@@ -80,7 +82,9 @@ def _operation(torch: Any, dist: Any, op: str, nbytes: int, rank: int, world: in
     raise ValueError(f"unknown collective {op!r}")
 
 
-def _time(torch: Any, dist: Any, call: Callable[[], object], nbytes: int, spec: dict[str, Any]) -> list[float]:
+def _time(
+    torch: Any, dist: Any, call: Callable[[], object], nbytes: int, spec: dict[str, Any]
+) -> list[float]:
     """Seconds per call of each repeat, averaged over the ranks (nccl-tests' default, -a 1)."""
     cuda = torch.cuda
     for _ in range(max(1, int(spec["warmup"]))):
@@ -112,7 +116,9 @@ def run_rank(rank: int, world: int, port: int, spec_file: str, out_file: str) ->
     found: dict[str, list[float]] = {}
     try:
         for op, nbytes in spec["cases"]:
-            times = _time(torch, dist, _operation(torch, dist, op, int(nbytes), rank, world), int(nbytes), spec)
+            times = _time(
+                torch, dist, _operation(torch, dist, op, int(nbytes), rank, world), int(nbytes), spec
+            )
             if rank == 0:
                 found[f"{op}:{nbytes}"] = times
                 tmp = Path(f"{out_file}.tmp")

@@ -11,7 +11,15 @@ MIB = 1 << 20
 # are the projections of Llama-3-8B (hidden 4096, fused QKV 6144 with 8 KV heads, FFN 14336) and
 # Llama-3-70B (hidden 8192, FFN 28672), both directions of each FFN matrix (up: n = ffn; down: k = ffn).
 GEMM_M = (256, 1024, 4096, 8192, 16384)
-GEMM_NK = ((4096, 4096), (6144, 4096), (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192), (8192, 28672))
+GEMM_NK = (
+    (4096, 4096),
+    (6144, 4096),
+    (14336, 4096),
+    (4096, 14336),
+    (8192, 8192),
+    (28672, 8192),
+    (8192, 28672),
+)
 QUICK_GEMM_M = (1024, 8192)
 QUICK_GEMM_NK = ((4096, 4096), (14336, 4096), (8192, 8192))
 # Attention as LLM training runs it: 16k tokens per batch, 32 heads, head dimension 64 and 128, causal, and
@@ -127,12 +135,14 @@ def build_plan(*, quick: bool, fp8: bool, memory_bytes: int) -> Plan:
     gemm = tuple(GemmCase(d, m, n, k) for d in dtypes for m in ms for n, k in nks)
     seqs, dims = (QUICK_ATTENTION_SEQ, (128,)) if quick else (ATTENTION_SEQ, ATTENTION_HEAD_DIM)
     attention = [
-        AttentionCase("bf16", max(1, ATTENTION_TOKENS // s), s, HEADS, HEADS, d, True) for d in dims for s in seqs
+        AttentionCase("bf16", max(1, ATTENTION_TOKENS // s), s, HEADS, HEADS, d, True)
+        for d in dims
+        for s in seqs
     ]
     if not quick:
         attention.append(AttentionCase("bf16", ATTENTION_TOKENS // 4096, 4096, HEADS, HEADS, 128, False))
-    copies = QUICK_COPY_BYTES if quick else COPY_BYTES
-    copies = tuple(b for b in copies if b * 8 <= memory_bytes) or (min(copies),)
+    sizes_copied: tuple[int, ...] = QUICK_COPY_BYTES if quick else COPY_BYTES
+    copies = tuple(b for b in sizes_copied if b * 8 <= memory_bytes) or (min(sizes_copied),)
     sizes = QUICK_COLLECTIVE_BYTES if quick else COLLECTIVE_BYTES
     collectives = tuple(CollectiveCase(op, b) for op in COLLECTIVE_OPS for b in sizes)
     return Plan(

@@ -65,11 +65,13 @@ def identify(info: DeviceInfo, knowledge: Knowledge) -> tuple[str, Gpu | None, l
 
 
 def ranks_for(info: DeviceInfo, gpus: int | None) -> int:
-    """The GPUs the collectives span: all visible, or --gpus N of them (InputError beyond what is there)."""
+    """The GPUs the collectives span: all visible, or the number asked for (InputError beyond those)."""
     if gpus is None:
         return info.count
     if not 1 <= gpus <= info.count:
-        raise InputError(f"--gpus: {gpus} is not between 1 and the {info.count} GPU(s) PyTorch sees")
+        raise InputError(
+            f"collectives across {gpus} GPUs: PyTorch sees {info.count} (1 to {info.count} accepted)"
+        )
     return gpus
 
 

@@ -168,9 +168,15 @@ class TorchBackend:
         )
         self._sdpa = {key: getattr(backend, name) for name, key, _ in wanted if hasattr(backend, name)}
         flash = " (AOTriton on ROCm)" if hip else " (FlashAttention-2 kernels built into torch)"
-        return [(key, note + (flash if name == "FLASH_ATTENTION" else "")) for name, key, note in wanted if key in self._sdpa]
+        return [
+            (key, note + (flash if name == "FLASH_ATTENTION" else ""))
+            for name, key, note in wanted
+            if key in self._sdpa
+        ]
 
-    def time_attention(self, case: AttentionCase, kernel: str, pass_: str, warmup: int, repeats: int) -> Timing:
+    def time_attention(
+        self, case: AttentionCase, kernel: str, pass_: str, warmup: int, repeats: int
+    ) -> Timing:
         """F.scaled_dot_product_attention on (batch, heads, seq, head_dim) bf16 tensors with only `kernel`'s
         backend allowed; fwd_bwd runs forward then backward (gradients dropped between calls)."""
         torch = self.torch
@@ -212,13 +218,16 @@ class TorchBackend:
         with tempfile.TemporaryDirectory(prefix="gpu-advisor-probe-") as tmp:
             spec = Path(tmp) / "spec.json"
             out = Path(tmp) / "times.json"
-            spec.write_text(json.dumps({"cases": [[c.op, c.nbytes] for c in cases], "warmup": warmup,
-                                        "repeats": repeats}))
+            spec.write_text(
+                json.dumps({"cases": [[c.op, c.nbytes] for c in cases], "warmup": warmup, "repeats": repeats})
+            )
             spawn_ranks(self.torch, ranks, spec, out, time.monotonic() + timeout_s)
             found = json.loads(out.read_text()) if out.exists() else {}
         note = f"torch.distributed {'RCCL' if self.info.vendor == 'amd' else 'NCCL'}, average over ranks"
         return {
-            c: Timing(tuple(found[f"{c.op}:{c.nbytes}"]), note) for c in cases if f"{c.op}:{c.nbytes}" in found
+            c: Timing(tuple(found[f"{c.op}:{c.nbytes}"]), note)
+            for c in cases
+            if f"{c.op}:{c.nbytes}" in found
         }
 
 
