@@ -215,7 +215,7 @@ def memory_rows(backend: Backend, run: Run) -> None:
             continue
         note = f"device copy, bytes read + written per second; {_how(run, timing)}"
         run.add("memory", note, op="copy", nbytes=nbytes, gbs=figure(value))
-    run.say(f"memory: {len(run.rows['memory'])} copies timed")
+    run.say(f"memory: {len(run.rows['memory'])} copy sizes timed")
 
 
 def collective_rows(backend: Backend, run: Run) -> None:

@@ -410,3 +410,125 @@ def test_unknown_and_ambiguous_devices_say_so(knowledge) -> None:
     assert catalogue_gpu("AMD Instinct MI250X/MI250", knowledge, 64 * GIB).note.startswith(
         "PyTorch sees each"
     )
+
+
+# --- the PyTorch backend, on a simulated torch ------------------------------------------------------------
+class SimTorch(types.ModuleType):
+    """Just enough of torch for TorchBackend: a simulated GPU clock that each kernel advances (a matmul at
+    500 TFLOP/s, a copy at 4 TB/s moved, attention 2 ms a call), CUDA events that read it."""
+
+    bfloat16, float16, float32, uint8 = "bf16", "fp16", "fp32", "u8"
+
+    def __init__(self) -> None:
+        super().__init__("torch")
+        self.__version__, self.now, self.launches = "2.11.0+cu130", 0.0, 0
+        self.version = types.SimpleNamespace(cuda="13.0", hip=None)
+        props = types.SimpleNamespace(major=9, minor=0, total_memory=150_754_820_096, name="NVIDIA H200")
+        sim = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = 0.0
+
+            def record(self) -> None:
+                self.t = sim.now
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end: Event) -> float:
+                return (end.t - self.t) * 1e3
+
+        self.cuda = types.SimpleNamespace(
+            is_available=lambda: True,
+            device_count=lambda: 1,
+            get_device_properties=lambda i: props,
+            get_device_name=lambda i: props.name,
+            synchronize=lambda: None,
+            Event=Event,
+        )
+
+    def _tensor(self, *shape: int, **kw: object) -> types.SimpleNamespace:
+        return types.SimpleNamespace(
+            shape=shape, nbytes=shape[0] if kw.get("dtype") == "u8" else 0, grad=None
+        )
+
+    def device(self, kind: str, index: int) -> tuple[str, int]:
+        return (kind, index)
+
+    randn = empty = ones = _tensor
+
+    def empty_like(self, t: types.SimpleNamespace) -> types.SimpleNamespace:
+        sim = self
+
+        def copy_(src: types.SimpleNamespace) -> None:
+            sim.now += 2 * src.nbytes / 4e12
+            sim.launches += 1
+
+        return types.SimpleNamespace(shape=t.shape, copy_=copy_)
+
+    def matmul(self, a: types.SimpleNamespace, b: types.SimpleNamespace, out: object = None) -> None:
+        (m, k), (_, n) = a.shape, b.shape
+        self.now += 2 * m * n * k / 500e12
+        self.launches += 1
+
+
+def test_the_torch_backend_times_by_cuda_events_over_batched_calls(monkeypatch) -> None:
+    from advisor.probe import torch_backend
+
+    sim = SimTorch()
+    monkeypatch.setitem(sys.modules, "torch", sim)
+    monkeypatch.setattr(torch_backend, "_topology", lambda count: "")
+    backend = torch_backend.open_backend()
+    assert backend.info == DeviceInfo(
+        "NVIDIA H200", 1, 150_754_820_096, "sm_90", "nvidia", "2.11.0+cu130", "13.0", ""
+    )
+    timing = backend.time_gemm(GemmCase("bf16", 256, 4096, 4096), warmup=3, repeats=4)
+    per_call = 2 * 256 * 4096 * 4096 / 500e12  # 17 us: a repeat batches ceil(2 ms / 17 us) = 117 calls
+    assert len(timing.seconds) == 4 and all(s == pytest.approx(per_call) for s in timing.seconds)
+    assert sim.launches == 3 + 1 + 4 * 117
+    big = backend.time_gemm(GemmCase("bf16", 16384, 28672, 8192), warmup=1, repeats=2)
+    assert big.seconds == pytest.approx((2 * 16384 * 28672 * 8192 / 500e12,) * 2)
+    assert backend.time_copy(1 << 30, 1, 3).seconds == pytest.approx((2 * (1 << 30) / 4e12,) * 3)
+    assert backend.supports_fp8() is False  # this torch has no _scaled_mm: no fp8 rows, no crash
+
+
+def test_the_torch_backend_forces_one_sdpa_backend_and_times_backward_too(monkeypatch) -> None:
+    import contextlib
+
+    from advisor.probe import torch_backend
+
+    sim = SimTorch()
+    used: list[object] = []
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backends: list[object]):
+        used.append(backends)
+        yield
+
+    def sdpa(q: object, k: object, v: object, is_causal: bool) -> types.SimpleNamespace:
+        sim.now += 1e-3
+
+        def backward(grad: object) -> None:
+            sim.now += 2e-3
+
+        return types.SimpleNamespace(backward=backward)
+
+    attention = types.SimpleNamespace(
+        SDPBackend=types.SimpleNamespace(FLASH_ATTENTION="F", EFFICIENT_ATTENTION="E"),
+        sdpa_kernel=sdpa_kernel,
+    )
+    monkeypatch.setitem(sys.modules, "torch", sim)
+    monkeypatch.setitem(sys.modules, "torch.nn.attention", attention)
+    monkeypatch.setitem(
+        sys.modules, "torch.nn.functional", types.SimpleNamespace(scaled_dot_product_attention=sdpa)
+    )
+    monkeypatch.setattr(torch_backend, "_topology", lambda count: "")
+    backend = torch_backend.open_backend()
+    case = AttentionCase("bf16", 2, 8192, 32, 32, 128, True)
+    kernels = backend.attention_kernels(case)
+    assert [k for k, _ in kernels] == ["fa2", "sdpa"]  # this build has no cuDNN backend: not offered
+    assert "FlashAttention-2" in kernels[0][1]
+    assert backend.time_attention(case, "fa2", "fwd", 1, 2).seconds == pytest.approx((1e-3, 1e-3))
+    assert backend.time_attention(case, "sdpa", "fwd_bwd", 1, 2).seconds == pytest.approx((3e-3, 3e-3))
+    assert used == [["F"], ["E"]]
