@@ -143,7 +143,7 @@ class TorchBackend:
             def call() -> object:
                 return torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
-            note = "torch._scaled_mm e4m3, per-tensor scales, bf16 output"
+            note = "torch._scaled_mm e4m3, per-tensor scales, bf16 output, fast accumulation off"
         else:
             dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[case.dtype]
             a = torch.randn(m, k, device=dev, dtype=dtype)

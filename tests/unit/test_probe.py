@@ -532,3 +532,39 @@ def test_the_torch_backend_forces_one_sdpa_backend_and_times_backward_too(monkey
     assert backend.time_attention(case, "fa2", "fwd", 1, 2).seconds == pytest.approx((1e-3, 1e-3))
     assert backend.time_attention(case, "sdpa", "fwd_bwd", 1, 2).seconds == pytest.approx((3e-3, 3e-3))
     assert used == [["F"], ["E"]]
+
+
+def test_collective_buffers_are_sized_as_nccl_tests_counts_s() -> None:
+    from advisor.probe.nccl_worker import _operation, calls_per_repeat
+
+    calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def op(name: str):
+        return lambda *tensors: calls.append((name, tuple(t.n for t in tensors)))
+
+    fake_torch = types.SimpleNamespace(
+        device=lambda kind, i: (kind, i),
+        float32="f32",
+        zeros=lambda n, device, dtype: types.SimpleNamespace(n=n),
+    )
+    dist = types.SimpleNamespace(
+        all_reduce=op("all_reduce"),
+        all_gather_into_tensor=op("all_gather"),
+        reduce_scatter_tensor=op("reduce_scatter"),
+        all_to_all_single=op("all_to_all"),
+        isend="isend",
+        irecv="irecv",
+        P2POp=lambda kind, tensor, peer: (kind, tensor.n, peer),
+        batch_isend_irecv=lambda ops: calls.append(("send_recv", tuple(ops))) or [],
+    )
+    count = (64 * MIB) // 4
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"):
+        _operation(fake_torch, dist, name, 64 * MIB, rank=3, world=8)()
+    assert calls == [
+        ("all_reduce", (count,)),
+        ("all_gather", (count, count // 8)),  # output: the whole S; input: each rank's share
+        ("reduce_scatter", (count // 8, count)),  # output: a share; input: the whole S
+        ("all_to_all", (count, count)),
+        ("send_recv", (("isend", count, 4), ("irecv", count, 2))),  # a ring: to the next rank, from the last
+    ]
+    assert [calls_per_repeat(b) for b in (MIB, 64 * MIB, 1 << 30)] == [20, 5, 2]
