@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -64,6 +65,12 @@ def identify(info: DeviceInfo, knowledge: Knowledge) -> tuple[str, Gpu | None, l
     return match.gpu, knowledge.gpu(match.gpu), notes
 
 
+def nccl_settings() -> str:
+    """The NCCL/RCCL settings in the environment (they change what collectives measure), for the notes."""
+    keys = sorted(k for k in os.environ if k.startswith(("NCCL_", "RCCL_")))
+    return ", ".join(f"{k}={os.environ[k]}" for k in keys)
+
+
 def ranks_for(info: DeviceInfo, gpus: int | None) -> int:
     """The GPUs the collectives span: all visible, or the number asked for (InputError beyond those)."""
     if gpus is None:
@@ -94,6 +101,8 @@ def probe(
     link, link_note = link_key(gpu, info.topology)
     fp8 = backend.supports_fp8()
     plan = build_plan(quick=quick, fp8=fp8, memory_bytes=info.memory_bytes)
+    if ranks > 1 and nccl_settings():
+        notes.append(f"collectives ran with {nccl_settings()}")
     if not fp8:
         notes.append("fp8: not measured (torch._scaled_mm does not run on this GPU or torch build)")
     started = clock()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import subprocess
 import tempfile
 import time
@@ -221,17 +220,17 @@ class TorchBackend:
             spec.write_text(
                 json.dumps({"cases": [[c.op, c.nbytes] for c in cases], "warmup": warmup, "repeats": repeats})
             )
-            spawn_ranks(self.torch, ranks, spec, out, time.monotonic() + timeout_s)
+            failure: Exception | None = None
+            try:
+                spawn_ranks(self.torch, ranks, spec, out, time.monotonic() + timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a rank that failed late leaves what rank 0 measured first
+                failure = exc
             found = json.loads(out.read_text()) if out.exists() else {}
+            if failure is not None and not found:
+                raise failure
         note = f"torch.distributed {'RCCL' if self.info.vendor == 'amd' else 'NCCL'}, average over ranks"
         return {
             c: Timing(tuple(found[f"{c.op}:{c.nbytes}"]), note)
             for c in cases
             if f"{c.op}:{c.nbytes}" in found
         }
-
-
-def environment_note() -> str:
-    """The NCCL settings the user gave (they change what collectives measure), for the profile's notes."""
-    keys = sorted(k for k in os.environ if k.startswith(("NCCL_", "RCCL_")))
-    return ", ".join(f"{k}={os.environ[k]}" for k in keys)

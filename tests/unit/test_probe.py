@@ -168,7 +168,8 @@ def test_the_grid_spans_llm_shapes_and_drops_fp8_when_unsupported() -> None:
     assert max(quick.copy_bytes) * 8 <= 16 * GIB
 
 
-def test_probe_payload_names_the_catalogue_gpu_and_is_a_valid_profile(knowledge) -> None:
+def test_probe_payload_names_the_catalogue_gpu_and_is_a_valid_profile(knowledge, monkeypatch) -> None:
+    monkeypatch.setenv("NCCL_ALGO", "Ring")
     backend = FakeBackend()
     payload = probe(
         backend,
@@ -186,6 +187,7 @@ def test_probe_payload_names_the_catalogue_gpu_and_is_a_valid_profile(knowledge)
         and payload["device_name"] == "NVIDIA H100 80GB HBM3"
     )
     assert {r["link"] for r in payload["collectives"]} == {"nvlink4"}
+    assert "collectives ran with NCCL_ALGO=Ring" in payload["notes"]
     assert node_profile.check_payload(payload, "lab")["gemm"] == payload["gemm"]
     with pytest.raises(InputError, match="across 9 GPUs: PyTorch sees 8"):
         probe(backend, backend.info, knowledge, name="lab", host="h", today="2026-11-30", gpus=9)
