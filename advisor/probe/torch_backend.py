@@ -33,6 +33,10 @@ def import_torch() -> Any:
             f"PyTorch is not installed ({exc.name or 'torch'}), and the probe measures with it on a GPU; "
             f"install it with {INSTALL}"
         ) from None
+    except OSError as exc:  # a torch whose CUDA libraries do not load (a driver or library mismatch)
+        raise InputError(
+            f"PyTorch is installed but does not load ({exc}); reinstall it with {INSTALL}"
+        ) from None
 
 
 def open_backend() -> TorchBackend:

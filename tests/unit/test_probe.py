@@ -570,3 +570,20 @@ def test_collective_buffers_are_sized_as_nccl_tests_counts_s() -> None:
         ("send_recv", (("isend", count, 4), ("irecv", count, 2))),  # a ring: to the next rank, from the last
     ]
     assert [calls_per_repeat(b) for b in (MIB, 64 * MIB, 1 << 30)] == [20, 5, 2]
+
+
+def test_a_torch_that_does_not_load_is_one_line_too(monkeypatch, capsys) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def broken(name: str, *args: object) -> object:
+        if name == "torch":
+            raise OSError("libcudart.so.13: cannot open shared object file")
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    assert main(["probe"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "PyTorch is installed but does not load (libcudart.so.13" in line
+    assert _profiles() == []
