@@ -29,6 +29,7 @@ ATTENTION_SEQ = (1024, 2048, 4096, 8192)
 ATTENTION_HEAD_DIM = (64, 128)
 QUICK_ATTENTION_SEQ = (2048, 8192)
 HEADS = 32
+GQA_KV_HEADS = 8
 # Copies far larger than any L2 or Infinity Cache (50 MB on H100, 256 MB on MI300X), so DRAM is timed.
 COPY_BYTES = (256 * MIB, 1024 * MIB, 4096 * MIB)
 QUICK_COPY_BYTES = (1024 * MIB,)
@@ -141,6 +142,10 @@ def build_plan(*, quick: bool, fp8: bool, memory_bytes: int) -> Plan:
     ]
     if not quick:
         attention.append(AttentionCase("bf16", ATTENTION_TOKENS // 4096, 4096, HEADS, HEADS, 128, False))
+        # Grouped-query attention as Llama-3 runs it (8 KV heads); backends without it leave a note.
+        attention.append(
+            AttentionCase("bf16", ATTENTION_TOKENS // 8192, 8192, HEADS, GQA_KV_HEADS, 128, True)
+        )
     sizes_copied: tuple[int, ...] = QUICK_COPY_BYTES if quick else COPY_BYTES
     copies = tuple(b for b in sizes_copied if b * 8 <= memory_bytes) or (min(sizes_copied),)
     sizes = QUICK_COLLECTIVE_BYTES if quick else COLLECTIVE_BYTES

@@ -186,6 +186,8 @@ class TorchBackend:
         functional = importlib.import_module("torch.nn.functional")
         sdpa_kernel = importlib.import_module("torch.nn.attention").sdpa_kernel
         dev, grad = self.device, pass_ == "fwd_bwd"
+        # torch 2.5+ broadcasts fewer KV heads itself when asked; MHA calls pass nothing new.
+        gqa = {"enable_gqa": True} if case.kv_heads != case.heads else {}
         shape = (case.batch, case.heads, case.seq_len, case.head_dim)
         kv = (case.batch, case.kv_heads, case.seq_len, case.head_dim)
         q = torch.randn(*shape, device=dev, dtype=torch.bfloat16, requires_grad=grad)
@@ -194,7 +196,7 @@ class TorchBackend:
         d_out = torch.randn(*shape, device=dev, dtype=torch.bfloat16)
 
         def call() -> object:
-            out = functional.scaled_dot_product_attention(q, k, v, is_causal=case.causal)
+            out = functional.scaled_dot_product_attention(q, k, v, is_causal=case.causal, **gqa)
             if grad:
                 q.grad = k.grad = v.grad = None
                 out.backward(d_out)

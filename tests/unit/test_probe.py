@@ -163,6 +163,7 @@ def test_the_grid_spans_llm_shapes_and_drops_fp8_when_unsupported() -> None:
         "send_recv",
     }
     assert all(a.batch * a.seq_len == 16384 for a in full.attention)
+    assert {a.kv_heads for a in full.attention} == {32, 8}
     quick = build_plan(quick=True, fp8=False, memory_bytes=16 * GIB)
     assert {c.dtype for c in quick.gemm} == {"bf16", "fp16"} and len(quick.gemm) < len(full.gemm) / 4
     assert max(quick.copy_bytes) * 8 <= 16 * GIB
@@ -508,8 +509,8 @@ def test_the_torch_backend_forces_one_sdpa_backend_and_times_backward_too(monkey
         used.append(backends)
         yield
 
-    def sdpa(q: object, k: object, v: object, is_causal: bool) -> types.SimpleNamespace:
-        sim.now += 1e-3
+    def sdpa(q: object, k: object, v: object, is_causal: bool, **kw: object) -> types.SimpleNamespace:
+        sim.now += 1e-3 * (2 if kw == {"enable_gqa": True} else 1)
 
         def backward(grad: object) -> None:
             sim.now += 2e-3
@@ -533,7 +534,9 @@ def test_the_torch_backend_forces_one_sdpa_backend_and_times_backward_too(monkey
     assert "FlashAttention-2" in kernels[0][1]
     assert backend.time_attention(case, "fa2", "fwd", 1, 2).seconds == pytest.approx((1e-3, 1e-3))
     assert backend.time_attention(case, "sdpa", "fwd_bwd", 1, 2).seconds == pytest.approx((3e-3, 3e-3))
-    assert used == [["F"], ["E"]]
+    gqa = AttentionCase("bf16", 2, 8192, 32, 8, 128, True)
+    assert backend.time_attention(gqa, "fa2", "fwd", 1, 1).seconds == pytest.approx((2e-3,))
+    assert used == [["F"], ["E"], ["F"]]
 
 
 def test_collective_buffers_are_sized_as_nccl_tests_counts_s() -> None:
