@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from advisor.catalog.loader import Knowledge
 
 # The whole probe stays under two minutes on a node that answers; quick is for a first look.
-BUDGET_S = 105.0
+BUDGET_S = 100.0
 QUICK_BUDGET_S = 40.0
 # NVLink generation by architecture (NVIDIA's NVLink pages: V100 NVLink 2, A100 3, H100/H200 4, B200 5).
 NVLINK = {"volta": "nvlink2", "ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5"}
