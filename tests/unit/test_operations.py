@@ -1,0 +1,219 @@
+"""The measured-operation tables (knowledge/operations/*.csv) and their loader: interpolation, extrapolation,
+fallbacks for every catalogued GPU, sources on every row, physical bounds, profile precedence."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+from advisor.catalog import operations as ops
+from advisor.catalog.loader import load_knowledge
+from advisor.question.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2] / "knowledge" / "operations"
+HEADERS = {
+    "gemm": "gpu,dtype,m,n,k,tflops,source,measured_on,note",
+    "attention": "gpu,dtype,kernel,pass,causal,batch,seq_len,heads,kv_heads,head_dim,tflops,"
+    "source,measured_on,note",
+    "memory": "gpu,op,nbytes,gbs,source,measured_on,note",
+    "collectives": "op,link,gpus,nodes,nbytes,busbw_gbs,source,measured_on,note",
+}
+GPUS = {g.id: g for g in load_knowledge().gpus}
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    ops.clear_cache()
+
+
+def _raw(name: str) -> list[dict[str, str]]:
+    with (ROOT / f"{name}.csv").open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+# --- the files ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(HEADERS))
+def test_header_source_and_date_on_every_row(name: str) -> None:
+    header = (ROOT / f"{name}.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == HEADERS[name]
+    rows = _raw(name)
+    assert rows
+    for row in rows:
+        assert row["source"].strip(), row
+        assert row["measured_on"] == "" or len(row["measured_on"]) in (7, 10), row
+        if "gpu" in row:
+            assert row["gpu"] in GPUS, row["gpu"]
+
+
+def test_tables_stay_small() -> None:
+    assert sum(p.stat().st_size for p in ROOT.iterdir()) < 2_000_000
+
+
+def test_no_gemm_above_the_datasheet_peak() -> None:
+    for row in _raw("gemm") + _raw("attention"):
+        peak = ops.peak_tflops(GPUS[row["gpu"]], row["dtype"])
+        assert peak is not None, row
+        assert 0 < float(row["tflops"]) <= peak, row
+
+
+def test_no_memory_bandwidth_above_the_datasheet() -> None:
+    for row in _raw("memory"):
+        assert 0 < float(row["gbs"]) <= GPUS[row["gpu"]].memory_bw_gbs, row
+
+
+def test_no_busbw_above_the_links_nominal_bandwidth() -> None:
+    for row in _raw("collectives"):
+        nominal = ops.nominal_gbs(row["link"])
+        assert nominal is not None, row["link"]
+        n = int(row["gpus"])
+        # NVLink SHARP reduces inside the switch: an all-reduce's bus bandwidth can pass one direction's
+        # link rate, up to 2(n-1)/n of it (each GPU sends its data once and receives the result once).
+        bound = (
+            nominal * 2 * (n - 1) / n
+            if row["op"] == "all_reduce" and row["link"].startswith("nvlink")
+            else nominal
+        )
+        assert 0 < float(row["busbw_gbs"]) <= bound, row
+
+
+# --- interpolation and extrapolation ------------------------------------------------------------------------
+def _row(gpu: str, dtype: str, m: int, n: int, k: int) -> float:
+    for r in _raw("gemm"):
+        if (r["gpu"], r["dtype"], r["m"], r["n"], r["k"]) == (gpu, dtype, str(m), str(n), str(k)):
+            return float(r["tflops"])
+    raise AssertionError("row not found")
+
+
+def test_a_measured_point_is_returned_as_measured() -> None:
+    got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096)
+    assert got.basis == "measured" and got.spread == 0.0
+    assert got.value == pytest.approx(_row("h100-sxm", "bf16", 4096, 4096, 4096))
+    assert "aiconfigurator" in got.source
+
+
+def test_interpolation_lies_between_its_neighbours_in_log_space() -> None:
+    lo, hi = _row("h100-sxm", "bf16", 1024, 4096, 4096), _row("h100-sxm", "bf16", 4096, 4096, 4096)
+    got = ops.gemm_tflops("h100-sxm", "bf16", 2048, 4096, 4096)
+    # m = 2048 is off the shipped grid's m axis (..., 1024, 4096, ...): the geometric mean of its neighbours.
+    assert got.basis == "interpolated" and got.spread == 0.0
+    assert got.value == pytest.approx(math.sqrt(lo * hi))
+
+
+def test_beyond_the_grid_is_extrapolated_with_a_spread_growing_with_distance() -> None:
+    near = ops.gemm_tflops("h100-sxm", "bf16", 65536, 4096, 4096)
+    far = ops.gemm_tflops("h100-sxm", "bf16", 262144, 4096, 4096)
+    assert near.basis == far.basis == "extrapolated"
+    assert 0 < near.spread < far.spread <= ops.MAX_SPREAD
+    # Above the grid the achieved rate holds; below it the time of the smallest measured size holds.
+    assert near.value == pytest.approx(_row("h100-sxm", "bf16", 32768, 4096, 4096))
+    small = ops.gemm_tflops("h100-sxm", "bf16", 4096, 512, 4096)
+    assert small.value == pytest.approx(_row("h100-sxm", "bf16", 4096, 1024, 4096) / 2)
+
+
+def test_collectives_interpolate_over_size_and_group() -> None:
+    got = ops.collective_busbw_gbs("all_reduce", "nvlink4", 8, 1, 3e8)
+    assert got.basis == "interpolated"
+    assert 300 < got.value <= 450 * 2 * 7 / 8
+    assert ops.collective_busbw_gbs("all_reduce", "nvlink4", 8, 1, 1e4).value < got.value / 10
+
+
+def test_one_gpu_moves_nothing() -> None:
+    assert ops.collective_busbw_gbs("all_reduce", "nvlink4", 1, 1, 1e9).value == math.inf
+
+
+# --- fallbacks ----------------------------------------------------------------------------------------------
+def test_a_gpu_without_rows_is_scaled_from_a_measured_peer_of_its_architecture() -> None:
+    got = ops.gemm_tflops("h100-pcie", "bf16", 4096, 4096, 4096)
+    assert got.basis.startswith("scaled from ") and got.spread >= ops.SCALED_SPREAD
+    peer = got.basis.removeprefix("scaled from ")
+    assert GPUS[peer].architecture == "hopper"
+    ratio = ops.gemm_tflops(peer, "bf16", 4096, 4096, 4096).value / ops.peak_tflops(GPUS[peer], "bf16")
+    assert got.value == pytest.approx(ratio * ops.peak_tflops(GPUS["h100-pcie"], "bf16"))
+
+
+def test_a_gpu_of_an_unmeasured_architecture_gets_the_datasheet_fallback() -> None:
+    got = ops.gemm_tflops("t4", "fp16", 4096, 4096, 4096)
+    assert got.basis.startswith("datasheet fallback") and got.spread >= ops.FALLBACK_SPREAD
+    assert 0 < got.value < ops.peak_tflops(GPUS["t4"], "fp16")
+
+
+def test_a_dtype_the_gpu_does_not_execute_runs_at_the_next_one() -> None:
+    fp8 = ops.gemm_tflops("a100-80gb-sxm", "fp8", 4096, 4096, 4096)
+    assert "not executed" in fp8.basis
+    assert fp8.value == ops.gemm_tflops("a100-80gb-sxm", "bf16", 4096, 4096, 4096).value
+
+
+@pytest.mark.parametrize("gpu", sorted(GPUS))
+def test_every_catalogued_gpu_gets_an_answer_for_every_table(gpu: str) -> None:
+    for dtype in ops.DTYPES:
+        got = ops.gemm_tflops(gpu, dtype, 4096, 4096, 4096)
+        assert math.isfinite(got.value) and got.value > 0 and got.source and got.basis
+    att = ops.attention_tflops(
+        gpu, "bf16", seq_len=4096, heads=32, kv_heads=8, head_dim=128, causal=True, pass_="fwd"
+    )
+    assert att.value > 0 and att.source
+    mem = ops.memory_gbs(gpu)
+    assert 0 < mem.value <= GPUS[gpu].memory_bw_gbs * (1 + mem.spread)
+    for across in (False, True):
+        link = ops.link_key(gpu, across_nodes=across)
+        bus = ops.collective_busbw_gbs("all_reduce", link, 16 if across else 2, 2 if across else 1, 1e8)
+        assert bus.value > 0 and bus.source
+
+
+# --- bad input ----------------------------------------------------------------------------------------------
+def test_bad_values_are_one_clear_input_error() -> None:
+    with pytest.raises(InputError, match="dtype 'fp4'"):
+        ops.gemm_tflops("h100-sxm", "fp4", 1, 1, 1)
+    with pytest.raises(InputError, match="m 0"):
+        ops.gemm_tflops("h100-sxm", "bf16", 0, 1, 1)
+    with pytest.raises(InputError, match="op 'broadcast'"):
+        ops.collective_busbw_gbs("broadcast", "nvlink4", 8, 1, 1e6)
+    with pytest.raises(InputError, match="nvlink9"):
+        ops.collective_busbw_gbs("all_reduce", "nvlink9", 8, 1, 1e6)
+
+
+# --- node profiles ------------------------------------------------------------------------------------------
+PROFILE = {
+    "name": "lab",
+    "gpu": "h100-sxm",
+    "gpus": 8,
+    "gemm": [
+        {"gpu": "h100-sxm", "dtype": "bf16", "m": m, "n": 4096, "k": 4096, "tflops": t, "source": "probe:lab"}
+        for m, t in ((1024, 500.0), (4096, 600.0))
+    ],
+    "collectives": [
+        {
+            "op": "all_reduce",
+            "link": "nvlink4",
+            "gpus": 8,
+            "nodes": 1,
+            "nbytes": b,
+            "busbw_gbs": v,
+            "source": "probe:lab",
+        }
+        for b, v in ((1e6, 50.0), (1e9, 300.0))
+    ],
+}
+
+
+def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ops, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
+    got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
+    assert got.value == 600.0 and got.basis == "measured" and "probe:lab" in got.source
+    assert ops.gemm_tflops("h100-sxm", "bf16", 2048, 4096, 4096, profile="lab").value == pytest.approx(
+        math.sqrt(500.0 * 600.0)
+    )
+    # Another GPU, or a table the profile did not measure, reads the shipped rows.
+    assert "aiconfigurator" in ops.gemm_tflops("h200", "bf16", 4096, 4096, 4096, profile="lab").source
+    assert "probe:lab" not in ops.memory_gbs("h100-sxm", profile="lab").source
+    bus = ops.collective_busbw_gbs("all_reduce", "nvlink4", 8, 1, 1e9, profile="lab")
+    assert bus.value == 300.0 and "probe:lab" in bus.source
+
+
+def test_an_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path))
+    with pytest.raises(InputError, match="profile 'nowhere'"):
+        ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="nowhere")
