@@ -94,6 +94,11 @@ def _typed(row: dict[str, Any]) -> dict[str, Any]:
         out[key] = UNSTATED_BYTES if key == "nbytes" and text in ("", None) else float(text)
     if "causal" in out and isinstance(out["causal"], str):
         out["causal"] = out["causal"].strip().lower() in ("true", "1", "yes")
+    if "seq_len" in out and "batch" in out:
+        # Attention interpolates over the sequence and the tokens of a call (batch x sequence): past a few
+        # thousand tokens per head the GPU is full and the rate is the sequence's (FlashAttention's own grids
+        # hold batch x sequence at 16k).
+        out["tokens"] = out["batch"] * out["seq_len"]
     return out
 
 
@@ -244,8 +249,16 @@ def _corners(brackets: list[tuple[float, float, float]]) -> list[tuple[tuple[flo
 
 
 def _grid(
-    rows: Sequence[dict[str, Any]], axes: Sequence[str], value: str, below: Sequence[float]
+    rows: Sequence[dict[str, Any]], axes: Sequence[str], value: str, below: Sequence[float], one_source: bool
 ) -> Grid | None:
+    """The grid of a group's rows: every source merged, or (one_source) the source with the most rows, so that
+    a sweep is not bent by one best-shape figure of another method; None below MIN_GRID_POINTS points."""
+    if one_source and rows:
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["source"]] = counts.get(r["source"], 0) + 1
+        main = max(counts, key=lambda src: (counts[src], src))
+        rows = [r for r in rows if r["source"] == main]
     points: dict[tuple[float, ...], list[float]] = {}
     sources: list[str] = []
     for r in rows:
@@ -253,9 +266,13 @@ def _grid(
             points.setdefault(tuple(r[a] for a in axes), []).append(r[value])
             if r["source"] not in sources:
                 sources.append(r["source"])
-    if not points:
+    if len(points) < (MIN_GRID_POINTS if one_source else 1):
         return None
     return Grid.of(points, "; ".join(sources), below)
+
+
+MIN_GRID_POINTS = 4
+"""Fewer measured points than this (one best-shape figure) anchor a GPU's fallback rather than form a grid."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -265,7 +282,7 @@ def _grids(kind: str, key: tuple[Any, ...], profile: str | None) -> tuple[Grid |
     gpu = key[0] if spec.per_gpu else None
     rows, origin = _rows(spec.table, profile, gpu)
     mine = [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
-    return _grid(mine, spec.axes, spec.value, spec.below), origin
+    return _grid(mine, spec.axes, spec.value, spec.below, spec.one_source), origin
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -280,16 +297,18 @@ class GroupSpec:
     value: str
     below: tuple[float, ...]
     per_gpu: bool = True
+    one_source: bool = False
 
 
 GROUPS = {
-    "gemm": GroupSpec("gemm", ("gpu", "dtype"), ("m", "n", "k"), "tflops", (1.0, 1.0, 1.0)),
+    "gemm": GroupSpec("gemm", ("gpu", "dtype"), ("m", "n", "k"), "tflops", (1.0, 1.0, 1.0), one_source=True),
     "attention": GroupSpec(
         "attention",
         ("gpu", "dtype", "kernel", "pass", "causal", "head_dim", "heads", "kv_heads"),
-        ("batch", "seq_len"),
+        ("seq_len", "tokens"),
         "tflops",
         (0.0, 0.0),
+        one_source=True,
     ),
     "memory": GroupSpec("memory", ("gpu", "op"), ("nbytes",), "gbs", (0.0,)),
     "collectives": GroupSpec(
@@ -476,12 +495,42 @@ def gemm_tflops(gpu: str, dtype: str, m: int, n: int, k: int, profile: str | Non
     _check("dtype", dtype, DTYPES)
     _positive(m=m, n=n, k=k)
     g = _gpu(gpu)
+    query = (float(m), float(n), float(k))
+    got = _rate(g, dtype, "gemm", _gemm_own(profile, query))
+    if got.basis.startswith(("scaled from", "datasheet fallback")):
+        # Too few rows of its own for a grid: they level a curve, the shipped one when a profile has them.
+        shape_from = None if profile and _rows("gemm", profile, g.id)[1] else profile
+        base = got if shape_from == profile else _rate(g, dtype, "gemm", _gemm_own(None, query))
+        got = _anchored(g, dtype, base, profile, shape_from)
+    return got
 
-    def own(gid: str, d: str) -> Measured | None:
-        grid, origin = _grids("gemm", (gid, d), profile)
-        return _measured(grid, origin, (float(m), float(n), float(k))) if grid else None
 
-    return _rate(g, dtype, "gemm", own)
+def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, str], Measured | None]:
+    def own(gpu_id: str, dtype: str) -> Measured | None:
+        grid, origin = _grids("gemm", (gpu_id, dtype), profile)
+        return _measured(grid, origin, query) if grid else None
+
+    return own
+
+
+def _anchored(gpu: Gpu, dtype: str, base: Measured, profile: str | None, shape_from: str | None) -> Measured:
+    """A curve's shape (base, from the rows of `shape_from`), levelled by the GPU's own few measured rows (a
+    best-shape figure, a short probe): the median ratio of each row to the curve at that row's shape."""
+    run = _runnable(gpu, dtype)
+    rows = [r for r in _rows("gemm", profile, gpu.id)[0] if r["dtype"] == run]
+    if not rows:
+        return base
+    ratios, sources = [], []
+    for r in rows:
+        at = _rate(gpu, dtype, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
+        ratios.append(r["tflops"] / at.value)
+        if r["source"] not in sources:
+            sources.append(r["source"])
+    value = base.value * statistics.median(ratios)
+    peak = peak_tflops(gpu, run)
+    basis = f"{base.basis}, levelled on {len(rows)} measured {gpu.id} row{'s' if len(rows) > 1 else ''}"
+    source = _short(f"{'; '.join(sources)} (level); {base.source} (shape)")
+    return Measured(min(value, peak) if peak else value, source, basis, base.spread)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -507,12 +556,41 @@ def attention_tflops(
         _check("kernel", kernel, KERNELS)
     _positive(seq_len=seq_len, heads=heads, kv_heads=kv_heads, head_dim=head_dim, batch=batch)
     g = _gpu(gpu)
+    if pass_ == "fwd_bwd" and not any(k[3] == "fwd_bwd" for k in _attention_keys(g.id, profile)):
+        return _forward_and_backward(
+            g.id, dtype, seq_len, heads, kv_heads, head_dim, causal, batch, kernel, profile
+        )
     want = _AttentionQuery(pass_, bool(causal), kernel, float(head_dim), float(heads), float(kv_heads))
 
     def own(gid: str, d: str) -> Measured | None:
-        return _attention_own(gid, d, want, (float(batch), float(seq_len)), profile)
+        return _attention_own(gid, d, want, (float(seq_len), float(batch * seq_len)), profile)
 
     return _rate(g, dtype, "attention", own)
+
+
+BASIS_ORDER = ("measured", "interpolated", "extrapolated", "scaled from", "datasheet fallback")
+
+
+def _forward_and_backward(
+    gpu: str,
+    dtype: str,
+    seq_len: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    causal: bool,
+    batch: int,
+    kernel: str | None,
+    profile: str | None,
+) -> Measured:
+    """A forward and a backward pass in one rate: their times add, over 1 + 2.5 forward-FLOP units."""
+    shape = {"seq_len": seq_len, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "causal": causal}
+    fwd = attention_tflops(gpu, dtype, **shape, pass_="fwd", batch=batch, kernel=kernel, profile=profile)
+    bwd = attention_tflops(gpu, dtype, **shape, pass_="bwd", batch=batch, kernel=kernel, profile=profile)
+    value = 3.5 / (1.0 / fwd.value + 2.5 / bwd.value)
+    worst = max((fwd, bwd), key=lambda m: next(i for i, b in enumerate(BASIS_ORDER) if m.basis.startswith(b)))
+    source = fwd.source if fwd.source == bwd.source else _short(f"{fwd.source} (fwd); {bwd.source} (bwd)")
+    return Measured(value, source, worst.basis, max(fwd.spread, bwd.spread))
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,11 +643,13 @@ def _nearest_attention_key(
         kernel_rank = 0 if kernel == want.kernel else 1 + KERNELS.index(kernel) if kernel in KERNELS else 9
         gqa = abs(math.log((heads / kv_heads) / (want.heads / want.kv_heads)))
         shape = 2 * abs(math.log(head_dim / want.head_dim)) + gqa + 0.5 * abs(math.log(heads / want.heads))
-        return (pass_ != want.pass_, causal != want.causal, kernel_rank, shape)
+        # A kernel asked for comes first; otherwise the nearest head configuration, then the kernel order.
+        asked = kernel_rank if want.kernel is not None else 0
+        return (pass_ != want.pass_, causal != want.causal, asked, shape, kernel_rank)
 
     best = min(keys, key=cost)
     c = cost(best)
-    extra = (PROXY_HEADS_SPREAD if c[3] > 0 else 0.0) + (EXTRAPOLATED_SPREAD if c[1] else 0.0)
+    extra = (PROXY_HEADS_SPREAD if c[3] > 1e-9 else 0.0) + (EXTRAPOLATED_SPREAD if c[1] else 0.0)
     if want.kernel is not None and best[2] != want.kernel:
         extra += EXTRAPOLATED_SPREAD
     return best, extra
@@ -681,9 +761,18 @@ def _collective_own(
 
 
 def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: float) -> Measured:
-    """A link without rows: its nominal bandwidth times the median achieved/nominal ratio of the measured
-    links."""
+    """A link without rows: the measured link of its kind (inside a server, or between servers) with the
+    nearest nominal bandwidth, scaled by the nominal ratio; else its nominal bandwidth times the median
+    achieved/nominal ratio of the measured links."""
     mine = nominal_gbs(link)
+    peer = _nearest_link(link) if mine else None
+    if peer is not None and mine:
+        for candidate in (op, *OP_PROXIES[op]):
+            got = _collective_own(candidate, peer, gpus, nodes, nbytes, None)
+            nominal = nominal_gbs(peer)
+            if got is not None and nominal:
+                basis = f"scaled from {peer}" + ("" if candidate == op else f" {candidate}")
+                return Measured(got.value * mine / nominal, got.source, basis, got.spread + SCALED_SPREAD)
     ratios = []
     for other in sorted({r["link"] for r in table("collectives")}):
         nominal = nominal_gbs(other) if other != link else None
@@ -708,17 +797,46 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
     return Measured(mine * statistics.median(ratios), source, "datasheet fallback", FALLBACK_SPREAD)
 
 
+def _between_servers(link: str) -> bool:
+    return link.startswith(("ib-", "roce-", "eth-", "efa-"))
+
+
+def _family(link: str) -> str:
+    return (
+        "network" if _between_servers(link) else link.rstrip("0123456789").split("-")[0].rstrip("0123456789")
+    )
+
+
+def _nearest_link(link: str) -> str | None:
+    """The measured link of the same family (NVLink, PCIe, Infinity Fabric, network) with the nearest nominal
+    bandwidth, else of the same kind (inside a server or between servers)."""
+    mine = nominal_gbs(link) or 1.0
+    measured = sorted({r["link"] for r in table("collectives")} - {link})
+    same_kind = [x for x in measured if _between_servers(x) == _between_servers(link) and nominal_gbs(x)]
+    if not same_kind:
+        return None
+    return min(
+        same_kind,
+        key=lambda x: (_family(x) != _family(link), abs(math.log((nominal_gbs(x) or 1.0) / mine)), x),
+    )
+
+
 # Nominal one-direction bandwidth per GPU of the links outside the catalogue's GPU entries, GB/s: PCIe x16
-# per direction (knowledge/assumptions.toml [comm]) and network rails per GPU (assumptions.toml [fabric]).
+# per direction (knowledge/assumptions.toml [comm]) and network rails per GPU (assumptions.toml [fabric]; a
+# per-node figure is shared by the 8 GPUs of a node).
 # NVLink and Infinity Fabric keys take half the catalogue's per-GPU both-directions figure (nominal_gbs).
 LINK_NOMINAL_GBS: dict[str, tuple[float, str]] = {
+    "efa-400": (50.0, "EFA 400 Gb/s per GPU (AWS P5en, P6-B200: 8x 50 GB/s per node, stas00/ml-engineering)"),
     "pcie3": (15.75, "assumptions.toml comm.pcie_gen3_gbs"),
     "pcie4": (31.5, "assumptions.toml comm.pcie_gen4_gbs"),
     "pcie5": (63.0, "assumptions.toml comm.pcie_gen5_gbs"),
     "ib-hdr200": (25.0, "assumptions.toml fabric.ib-hdr: 200 Gb/s per GPU"),
     "ib-ndr400": (50.0, "assumptions.toml fabric.ib-ndr: 400 Gb/s per GPU"),
     "roce-200": (25.0, "assumptions.toml fabric.roce-200: 200 Gb/s per GPU"),
-    "eth-100": (12.5, "assumptions.toml fabric.eth-100: 100 Gb/s per node"),
+    "eth-100": (
+        1.5625,
+        "assumptions.toml fabric.eth-100: 100 Gb/s per node, an eighth per GPU of an 8-GPU node",
+    ),
 }
 
 

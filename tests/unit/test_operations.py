@@ -68,14 +68,16 @@ def test_no_busbw_above_the_links_nominal_bandwidth() -> None:
     for row in _raw("collectives"):
         nominal = ops.nominal_gbs(row["link"])
         assert nominal is not None, row["link"]
-        n = int(row["gpus"])
-        # NVLink SHARP reduces inside the switch: an all-reduce's bus bandwidth can pass one direction's
-        # link rate, up to 2(n-1)/n of it (each GPU sends its data once and receives the result once).
-        bound = (
-            nominal * 2 * (n - 1) / n
-            if row["op"] == "all_reduce" and row["link"].startswith("nvlink")
-            else nominal
-        )
+        n, k = int(row["gpus"]), int(row["nodes"])
+        bound = nominal
+        if k > 1:
+            # Between servers NCCL reduces inside each server first: each GPU's NIC carries 2(k-1)/k of a
+            # 1/g share, so busbw can reach g (n-1)/n k/(k-1) times one NIC's rate (g GPUs a server).
+            bound = nominal * (n // k) * (n - 1) / n * k / (k - 1)
+        elif row["op"] == "all_reduce" and row["link"].startswith("nvlink"):
+            # NVLink SHARP reduces inside the switch: an all-reduce's bus bandwidth can pass one direction's
+            # link rate, up to 2(n-1)/n of it (each GPU sends its data once and receives the result once).
+            bound = nominal * 2 * (n - 1) / n
         assert 0 < float(row["busbw_gbs"]) <= bound, row
 
 
@@ -181,8 +183,8 @@ PROFILE = {
     "gpu": "h100-sxm",
     "gpus": 8,
     "gemm": [
-        {"gpu": "h100-sxm", "dtype": "bf16", "m": m, "n": 4096, "k": 4096, "tflops": t, "source": "probe:lab"}
-        for m, t in ((1024, 500.0), (4096, 600.0))
+        {"gpu": "h100-sxm", "dtype": "bf16", "m": m, "n": n, "k": 4096, "tflops": t, "source": "probe:lab"}
+        for m, n, t in ((1024, 4096, 500.0), (4096, 4096, 600.0), (1024, 8192, 520.0), (4096, 8192, 640.0))
     ],
     "collectives": [
         {
@@ -211,6 +213,27 @@ def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyP
     assert "probe:lab" not in ops.memory_gbs("h100-sxm", profile="lab").source
     bus = ops.collective_busbw_gbs("all_reduce", "nvlink4", 8, 1, 1e9, profile="lab")
     assert bus.value == 300.0 and "probe:lab" in bus.source
+
+
+def test_a_profile_with_a_few_rows_levels_the_shipped_curve(monkeypatch: pytest.MonkeyPatch) -> None:
+    one = {"gpu": "h100-sxm", "gemm": [dict(PROFILE["gemm"][1], tflops=700.0)]}
+    monkeypatch.setattr(ops, "_profile_payload", lambda name: one)
+    shipped = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096)
+    at_row = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
+    assert at_row.value == pytest.approx(700.0) and "levelled on 1 measured" in at_row.basis
+    elsewhere = ops.gemm_tflops("h100-sxm", "bf16", 1024, 8192, 4096, profile="lab")
+    ratio = 700.0 / shipped.value
+    assert elsewhere.value == pytest.approx(
+        ops.gemm_tflops("h100-sxm", "bf16", 1024, 8192, 4096).value * ratio
+    )
+
+
+def test_a_best_shape_figure_levels_the_fallback_of_a_gpu_without_a_grid() -> None:
+    # MI300X has one MAMF row (stas00/ml-engineering): the fallback's curve passes through it.
+    row = next(r for r in _raw("gemm") if r["gpu"] == "mi300x" and r["dtype"] == "bf16")
+    got = ops.gemm_tflops("mi300x", "bf16", int(row["m"]), int(row["n"]), int(row["k"]))
+    assert got.value == pytest.approx(float(row["tflops"])) and "levelled" in got.basis
+    assert ops.gemm_tflops("mi300x", "bf16", 16, 4096, 4096).value < got.value / 10
 
 
 def test_an_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
