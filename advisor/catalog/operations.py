@@ -4,9 +4,10 @@ to transparently (every answer says its basis, source and extra uncertainty)."""
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
-import io
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -79,11 +80,19 @@ UNSTATED_BYTES = float(1 << 30)
 """The size taken for a memory row whose source gives none (1 GiB: past every cache)."""
 
 
-def _read_table(name: str) -> list[dict[str, Any]]:
+@functools.cache
+def _lines(name: str) -> tuple[list[str], tuple[str, ...]]:
+    """A shipped table's column names and its raw data lines (parsed only when a GPU's rows are asked)."""
     from advisor.catalog.common import shipped_root
 
     text = shipped_root().joinpath("operations", f"{name}.csv").read_text(encoding="utf-8")
-    return [_typed(row) for row in csv.DictReader(io.StringIO(text))]
+    header, *lines = text.splitlines()
+    return header.split(","), tuple(line for line in lines if line)
+
+
+def _parse(name: str, lines: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    columns = _lines(name)[0]
+    return tuple(_typed(dict(zip(columns, fields, strict=True))) for fields in csv.reader(lines))
 
 
 def _typed(row: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +114,14 @@ def _typed(row: dict[str, Any]) -> dict[str, Any]:
 @functools.cache
 def table(name: str) -> tuple[dict[str, Any], ...]:
     """The shipped rows of one table (read once per process)."""
-    return tuple(_read_table(name))
+    return _parse(name, _lines(name)[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _gpu_rows(name: str, gpu: str) -> tuple[dict[str, Any], ...]:
+    """The shipped rows of one GPU (its lines start with its id): a predict parses only the GPUs it asks."""
+    prefix = gpu + ","
+    return _parse(name, [line for line in _lines(name)[1] if line.startswith(prefix)])
 
 
 def _profile_payload(name: str) -> dict[str, Any]:
@@ -155,16 +171,29 @@ def _rows(name: str, profile: str | None, gpu: str | None) -> tuple[tuple[dict[s
             mine = tuple(r for r in mine if r.get("gpu", gpu) == gpu)
         if mine:
             return mine, f"profile {profile}"
-    shipped = table(name)
-    return (shipped if gpu is None else tuple(r for r in shipped if r.get("gpu") == gpu)), ""
+    return (table(name) if gpu is None else _gpu_rows(name, gpu)), ""
 
 
 def clear_cache() -> None:
     """Forget what was read and computed (a test, a new profile)."""
     table.cache_clear()
     _profile.cache_clear()
-    for cached in (_grids, _attention_keys, _pass_ratio, _link_nominals, gemm_tflops, attention_tflops):
+    caches = (
+        _grids,
+        _attention_keys,
+        _pass_ratio,
+        _link_nominals,
+        _measured_gpus,
+        _peers,
+        _level,
+        _shipped_groups,
+        _lines,
+        _gpu_rows,
+    )
+    for cached in caches:
         cached.cache_clear()
+    gemm_tflops.cache_clear()
+    attention_tflops.cache_clear()
     memory_gbs.cache_clear()
     collective_busbw_gbs.cache_clear()
 
@@ -172,10 +201,15 @@ def clear_cache() -> None:
 # --- interpolation ------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Grid:
-    """Measured points over positive axes: multilinear interpolation in log space (sizes and values)."""
+    """Measured points over positive axes: multilinear interpolation in log space (sizes and values). A
+    point of the axes' product that no row measured holds its nearest measured neighbour's value, and an
+    answer leaning on one is extrapolated."""
 
     axes: tuple[tuple[float, ...], ...]
     points: dict[tuple[float, ...], float]
+    """Measured points (the mean where several rows measured one)."""
+    logs: dict[tuple[float, ...], float]
+    """log(value) at every point of the axes' product, the unmeasured ones filled."""
     source: str
     below: tuple[float, ...]
     """Per axis, how the value scales below the grid's first point: 0 holds it, 1 keeps the time of that
@@ -186,7 +220,8 @@ class Grid:
         dims = len(next(iter(points)))
         axes = tuple(tuple(sorted({p[i] for p in points})) for i in range(dims))
         merged = {p: statistics.fmean(v) for p, v in points.items()}
-        return cls(axes, merged, source, tuple(below))
+        logs = _filled(axes, {p: math.log(v) for p, v in merged.items()})
+        return cls(axes, merged, logs, source, tuple(below))
 
     def at(self, query: Sequence[float]) -> tuple[float, str, float]:
         """(value, basis, spread) at a point."""
@@ -199,38 +234,56 @@ class Grid:
                 if q < lo:
                     scale *= (q / lo) ** below
             clamped.append(c)
-        value, exact = self._inside(clamped)
-        if doublings > 0:
+        value, exact, filled = self._inside(tuple(clamped))
+        if doublings > 0 or filled:
             spread = min(MAX_SPREAD, EXTRAPOLATED_SPREAD + EXTRA_PER_DOUBLING * doublings)
             return value * scale, "extrapolated", spread
         return value, ("measured" if exact else "interpolated"), 0.0
 
-    def _inside(self, q: Sequence[float]) -> tuple[float, bool]:
-        exact = self.points.get(tuple(q))
+    def _inside(self, q: tuple[float, ...]) -> tuple[float, bool, bool]:
+        """(value, a measured point, leans on an unmeasured point) inside the axes."""
+        exact = self.points.get(q)
         if exact is not None:
-            return exact, True
-        brackets = [_bracket(axis, x) for axis, x in zip(self.axes, q, strict=True)]
-        total_w, acc = 0.0, 0.0
-        for corner, w in _corners(brackets):
-            v = self.points.get(corner)
-            if v is not None and v > 0 and w > 0:
-                total_w += w
-                acc += w * math.log(v)
-        if total_w > 0:
-            return math.exp(acc / total_w), False
-        return self._nearest(q), False
+            return exact, True, False
+        acc, filled = 0.0, False
+        for corner, w in _corners([_bracket(axis, x) for axis, x in zip(self.axes, q, strict=True)]):
+            if w > 0:
+                acc += w * self.logs[corner]
+                filled = filled or corner not in self.points
+        return math.exp(acc), False, filled
 
-    def _nearest(self, q: Sequence[float]) -> float:
-        def dist(p: tuple[float, ...]) -> float:
-            return sum(math.log(a / b) ** 2 for a, b in zip(p, q, strict=True))
 
-        return self.points[min(self.points, key=dist)]
+def _filled(
+    axes: tuple[tuple[float, ...], ...], logs: dict[tuple[float, ...], float]
+) -> dict[tuple[float, ...], float]:
+    """Every point of the axes' product: a missing one takes the value of the nearest measured point along
+    one axis (axis by axis, so a whole missing line takes its neighbour line's), else the nearest overall."""
+    out = dict(logs)
+    missing = [p for p in itertools.product(*axes) if p not in out]
+    for _ in range(len(axes)):
+        if not missing:
+            break
+        for d, axis in enumerate(axes):
+            still = []
+            for p in missing:
+                line = [(abs(math.log(x / p[d])), (*p[:d], x, *p[d + 1 :])) for x in axis]
+                near = min(((dist, q) for dist, q in line if q in out), default=None)
+                if near is None:
+                    still.append(p)
+                else:
+                    out[p] = out[near[1]]
+            missing = still
+    for p in missing:
+        out[p] = logs[min(logs, key=functools.partial(_log_distance, p))]
+    return out
+
+
+def _log_distance(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    return sum(math.log(x / y) ** 2 for x, y in zip(a, b, strict=True))
 
 
 def _bracket(axis: tuple[float, ...], x: float) -> tuple[float, float, float]:
     """(lower, upper, weight of upper) in log space; x is inside the axis."""
-    import bisect
-
     i = bisect.bisect_left(axis, x)
     if i < len(axis) and axis[i] == x:
         return axis[i], axis[i], 0.0
@@ -281,8 +334,25 @@ def _grids(kind: str, key: tuple[Any, ...], profile: str | None) -> tuple[Grid |
     spec = GROUPS[kind]
     gpu = key[0] if spec.per_gpu else None
     rows, origin = _rows(spec.table, profile, gpu)
-    mine = [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
+    if origin or spec.per_gpu:
+        mine = [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
+    else:
+        mine = _shipped_groups(kind).get(tuple(_norm(v) for v in key), [])
     return _grid(mine, spec.axes, spec.value, spec.below, spec.one_source), origin
+
+
+@functools.cache
+def _shipped_groups(kind: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """The shipped rows of a kind by their group key (read once)."""
+    spec = GROUPS[kind]
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in table(spec.table):
+        out.setdefault(tuple(_norm(r[c]) for c in spec.key), []).append(r)
+    return out
+
+
+def _norm(value: Any) -> Any:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -347,11 +417,15 @@ def peak_tflops(gpu: Gpu, dtype: str) -> float | None:
     return float(value) if value else None
 
 
-def _peers(gpu: Gpu, candidates: Sequence[str], peak: Callable[[Gpu], float | None]) -> list[Gpu]:
-    """Measured GPUs of the same vendor and architecture, the closest datasheet peak first."""
+@functools.lru_cache(maxsize=1024)
+def _peers(gpu_id: str, table_name: str, what: str) -> tuple[Gpu, ...]:
+    """The GPUs with rows in a table of the same vendor and architecture as `gpu_id`, the closest datasheet
+    peak (`what`: a dtype, or the memory bandwidth) first."""
+    gpu = _gpu(gpu_id)
+    peak = _peak_of(what)
     mine = peak(gpu) or 1.0
     out = []
-    for other_id in candidates:
+    for other_id in _measured_gpus(table_name):
         other = _gpu(other_id)
         if other.id != gpu.id and other.vendor == gpu.vendor and other.architecture == gpu.architecture:
             p = peak(other)
@@ -359,15 +433,18 @@ def _peers(gpu: Gpu, candidates: Sequence[str], peak: Callable[[Gpu], float | No
                 out.append(
                     (abs(math.log(p / mine)), abs(math.log(other.memory_bw_gbs / gpu.memory_bw_gbs)), other)
                 )
-    return [g for *_, g in sorted(out, key=lambda t: (t[0], t[1], t[2].id))]
+    return tuple(g for *_, g in sorted(out, key=lambda t: (t[0], t[1], t[2].id)))
 
 
-def _measured_gpus(table_name: str) -> list[str]:
-    seen: list[str] = []
-    for r in table(table_name):
-        if r["gpu"] not in seen:
-            seen.append(r["gpu"])
-    return seen
+def _peak_of(what: str) -> Callable[[Gpu], float | None]:
+    if what in DTYPES:
+        return _peak_for(what)
+    return lambda gpu: gpu.memory_bw_gbs
+
+
+@functools.cache
+def _measured_gpus(table_name: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(line.split(",", 1)[0] for line in _lines(table_name)[1]))
 
 
 def _fallback(
@@ -384,7 +461,7 @@ def _fallback(
     if mine is None:
         raise LookupError(f"{gpu.id}: no datasheet {what}")
     candidates = _measured_gpus(table_name)
-    for peer in _peers(gpu, candidates, peak):
+    for peer in _peers(gpu.id, table_name, what):
         got = own(peer.id)
         p = peak(peer)
         if got is not None and p:
@@ -505,6 +582,25 @@ def gemm_tflops(gpu: str, dtype: str, m: int, n: int, k: int, profile: str | Non
     return got
 
 
+@functools.lru_cache(maxsize=256)
+def _level(
+    gpu_id: str, dtype: str, profile: str | None, shape_from: str | None
+) -> tuple[float, int, str] | None:
+    """(median measured/curve ratio, rows, their sources) of a GPU's few rows of its runnable dtype."""
+    gpu = _gpu(gpu_id)
+    run = _runnable(gpu, dtype)
+    rows = [r for r in _rows("gemm", profile, gpu_id)[0] if r["dtype"] == run]
+    if not rows:
+        return None
+    ratios, sources = [], []
+    for r in rows:
+        at = _rate(gpu, dtype, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
+        ratios.append(r["tflops"] / at.value)
+        if r["source"] not in sources:
+            sources.append(r["source"])
+    return statistics.median(ratios), len(rows), "; ".join(sources)
+
+
 def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, str], Measured | None]:
     def own(gpu_id: str, dtype: str) -> Measured | None:
         grid, origin = _grids("gemm", (gpu_id, dtype), profile)
@@ -516,20 +612,14 @@ def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, s
 def _anchored(gpu: Gpu, dtype: str, base: Measured, profile: str | None, shape_from: str | None) -> Measured:
     """A curve's shape (base, from the rows of `shape_from`), levelled by the GPU's own few measured rows (a
     best-shape figure, a short probe): the median ratio of each row to the curve at that row's shape."""
-    run = _runnable(gpu, dtype)
-    rows = [r for r in _rows("gemm", profile, gpu.id)[0] if r["dtype"] == run]
-    if not rows:
+    level = _level(gpu.id, dtype, profile, shape_from)
+    if level is None:
         return base
-    ratios, sources = [], []
-    for r in rows:
-        at = _rate(gpu, dtype, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
-        ratios.append(r["tflops"] / at.value)
-        if r["source"] not in sources:
-            sources.append(r["source"])
-    value = base.value * statistics.median(ratios)
-    peak = peak_tflops(gpu, run)
-    basis = f"{base.basis}, levelled on {len(rows)} measured {gpu.id} row{'s' if len(rows) > 1 else ''}"
-    source = _short(f"{'; '.join(sources)} (level); {base.source} (shape)")
+    factor, count, sources = level
+    value = base.value * factor
+    peak = peak_tflops(gpu, _runnable(gpu, dtype))
+    basis = f"{base.basis}, levelled on {count} measured {gpu.id} row{'s' if count > 1 else ''}"
+    source = _short(f"{sources} (level); {base.source} (shape)")
     return Measured(min(value, peak) if peak else value, source, basis, base.spread)
 
 
@@ -696,7 +786,7 @@ def memory_gbs(gpu: str, nbytes: float | None = None, profile: str | None = None
     got = own(g.id)
     if got is not None:
         return got
-    return _fallback(g, "memory", own, lambda x: x.memory_bw_gbs, "memory bandwidth")
+    return _fallback(g, "memory", own, _peak_of("memory bandwidth"), "memory bandwidth")
 
 
 # --- collectives --------------------------------------------------------------------------------------------
