@@ -338,7 +338,11 @@ def _grids(kind: str, key: tuple[Any, ...], profile: str | None) -> tuple[Grid |
         mine = [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
     else:
         mine = _shipped_groups(kind).get(tuple(_norm(v) for v in key), [])
-    return _grid(mine, spec.axes, spec.value, spec.below, spec.one_source), origin
+    grid = _grid(mine, spec.axes, spec.value, spec.below, spec.one_source)
+    if grid is None and origin and kind != "gemm":
+        # Too few profile points for a grid: the shipped rows (a GEMM's few rows level them instead).
+        return _grids(kind, key, None)
+    return grid, origin
 
 
 @functools.cache
