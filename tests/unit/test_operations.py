@@ -165,6 +165,58 @@ def test_every_catalogued_gpu_gets_an_answer_for_every_table(gpu: str) -> None:
         assert bus.value > 0 and bus.source
 
 
+def test_attention_reads_the_measured_forward_and_derives_the_other_passes() -> None:
+    shape = {"seq_len": 8192, "heads": 32, "kv_heads": 8, "head_dim": 128, "causal": True}
+    fwd = ops.attention_tflops("a100-80gb-sxm", "bf16", **shape, pass_="fwd")
+    assert fwd.basis == "measured" and "aiconfigurator" in fwd.source
+    bwd = ops.attention_tflops("a100-80gb-sxm", "bf16", **shape, pass_="bwd")
+    assert bwd.basis == "scaled from a100-80gb-sxm fwd" and bwd.spread >= ops.SCALED_SPREAD
+    both = ops.attention_tflops("a100-80gb-sxm", "bf16", **shape, pass_="fwd_bwd")
+    # Times add: 3.5 forward-FLOP units over the forward's time plus the backward's (2.5 units).
+    assert both.value == pytest.approx(3.5 / (1 / fwd.value + 2.5 / bwd.value))
+    assert min(fwd.value, bwd.value) <= both.value <= max(fwd.value, bwd.value)
+
+
+def test_attention_honours_an_asked_kernel() -> None:
+    shape = {"seq_len": 4096, "heads": 16, "kv_heads": 16, "head_dim": 128, "causal": True, "batch": 4}
+    fa3 = ops.attention_tflops("h100-sxm", "bf16", **shape, pass_="fwd", kernel="fa3")
+    fa2 = ops.attention_tflops("h100-sxm", "bf16", **shape, pass_="fwd", kernel="fa2")
+    assert fa3.basis == fa2.basis == "measured" and "FlashAttention-3" in fa3.source
+    assert fa3.value > fa2.value  # the paper's own finding on H100
+
+
+def test_memory_without_a_size_is_the_large_buffer_rate() -> None:
+    got = ops.memory_gbs("h100-sxm")
+    assert got.basis == "measured" and 0.8 < got.value / GPUS["h100-sxm"].memory_bw_gbs < 1.0
+    peer = ops.memory_gbs("h200")
+    assert peer.basis.startswith("scaled from ") and peer.value > got.value
+
+
+def test_link_keys_of_the_catalogue() -> None:
+    assert ops.link_key("h100-sxm", across_nodes=False) == "nvlink4"
+    assert ops.link_key("a100-80gb-sxm", across_nodes=True) == "ib-hdr200"
+    assert ops.link_key("h100-sxm", across_nodes=True, fabric="roce-200") == "roce-200"
+    assert ops.link_key("gb200", across_nodes=True) == "nvlink5"  # the NVL72 domain spans trays
+    assert ops.link_key("mi300x", across_nodes=False) == "xgmi"
+    for g in GPUS.values():
+        for across in (False, True):
+            assert ops.nominal_gbs(ops.link_key(g, across_nodes=across)) is not None, g.id
+
+
+def test_a_link_without_rows_is_scaled_from_its_family() -> None:
+    got = ops.collective_busbw_gbs("all_reduce", "pcie5", 2, 1, 1e9)
+    assert got.basis == "scaled from pcie4"
+    pcie4 = ops.collective_busbw_gbs("all_reduce", "pcie4", 2, 1, 1e9)
+    assert got.value == pytest.approx(pcie4.value * 63.0 / 31.5)
+    across = ops.collective_busbw_gbs("all_reduce", "ib-ndr400", 16, 2, 1e9)
+    assert across.basis.startswith("scaled from efa-400") and across.spread > ops.SCALED_SPREAD
+
+
+def test_an_unmeasured_op_borrows_the_nearest_ops_rows() -> None:
+    got = ops.collective_busbw_gbs("send_recv", "nvlink5", 2, 1, 1e8)
+    assert got.basis == "scaled from nvlink5 all_gather"
+
+
 # --- bad input ----------------------------------------------------------------------------------------------
 def test_bad_values_are_one_clear_input_error() -> None:
     with pytest.raises(InputError, match="dtype 'fp4'"):
