@@ -78,6 +78,37 @@ def links() -> None:
         )
 
 
+def agreement() -> None:
+    """Where two independent sources measured the same thing: one source's grid read at the other's rows."""
+    print("\nCross-source agreement (a grid of one source at another source's rows; ratio grid/row)")
+    mamf = [r for r in ops.table("gemm") if "ml-engineering" in r["source"]]
+    for r in mamf:
+        grid_rows = [x for x in ops._gpu_rows("gemm", r["gpu"]) if x["dtype"] == r["dtype"] and x is not r]
+        grid = ops._grid(grid_rows, ("m", "n", "k"), "tflops", (1.0, 1.0, 1.0), True)
+        if grid is not None:
+            value, basis, _ = grid.at((r["m"], r["n"], r["k"]))
+            shape = f"{r['m']:.0f}x{r['n']:.0f}x{r['k']:.0f}"
+            print(
+                f"  gemm {r['gpu']:<14}{r['dtype']:<5} MAMF {r['tflops']:7.1f} at {shape:<17} aiconfigurator"
+                f" {value:7.1f} ({basis})  {value / r['tflops']:.2f}"
+            )
+    rows = [r for r in ops.table("collectives") if r["nodes"] == 1]
+    for link in ("nvlink3", "nvlink4", "nvlink5"):
+        aic = [r for r in rows if r["link"] == link and "aiconfigurator" in r["source"]]
+        grid = ops._grid(aic, ("gpus", "nbytes"), "busbw_gbs", (0.0, 0.0), False)
+        others = [r for r in rows if r["link"] == link and "aiconfigurator" not in r["source"]]
+        ratios = [
+            grid.at((r["gpus"], r["nbytes"]))[0] / r["busbw_gbs"]
+            for r in others
+            if grid and r["nbytes"] >= 2**20
+        ]
+        if ratios:
+            print(
+                f"  {link}: aiconfigurator's NCCL grid / {len(ratios)} rows of other sources (>= 1 MiB):"
+                f" median {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}"
+            )
+
+
 def _cpu(fn: Callable[[], object], repeat: int) -> float:
     start = time.process_time()
     for _ in range(repeat):
@@ -134,6 +165,7 @@ def main() -> None:
     if not args.cost:
         coverage()
         links()
+        agreement()
     cost()
 
 
