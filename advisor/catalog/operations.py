@@ -157,18 +157,35 @@ def _read_profile_file(name: str) -> dict[str, Any] | None:
 @functools.lru_cache(maxsize=16)
 def _profile(name: str) -> tuple[str, dict[str, tuple[dict[str, Any], ...]]]:
     payload = _profile_payload(name)
-    gpu = str(payload.get("gpu") or "")
-    rows = {t: tuple(_typed(dict(r)) for r in payload.get(t) or ()) for t in TABLES}
+    gpu = _catalogue_id(str(payload.get("gpu") or ""))
+    rows = {t: tuple(_typed(_with_id(dict(r), gpu, t)) for r in payload.get(t) or ()) for t in TABLES}
     return gpu, rows
+
+
+def _catalogue_id(name: str) -> str:
+    """A GPU name or alias as its catalogue id (a probe may write either); unknown names stay as written."""
+    if not name:
+        return name
+    try:
+        return _gpu(name).id
+    except InputError:
+        return name
+
+
+def _with_id(row: dict[str, Any], gpu: str, table_name: str) -> dict[str, Any]:
+    """A profile row with its GPU's catalogue id: its own, else the profile's (collectives have none)."""
+    if table_name != "collectives":
+        row["gpu"] = _catalogue_id(str(row["gpu"])) if row.get("gpu") else gpu
+    return row
 
 
 def _rows(name: str, profile: str | None, gpu: str | None) -> tuple[tuple[dict[str, Any], ...], str]:
     """The rows of one table for one GPU (all GPUs when None): a profile's rows for its GPU first."""
     if profile:
-        profile_gpu, rows = _profile(profile)
-        mine = rows[name] if gpu is None or profile_gpu == gpu else ()
+        rows = _profile(profile)[1]
+        mine = rows[name]
         if gpu is not None:
-            mine = tuple(r for r in mine if r.get("gpu", gpu) == gpu)
+            mine = tuple(r for r in mine if r.get("gpu") == gpu)
         if mine:
             return mine, f"profile {profile}"
     return (table(name) if gpu is None else _gpu_rows(name, gpu)), ""

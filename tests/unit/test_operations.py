@@ -288,6 +288,14 @@ def test_a_best_shape_figure_levels_the_fallback_of_a_gpu_without_a_grid() -> No
     assert ops.gemm_tflops("mi300x", "bf16", 16, 4096, 4096).value < got.value / 10
 
 
+def test_profile_rows_without_a_gpu_column_are_the_profiles_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The probe may write the GPU once (by an alias) and leave it off the rows.
+    rows = [{k: v for k, v in r.items() if k != "gpu"} for r in PROFILE["gemm"]]
+    monkeypatch.setattr(ops, "_profile_payload", lambda name: {"gpu": "H100 SXM5", "gemm": rows})
+    got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
+    assert got.value == 600.0 and "probe:lab" in got.source
+
+
 def test_an_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path))
     with pytest.raises(InputError, match="profile 'nowhere'"):
