@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,24 @@ def test_a_link_without_rows_is_scaled_from_its_family() -> None:
 def test_an_unmeasured_op_borrows_the_nearest_ops_rows() -> None:
     got = ops.collective_busbw_gbs("send_recv", "nvlink5", 2, 1, 1e8)
     assert got.basis == "scaled from nvlink5 all_gather"
+
+
+def test_no_answer_passes_the_datasheet_peak() -> None:
+    rng = random.Random(26)
+    for gpu in ("h100-sxm", "h100-pcie", "gh200", "mi300x", "t4", "a10", "b200"):
+        g = GPUS[gpu]
+        for dtype in ("bf16", "fp8", "fp32"):
+            peak = ops.peak_tflops(g, ops._runnable(g, dtype))
+            for _ in range(30):
+                m, n, k = (2 ** rng.uniform(0, 17) for _ in range(3))
+                got = ops.gemm_tflops(gpu, dtype, round(m) or 1, round(n) or 1, round(k) or 1)
+                assert 0 < got.value <= peak, (gpu, dtype, m, n, k, got)
+        bf16 = ops.peak_tflops(g, ops._runnable(g, "bf16"))
+        for seq in (128, 3000, 65536):
+            att = ops.attention_tflops(
+                gpu, "bf16", seq_len=seq, heads=40, kv_heads=8, head_dim=128, causal=True, pass_="fwd_bwd"
+            )
+            assert 0 < att.value <= bf16, (gpu, seq, att)
 
 
 # --- bad input ----------------------------------------------------------------------------------------------
