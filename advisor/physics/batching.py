@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
 from advisor.question.values import value_type
@@ -170,6 +170,30 @@ class Latency:
     """The gap at the percentile: a decode-only iteration unless prompt chunks ride in over 1 - q of them."""
 
 
+PERCENTILES = (0.5, 0.9, 0.99)
+"""The percentiles a load's latencies are reported at."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStats:
+    """A replica under a stated load: what it completes, the requests it runs and queues, and each latency
+    (seconds) at P50, P90 and P99 (PERCENTILES), with the means (TTFT, TPOT, ITL, end-to-end)."""
+
+    loop: str
+    """'closed' (a concurrency or a static batch) or 'open' (a request rate)."""
+    concurrency: int | None
+    rate: float
+    """Requests/s completed (closed) or offered (open)."""
+    output_tok_s: float
+    running: float
+    waiting: float
+    ttft: tuple[float, ...]
+    tpot: tuple[float, ...]
+    itl: tuple[float, ...]
+    e2e: tuple[float, ...]
+    means: tuple[float, ...]
+
+
 def _fixed_point(
     rep: Replica, eff: Efficiency, isl: float, osl: float, rate: float, budget: int
 ) -> float | None:
@@ -309,6 +333,42 @@ def open_loop(
     return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 
+def open_stats(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    overhead_bytes: float,
+) -> LoadStats | None:
+    """LoadStats at `rate` requests/s of Poisson arrivals from the mean-value analysis (None when the replica
+    cannot keep up); the requests queued for a slot or the prompt budget by Little's law."""
+    lats = [open_loop(rep, eff, lim, isl, osl, rate, q, overhead_bytes) for q in PERCENTILES]
+    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
+    if st is None or any(lat is None for lat in lats):
+        return None
+    got = [lat for lat in lats if lat is not None]
+    mean = got[0]
+    tau, b, chunks = st[0], st[1], st[4]
+    own = chunks * first_token(rep, eff, lim, isl, osl, st, 0.5)[2]
+    queued = rate * max(0.0, mean.ttft_s - eff.request_s - tau / 2.0 - own)
+    decode = max(osl - 1.0, 0.0)
+    return LoadStats(
+        loop="open",
+        concurrency=None,
+        rate=rate,
+        output_tok_s=rate * osl,
+        running=b + rate * chunks * tau,
+        waiting=queued,
+        ttft=tuple(lat.ttft_q_s for lat in got),
+        tpot=tuple(lat.tpot_q_s for lat in got),
+        itl=tuple(lat.itl_q_s for lat in got),
+        e2e=tuple(lat.ttft_q_s + decode * lat.tpot_q_s for lat in got),
+        means=(mean.ttft_s, mean.tpot_s, mean.itl_s, mean.ttft_s + decode * mean.tpot_s),
+    )
+
+
 @value_type(frozen=False, slots=True)
 class _Run:
     """Consecutive iterations of the same make-up."""
@@ -323,6 +383,8 @@ class _Run:
     """Requests that have arrived and wait for their first token during these iterations."""
     inv_output: float = 0.0
     """Sum over the decoding requests of 1 / (output - 1): weighs an iteration into the mean TPOT."""
+    queued: float = 0.0
+    """Requests that have arrived and not been admitted (no slot or KV blocks yet) during these iterations."""
 
 
 @value_type(frozen=False)
@@ -464,7 +526,8 @@ class _Loop:
         b = self.decoding
         ctx = self.ctx_sum / b + (count - 1) / 2.0 if b else 0.0
         waiting = float(len(self.waiting) + len(self.prefill))
-        self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv))
+        queued = float(len(self.waiting))
+        self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv, queued))
         self.it += count
         self.ctx_sum += b * count
         for item, take in plan:
@@ -512,7 +575,7 @@ def quantile_of(xs: list[float], q: float) -> float:
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
-@value_type(slots=True)
+@value_type(frozen=False, slots=True)
 class ClosedRun:
     """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
 
@@ -523,6 +586,36 @@ class ClosedRun:
     batch: float
     gaps: list[tuple[float, float]]
     """(iteration time, decoding sequences x iterations) of every run: the inter-token gaps, their weights."""
+    e2e: list[float] = field(default_factory=list)
+    """Every request's end-to-end latency: arrival to its last token."""
+    running: float = 0.0
+    """Requests admitted (prefilling or decoding) on average over the run's time."""
+    waiting: float = 0.0
+    """Requests queued for a slot or KV blocks on average over the run's time."""
+
+    def stats(self, concurrency: int) -> LoadStats:
+        """Throughput, the running and waiting requests, and TTFT, TPOT, ITL and end-to-end latency at
+        P50, P90 and P99, read from the simulated requests."""
+        tpot = self.tpot or [0.0]
+        t = self.seconds
+        return LoadStats(
+            loop="closed",
+            concurrency=concurrency,
+            rate=len(self.ttft) / t if t else 0.0,
+            output_tok_s=self.output_tokens / t if t else 0.0,
+            running=self.running,
+            waiting=self.waiting,
+            ttft=tuple(quantile_of(self.ttft, q) for q in PERCENTILES),
+            tpot=tuple(quantile_of(tpot, q) for q in PERCENTILES),
+            itl=tuple(weighted_quantile(self.gaps, q) for q in PERCENTILES),
+            e2e=tuple(quantile_of(self.e2e or [0.0], q) for q in PERCENTILES),
+            means=(
+                sum(self.ttft) / len(self.ttft),
+                sum(tpot) / len(tpot),
+                sum(g * w for g, w in self.gaps) / (sum(w for _, w in self.gaps) or 1.0),
+                sum(self.e2e) / len(self.e2e) if self.e2e else 0.0,
+            ),
+        )
 
     def latency(self, quantile: float) -> Latency:
         """Means and the `quantile` of TTFT and TPOT, and throughput."""
@@ -547,16 +640,26 @@ def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
     """Price a closed loop's schedule with the step model."""
     ends, clock = sched.times(rep, eff)
     at = lambda it: time_at(ends, clock, sched.runs, it)  # noqa: E731
-    ttft, tpot = [], []
+    ttft, tpot, e2e = [], [], []
     for r, (_, osl) in enumerate(sched.lengths):
-        t_first = at(sched.first[r])
-        ttft.append(t_first - at(sched.arrival[r]) + eff.request_s)
+        t_first, t_arrive = at(sched.first[r]), at(sched.arrival[r])
+        ttft.append(t_first - t_arrive + eff.request_s)
+        e2e.append(at(sched.done[r]) - t_arrive + eff.request_s)
         if osl > 1:
             tpot.append((at(sched.done[r]) - t_first) / (osl - 1))
     busy = sum(r.count * r.batch for r in sched.runs) / max(ends[-1], 1) if ends else 0.0
     gaps, before = [], 0.0
+    running = waiting = 0.0
     for run, t in zip(sched.runs, clock, strict=True):
         if run.batch > 0:
             gaps.append(((t - before) / run.count, run.count * run.batch))
+        # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
+        running += (t - before) * (run.batch + run.waiting - run.queued)
+        waiting += (t - before) * run.queued
         before = t
-    return ClosedRun(ttft, tpot, clock[-1] if clock else 0.0, sum(o for _, o in sched.lengths), busy, gaps)
+    total = clock[-1] if clock else 0.0
+    out_tokens = sum(o for _, o in sched.lengths)
+    priced_run = ClosedRun(ttft, tpot, total, out_tokens, busy, gaps, e2e)
+    if total > 0:
+        priced_run.running, priced_run.waiting = running / total, waiting / total
+    return priced_run

@@ -457,6 +457,20 @@ _ALL_FIELDS: tuple[Field, ...] = (
         example="20",
     ),
     Field(
+        "concurrency",
+        "number",
+        W,
+        "Concurrency",
+        "--concurrency",
+        "requests in flight at once, a closed loop as vllm bench serve --max-concurrency and genai-perf "
+        "--concurrency run it (instead of a request rate)",
+        bound=_whole(1, 1 << 20),
+        applies_to=INFERENCE,
+        hint="requests in flight (closed loop)",
+        placeholder="blank: a request rate",
+        example="64",
+    ),
+    Field(
         "prompt_tokens",
         "number",
         W,
@@ -682,6 +696,45 @@ _ALL_FIELDS: tuple[Field, ...] = (
         applies_to=INFERENCE,
         hint="the serving engine",
         auto=True,
+    ),
+    # The serving engine's own flags, where a run sets them (priced as it ran; blank: the engine's default).
+    Field(
+        "max_num_seqs",
+        "number",
+        C,
+        "Max running sequences",
+        "--max-num-seqs",
+        "the engine's cap on running sequences (vLLM --max-num-seqs, SGLang --max-running-requests)",
+        bound=_whole(1, 1 << 20),
+        applies_to=INFERENCE,
+        auto=True,
+        example="256",
+    ),
+    Field(
+        "max_batched_tokens",
+        "number",
+        C,
+        "Tokens per iteration",
+        "--max-num-batched-tokens",
+        "the engine's token budget per iteration (vLLM --max-num-batched-tokens, SGLang "
+        "--chunked-prefill-size)",
+        bound=_whole(16, 1 << 24),
+        applies_to=INFERENCE,
+        auto=True,
+        example="8192",
+    ),
+    Field(
+        "gpu_memory_utilization",
+        "fraction",
+        C,
+        "Engine memory fraction",
+        "--gpu-memory-utilization",
+        "share of GPU memory the engine takes for weights and KV cache (vLLM --gpu-memory-utilization, "
+        "SGLang --mem-fraction-static)",
+        bound=Bound(0, 1, lo_open=True),
+        applies_to=INFERENCE,
+        auto=True,
+        example="0.9",
     ),
     # What the answer must respect.
     Field(

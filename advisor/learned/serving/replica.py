@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
@@ -25,6 +27,15 @@ class Setup:
     kv_precision: str
 
 
+@dataclass(frozen=True, slots=True)
+class EngineFlags:
+    """Engine flags a measured run set away from its release's defaults (None: the default)."""
+
+    max_num_seqs: int | None = None
+    max_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+
+
 def default_kv_precision(precision: str) -> str:
     """The KV cache's precision an answer assumes: fp8 with fp8 weights (the memory model's convention, and
     what the launch file asks of the engine), else 16-bit."""
@@ -41,6 +52,7 @@ def build(
     a: Assumptions,
     kv_precision: str | None = None,
     engine_version: str | None = None,
+    flags: object | None = None,
 ) -> Setup | None:
     """The replica of `job` on tp x pp `gpu`s, or None when the GPU has no peak for the precision
     (`engine_version`: a measured row's, whose release may have had other defaults)."""
@@ -70,5 +82,21 @@ def build(
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
     overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     mla = bool(job.arch.kv_lora_rank)
-    limits = eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla)
+    limits = with_flags(
+        eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla), flags or job.config
+    )
     return Setup(rep, limits, overhead, eng, kv)
+
+
+def with_flags(lim: EngineLimits, flags: object) -> EngineLimits:
+    """The engine's caps with the flags a run set (max_num_seqs, max_batched_tokens,
+    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags): priced as it ran."""
+    seqs = getattr(flags, "max_num_seqs", None)
+    budget = getattr(flags, "max_batched_tokens", None)
+    fraction = getattr(flags, "gpu_memory_utilization", None)
+    return replace(
+        lim,
+        max_seqs=int(seqs) if seqs else lim.max_seqs,
+        token_budget=int(budget) if budget else lim.token_budget,
+        memory_fraction=float(fraction) if fraction else lim.memory_fraction,
+    )
