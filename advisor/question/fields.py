@@ -462,8 +462,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         W,
         "Concurrency",
         "--concurrency",
-        "requests in flight at once, a closed loop as vllm bench serve --max-concurrency and genai-perf "
-        "--concurrency run it (instead of a request rate)",
+        "requests in flight (closed loop, as bench --max-concurrency)",
         bound=_whole(1, 1 << 20),
         applies_to=INFERENCE,
         hint="requests in flight (closed loop)",
@@ -704,7 +703,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         C,
         "Max running sequences",
         "--max-num-seqs",
-        "the engine's cap on running sequences (vLLM --max-num-seqs, SGLang --max-running-requests)",
+        "engine's cap on running sequences",
         bound=_whole(1, 1 << 20),
         applies_to=INFERENCE,
         auto=True,
@@ -716,8 +715,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         C,
         "Tokens per iteration",
         "--max-num-batched-tokens",
-        "the engine's token budget per iteration (vLLM --max-num-batched-tokens, SGLang "
-        "--chunked-prefill-size)",
+        "engine's tokens per iteration",
         bound=_whole(16, 1 << 24),
         applies_to=INFERENCE,
         auto=True,
@@ -729,8 +727,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         C,
         "Engine memory fraction",
         "--gpu-memory-utilization",
-        "share of GPU memory the engine takes for weights and KV cache (vLLM --gpu-memory-utilization, "
-        "SGLang --mem-fraction-static)",
+        "engine's share of GPU memory",
         bound=Bound(0, 1, lo_open=True),
         applies_to=INFERENCE,
         auto=True,
