@@ -45,6 +45,11 @@ class EngineLimits:
     fraction_of: str = "total"
     """'total': weights, KV and workspace share memory_fraction of the GPU (vLLM, SGLang); 'free': the KV
     cache takes memory_fraction of what the weights leave (TensorRT-LLM, LMDeploy)."""
+    chunked: bool = True
+    """True: prompt chunks ride in the decodes' iterations (chunked prefill, in-flight batching); False:
+    whole prompts are prefilled in iterations of their own while every decode waits (vLLM V0 without
+    chunked prefill: vllm/core/scheduler.py _schedule_default schedules no decodes when prefills are
+    scheduled)."""
 
 
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
@@ -55,6 +60,26 @@ def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
     else:
         room = lim.memory_fraction * mem - w - overhead_bytes
     return max(0.0, room) / rep.kv_per_token_gpu
+
+
+MOE_CHUNK_TOKENS = 32768
+"""vLLM's fused MoE runs a forward's tokens in chunks of this many (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE,
+default 32768 in the V0 releases): its intermediate caches are sized for one chunk."""
+
+
+def profile_peak_bytes(rep: Replica, lim: EngineLimits, vocab: int, per_token_hidden: float) -> float:
+    """Peak activations per GPU of the forward an engine profiles before sizing its KV cache (vLLM: one
+    pass of `token_budget` tokens and `max_seqs` sampled sequences; what it leaves is the cache): one
+    layer's working set (per_token_hidden bytes per token and hidden unit over tp), a mixture of experts'
+    routed copies (top-k x hidden outputs, top-k x 3 x expert width / tp inputs and activations, 16-bit,
+    per chunk of MOE_CHUNK_TOKENS), and the sampler's fp32 logits for every sequence."""
+    s, tp, tokens = rep.shape, rep.tp, float(lim.token_budget)
+    peak = per_token_hidden * tokens * s.hidden / tp
+    if s.experts > 1:
+        routed = min(tokens, MOE_CHUNK_TOKENS) * s.experts_per_token
+        peak += routed * (s.hidden + 3.0 * s.expert_ffn / tp) * 2.0
+    seqs = min(float(lim.max_seqs or 256), tokens)
+    return peak + seqs * vocab / tp * 4.0
 
 
 def seq_tokens(lim: EngineLimits, isl: float, osl: float) -> float:
@@ -461,6 +486,7 @@ class _Loop:
         self.prefill: list[list[int]] = []  # [request, prompt tokens left]
         self.finishing: dict[int, list[int]] = {}  # iteration -> requests that finish decoding at its end
         self.decoding, self.ctx_sum, self.kv_used, self.it, self.inv = 0, 0.0, 0.0, 0, 0.0
+        self.dit = 0  # iterations that ran the decodes (fewer than self.it when prefills stall them)
 
     def _reserve(self, r: int) -> float:
         isl, osl = self.s.lengths[r]
@@ -492,51 +518,56 @@ class _Loop:
         self.decoding += 1
         self.inv += 1.0 / (osl - 1)
         self.ctx_sum += isl + 1.0
-        self.finishing.setdefault(self.it + osl - 1, []).append(r)
+        self.finishing.setdefault(self.dit + osl - 1, []).append(r)
 
     def step(self) -> bool:
         """Run the next stretch of identical iterations; False when everything is served."""
         self._admit()
         if not self.prefill and not self.decoding:
             return False
-        budget = max(self.lim.token_budget - self.decoding, 1)
-        plan, left = [], budget
+        stall = not self.lim.chunked and bool(self.prefill)  # whole prompts alone, the decodes wait
+        budget = self.lim.token_budget if stall else max(self.lim.token_budget - self.decoding, 1)
+        plan: list[tuple[list[int], int]] = []
+        left = budget
         for item in self.prefill:
-            if left <= 0:
+            if left <= 0 or (stall and plan and item[1] > left):
                 break
             take = min(item[1], left)
             plan.append((item, take))
             left -= take
-        next_done = min(self.finishing) - self.it if self.finishing else 1 << 30
+        next_done = min(self.finishing) - self.dit if self.finishing else 1 << 30
         count = 1
         if len(plan) == 1 and plan[0][1] < plan[0][0][1]:  # only the head's long prompt: same chunk repeats
-            count = min(plan[0][0][1] // plan[0][1], next_done)
+            count = min(plan[0][0][1] // plan[0][1], 1 << 30 if stall else next_done)
         elif not plan:
             count = next_done
-        self._record(count, plan)
+        self._record(count, plan, not stall)
         return True
 
-    def _record(self, count: int, plan: list[tuple[list[int], int]]) -> None:
+    def _record(self, count: int, plan: list[tuple[list[int], int]], decodes: bool = True) -> None:
         p = sum(take for _, take in plan)
         ctx_p = (
             sum(take * (self.s.lengths[i[0]][0] - i[1] + take * count / 2.0) for i, take in plan) / p
             if p
             else 0.0
         )
-        b = self.decoding
+        b = self.decoding if decodes else 0
         ctx = self.ctx_sum / b + (count - 1) / 2.0 if b else 0.0
         waiting = float(len(self.waiting) + len(self.prefill))
         queued = float(len(self.waiting))
+        # a stalled iteration still counts toward its decoding requests' TPOT (they wait through it)
         self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv, queued))
         self.it += count
-        self.ctx_sum += b * count
         for item, take in plan:
             item[1] -= take * count
-        for r in self.finishing.pop(self.it, []):
-            self.decoding -= 1
-            self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
-            self.ctx_sum -= sum(self.s.lengths[r])
-            self._finish(r)
+        if decodes:
+            self.dit += count
+            self.ctx_sum += b * count
+            for r in self.finishing.pop(self.dit, []):
+                self.decoding -= 1
+                self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
+                self.ctx_sum -= sum(self.s.lengths[r])
+                self._finish(r)
         for item in [x for x in self.prefill if x[1] <= 0]:
             self.prefill.remove(item)
             self._prefilled(item[0])

@@ -27,6 +27,9 @@ class Engine:
     fraction_of: str
     stand_in: str
     tiers: tuple[dict[str, Any], ...]
+    profile: str = ""
+    """'budget': the KV cache is what the memory fraction leaves after a profiled forward at the token
+    budget (vLLM); '': after the fixed working set (the engine reserves a static pool)."""
 
     def limits(
         self,
@@ -46,6 +49,7 @@ class Engine:
                     reserve=self.reserve,
                     memory_fraction=self.memory_fraction,
                     fraction_of=self.fraction_of,
+                    chunked=bool(tier.get("chunked", True)),
                 )
         raise ValueError(f"{ENGINES_FILE}: no tier of {self.id} applies to {gpu_id}")
 
@@ -98,6 +102,7 @@ def engines() -> dict[str, Engine]:
             fraction_of=d["fraction_of"],
             stand_in=d["stand_in"],
             tiers=tuple(d["tiers"]),
+            profile=str(d.get("profile", "")),
         )
     return out
 

@@ -9,7 +9,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.serving.engines import Engine, engine
-from advisor.physics.batching import EngineLimits
+from advisor.physics.batching import EngineLimits, profile_peak_bytes
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
 from advisor.physics.speed import intra_gbs, peak_flops
@@ -80,11 +80,15 @@ def build(
     eng = engine(engine_id)
     layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
-    overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     mla = bool(job.arch.kv_lora_rank)
     limits = with_flags(
         eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla), flags or job.config
     )
+    if eng.profile == "budget":  # the engine sizes its cache after profiling a forward at its token budget
+        working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations.per_layer_coeff.value)
+        overhead = working + sum(hi for name, _, hi in terms.fixed if name == "overhead")
+    else:
+        overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     return Setup(rep, limits, overhead, eng, kv)
 
 
