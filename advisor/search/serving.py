@@ -19,6 +19,8 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
+from advisor.learned.serving.engines import engine as engine_info
+from advisor.learned.serving.engines import engines, runs
 from advisor.learned.serving.model import ServingModel, Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
@@ -37,6 +39,7 @@ from advisor.physics.batching import (
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
+from advisor.question.errors import InputError
 from advisor.question.vocab import DEFAULT_ENGINE
 from advisor.search.candidates import Candidate, Miss, plan_facts
 from advisor.search.context import Context
@@ -235,7 +238,23 @@ def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int,
         out = [(t, p) for t in tps for p in pps if t <= node_size]
     if gpus is not None:
         out = [(t, p) for t, p in out if gpus % (t * p) == 0]
-    return sorted(set(out))
+    return _runnable(job, out)
+
+
+def _runnable(job: Job, out: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The shapes the job's engine can run (knowledge/serving_engines.toml supports); a stated pipeline
+    the engine has no stages for is refused."""
+    eng = engine_info(engine_of(job)[0])
+    given_pp = job.config.pp
+    if given_pp and given_pp > 1 and not runs(eng, 1, given_pp):
+        raise InputError(
+            field="pp",
+            value=given_pp,
+            problem=f"is pipeline parallelism, which {eng.name} cannot run",
+            accepted="pp 1 with this engine, or an engine with pipeline stages: "
+            + ", ".join(e.id for e in engines().values() if e.supports.get("pp")),
+        )
+    return sorted({(t, p) for t, p in out if runs(eng, t, p)})
 
 
 def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: float) -> Served | str:
@@ -397,6 +416,8 @@ def _disaggregated(
     from advisor.search.disaggregated import disaggregated
 
     job = ctx.job
+    if not fig.setup.engine.supports.get("disaggregation", False):
+        return None  # the engine cannot split prefill from decode (TGI, LMDeploy)
     served = disaggregated(fig, job.prompt_tokens, job.output_tokens, job.requests_per_s, targets)
     if served is None or served.replicas * fig.replica_gpus >= colocated:
         return None
