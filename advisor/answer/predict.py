@@ -306,7 +306,7 @@ def _predict_serving(
         speed_of_light=fig.sol.output_tok_s * served.replicas,
         serving_ttft_ms=_r3(ttft),
         serving_tpot_ms=_r3(tpot),
-        serving_load=load_out(served),
+        serving_load=load_out(ctx, served),
         notes=notes,
     )
 

@@ -13,7 +13,7 @@ from advisor.learned.serving.model import load_model
 from advisor.physics.batching import LoadStats
 from advisor.search.context import Context
 from advisor.search.cost import CostRange
-from advisor.search.serving import Served, engine_of
+from advisor.search.serving import Served, engine_of, stated_load
 
 QUEUEING = (
     "latency under load: Poisson arrivals, a mean-value analysis of continuous batching on the step model "
@@ -29,9 +29,10 @@ def _pct(values: tuple[float, ...], mean: float, scale: float) -> Percentiles:
     return Percentiles(p50=p50, p90=p90, p99=p99, mean=mean * scale)
 
 
-def load_out(served: Served) -> LoadOut | None:
-    """The stated load's figures of a plan (None when no load is stated)."""
-    st: LoadStats | None = served.stats
+def load_out(ctx: Context | None, served: Served) -> LoadOut | None:
+    """The stated load's figures of a plan (None when no load is stated); without a context only what the
+    search already simulated (recommend's closed loops), never a new simulation."""
+    st: LoadStats | None = stated_load(ctx, served) if ctx is not None else served.stats
     if st is None:
         return None
     n = served.replicas
@@ -108,7 +109,7 @@ def serving_out(
         max_rate_rps=round(served.max_rate * served.replicas, 3),
         usd_per_million_output_tokens=per_million,
         prefill_replicas=served.prefill_replicas,
-        load=load_out(served),
+        load=load_out(None, served),
     )
 
 

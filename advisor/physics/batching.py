@@ -422,32 +422,6 @@ class Schedule:
     done: list[int] = field(default_factory=list)
     lengths: list[tuple[int, int]] = field(default_factory=list)
 
-    def grouped(self) -> list[_Run]:
-        """The runs merged into groups of like make-up (batch, prompt tokens, context within about 20%): the
-        same sums within a few percent, priced in a few dozen steps instead of thousands."""
-        groups: dict[tuple[int, int, int], list[float]] = {}
-        for r in self.runs:
-            key = (_bucket(r.batch), _bucket(r.prefill), _bucket(r.ctx))
-            g = groups.setdefault(key, [0.0] * 7)
-            w = float(r.count)
-            for i, v in enumerate((1.0, r.batch, r.ctx, r.prefill, r.ctx_p, r.waiting, r.inv_output)):
-                g[i] += w * v
-        return [_Run(0, int(g[0]), *(v / g[0] for v in g[1:])) for g in groups.values()]
-
-    def means(
-        self, rep: Replica, eff: Efficiency, groups: list[_Run] | None = None
-    ) -> tuple[float, float, float]:
-        """(total seconds, mean TTFT, mean TPOT), summed over runs (or their groups) without the per-request
-        bookkeeping: a request's TTFT is the iterations it waits through, its TPOT the mean of its decodes."""
-        total = ttft = tpot = 0.0
-        for r in groups if groups is not None else self.runs:
-            tau = r.count * iteration_s(rep, eff, r.batch, r.ctx, r.prefill, r.ctx_p)
-            total += tau
-            ttft += tau * r.waiting
-            tpot += tau * r.inv_output
-        decoders = sum(1 for _, o in self.lengths if o > 1)
-        return total, ttft / len(self.lengths) + eff.request_s, tpot / decoders if decoders else 0.0
-
     def times(self, rep: Replica, eff: Efficiency) -> tuple[list[int], list[float]]:
         """(iteration index at each run's end, time at each run's end), the step model pricing each run."""
         ends, clock, t = [], [], 0.0
@@ -456,10 +430,6 @@ class Schedule:
             ends.append(r.start + r.count)
             clock.append(t)
         return ends, clock
-
-
-def _bucket(x: float) -> int:
-    return round(4.0 * math.log2(x + 1.0))
 
 
 def time_at(ends: list[int], clock: list[float], runs: list[_Run], it: int) -> float:
@@ -525,6 +495,12 @@ class _Loop:
         self._admit()
         if not self.prefill and not self.decoding:
             return False
+        plan, count, decodes = self.plan()
+        self._record(count, plan, decodes)
+        return True
+
+    def plan(self) -> tuple[list[tuple[list[int], int]], int, bool]:
+        """The next iterations: (prompt chunks, how many identical iterations, whether the decodes run)."""
         stall = not self.lim.chunked and bool(self.prefill)  # whole prompts alone, the decodes wait
         budget = self.lim.token_budget if stall else max(self.lim.token_budget - self.decoding, 1)
         plan: list[tuple[list[int], int]] = []
@@ -541,10 +517,11 @@ class _Loop:
             count = min(plan[0][0][1] // plan[0][1], 1 << 30 if stall else next_done)
         elif not plan:
             count = next_done
-        self._record(count, plan, not stall)
-        return True
+        return plan, count, not stall
 
-    def _record(self, count: int, plan: list[tuple[list[int], int]], decodes: bool = True) -> None:
+    def makeup(self, plan: list[tuple[list[int], int]], count: int, decodes: bool) -> tuple[float, ...]:
+        """(decoding sequences, their mean context, prompt tokens, the prompts' attention span) of the
+        iterations `plan` describes: what the step model prices."""
         p = sum(take for _, take in plan)
         ctx_p = (
             sum(take * (self.s.lengths[i[0]][0] - i[1] + take * count / 2.0) for i, take in plan) / p
@@ -553,16 +530,20 @@ class _Loop:
         )
         b = self.decoding if decodes else 0
         ctx = self.ctx_sum / b + (count - 1) / 2.0 if b else 0.0
+        return float(b), ctx, float(p), ctx_p
+
+    def _record(self, count: int, plan: list[tuple[list[int], int]], decodes: bool = True) -> None:
+        b, ctx, p, ctx_p = self.makeup(plan, count, decodes)
         waiting = float(len(self.waiting) + len(self.prefill))
         queued = float(len(self.waiting))
         # a stalled iteration still counts toward its decoding requests' TPOT (they wait through it)
-        self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv, queued))
+        self.s.runs.append(_Run(self.it, count, b, ctx, p, ctx_p, waiting, self.inv, queued))
         self.it += count
         for item, take in plan:
             item[1] -= take * count
         if decodes:
             self.dit += count
-            self.ctx_sum += b * count
+            self.ctx_sum += self.decoding * count
             for r in self.finishing.pop(self.dit, []):
                 self.decoding -= 1
                 self.inv -= 1.0 / (self.s.lengths[r][1] - 1)

@@ -32,7 +32,6 @@ from advisor.physics.batching import (
     first_token,
     kv_tokens,
     open_loop,
-    open_stats,
     seq_tokens,
     steady_state,
     tpot_quantile,
@@ -166,6 +165,26 @@ def closed_loop_at(ctx: Context, fig: Figures, concurrency: int, quantile: float
     """Latency and throughput of one replica kept at `concurrency` requests in flight."""
     got = closed_loop(ctx, fig, concurrency, quantile)
     return got[0] if got else None
+
+
+def stated_load(ctx: Context, served: Served) -> LoadStats | None:
+    """The stated load's figures of a plan: the closed loop's (kept when it was sized), or at a stated
+    request rate the open loop simulated (Poisson arrivals through the engine's scheduler; the mean-value
+    analysis sizes the search but its tails are not reported, see tests/unit/test_serving_open_loop.py).
+    None when no load is stated or the rate is over capacity."""
+    from advisor.physics.arrivals import OPEN_LOOP_REQUESTS, simulate_open
+
+    job = ctx.job
+    if served.stats is not None or job.concurrency or job.batch_size:
+        return served.stats
+    given = not any(a.field == "requests_per_s" for a in job.assumed)
+    fig, s = served.figures, served.figures.setup
+    if not given or served.rate <= 0 or served.rate >= fig.sat.requests_s or served.prefill_replicas:
+        return None
+    lengths = [(job.prompt_tokens, job.output_tokens)] * OPEN_LOOP_REQUESTS
+    kv = kv_tokens(s.replica, s.limits, s.overhead_bytes)
+    served.stats = simulate_open(s.replica, fig.eff, s.limits, fig.sat.cap, kv, lengths, served.rate)
+    return served.stats
 
 
 def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
@@ -343,10 +362,7 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         load = latency_at(ctx, fig, rate, q)
         batch = max(1, round(load.batch)) if load else fig.sat.cap
         served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, batch, lone)
-        s = fig.setup
-        served.stats = open_stats(
-            s.replica, fig.eff, s.limits, job.prompt_tokens, job.output_tokens, rate, s.overhead_bytes
-        )
+
         if load is None:
             served.notes.append(
                 f"{job.requests_per_s:g} req/s is over this deployment's capacity "
