@@ -72,6 +72,9 @@ def online_405b(src: SourceTable) -> list[dict[str, str]]:
             f"; {d['num_prompts']} prompts; scheduler steps {d['num-scheduler-step']}, chunked prefill "
             f"{d['enable-chunked-prefill'].lower()}, max-num-seqs {d['max-num-seqs']}"
         )
+        row["max_num_seqs"] = d["max-num-seqs"]
+        if d["max-num-batched-tokens"] != "default":
+            row["max_num_batched_tokens"] = d["max-num-batched-tokens"]
         out.append(per_gpu(row))
     return out
 

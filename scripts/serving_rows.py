@@ -41,7 +41,12 @@ COLUMNS = [
     "table",
     "row_ref",
     "note",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "gpu_memory_utilization",
 ]
+# The last three: engine flags the source records the run set away from the release's defaults (blank: the
+# defaults of knowledge/serving_engines.toml); the serving model prices such a row as it ran.
 # offline: requests at an infinite rate, far more than one batch (maximum throughput); online: Poisson
 # arrivals at request_rate; concurrency: a closed loop keeping `concurrency` requests in flight; batch:
 # `batch` requests submitted together once and served to the end (continuous batching); static: a fixed

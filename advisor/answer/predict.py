@@ -18,6 +18,7 @@ from advisor.answer.report import (
     ConfigValue,
     GoodputOut,
     LayoutOut,
+    LoadOut,
     MemoryOut,
     Range3,
     Throughput,
@@ -67,6 +68,8 @@ class Prediction(Record):
     """Throughput at 100% efficiency, same unit."""
     serving_ttft_ms: Range3 | None = None
     serving_tpot_ms: Range3 | None = None
+    serving_load: LoadOut | None = None
+    """Serving under the stated load: running and waiting requests, TTFT/TPOT/ITL percentiles."""
     assumed: tuple[Assumed, ...] = ()
     notes: tuple[str, ...] = ()
     configuration: dict[str, ConfigValue] = field(default_factory=dict)
@@ -259,7 +262,7 @@ def _predict_serving(
     ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict
 ) -> Prediction:
     """The same serving search as recommend, with the GPU, the count and every stated value held."""
-    from advisor.answer.serving_answer import serving_interval
+    from advisor.answer.serving_answer import load_out, serving_interval
     from advisor.search.serving import search_serving, shapes
 
     job = ctx.job
@@ -303,6 +306,7 @@ def _predict_serving(
         speed_of_light=fig.sol.output_tok_s * served.replicas,
         serving_ttft_ms=_r3(ttft),
         serving_tpot_ms=_r3(tpot),
+        serving_load=load_out(ctx, served),
         notes=notes,
     )
 
@@ -359,7 +363,13 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
     )
     if job.batch_size:
         lines.append(
-            f"at {job.batch_size} requests in flight per replica (closed loop): P{q} TTFT and TPOT shown"
+            f"at a static batch of {job.batch_size} requests in flight per replica (closed loop): P{q} TTFT "
+            "and TPOT shown"
+        )
+    elif job.concurrency:
+        lines.append(
+            f"at {job.concurrency} requests in flight (closed loop, {served.batch} per replica): P{q} TTFT "
+            "and TPOT shown"
         )
     elif served.load is not None:
         lines.append(f"at {served.rate * served.replicas:g} req/s: P{q} TTFT and TPOT shown")

@@ -468,13 +468,9 @@ def _serving_plan_notes(job: Job, s: Scored) -> list[str]:
     srv = s.cand.serving
     if srv is None:
         return []
-    tokens = job.requests_per_s * job.output_tokens * 3600.0 * s.hours.p50 / 1e6  # a month of service
-    cost = s.cost
-    return [
-        *srv.notes,
-        f"${cost.mid / tokens:,.2f} per million output tokens at {job.requests_per_s:g} req/s "
-        f"(${cost.low / tokens:,.2f}-{cost.high / tokens:,.2f})",
-    ]
+    from advisor.answer.serving_answer import cost_per_million_note
+
+    return [*srv.notes, *cost_per_million_note(job, srv, s.cost, s.hours.p50)]
 
 
 def _serving_of(job: Job, s: Scored) -> ServingOut | None:

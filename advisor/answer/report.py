@@ -100,6 +100,38 @@ class RuleOut(Record):
 
 
 @record
+class Percentiles(Record):
+    """A latency's P50, P90 and P99 over the requests, and its mean."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+
+@record
+class LoadOut(Record):
+    """A serving plan under the stated load, per replica: the loop, the requests it runs and queues, and
+    each latency at P50/P90/P99 (from the engine's scheduler simulated, or the open loop's analysis)."""
+
+    loop: str
+    """'closed': requests in flight (a concurrency or a static batch); 'open': a Poisson request rate."""
+    in_flight_per_replica: int | None
+    requests_per_s: float
+    """Completed (closed loop) or offered (open loop), whole deployment."""
+    output_tok_s: float
+    """Whole deployment."""
+    running_per_replica: float
+    """Requests admitted (prefilling or decoding), time-averaged."""
+    waiting_per_replica: float
+    """Requests queued for a running slot or KV blocks, time-averaged."""
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    itl_ms: Percentiles
+    e2e_s: Percentiles
+
+
+@record
 class ServingOut(Record):
     """Inference sizing of a plan: replicas, the load each takes, latency at the SLO percentile, cost."""
 
@@ -122,6 +154,8 @@ class ServingOut(Record):
     """At the offered load."""
     prefill_replicas: int = 0
     """Disaggregated layouts: replicas that only prefill (the rest only decode)."""
+    load: LoadOut | None = None
+    """The stated load's figures, when a load is stated."""
 
 
 @record

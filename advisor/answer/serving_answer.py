@@ -5,21 +5,49 @@ from __future__ import annotations
 
 import math
 
-from advisor.answer.report import Range3, ServingOut
+from advisor.answer.report import LoadOut, Percentiles, Range3, ServingOut
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Interval
 from advisor.learned.serving.engines import engine as engine_info
 from advisor.learned.serving.model import load_model
+from advisor.physics.batching import LoadStats
 from advisor.search.context import Context
 from advisor.search.cost import CostRange
-from advisor.search.serving import Served, engine_of
+from advisor.search.serving import Served, engine_of, stated_load
 
 QUEUEING = (
     "latency under load: Poisson arrivals, a mean-value analysis of continuous batching on the step model "
     "(the batch by Little's law; the prompt budget an M/D/1 queue; free slots Erlang C); percentiles from "
     "the "
-    "residual iteration and exponential wait tails; a stated batch is simulated as a closed loop"
+    "residual iteration and exponential wait tails; a stated concurrency or batch is a closed loop: the "
+    "engine's scheduler simulated request by request (running cap, KV blocks, token budget, waiting queue)"
 )
+
+
+def _pct(values: tuple[float, ...], mean: float, scale: float) -> Percentiles:
+    p50, p90, p99 = (v * scale for v in values)
+    return Percentiles(p50=p50, p90=p90, p99=p99, mean=mean * scale)
+
+
+def load_out(ctx: Context | None, served: Served) -> LoadOut | None:
+    """The stated load's figures of a plan (None when no load is stated); without a context only what the
+    search already simulated (recommend's closed loops), never a new simulation."""
+    st: LoadStats | None = stated_load(ctx, served) if ctx is not None else served.stats
+    if st is None:
+        return None
+    n = served.replicas
+    return LoadOut(
+        loop=st.loop,
+        in_flight_per_replica=st.concurrency,
+        requests_per_s=st.rate * n,
+        output_tok_s=st.output_tok_s * n,
+        running_per_replica=st.running,
+        waiting_per_replica=st.waiting,
+        ttft_ms=_pct(st.ttft, st.means[0], 1000.0),
+        tpot_ms=_pct(st.tpot, st.means[1], 1000.0),
+        itl_ms=_pct(st.itl, st.means[2], 1000.0),
+        e2e_s=_pct(st.e2e, st.means[3], 1.0),
+    )
 
 
 def serving_interval(served: Served, quantity: str, p50: float) -> Interval:
@@ -37,13 +65,31 @@ def _r3(x: Interval) -> Range3:
     return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
 
 
+def served_rps(job: Job, served: Served) -> float:
+    """Requests/s the plan serves: the stated rate, or at a stated concurrency what the replicas complete."""
+    return served.rate * served.replicas if job.concurrency else job.requests_per_s
+
+
+def cost_per_million_note(job: Job, served: Served, cost: CostRange, hours: float) -> list[str]:
+    """'$x per million output tokens at r req/s (low-high)' over the `hours` the cost covers."""
+    rps = served_rps(job, served)
+    tokens = rps * job.output_tokens * 3600.0 * hours / 1e6
+    if tokens <= 0:
+        return []
+    return [
+        f"${cost.mid / tokens:,.2f} per million output tokens at {rps:.3g} req/s "
+        f"(${cost.low / tokens:,.2f}-{cost.high / tokens:,.2f})"
+    ]
+
+
 def serving_out(
     job: Job, served: Served, ttft: Interval, tpot: Interval, cost: CostRange, hours: float
 ) -> ServingOut:
     """The serving sizing of one plan as output (cost per million output tokens at the offered load, over
     the `hours` the cost covers)."""
     fig = served.figures
-    month_tokens = job.requests_per_s * job.output_tokens * 3600.0 * hours / 1e6
+    rps = served_rps(job, served)
+    month_tokens = rps * job.output_tokens * 3600.0 * hours / 1e6
     per_million = (
         Range3(p10=cost.low / month_tokens, p50=cost.mid / month_tokens, p90=cost.high / month_tokens)
         if month_tokens > 0
@@ -56,24 +102,31 @@ def serving_out(
         ttft_ms=_r3(ttft),
         tpot_ms=_r3(tpot),
         capacity_rps=round(fig.sat.requests_s * served.replicas, 3),
-        load_rps=job.requests_per_s,
+        load_rps=rps,
         percentile=job.slo_percentile,
         engine=fig.engine,
         learned_from=fig.learned_from,
         max_rate_rps=round(served.max_rate * served.replicas, 3),
         usd_per_million_output_tokens=per_million,
         prefill_replicas=served.prefill_replicas,
+        load=load_out(None, served),
     )
 
 
 def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> str:
     """Why a serving plan sizes as it does: replicas, the load each takes, latency at the percentile."""
     q, fig = job.slo_percentile, served.figures
+    if job.concurrency:
+        load = (
+            f"{job.concurrency} requests in flight ({served.batch} each, closed loop; "
+            f"{served.rate * served.replicas:.2f} req/s completed)"
+        )
+    else:
+        load = f"{job.requests_per_s:g} req/s ({served.rate:.2f} each, {served.batch} requests in flight)"
     return (
-        f"{served.replicas} replica(s) x {fig.replica_gpus} GPU(s) serve {job.requests_per_s:g} req/s "
-        f"({served.rate:.2f} each, {served.batch} requests in flight); P{q} TTFT {ttft.p50:,.0f} ms, "
-        f"P{q} TPOT {tpot.p50:.1f} ms; within the targets each takes up to {served.max_rate:.2f} req/s, full "
-        f"{fig.sat.requests_s:.2f} req/s"
+        f"{served.replicas} replica(s) x {fig.replica_gpus} GPU(s) serve {load}; P{q} TTFT "
+        f"{ttft.p50:,.0f} ms, P{q} TPOT {tpot.p50:.1f} ms; within the targets each takes up to "
+        f"{served.max_rate:.2f} req/s, full {fig.sat.requests_s:.2f} req/s"
     )
 
 

@@ -44,6 +44,10 @@ def check_applicable(args: argparse.Namespace, kind: str | None, deployment: str
     values: dict[str, Any] = getattr(args, "values", {})
     if getattr(args, "command", None) != "recommend":
         deployment = None
+    spelled = getattr(args, "spelled", None) or {}
+    if kind == "inference" and spelled.get("batch_size") == "--batch-size":
+        # --batch-size N for inference: a static batch of N requests in flight on each replica
+        values = {k: v for k, v in values.items() if k != "batch_size"}
     error = inapplicable(values, kind, deployment, values)
     if error is not None:
         raise error

@@ -10,8 +10,18 @@ from typing import Any
 from advisor.question.fields import FIELDS, Field
 
 ALSO = {"batch_size": ("--batch-size",)}
-"""Older spellings of a flag, still read."""
+"""Older spellings of a flag, still read (--batch-size: the micro-batch of training, the static batch each
+replica runs for inference)."""
 _METAVAR = {"number": "N", "duration": "HOURS", "fraction": "F", "text": "ID", "path": "PATH", "list": "A,B"}
+
+
+class _Spelled(argparse.Action):
+    """Stores the value and the spelling of the flag the user typed (args.spelled: dest -> flag), so that a
+    refusal names the flag typed and an older spelling can keep its own meaning."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.spelled = {**(getattr(namespace, "spelled", None) or {}), self.dest: option_string}
 
 
 def _metavar(f: Field) -> str | None:
@@ -52,6 +62,8 @@ def add_fields(
             kwargs.update(action="store_const", const=False)
         else:
             kwargs.update(metavar=_metavar(f), required=name in required, default=defaults.get(name))
+            if name in ALSO:
+                kwargs["action"] = _Spelled
         group.add_argument(f.flag, *ALSO.get(name, ()), **kwargs)
 
 

@@ -200,6 +200,8 @@ def prediction_text(p: Prediction) -> str:
                 f"first token {_interval(ttft.p10, ttft.p50, ttft.p90, ',.0f')} ms, "
                 f"per token {_interval(tpot.p10, tpot.p50, tpot.p90, ',.1f')} ms"
             )
+        if p.serving_load is not None:
+            lines += load_lines(p.serving_load)
         e = p.efficiency
         if e:
             lines.append(
@@ -223,6 +225,30 @@ def prediction_text(p: Prediction) -> str:
     lines += configuration_lines(p.configuration, p.alternatives)
     lines += [f"assumed: {assumed_text(a)}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
+
+
+def load_lines(load: Any) -> list[str]:
+    """The stated load's figures: the loop, running and waiting requests, latency percentiles."""
+    kind = (
+        f"closed loop, {load.in_flight_per_replica} requests in flight per replica"
+        if load.loop == "closed"
+        else "open loop, Poisson arrivals"
+    )
+    lines = [
+        f"load        {kind}: {load.requests_per_s:,.2f} req/s, {load.output_tok_s:,.0f} output tokens/s; "
+        f"{load.running_per_replica:,.1f} running and {load.waiting_per_replica:,.1f} waiting per replica"
+    ]
+    for name, pct, unit, fmt in (
+        ("TTFT", load.ttft_ms, "ms", ",.0f"),
+        ("TPOT", load.tpot_ms, "ms", ",.1f"),
+        ("ITL", load.itl_ms, "ms", ",.1f"),
+        ("end-to-end", load.e2e_s, "s", ",.2f"),
+    ):
+        lines.append(
+            f"  {name:<11} P50 {format(pct.p50, fmt)}  P90 {format(pct.p90, fmt)}  "
+            f"P99 {format(pct.p99, fmt)}  mean {format(pct.mean, fmt)} {unit}"
+        )
+    return lines
 
 
 def _marks(v: Any) -> str:

@@ -136,7 +136,14 @@ def serving_inputs(
             assumed.append(Assumed(text=f"{output} output tokens per request", field="output_tokens"))
         if workload.tpot_ms is None:
             assumed.append(Assumed(text=f"latency target {tpot:g} ms per output token", field="tpot_ms"))
-        if workload.requests_per_s is None:
+        if workload.concurrency is not None and workload.requests_per_s is not None:
+            raise InputError(
+                field="concurrency",
+                value=workload.concurrency,
+                problem="is given with a request rate",
+                accepted="one load: requests in flight (a closed loop) or requests per second (an open loop)",
+            )
+        if workload.requests_per_s is None and workload.concurrency is None:
             rps = 1.0
             assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
         if workload.slo_percentile is None:
@@ -164,6 +171,7 @@ def serving_inputs(
         "tpot_ms": tpot,
         "ttft_ms": workload.ttft_ms,
         "slo_percentile": workload.slo_percentile or 50,
+        "concurrency": workload.concurrency,
     }
 
 

@@ -61,6 +61,12 @@ class RunConfig(Frozen):
     lora_targets: LoraTargets | None = None
     stack: Stack | None = None
     engine: Engine | None = None
+    max_num_seqs: PositiveInt | None = None
+    """The serving engine's cap on running sequences (None: the engine's default on the GPU)."""
+    max_batched_tokens: PositiveInt | None = None
+    """The serving engine's token budget per iteration (None: its default)."""
+    gpu_memory_utilization: PositiveFloat | None = None
+    """Share of GPU memory the serving engine takes (None: its default)."""
 
     @staticmethod
     def _check(obj: Any) -> None:
@@ -128,6 +134,8 @@ class Workload(Frozen):
     config: RunConfig = RunConfig()
     lora_rank: PositiveInt | None = None
     requests_per_s: PositiveFloat | None = None
+    concurrency: PositiveInt | None = None
+    """Requests in flight on the whole deployment (a closed loop); instead of requests_per_s."""
     prompt_tokens: PositiveInt | None = None
     output_tokens: PositiveInt | None = None
     tpot_ms: PositiveFloat | None = None

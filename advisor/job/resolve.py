@@ -58,6 +58,8 @@ class Job:
     ttft_ms: float | None
     slo_percentile: int = 50
     """The percentile of requests the latency targets hold for (50, 90 or 99)."""
+    concurrency: int | None = None
+    """Requests in flight on the whole deployment (a closed loop), when the user states the load so."""
     precision: str = "auto"
     """As asked: 'auto' resolves per GPU to bf16 or fp16."""
     assumed: tuple[Assumed, ...] = field(default=())

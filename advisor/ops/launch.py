@@ -15,9 +15,6 @@ from advisor.ops.plan_facts import PlanFacts
 from advisor.question.records import Record, record
 from advisor.question.vocab import DEFAULT_ENGINE
 
-# LMDeploy's --quant-policy value for an 8-bit KV cache (its docs: 4 = int4, 8 = int8).
-LMDEPLOY_KV_INT8 = 8
-
 # SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
 SKYPILOT_NAMES = {
     "t4": "T4",
@@ -238,40 +235,30 @@ READINESS = {"tgi": "/health"}  # TGI answers health checks there; the OpenAI-st
 
 
 def serve_command(job: Job, plan: PlanFacts) -> str:
-    """The engine's own server command for the plan: its parallel layout, context and precision; the batch
-    caps are left at the engine's defaults, which are what the plan's latency was computed with."""
-    engine, model, tp, pp = plan.engine or DEFAULT_ENGINE, job.model_id, plan.tp, plan.pp
-    length = job.prompt_tokens + job.output_tokens
-    fp8 = plan.precision == "fp8"
+    """The engine's own server command for the plan, from its launch template (knowledge/
+    serving_engines.toml): the parallel layout, context and precision, and the engine flags the user set;
+    the other caps are left at the engine's defaults, which are what the plan's latency was computed with."""
+    from advisor.learned.serving.engines import engine
+
+    eng = engine(plan.engine or DEFAULT_ENGINE)
+    launch = eng.launch
     dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(plan.precision, "auto")
-    quant = {"int8": "fp8", "int4": "awq", "fp8": "fp8"}.get(plan.precision)
-    if engine == "sglang":
-        cmd = (
-            f"python -m sglang.launch_server --model-path {model} --tp-size {tp} --pp-size {pp} "
-            f"--context-length {length} --dtype {dtype}"
-        )
-        return (
-            cmd
-            + (f" --quantization {quant}" if quant else "")
-            + (" --kv-cache-dtype fp8_e4m3" if fp8 else "")
-        )
-    if engine == "trtllm":
-        return f"trtllm-serve {model} --tp_size {tp} --pp_size {pp} --max_seq_len {length}"
-    if engine == "lmdeploy":
-        return f"lmdeploy serve api_server {model} --tp {tp} --session-len {length}" + (
-            f" --quant-policy {LMDEPLOY_KV_INT8}" if fp8 else ""
-        )
-    if engine == "tgi":
-        cmd = (
-            f"text-generation-launcher --model-id {model} --num-shard {tp} --max-input-tokens "
-            f"{job.prompt_tokens} --max-total-tokens {length}"
-        )
-        return cmd + (f" --quantize {quant}" if quant in ("fp8", "awq") else "")
-    cmd = (
-        f"vllm serve {model} --tensor-parallel-size {tp} --pipeline-parallel-size {pp} "
-        f"--max-model-len {length} --dtype {dtype}"
+    cmd = launch["command"].format(
+        model=job.model_id,
+        tp=plan.tp,
+        pp=plan.pp,
+        length=job.prompt_tokens + job.output_tokens,
+        prompt=job.prompt_tokens,
+        dtype=dtype,
     )
-    return cmd + (f" --quantization {quant}" if quant else "") + (" --kv-cache-dtype fp8" if fp8 else "")
+    cmd += launch.get("quantization", {}).get(plan.precision, "")
+    if plan.precision == "fp8":
+        cmd += launch.get("kv_fp8", "")
+    for flag in ("max_num_seqs", "max_batched_tokens", "gpu_memory_utilization"):
+        value = getattr(job.config, flag, None)
+        if value is not None and launch.get(flag):
+            cmd += launch[flag].format(value=f"{value:g}")
+    return cmd
 
 
 def launch_artefacts(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
 from advisor.question.values import value_type
@@ -45,6 +45,11 @@ class EngineLimits:
     fraction_of: str = "total"
     """'total': weights, KV and workspace share memory_fraction of the GPU (vLLM, SGLang); 'free': the KV
     cache takes memory_fraction of what the weights leave (TensorRT-LLM, LMDeploy)."""
+    chunked: bool = True
+    """True: prompt chunks ride in the decodes' iterations (chunked prefill, in-flight batching); False:
+    whole prompts are prefilled in iterations of their own while every decode waits (vLLM V0 without
+    chunked prefill: vllm/core/scheduler.py _schedule_default schedules no decodes when prefills are
+    scheduled)."""
 
 
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
@@ -55,6 +60,26 @@ def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
     else:
         room = lim.memory_fraction * mem - w - overhead_bytes
     return max(0.0, room) / rep.kv_per_token_gpu
+
+
+MOE_CHUNK_TOKENS = 32768
+"""vLLM's fused MoE runs a forward's tokens in chunks of this many (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE,
+default 32768 in the V0 releases): its intermediate caches are sized for one chunk."""
+
+
+def profile_peak_bytes(rep: Replica, lim: EngineLimits, vocab: int, per_token_hidden: float) -> float:
+    """Peak activations per GPU of the forward an engine profiles before sizing its KV cache (vLLM: one
+    pass of `token_budget` tokens and `max_seqs` sampled sequences; what it leaves is the cache): one
+    layer's working set (per_token_hidden bytes per token and hidden unit over tp), a mixture of experts'
+    routed copies (top-k x hidden outputs, top-k x 3 x expert width / tp inputs and activations, 16-bit,
+    per chunk of MOE_CHUNK_TOKENS), and the sampler's fp32 logits for every sequence."""
+    s, tp, tokens = rep.shape, rep.tp, float(lim.token_budget)
+    peak = per_token_hidden * tokens * s.hidden / tp
+    if s.experts > 1:
+        routed = min(tokens, MOE_CHUNK_TOKENS) * s.experts_per_token
+        peak += routed * (s.hidden + 3.0 * s.expert_ffn / tp) * 2.0
+    seqs = min(float(lim.max_seqs or 256), tokens)
+    return peak + seqs * vocab / tp * 4.0
 
 
 def seq_tokens(lim: EngineLimits, isl: float, osl: float) -> float:
@@ -168,6 +193,30 @@ class Latency:
     """Mean gap between a request's streamed tokens (token-weighted; = TPOT's mean for equal lengths)."""
     itl_q_s: float = 0.0
     """The gap at the percentile: a decode-only iteration unless prompt chunks ride in over 1 - q of them."""
+
+
+PERCENTILES = (0.5, 0.9, 0.99)
+"""The percentiles a load's latencies are reported at."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStats:
+    """A replica under a stated load: what it completes, the requests it runs and queues, and each latency
+    (seconds) at P50, P90 and P99 (PERCENTILES), with the means (TTFT, TPOT, ITL, end-to-end)."""
+
+    loop: str
+    """'closed' (a concurrency or a static batch) or 'open' (a request rate)."""
+    concurrency: int | None
+    rate: float
+    """Requests/s completed (closed) or offered (open)."""
+    output_tok_s: float
+    running: float
+    waiting: float
+    ttft: tuple[float, ...]
+    tpot: tuple[float, ...]
+    itl: tuple[float, ...]
+    e2e: tuple[float, ...]
+    means: tuple[float, ...]
 
 
 def _fixed_point(
@@ -309,6 +358,42 @@ def open_loop(
     return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 
+def open_stats(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    isl: float,
+    osl: float,
+    rate: float,
+    overhead_bytes: float,
+) -> LoadStats | None:
+    """LoadStats at `rate` requests/s of Poisson arrivals from the mean-value analysis (None when the replica
+    cannot keep up); the requests queued for a slot or the prompt budget by Little's law."""
+    lats = [open_loop(rep, eff, lim, isl, osl, rate, q, overhead_bytes) for q in PERCENTILES]
+    st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
+    if st is None or any(lat is None for lat in lats):
+        return None
+    got = [lat for lat in lats if lat is not None]
+    mean = got[0]
+    tau, b, chunks = st[0], st[1], st[4]
+    own = chunks * first_token(rep, eff, lim, isl, osl, st, 0.5)[2]
+    queued = rate * max(0.0, mean.ttft_s - eff.request_s - tau / 2.0 - own)
+    decode = max(osl - 1.0, 0.0)
+    return LoadStats(
+        loop="open",
+        concurrency=None,
+        rate=rate,
+        output_tok_s=rate * osl,
+        running=b + rate * chunks * tau,
+        waiting=queued,
+        ttft=tuple(lat.ttft_q_s for lat in got),
+        tpot=tuple(lat.tpot_q_s for lat in got),
+        itl=tuple(lat.itl_q_s for lat in got),
+        e2e=tuple(lat.ttft_q_s + decode * lat.tpot_q_s for lat in got),
+        means=(mean.ttft_s, mean.tpot_s, mean.itl_s, mean.ttft_s + decode * mean.tpot_s),
+    )
+
+
 @value_type(frozen=False, slots=True)
 class _Run:
     """Consecutive iterations of the same make-up."""
@@ -323,6 +408,8 @@ class _Run:
     """Requests that have arrived and wait for their first token during these iterations."""
     inv_output: float = 0.0
     """Sum over the decoding requests of 1 / (output - 1): weighs an iteration into the mean TPOT."""
+    queued: float = 0.0
+    """Requests that have arrived and not been admitted (no slot or KV blocks yet) during these iterations."""
 
 
 @value_type(frozen=False)
@@ -335,32 +422,6 @@ class Schedule:
     done: list[int] = field(default_factory=list)
     lengths: list[tuple[int, int]] = field(default_factory=list)
 
-    def grouped(self) -> list[_Run]:
-        """The runs merged into groups of like make-up (batch, prompt tokens, context within about 20%): the
-        same sums within a few percent, priced in a few dozen steps instead of thousands."""
-        groups: dict[tuple[int, int, int], list[float]] = {}
-        for r in self.runs:
-            key = (_bucket(r.batch), _bucket(r.prefill), _bucket(r.ctx))
-            g = groups.setdefault(key, [0.0] * 7)
-            w = float(r.count)
-            for i, v in enumerate((1.0, r.batch, r.ctx, r.prefill, r.ctx_p, r.waiting, r.inv_output)):
-                g[i] += w * v
-        return [_Run(0, int(g[0]), *(v / g[0] for v in g[1:])) for g in groups.values()]
-
-    def means(
-        self, rep: Replica, eff: Efficiency, groups: list[_Run] | None = None
-    ) -> tuple[float, float, float]:
-        """(total seconds, mean TTFT, mean TPOT), summed over runs (or their groups) without the per-request
-        bookkeeping: a request's TTFT is the iterations it waits through, its TPOT the mean of its decodes."""
-        total = ttft = tpot = 0.0
-        for r in groups if groups is not None else self.runs:
-            tau = r.count * iteration_s(rep, eff, r.batch, r.ctx, r.prefill, r.ctx_p)
-            total += tau
-            ttft += tau * r.waiting
-            tpot += tau * r.inv_output
-        decoders = sum(1 for _, o in self.lengths if o > 1)
-        return total, ttft / len(self.lengths) + eff.request_s, tpot / decoders if decoders else 0.0
-
     def times(self, rep: Replica, eff: Efficiency) -> tuple[list[int], list[float]]:
         """(iteration index at each run's end, time at each run's end), the step model pricing each run."""
         ends, clock, t = [], [], 0.0
@@ -369,10 +430,6 @@ class Schedule:
             ends.append(r.start + r.count)
             clock.append(t)
         return ends, clock
-
-
-def _bucket(x: float) -> int:
-    return round(4.0 * math.log2(x + 1.0))
 
 
 def time_at(ends: list[int], clock: list[float], runs: list[_Run], it: int) -> float:
@@ -399,6 +456,7 @@ class _Loop:
         self.prefill: list[list[int]] = []  # [request, prompt tokens left]
         self.finishing: dict[int, list[int]] = {}  # iteration -> requests that finish decoding at its end
         self.decoding, self.ctx_sum, self.kv_used, self.it, self.inv = 0, 0.0, 0.0, 0, 0.0
+        self.dit = 0  # iterations that ran the decodes (fewer than self.it when prefills stall them)
 
     def _reserve(self, r: int) -> float:
         isl, osl = self.s.lengths[r]
@@ -430,50 +488,67 @@ class _Loop:
         self.decoding += 1
         self.inv += 1.0 / (osl - 1)
         self.ctx_sum += isl + 1.0
-        self.finishing.setdefault(self.it + osl - 1, []).append(r)
+        self.finishing.setdefault(self.dit + osl - 1, []).append(r)
 
     def step(self) -> bool:
         """Run the next stretch of identical iterations; False when everything is served."""
         self._admit()
         if not self.prefill and not self.decoding:
             return False
-        budget = max(self.lim.token_budget - self.decoding, 1)
-        plan, left = [], budget
+        plan, count, decodes = self.plan()
+        self._record(count, plan, decodes)
+        return True
+
+    def plan(self) -> tuple[list[tuple[list[int], int]], int, bool]:
+        """The next iterations: (prompt chunks, how many identical iterations, whether the decodes run)."""
+        stall = not self.lim.chunked and bool(self.prefill)  # whole prompts alone, the decodes wait
+        budget = self.lim.token_budget if stall else max(self.lim.token_budget - self.decoding, 1)
+        plan: list[tuple[list[int], int]] = []
+        left = budget
         for item in self.prefill:
-            if left <= 0:
+            if left <= 0 or (stall and plan and item[1] > left):
                 break
             take = min(item[1], left)
             plan.append((item, take))
             left -= take
-        next_done = min(self.finishing) - self.it if self.finishing else 1 << 30
+        next_done = min(self.finishing) - self.dit if self.finishing else 1 << 30
         count = 1
         if len(plan) == 1 and plan[0][1] < plan[0][0][1]:  # only the head's long prompt: same chunk repeats
-            count = min(plan[0][0][1] // plan[0][1], next_done)
+            count = min(plan[0][0][1] // plan[0][1], 1 << 30 if stall else next_done)
         elif not plan:
             count = next_done
-        self._record(count, plan)
-        return True
+        return plan, count, not stall
 
-    def _record(self, count: int, plan: list[tuple[list[int], int]]) -> None:
+    def makeup(self, plan: list[tuple[list[int], int]], count: int, decodes: bool) -> tuple[float, ...]:
+        """(decoding sequences, their mean context, prompt tokens, the prompts' attention span) of the
+        iterations `plan` describes: what the step model prices."""
         p = sum(take for _, take in plan)
         ctx_p = (
             sum(take * (self.s.lengths[i[0]][0] - i[1] + take * count / 2.0) for i, take in plan) / p
             if p
             else 0.0
         )
-        b = self.decoding
+        b = self.decoding if decodes else 0
         ctx = self.ctx_sum / b + (count - 1) / 2.0 if b else 0.0
+        return float(b), ctx, float(p), ctx_p
+
+    def _record(self, count: int, plan: list[tuple[list[int], int]], decodes: bool = True) -> None:
+        b, ctx, p, ctx_p = self.makeup(plan, count, decodes)
         waiting = float(len(self.waiting) + len(self.prefill))
-        self.s.runs.append(_Run(self.it, count, float(b), ctx, float(p), ctx_p, waiting, self.inv))
+        queued = float(len(self.waiting))
+        # a stalled iteration still counts toward its decoding requests' TPOT (they wait through it)
+        self.s.runs.append(_Run(self.it, count, b, ctx, p, ctx_p, waiting, self.inv, queued))
         self.it += count
-        self.ctx_sum += b * count
         for item, take in plan:
             item[1] -= take * count
-        for r in self.finishing.pop(self.it, []):
-            self.decoding -= 1
-            self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
-            self.ctx_sum -= sum(self.s.lengths[r])
-            self._finish(r)
+        if decodes:
+            self.dit += count
+            self.ctx_sum += self.decoding * count
+            for r in self.finishing.pop(self.dit, []):
+                self.decoding -= 1
+                self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
+                self.ctx_sum -= sum(self.s.lengths[r])
+                self._finish(r)
         for item in [x for x in self.prefill if x[1] <= 0]:
             self.prefill.remove(item)
             self._prefilled(item[0])
@@ -512,7 +587,7 @@ def quantile_of(xs: list[float], q: float) -> float:
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
-@value_type(slots=True)
+@value_type(frozen=False, slots=True)
 class ClosedRun:
     """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
 
@@ -523,6 +598,36 @@ class ClosedRun:
     batch: float
     gaps: list[tuple[float, float]]
     """(iteration time, decoding sequences x iterations) of every run: the inter-token gaps, their weights."""
+    e2e: list[float] = field(default_factory=list)
+    """Every request's end-to-end latency: arrival to its last token."""
+    running: float = 0.0
+    """Requests admitted (prefilling or decoding) on average over the run's time."""
+    waiting: float = 0.0
+    """Requests queued for a slot or KV blocks on average over the run's time."""
+
+    def stats(self, concurrency: int) -> LoadStats:
+        """Throughput, the running and waiting requests, and TTFT, TPOT, ITL and end-to-end latency at
+        P50, P90 and P99, read from the simulated requests."""
+        tpot = self.tpot or [0.0]
+        t = self.seconds
+        return LoadStats(
+            loop="closed",
+            concurrency=concurrency,
+            rate=len(self.ttft) / t if t else 0.0,
+            output_tok_s=self.output_tokens / t if t else 0.0,
+            running=self.running,
+            waiting=self.waiting,
+            ttft=tuple(quantile_of(self.ttft, q) for q in PERCENTILES),
+            tpot=tuple(quantile_of(tpot, q) for q in PERCENTILES),
+            itl=tuple(weighted_quantile(self.gaps, q) for q in PERCENTILES),
+            e2e=tuple(quantile_of(self.e2e or [0.0], q) for q in PERCENTILES),
+            means=(
+                sum(self.ttft) / len(self.ttft),
+                sum(tpot) / len(tpot),
+                sum(g * w for g, w in self.gaps) / (sum(w for _, w in self.gaps) or 1.0),
+                sum(self.e2e) / len(self.e2e) if self.e2e else 0.0,
+            ),
+        )
 
     def latency(self, quantile: float) -> Latency:
         """Means and the `quantile` of TTFT and TPOT, and throughput."""
@@ -547,16 +652,26 @@ def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
     """Price a closed loop's schedule with the step model."""
     ends, clock = sched.times(rep, eff)
     at = lambda it: time_at(ends, clock, sched.runs, it)  # noqa: E731
-    ttft, tpot = [], []
+    ttft, tpot, e2e = [], [], []
     for r, (_, osl) in enumerate(sched.lengths):
-        t_first = at(sched.first[r])
-        ttft.append(t_first - at(sched.arrival[r]) + eff.request_s)
+        t_first, t_arrive = at(sched.first[r]), at(sched.arrival[r])
+        ttft.append(t_first - t_arrive + eff.request_s)
+        e2e.append(at(sched.done[r]) - t_arrive + eff.request_s)
         if osl > 1:
             tpot.append((at(sched.done[r]) - t_first) / (osl - 1))
     busy = sum(r.count * r.batch for r in sched.runs) / max(ends[-1], 1) if ends else 0.0
     gaps, before = [], 0.0
+    running = waiting = 0.0
     for run, t in zip(sched.runs, clock, strict=True):
         if run.batch > 0:
             gaps.append(((t - before) / run.count, run.count * run.batch))
+        # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
+        running += (t - before) * (run.batch + run.waiting - run.queued)
+        waiting += (t - before) * run.queued
         before = t
-    return ClosedRun(ttft, tpot, clock[-1] if clock else 0.0, sum(o for _, o in sched.lengths), busy, gaps)
+    total = clock[-1] if clock else 0.0
+    out_tokens = sum(o for _, o in sched.lengths)
+    priced_run = ClosedRun(ttft, tpot, total, out_tokens, busy, gaps, e2e)
+    if total > 0:
+        priced_run.running, priced_run.waiting = running / total, waiting / total
+    return priced_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from advisor.learned.serving.replica import Setup
-from advisor.physics.batching import Latency, Saturation
+from advisor.physics.batching import Latency, LoadStats, Saturation
 from advisor.physics.serving import Efficiency
 from advisor.question.values import value_type
 
@@ -69,6 +69,8 @@ class Served:
     notes: list[str] = field(default_factory=list)
     prefill_replicas: int = 0
     """Disaggregated: how many of the replicas only prefill (the others only decode); 0 = colocated."""
+    stats: LoadStats | None = None
+    """The stated load's figures per replica (running and waiting requests, latencies at P50/P90/P99)."""
 
     @property
     def throughput(self) -> float:

@@ -19,10 +19,13 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
+from advisor.learned.serving.engines import engine as engine_info
+from advisor.learned.serving.engines import engines, runs
 from advisor.learned.serving.model import ServingModel, Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
+    LoadStats,
     capacity,
     closed_run,
     closed_schedule,
@@ -35,6 +38,7 @@ from advisor.physics.batching import (
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
+from advisor.question.errors import InputError
 from advisor.question.vocab import DEFAULT_ENGINE
 from advisor.search.candidates import Candidate, Miss, plan_facts
 from advisor.search.context import Context
@@ -129,15 +133,58 @@ def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Late
     )
 
 
-def closed_loop_at(ctx: Context, fig: Figures, concurrency: int, quantile: float) -> Latency | None:
-    """Latency and throughput of one replica kept at `concurrency` requests in flight."""
+def in_flight(job: Job, replicas: int) -> int | None:
+    """Requests each replica keeps in flight when the load is stated so: a static batch per replica
+    (--batch-size), or the deployment's concurrency split evenly over its replicas (as a load balancer in
+    front of them does); None when the load is a request rate."""
+    if job.batch_size:
+        return job.batch_size
+    if job.concurrency:
+        return math.ceil(job.concurrency / max(replicas, 1))
+    return None
+
+
+def closed_loop(
+    ctx: Context, fig: Figures, concurrency: int, quantile: float
+) -> tuple[Latency, LoadStats] | None:
+    """Latency at the percentile, and the full figures, of one replica kept at `concurrency` requests in
+    flight: the engine's scheduler simulated (its running cap, KV blocks, token budget, waiting queue)."""
     job, s = ctx.job, fig.setup
     lengths = [(job.prompt_tokens, job.output_tokens)] * min(CLOSED_LOOP_REQUESTS, max(4 * concurrency, 64))
     cap = min(fig.sat.cap, concurrency)
     sched = closed_schedule(
         s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, concurrency
     )
-    return closed_run(sched, s.replica, fig.eff).latency(quantile) if sched else None
+    if sched is None:
+        return None
+    run = closed_run(sched, s.replica, fig.eff)
+    return run.latency(quantile), run.stats(concurrency)
+
+
+def closed_loop_at(ctx: Context, fig: Figures, concurrency: int, quantile: float) -> Latency | None:
+    """Latency and throughput of one replica kept at `concurrency` requests in flight."""
+    got = closed_loop(ctx, fig, concurrency, quantile)
+    return got[0] if got else None
+
+
+def stated_load(ctx: Context, served: Served) -> LoadStats | None:
+    """The stated load's figures of a plan: the closed loop's (kept when it was sized), or at a stated
+    request rate the open loop simulated (Poisson arrivals through the engine's scheduler; the mean-value
+    analysis sizes the search but its tails are not reported, see tests/unit/test_serving_open_loop.py).
+    None when no load is stated or the rate is over capacity."""
+    from advisor.physics.arrivals import OPEN_LOOP_REQUESTS, simulate_open
+
+    job = ctx.job
+    if served.stats is not None or job.concurrency or job.batch_size:
+        return served.stats
+    given = not any(a.field == "requests_per_s" for a in job.assumed)
+    fig, s = served.figures, served.figures.setup
+    if not given or served.rate <= 0 or served.rate >= fig.sat.requests_s or served.prefill_replicas:
+        return None
+    lengths = [(job.prompt_tokens, job.output_tokens)] * OPEN_LOOP_REQUESTS
+    kv = kv_tokens(s.replica, s.limits, s.overhead_bytes)
+    served.stats = simulate_open(s.replica, fig.eff, s.limits, fig.sat.cap, kv, lengths, served.rate)
+    return served.stats
 
 
 def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
@@ -210,13 +257,31 @@ def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int,
         out = [(t, p) for t in tps for p in pps if t <= node_size]
     if gpus is not None:
         out = [(t, p) for t, p in out if gpus % (t * p) == 0]
-    return sorted(set(out))
+    return _runnable(job, out)
+
+
+def _runnable(job: Job, out: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The shapes the job's engine can run (knowledge/serving_engines.toml supports); a stated pipeline
+    the engine has no stages for is refused."""
+    eng = engine_info(engine_of(job)[0])
+    given_pp = job.config.pp
+    if given_pp and given_pp > 1 and not runs(eng, 1, given_pp):
+        raise InputError(
+            field="pp",
+            value=given_pp,
+            problem=f"is pipeline parallelism, which {eng.name} cannot run",
+            accepted="pp 1 with this engine, or an engine with pipeline stages: "
+            + ", ".join(e.id for e in engines().values() if e.supports.get("pp")),
+        )
+    return sorted({(t, p) for t, p in out if runs(eng, t, p)})
 
 
 def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: float) -> Served | str:
     """recommend: the fewest replicas whose rate each meets the targets; or why none can. A stated batch is
     the requests each replica keeps in flight (a closed loop): its completion rate sizes the replicas."""
     lone = alone(ctx, fig)
+    if ctx.job.concurrency and not ctx.job.batch_size:
+        return _size_for_concurrency(ctx, fig, targets, lone)
     if ctx.job.batch_size:
         held = closed_loop_at(ctx, fig, ctx.job.batch_size, targets.quantile)
         if held is None or not targets.met(held):
@@ -235,6 +300,39 @@ def size_for_load(ctx: Context, fig: Figures, targets: Targets, rate_total: floa
     return Served(fig, replicas, rate, load, best, targets, batch, lone)
 
 
+def _size_for_concurrency(
+    ctx: Context, fig: Figures, targets: Targets, lone: tuple[float, float]
+) -> Served | str:
+    """recommend at a stated concurrency: the fewest replicas whose share of the requests in flight meets
+    the targets (bisection on the replicas: fewer requests each is never slower)."""
+    total = ctx.job.concurrency or 1
+    q = targets.quantile
+    seen: dict[int, tuple[Latency, LoadStats] | None] = {}
+
+    def run(replicas: int) -> tuple[Latency, LoadStats] | None:
+        per = math.ceil(total / replicas)
+        if per not in seen:
+            seen[per] = closed_loop(ctx, fig, per, q)
+        return seen[per]
+
+    def meets(replicas: int) -> bool:
+        got = run(replicas)
+        return got is not None and targets.met(got[0])
+
+    if not meets(total):  # even one request in flight per replica misses them
+        return _latency_miss(targets, lone)
+    lo, hi = 0, total  # meets(hi); not known for lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+    got = run(hi)
+    assert got is not None
+    load, stats = got
+    served = Served(fig, hi, load.requests_s, load, load.requests_s, targets, math.ceil(total / hi), lone)
+    served.stats = stats
+    return served
+
+
 def _latency_miss(targets: Targets, lone: tuple[float, float]) -> str:
     ttft, tpot = lone
     if targets.tpot_s is not None and tpot > targets.tpot_s:
@@ -250,16 +348,21 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
     job = ctx.job
     lone = alone(ctx, fig)
     q = targets.quantile
-    if job.batch_size:
-        load = closed_loop_at(ctx, fig, job.batch_size, q)
+    per = in_flight(job, replicas)
+    if per:
+        got = closed_loop(ctx, fig, per, q)
+        load = got[0] if got else None
         rate = load.requests_s if load else 0.0
-        return Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, job.batch_size, lone)
+        served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, per, lone)
+        served.stats = got[1] if got else None
+        return served
     rate_given = not any(a.field == "requests_per_s" for a in job.assumed)
     if rate_given and job.requests_per_s:
         rate = job.requests_per_s / replicas
         load = latency_at(ctx, fig, rate, q)
         batch = max(1, round(load.batch)) if load else fig.sat.cap
         served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, batch, lone)
+
         if load is None:
             served.notes.append(
                 f"{job.requests_per_s:g} req/s is over this deployment's capacity "
@@ -329,6 +432,8 @@ def _disaggregated(
     from advisor.search.disaggregated import disaggregated
 
     job = ctx.job
+    if not fig.setup.engine.supports.get("disaggregation", False):
+        return None  # the engine cannot split prefill from decode (TGI, LMDeploy)
     served = disaggregated(fig, job.prompt_tokens, job.output_tokens, job.requests_per_s, targets)
     if served is None or served.replicas * fig.replica_gpus >= colocated:
         return None
@@ -342,12 +447,28 @@ def _disaggregated(
     return got if isinstance(got, Candidate) else None
 
 
+def _sized(ctx: Context, gpu: Gpu, fig: Figures, targets: Targets, count: int | None) -> Served | Miss:
+    """One replica shape sized for the load (recommend) or as the stated count (predict), or why not."""
+    job, rep = ctx.job, fig.setup.replica
+    g = rep.tp * rep.pp
+    if count is not None:
+        return size_for_count(ctx, fig, targets, count // g)
+    served = size_for_load(ctx, fig, targets, job.requests_per_s)
+    if isinstance(served, str):
+        return Miss(gpu.id, g, "latency", served, 1.5)
+    total, most = served.replicas * g, ctx.constraints.max_gpus
+    if total > most:
+        load = f"{job.concurrency} requests in flight" if job.concurrency else f"{job.requests_per_s:g} req/s"
+        why = f"needs {total} GPUs for {load}, over the most GPUs allowed ({most})"
+        return Miss(gpu.id, total, "scale", why, 2.5)
+    return served
+
+
 def search_serving(
     ctx: Context, gpu: Gpu, precision: str, node_size: int, count: int | None = None
 ) -> tuple[list[Candidate], list[Miss]]:
     """Every replica shape that serves the load (recommend), or the stated count as replicas (predict)."""
     job = ctx.job
-    c = ctx.constraints
     found: list[Candidate] = []
     missed: list[Miss] = []
     given_targets = job.ttft_ms is not None or not any(x.field == "tpot_ms" for x in job.assumed)
@@ -359,29 +480,15 @@ def search_serving(
         fig = figures_for(ctx, gpu, tp, pp, precision)
         if fig is None:
             continue
-        if count is None:
-            served = size_for_load(ctx, fig, targets, job.requests_per_s)
-        else:
-            served = size_for_count(ctx, fig, targets, count // (tp * pp))
-        if isinstance(served, str):
-            missed.append(Miss(gpu.id, tp * pp, "latency", served, 1.5))
+        served = _sized(ctx, gpu, fig, targets, count)
+        if isinstance(served, Miss):
+            missed.append(served)
             continue
         total = served.replicas * tp * pp
-        if count is None and total > c.max_gpus:
-            missed.append(
-                Miss(
-                    gpu.id,
-                    total,
-                    "scale",
-                    f"needs {total} GPUs for {job.requests_per_s:g} req/s, "
-                    f"over the most GPUs allowed ({c.max_gpus})",
-                    2.5,
-                )
-            )
-            continue
         got = _candidate(ctx, gpu, precision, node_size, served)
         (missed if isinstance(got, Miss) else found).append(got)  # type: ignore[arg-type]
-        if count is None and not job.batch_size and (targets.ttft_s or targets.tpot_s):
+        closed = job.batch_size or job.concurrency
+        if count is None and not closed and (targets.ttft_s or targets.tpot_s):
             split = _disaggregated(ctx, gpu, precision, node_size, fig, targets, total)
             if split is not None:
                 found.append(split)

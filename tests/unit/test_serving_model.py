@@ -124,8 +124,6 @@ def test_a_synchronised_wave_queues_for_its_prompts():
     lat = closed_run(sched, rep, EFF).latency(0.9)
     # 64 x 2048 prompt tokens through an 8192-token budget: the last first token waits ~16 iterations.
     assert lat.ttft_q_s > 4 * lat.ttft_s / 8 and lat.ttft_q_s > 5 * iteration_s(rep, EFF, 0, 0, 2048, 1024)
-    means = sched.means(rep, EFF)
-    assert means[1] == pytest.approx(lat.ttft_s, rel=1e-6)
 
 
 MIXTRAL = Shape(

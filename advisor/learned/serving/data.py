@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
-from advisor.learned.serving.replica import Setup, build
+from advisor.learned.serving.replica import EngineFlags, Setup, build
 from advisor.question.values import value_type
 from advisor.question.vocab import ENGINES
 
@@ -120,7 +120,12 @@ def _case(knowledge, r: dict[str, str]) -> Case | str:
     kv = r.get("kv_precision") or ("fp8" if r["precision"] == "fp8" and r["engine"] == "trtllm" else "bf16")
     tp, pp = int(r["tp"]), int(r.get("pp") or 1)
     a, version = knowledge.assumptions, r.get("engine_version") or None
-    setup = build(job, gpu, tp, pp, r["precision"], r["engine"], a, kv, version)
+    flags = EngineFlags(
+        max_num_seqs=_int(r.get("max_num_seqs", "")),
+        max_batched_tokens=_int(r.get("max_num_batched_tokens", "")),
+        gpu_memory_utilization=_num(r.get("gpu_memory_utilization", "")),
+    )
+    setup = build(job, gpu, tp, pp, r["precision"], r["engine"], a, kv, version, flags)
     if setup is None:
         return f"no {r['precision']} peak for {r['gpu']} in gpus.toml"
     return Case(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import field
 from functools import lru_cache
 from typing import Any
 
@@ -27,6 +28,13 @@ class Engine:
     fraction_of: str
     stand_in: str
     tiers: tuple[dict[str, Any], ...]
+    supports: dict[str, Any] = field(default_factory=dict)
+    """The layouts it runs: tp, pp, ep, disaggregation (and tp_power_of_two), with their source."""
+    launch: dict[str, Any] = field(default_factory=dict)
+    """The server command's template and the flags precisions and engine flags add."""
+    profile: str = ""
+    """'budget': the KV cache is what the memory fraction leaves after a profiled forward at the token
+    budget (vLLM); '': after the fixed working set (the engine reserves a static pool)."""
 
     def limits(
         self,
@@ -46,6 +54,7 @@ class Engine:
                     reserve=self.reserve,
                     memory_fraction=self.memory_fraction,
                     fraction_of=self.fraction_of,
+                    chunked=bool(tier.get("chunked", True)),
                 )
         raise ValueError(f"{ENGINES_FILE}: no tier of {self.id} applies to {gpu_id}")
 
@@ -98,8 +107,22 @@ def engines() -> dict[str, Engine]:
             fraction_of=d["fraction_of"],
             stand_in=d["stand_in"],
             tiers=tuple(d["tiers"]),
+            supports=dict(d.get("supports", {})),
+            launch=dict(d.get("launch", {})),
+            profile=str(d.get("profile", "")),
         )
     return out
+
+
+def runs(eng: Engine, tp: int, pp: int) -> bool:
+    """Whether the engine can run a replica of tp x pp GPUs (TGI and LMDeploy have no pipeline stages;
+    LMDeploy's tensor parallel size is a power of two)."""
+    sup = eng.supports
+    if pp > 1 and not sup.get("pp", False):
+        return False
+    if tp > 1 and not sup.get("tp", True):
+        return False
+    return not (sup.get("tp_power_of_two") and tp & (tp - 1))
 
 
 def engine(eid: str | None) -> Engine:

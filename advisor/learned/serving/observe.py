@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 
 from advisor.learned.serving.data import MAX_REQUESTS, Case, Measured, lengths_of
 from advisor.learned.serving.model import ServingModel, Traits
@@ -25,12 +24,8 @@ from advisor.physics.batching import (
     closed_schedule,
     kv_tokens,
     open_loop,
-    prompt_mix,
-    saturation,
-    saturation_load,
-    weighted_quantile,
 )
-from advisor.physics.serving import Efficiency, iteration_s, prefill_alone_s, priced, stage_times
+from advisor.physics.serving import Efficiency, iteration_s, prefill_alone_s
 from advisor.question.values import value_type
 
 QUANTILE_OF = {"mean": None, "p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -169,139 +164,8 @@ def observe_model(model: ServingModel, c: Case) -> list[Obs]:
     return observe(c, model.efficiency(traits(c)))
 
 
-def _stages(c: Case, key: str, make: Callable[[], list[tuple]]) -> list:
-    if key not in c.cache:
-        c.cache[key] = make()
-    return c.cache[key]
-
-
-def _priced_sum(rep_pp: int, stages: list, eff: Efficiency) -> tuple[float, float, float, list]:
-    """Sums over cached stage times of count x iteration time, weighted by 1, by the requests waiting for a
-    first token and by the decoding requests' 1 / (output - 1); and the (gap, decode tokens) pairs."""
-    total = waiting = inv = 0.0
-    gaps = []
-    for count, w, i, batch, st in stages:
-        gap = rep_pp * priced(st, eff)
-        tau = count * gap
-        total += tau
-        waiting += tau * w
-        inv += tau * i
-        if batch > 0:
-            gaps.append((gap, count * batch))
-    return total, waiting, inv, gaps
-
-
-def _tpot_fast(m: Measured, inv_mean: float, gaps: list) -> Obs | None:
-    """A measured TPOT or ITL against the schedule's: TPOT per request; ITL per streamed token."""
-    if m.kind == "itl":
-        weight = sum(w for _, w in gaps) or 1.0
-        pred = (
-            sum(g * w for g, w in gaps) / weight
-            if m.stat == "mean"
-            else weighted_quantile(gaps, QUANTILE_OF[m.stat] or 0.5)
-        )
-        return Obs("tpot", m.stat, pred, m.ms / 1000.0)
-    return Obs("tpot", m.stat, inv_mean, m.ms / 1000.0) if m.stat in ("mean", "p50") else None
-
-
-def _closed_fast(c: Case, eff: Efficiency) -> list[Obs]:
-    """Throughput, mean TTFT, TPOT and ITL of a closed loop from its grouped runs (what a fit needs, fast)."""
-    if "sched/False" not in c.cache:
-        _closed(c, eff, limits_of(c, False), False)
-    sched = c.cache["sched/False"]
-    if sched is None:
-        return []
-    rep = c.setup.replica
-    pp = rep.pp
-    stages = _stages(
-        c,
-        "groups",
-        lambda: [
-            (
-                g.count,
-                g.waiting,
-                g.inv_output,
-                g.batch,
-                stage_times(rep, g.batch / pp, g.ctx, g.prefill / pp, g.ctx_p),
-            )
-            for g in sched.grouped()
-        ],
-    )
-    total, waiting, inv, gaps = _priced_sum(pp, stages, eff)
-    if "tokens" not in c.cache:
-        c.cache["tokens"] = (
-            sum(o for _, o in sched.lengths),
-            len(sched.lengths),
-            sum(1 for _, o in sched.lengths if o > 1) or 1,
-        )
-    out_tokens, n, decoders = c.cache["tokens"]
-    out = [Obs("throughput", "mean", out_tokens / total, c.output_tok_s)] if c.output_tok_s else []
-    out += [o for o in (_tpot_fast(m, inv / decoders, gaps) for m in c.tpot) if o is not None]
-    return out + [
-        Obs("ttft", m.stat, waiting / n + eff.request_s, m.ms / 1000.0) for m in c.ttft if m.stat == "mean"
-    ]
-
-
-def _mixed_stages(rep, b: float, ctx: float, p: float, isl: float, budget: int) -> list[tuple]:
-    """The two kinds of iteration of a steady load (with and without a prompt chunk), weighted by share."""
-    share, chunk = prompt_mix(b, p, isl, budget)
-    pp = rep.pp
-    out = [(share, 0, 0, b, stage_times(rep, b / pp, ctx, chunk / pp, isl / 2.0))] if share else []
-    if share < 1.0:
-        out.append((1.0 - share, 0, 0, b, stage_times(rep, b / pp, ctx, 0.0, 0.0)))
-    return out
-
-
-def _saturated_fast(c: Case, eff: Efficiency) -> list[Obs]:
-    """Throughput (and iteration time) of a replica kept full, from cached stage times."""
-    rep = c.setup.replica
-    if "sat" not in c.cache:
-        c.cache["sat"] = saturation_load(rep, c.setup.limits, c.isl, c.osl, c.setup.overhead_bytes)
-    load = c.cache["sat"]
-    if load is None:
-        return [Obs("throughput", "mean", 0.0, c.output_tok_s)] if c.output_tok_s else []
-    cap, b, p = load
-    ctx = c.isl + c.osl / 2.0
-    budget = c.setup.limits.token_budget
-    stages = _stages(c, "sat-stage", partial(_mixed_stages, rep, b, ctx, p, c.isl, budget))
-    tau = _priced_sum(rep.pp, stages, eff)[0]
-    sat = saturation(cap, b, p, tau, c.isl, c.osl)
-    out = [Obs("throughput", "mean", sat.output_tok_s, c.output_tok_s)] if c.output_tok_s else []
-    return out + [Obs("tpot", m.stat, tau, m.ms / 1000.0) for m in c.tpot if m.stat in ("mean", "p50")]
-
-
-def _online_fast(c: Case, eff: Efficiency) -> list[Obs]:
-    """A row at a request rate, for the fit: TPOT priced at the batch the measurement implies (Little's law
-    with the measured TPOT), throughput the offered load or the capacity, whichever is less. A saturated run
-    (it delivered under 90% of the offered tokens) is priced at the capacity."""
-    rate, rep = c.request_rate or 0.0, c.setup.replica
-    sat_obs = _saturated_fast(c, eff)
-    offered = rate * c.osl
-    saturated = saturated_run(c)
-    tput = min([o.predicted for o in sat_obs if o.quantity == "throughput"] or [offered])
-    out = [Obs("throughput", "mean", min(offered, tput), c.output_tok_s)] if c.output_tok_s else []
-    if saturated:
-        return out + [o for o in sat_obs if o.quantity == "tpot"]
-    for m in c.tpot:
-        if m.stat not in ("mean", "p50"):
-            continue
-        t = m.ms / 1000.0
-        b, p = rate * (c.osl - 1) * t, rate * c.isl * t
-        key = f"online/{m.stat}"
-        ctx = c.isl + c.osl / 2.0
-        budget = c.setup.limits.token_budget
-        stages = _stages(c, key, partial(_mixed_stages, rep, b, ctx, p, c.isl, budget))
-        out.append(Obs("tpot", m.stat, _priced_sum(rep.pp, stages, eff)[0], t))
-    return out + [o for o in observe(c, eff) if o.quantity == "ttft"]
-
-
 def fit_obs(c: Case, eff: Efficiency) -> list[Obs]:
-    """The figures a fit learns from, computed the fast way where the schedule allows: throughput, TPOT and
-    TTFT (closed loops: their means; saturated runs at a rate: no TTFT, their queue is the run's length)."""
-    if c.kind in ("concurrency", "batch", "static"):
-        return _closed_fast(c, eff)
-    if c.kind == "offline" or (c.kind == "online" and c.request_rate is None):
-        return _saturated_fast(c, eff)
-    if c.kind == "online":
-        return _online_fast(c, eff)
-    return observe(c, eff)
+    """The figures a fit learns from: the row's throughput and its central latencies (mean or median) as
+    `observe` predicts them, so that the fit and the scores price a row the same way (issue 30: the
+    separate fast path that priced grouped runs and online rows at their measured batch is gone)."""
+    return [o for o in observe(c, eff) if o.quantity == "throughput" or o.stat in ("mean", "p50")]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.serving.engines import Engine, engine
-from advisor.physics.batching import EngineLimits
+from advisor.physics.batching import EngineLimits, profile_peak_bytes
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
 from advisor.physics.speed import intra_gbs, peak_flops
@@ -23,6 +25,15 @@ class Setup:
     overhead_bytes: float
     engine: Engine
     kv_precision: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFlags:
+    """Engine flags a measured run set away from its release's defaults (None: the default)."""
+
+    max_num_seqs: int | None = None
+    max_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
 
 
 def default_kv_precision(precision: str) -> str:
@@ -41,6 +52,7 @@ def build(
     a: Assumptions,
     kv_precision: str | None = None,
     engine_version: str | None = None,
+    flags: object | None = None,
 ) -> Setup | None:
     """The replica of `job` on tp x pp `gpu`s, or None when the GPU has no peak for the precision
     (`engine_version`: a measured row's, whose release may have had other defaults)."""
@@ -68,7 +80,27 @@ def build(
     eng = engine(engine_id)
     layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
-    overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     mla = bool(job.arch.kv_lora_rank)
-    limits = eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla)
+    limits = with_flags(
+        eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla), flags or job.config
+    )
+    if eng.profile == "budget":  # the engine sizes its cache after profiling a forward at its token budget
+        working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations.per_layer_coeff.value)
+        overhead = working + sum(hi for name, _, hi in terms.fixed if name == "overhead")
+    else:
+        overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     return Setup(rep, limits, overhead, eng, kv)
+
+
+def with_flags(lim: EngineLimits, flags: object) -> EngineLimits:
+    """The engine's caps with the flags a run set (max_num_seqs, max_batched_tokens,
+    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags): priced as it ran."""
+    seqs = getattr(flags, "max_num_seqs", None)
+    budget = getattr(flags, "max_batched_tokens", None)
+    fraction = getattr(flags, "gpu_memory_utilization", None)
+    return replace(
+        lim,
+        max_seqs=int(seqs) if seqs else lim.max_seqs,
+        token_budget=int(budget) if budget else lim.token_budget,
+        memory_fraction=float(fraction) if fraction else lim.memory_fraction,
+    )
