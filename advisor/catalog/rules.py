@@ -51,7 +51,7 @@ FIELDS: dict[str, type] = {
     "plan.recompute": str,  # none | selective | full
     "plan.micro_batch": int,
     "plan.grad_accum": int,  # micro-batches per optimizer step (per pipeline, with pipeline parallelism)
-    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: (pp - 1) / (micro-batches x chunks)
+    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: the step model's bubble time / step time
     "plan.recompute_needed": bool,  # the plan does not fit at its micro-batch without its recomputation
     "plan.memory_fraction": float,  # upper estimate / capacity
     "plan.dominant": str,  # the largest memory component

@@ -126,11 +126,16 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
     }
 
 
-def bubble_pct(layout: Layout) -> int:
-    """The pipeline bubble as a share of the step, in %: (p - 1) / (m v) (Narayanan et al. 2021, 2.2.2)."""
+def bubble_pct(layout: Layout, step: StepTime | None = None) -> int:
+    """The pipeline bubble as a share of the whole step, in %: the step model's own bubble time over its step
+    time when the step is known, else f / (1 + f) with f = (p - 1) / (m v), the bubble over the ideal compute
+    (Narayanan et al. 2021, 2.2.2: f is not a share of the step, and passes 100% at m v < p - 1)."""
     if layout.pp <= 1:
         return 0
-    return round(100 * (layout.pp - 1) / (layout.grad_accum * layout.virtual))
+    if step is not None:
+        return round(100 * step.bubble_s / step.total_s) if step.total_s > 0 else 0
+    f = (layout.pp - 1) / (layout.grad_accum * layout.virtual)
+    return round(100 * f / (1 + f))
 
 
 def plan_facts(
@@ -140,10 +145,13 @@ def plan_facts(
     gpu: Gpu,
     comm_fraction: float,
     recompute_needed: bool = False,
+    step: StepTime | None = None,
 ) -> dict[str, Any]:
-    """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation."""
+    """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation; step: the
+    training step timed at speed of light (its bubble share replaces the closed form)."""
     return {
         **layout_facts(base, layout, gpu),
+        "plan.bubble_pct": bubble_pct(layout, step),
         "plan.memory_fraction": round(memory.central_gb / memory.capacity_gb, 3),
         "plan.dominant": memory.dominant,
         "plan.comm_fraction": round(comm_fraction, 2),

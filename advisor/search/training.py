@@ -731,7 +731,7 @@ def _judged(
 ) -> Candidate:
     assert cand.step is not None
     cand.facts = plan_facts(
-        gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction, recompute_needed
+        gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction, recompute_needed, cand.step
     )
     cand.firings = evaluate(others, cand.facts)
     return cand
