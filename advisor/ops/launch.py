@@ -315,8 +315,8 @@ def _sky_note(knowledge: Knowledge, plan: PlanFacts) -> str:
     if skypilot_name(knowledge, plan.gpu) is not None:
         return ""
     return (
-        f"# SkyPilot's catalogue names no accelerator {plan.gpu} ({skypilot_names(knowledge).source}): this task"
-        " asks for the instance type only; without one, state the accelerator your cluster calls it.\n"
+        f"# SkyPilot's catalogue names no accelerator {plan.gpu} ({skypilot_names(knowledge).source}): this "
+        "task asks for the instance type only; without one, state the accelerator your cluster calls it.\n"
     )
 
 

@@ -14,9 +14,7 @@ def _layout(pp: int, m: int, v: int = 1) -> Layout:
     return Layout(8 * pp, pp, 8, "bf16", 1, pp, 8, "none", "none", 1, m, virtual=v)
 
 
-@pytest.mark.parametrize(
-    ("pp", "m", "v", "share"), [(8, 8, 1, 47), (8, 1, 1, 88), (4, 16, 1, 16), (8, 8, 2, 30)]
-)
+@pytest.mark.parametrize("pp, m, v, share", [(8, 8, 1, 47), (8, 1, 1, 88), (4, 16, 1, 16), (8, 8, 2, 30)])
 def test_closed_form_is_a_share_of_the_step(pp: int, m: int, v: int, share: int) -> None:
     # The case: 8 stages, 8 micro-batches: f = 7/8 of the ideal compute, 47% of the step (not 88%).
     assert bubble_pct(_layout(pp, m, v)) == share

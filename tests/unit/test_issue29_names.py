@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog.skypilot import gpu_of, skypilot_name, skypilot_names
+from advisor.catalog.skypilot import SHARED_NAME, gpu_of, skypilot_name, skypilot_names
 from advisor.ops.launch import SKY_CLOUDS, sky_resources
 from advisor.ops.plan_facts import PlanFacts
 
@@ -25,9 +25,8 @@ def test_every_catalogued_gpus_skypilot_name_is_one_skypilot_accepts(knowledge) 
                 continue
             named += 1
             assert name in names, (gpu.id, name)
-            # The name is the GPU's own (or, for a PCIe card SkyPilot lists under the SXM name, its sibling's).
-            assert gpu_of(knowledge, name) in (gpu.id, {"a100-40gb-pcie": "a100-40gb-sxm",
-                "a100-80gb-pcie": "a100-80gb-sxm", "h100-pcie": "h100-sxm"}.get(gpu.id)), (gpu.id, name)  # fmt: skip
+            # The name is the GPU's own (or, for a PCIe card SkyPilot lists under the SXM name, the SXM's).
+            assert gpu_of(knowledge, name) == SHARED_NAME.get(gpu.id, gpu.id), (gpu.id, name)
     assert named > 100
 
 
@@ -54,7 +53,7 @@ def test_fixture_catalogue_names_resolve(knowledge) -> None:
 
 
 @pytest.mark.parametrize(
-    ("gpu", "cloud", "name"),
+    "gpu, cloud, name",
     [
         ("rtx-a5000", "runpod", "RTXA5000"),  # the issue: written as RTX-A5000
         ("h100-nvl", "runpod", "H100-NVL"),  # the issue: written as H100, SkyPilot's SXM card
