@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from advisor.answer.report import (
     Suggestion,
     Throughput,
 )
+from advisor.answer.risk import first_reason, risk_aware, safer_layout
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -231,7 +233,14 @@ def _limits(ctx: Context, s: Scored) -> Miss | None:
     return None
 
 
-def _rank(ctx: Context, feasible: list[Scored]) -> list[Scored]:
+def _rank(ctx: Context, feasible: list[Scored], *, aware: bool = True) -> list[Scored]:
+    """The plans by objective, then (aware) each moved below the safer or, balanced, smaller plans it does not
+    beat by more than the model's error (advisor/answer/risk.py)."""
+    ranked = _by_objective(ctx, feasible)
+    return risk_aware(ranked, ctx.constraints.objective, layout_margin(ctx.efficiency)) if aware else ranked
+
+
+def _by_objective(ctx: Context, feasible: list[Scored]) -> list[Scored]:
     objective = ctx.constraints.objective
     if not feasible:
         return []
@@ -622,7 +631,10 @@ def _with_efficiency(
     for cand in candidates:
         group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
         group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
-        group.insert(0, group.pop(preferred(group, layout_margin(ctx.efficiency))))
+        margin = layout_margin(ctx.efficiency)
+        group.insert(0, group.pop(preferred(group, margin)))
+        # A layout whose memory P90 passes the capacity yields to a safe one within the model's error.
+        group.insert(0, group.pop(safer_layout(group, 0, margin)))
         best, eff = group[0]
         with_rules(ctx, best)  # a runner-up that the efficiency makes the fastest is scored by its rules too
         best.alternatives = [c for c, _ in group[1:]]
@@ -786,6 +798,11 @@ def recommend(
     front_keys = {s.key for s in front}
     name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
+    if plans:
+        first = first_reason(
+            ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
+        )
+        plans = (dataclasses.replace(plans[0], reasons=(first, *plans[0].reasons)), *plans[1:])
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
