@@ -57,6 +57,7 @@ from advisor.search.cost import (
     spot_overhead,
     usable_offers,
 )
+from advisor.search.links import offer_groups, with_link
 from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
 if TYPE_CHECKING:  # the operations modules load only when a plan needs them
@@ -121,7 +122,7 @@ def _score(
     job, lay, c = ctx.job, cand.layout, ctx.constraints
     price = None
     if c.deployment == "cloud":
-        price = best_offer(offers_by_gpu[cand.gpu.id], lay.count, lay.node_size)
+        price = best_offer(offers_by_gpu[cand.offer_group or cand.gpu.id], lay.count, lay.node_size)
         if price is None:
             return Miss(
                 cand.gpu.id,
@@ -539,10 +540,14 @@ def run_search(
     offers_by_gpu: dict[str, list] = {}
     for gpu in select_gpus(knowledge, constraints):
         offers = usable_offers(knowledge, gpu, constraints) if constraints.deployment == "cloud" else []
-        offers_by_gpu[gpu.id] = offers
-        found, missed = _gpu_plans(ctx, gpu, offers, onprem_rate)
-        candidates += found
-        misses += missed
+        for group, link, sub, counts in offer_groups(ctx, gpu, offers):
+            offers_by_gpu[group] = sub
+            found, missed = _gpu_plans(with_link(ctx, link), gpu, sub, onprem_rate, counts)
+            for cand in found:
+                for c in (cand, *cand.alternatives):
+                    c.link, c.offer_group = link, group
+            candidates += found
+            misses += missed
     scored = _scored(ctx, candidates, offers_by_gpu, onprem_rate, misses)
     feasible = []
     for s in scored:
@@ -555,7 +560,7 @@ def run_search(
 
 
 def _gpu_plans(
-    ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None
+    ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None, counts: list[int] | None = None
 ) -> tuple[list[Candidate], list[Miss]]:
     """The candidate plans of one GPU type and its misses; one miss alone when the GPU is ruled out whole."""
     precision = resolve_precision(ctx.job.precision, gpu)
@@ -575,7 +580,7 @@ def _gpu_plans(
         reason = gpu.missing.get(f"tflops.{precision}", f"no {precision} support")
         return [], [Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0)]
     if ctx.job.training:
-        return search_training(ctx, gpu, precision, node_size)
+        return search_training(ctx, gpu, precision, node_size, counts)
     from advisor.search.serving import search_serving  # serving modules: only for a serving answer
 
     return search_serving(ctx, gpu, precision, node_size)

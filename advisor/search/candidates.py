@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
@@ -60,6 +61,10 @@ class Candidate:
     facts: dict[str, Any] = field(default_factory=dict)
     alternatives: list[Candidate] = field(default_factory=list)
     """Runner-up layouts at the same GPU and count, fastest first (training)."""
+    link: Link | None = None
+    """The documented network between the instances this plan was searched on (None: not known)."""
+    offer_group: str = ""
+    """Which offers price it (advisor/search/links.py; empty: every offer of its GPU)."""
 
     def predicted_s(self, efficiency: float) -> float:
         """Step time at this efficiency (what the search ranks training layouts by)."""
@@ -117,6 +122,7 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
         "plan.ep": layout.ep,
         "plan.tp_outside_nvlink": layout.tp > gpu.nvlink_domain,
         "plan.pp": layout.pp,
+        "plan.mp_across_nodes": mp_across_nodes(layout),
         "plan.dp": layout.dp,
         "plan.sharding": layout.sharding,
         "plan.recompute": layout.recompute,
@@ -124,6 +130,11 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
         "plan.grad_accum": layout.grad_accum,
         "plan.bubble_pct": bubble_pct(layout),
     }
+
+
+def mp_across_nodes(layout: Layout) -> bool:
+    """Whether a model-parallel group (tp x cp x ep x pp GPUs, placed in a server first) spans instances."""
+    return layout.nodes > 1 and layout.tp * layout.cp * layout.ep * layout.pp > layout.node_size
 
 
 def bubble_pct(layout: Layout, step: StepTime | None = None) -> int:
@@ -169,7 +180,7 @@ def first_constraint(rules: list[Rule], facts: dict[str, Any]) -> Firing | None:
 
 def efficiency_query(cand: Candidate, ctx: Context) -> Query:
     """The efficiency question for one training candidate."""
-    fabric = ctx.fabric(cand.gpu)
+    fabric = ctx.fabric(cand.gpu, cand.link)
     return Query(
         cand.regime,
         ctx.job,
