@@ -66,6 +66,9 @@ if TYPE_CHECKING:  # the operations modules load only when a plan needs them
     from advisor.ops.tco import TcoOut
 
 OnPremRate = Callable[[Gpu, int], float]
+SENSITIVITY_POOL = 20
+"""Plans re-ranked when asking what would change the first place: a plan further down cannot take it by a
+change of one input within the ranges searched (each is at least 2x away on the objective)."""
 
 
 @value_type(frozen=False)
@@ -515,6 +518,8 @@ class Search:
     feasible: list[Scored]
     misses: list[Miss]
     job_firings: list[Firing]
+    offers_by_gpu: dict[str, list] = field(default_factory=dict)
+    onprem_rate: OnPremRate | None = None
 
 
 def run_search(
@@ -556,7 +561,7 @@ def run_search(
             feasible.append(s)
         else:
             misses.append(miss)
-    return Search(ctx, scored, feasible, misses, job_firings)
+    return Search(ctx, scored, feasible, misses, job_firings, offers_by_gpu, onprem_rate)
 
 
 def _gpu_plans(
@@ -803,6 +808,7 @@ def recommend(
     front_keys = {s.key for s in front}
     name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
+    plans = _with_changes(search, ranked, plans)
     if plans:
         first = first_reason(
             ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
@@ -839,6 +845,46 @@ def recommend(
         launch=launch,
         tco=tco_out,
     )
+
+
+def _with_changes(search: Search, ranked: list[Scored], plans: tuple[PlanOut, ...]) -> tuple[PlanOut, ...]:
+    """Each plan with what would change its place: its inputs re-scored and every plan near the top
+    re-ranked (advisor/answer/sensitivity.py)."""
+    from advisor.answer.sensitivity import change_line
+
+    pool, rescore, rank = sensitivity_tools(search, ranked, len(plans))
+    return tuple(
+        dataclasses.replace(p, reasons=(*p.reasons, change_line(pool, i, rescore, rank)))
+        for i, p in enumerate(plans)
+    )
+
+
+def sensitivity_tools(
+    search: Search, ranked: list[Scored], n: int
+) -> tuple[
+    list[Scored], Callable[[Scored, float, float], Scored | None], Callable[[list[Scored]], list[Scored]]
+]:
+    """The plans near the top, a re-scorer (a plan at efficiency x f and price x g, through the same scoring
+    and limits as the search; None outside them) and the ranking, for what-would-change questions."""
+    ctx = search.ctx
+    pool = _top(ranked, max(SENSITIVITY_POOL, n))
+
+    def rescore(s: Scored, eff: float, price: float) -> Scored | None:
+        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate)
+        if isinstance(new, Miss):
+            return None
+        if price != 1.0:
+            a, hours = ctx.knowledge.assumptions, new.hours
+            new.usd_per_hour *= price
+            new.cost = plan_cost(
+                (hours.p10, hours.p50, hours.p90), new.usd_per_hour, ctx.constraints, a, ctx.job.dataset_gb
+            )
+        return new if _limits(ctx, new) is None else None
+
+    def rank(trial: list[Scored]) -> list[Scored]:
+        return _rank(ctx, trial)
+
+    return pool, rescore, rank
 
 
 def _serving_source_name() -> str:
