@@ -108,7 +108,8 @@ def memory_flip(plans: list[Scored], rank: Rank) -> Flip | None:
     risk-aware ranking would then put another plan first."""
     s = plans[0]
     mem = s.cand.memory
-    if mem.high_gb <= 0 or mem.high_gb > mem.usable_gb:
+    # A serving engine allocates its share of memory up front (no error band): no overhead to be wrong about.
+    if s.latency_s is not None or mem.high_gb <= 0 or mem.high_gb > mem.usable_gb:
         return None
     factor = mem.usable_gb / mem.high_gb * 1.0001
     scaled = dataclasses.replace(mem, components=tuple((n, gb * factor) for n, gb in mem.components))
