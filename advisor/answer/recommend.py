@@ -809,6 +809,13 @@ def recommend(
     name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
     plans = _with_changes(search, ranked, plans)
+    if top and not ctx.job.training:  # hosted APIs, rent and buy beside the chosen deployment
+        from advisor.answer.hosted import hosted_lines
+
+        plans = (
+            dataclasses.replace(plans[0], reasons=(*plans[0].reasons, *hosted_lines(ctx, top[0]))),
+            *plans[1:],
+        )
     if plans:
         first = first_reason(
             ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
