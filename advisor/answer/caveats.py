@@ -25,8 +25,8 @@ def with_caveats(ctx: Context, plan: PlanOut) -> PlanOut:
         for c in (_capacity(ctx, plan), _batch(ctx, plan), _redundancy(plan), _fabric(ctx, plan))
         if c is not None
     ]
-    network = network_reason(ctx, plan)
-    added = ((network,) if network else ()) + tuple(f"check: {c}" for c in checks)
+    facts = [r for r in (capacity_reason(ctx, plan), network_reason(ctx, plan)) if r is not None]
+    added = tuple(facts) + tuple(f"check: {c}" for c in checks)
     if not added:
         return plan
     return dataclasses.replace(plan, reasons=plan.reasons + added)
@@ -51,13 +51,31 @@ def _capacity(ctx: Context, plan: PlanOut) -> str | None:
         )
     where = source_ref(ctx.knowledge, cap.source)
     text = f"{head} at once: {cap.on_demand} ({where}); {reservation_text(cap, plan)}"
-    return text + (f"; {cap.note}" if cap.note else "")
+    offered = not cap.reservation_gpus or plan.gpu in cap.reservation_gpus
+    return text + (f"; {cap.note}" if cap.note and offered else "")
+
+
+def capacity_reason(ctx: Context, plan: PlanOut) -> str | None:
+    """A cloud plan of a few instances: what its provider documents about getting them, with the source (many
+    instances say it in their check instead)."""
+    price = plan.price
+    if price is None or price.instances > MANY_INSTANCES:
+        return None
+    cap = provider_capacity(ctx.knowledge, price.provider)
+    if cap is None:
+        return f"capacity: nothing stored about {price.provider}'s capacity or quotas (not modelled)"
+    return f"capacity: {cap.on_demand} ({source_ref(ctx.knowledge, cap.source)})"
 
 
 def reservation_text(cap: ProviderCapacity, plan: PlanOut) -> str:
     """The reservation a plan this large needs, with its term, or that it exceeds what is documented."""
     if not cap.reservation:
         return "no reservation product is stored for this provider: confirm capacity with it"
+    if cap.reservation_gpus and plan.gpu not in cap.reservation_gpus:
+        return (
+            f"its documented reservation ({cap.reservation}) offers {', '.join(cap.reservation_gpus)} only: "
+            f"confirm it can hold {plan.count:,} {plan.gpu} at once"
+        )
     price = plan.price
     assert price is not None
     days = max(1, math.ceil(plan.hours.p90 / 24.0))

@@ -55,6 +55,8 @@ class ProviderCapacity:
     on_demand: str
     source: str
     reservation: str = ""
+    reservation_gpus: tuple[str, ...] = ()
+    """The GPUs the reservation offers (empty: any the provider rents)."""
     reservation_min_gpus: int | None = None
     reservation_max_gpus: int | None = None
     reservation_max_instances: int | None = None
@@ -112,6 +114,10 @@ def provider_capacity(knowledge: Knowledge, provider: str) -> ProviderCapacity |
 
 
 def source_ref(knowledge: Knowledge, key: str) -> str:
-    """A capacity source's title and reference, for the answer to cite."""
+    """Where a capacity fact comes from, for the answer to cite: its address (or reference) and date; the
+    full title and reference are in knowledge/capacity.toml under the key."""
     src = load_capacity(knowledge).sources.get(key)
-    return f"{src.ref}" if src is not None else key
+    if src is None:
+        return key
+    when = f", {src.date.isoformat()}" if src.date else ""
+    return f"{src.url or src.ref}{when}"
