@@ -241,7 +241,12 @@ def _rank(ctx: Context, feasible: list[Scored], *, aware: bool = True) -> list[S
     """The plans by objective, then (aware) each moved below the safer or, balanced, smaller plans it does not
     beat by more than the model's error (advisor/answer/risk.py)."""
     ranked = _by_objective(ctx, feasible)
-    return risk_aware(ranked, ctx.constraints.objective, layout_margin(ctx.efficiency)) if aware else ranked
+    if aware:
+        ranked = risk_aware(ranked, ctx.constraints.objective, layout_margin(ctx.efficiency))
+    # One plan per GPU, count and shape: the same plan searched on several offer groups (search/links.py)
+    # keeps its best-ranked pricing, so ranks count plans, not searches.
+    seen: set[tuple[str, int, int]] = set()
+    return [s for s in ranked if not (s.key in seen or seen.add(s.key))]
 
 
 def _by_objective(ctx: Context, feasible: list[Scored]) -> list[Scored]:
