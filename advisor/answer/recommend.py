@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from advisor.answer.report import (
     Suggestion,
     Throughput,
 )
+from advisor.answer.risk import first_reason, risk_aware, safer_layout
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -55,6 +57,7 @@ from advisor.search.cost import (
     spot_overhead,
     usable_offers,
 )
+from advisor.search.links import offer_groups, with_link
 from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
 if TYPE_CHECKING:  # the operations modules load only when a plan needs them
@@ -63,6 +66,9 @@ if TYPE_CHECKING:  # the operations modules load only when a plan needs them
     from advisor.ops.tco import TcoOut
 
 OnPremRate = Callable[[Gpu, int], float]
+SENSITIVITY_POOL = 20
+"""Plans re-ranked when asking what would change the first place: a plan further down cannot take it by a
+change of one input within the ranges searched (each is at least 2x away on the objective)."""
 
 
 @value_type(frozen=False)
@@ -119,7 +125,7 @@ def _score(
     job, lay, c = ctx.job, cand.layout, ctx.constraints
     price = None
     if c.deployment == "cloud":
-        price = best_offer(offers_by_gpu[cand.gpu.id], lay.count, lay.node_size)
+        price = best_offer(offers_by_gpu[cand.offer_group or cand.gpu.id], lay.count, lay.node_size)
         if price is None:
             return Miss(
                 cand.gpu.id,
@@ -231,7 +237,19 @@ def _limits(ctx: Context, s: Scored) -> Miss | None:
     return None
 
 
-def _rank(ctx: Context, feasible: list[Scored]) -> list[Scored]:
+def _rank(ctx: Context, feasible: list[Scored], *, aware: bool = True) -> list[Scored]:
+    """The plans by objective, then (aware) each moved below the safer or, balanced, smaller plans it does not
+    beat by more than the model's error (advisor/answer/risk.py)."""
+    ranked = _by_objective(ctx, feasible)
+    if aware:
+        ranked = risk_aware(ranked, ctx.constraints.objective, layout_margin(ctx.efficiency))
+    # One plan per GPU, count and shape: the same plan searched on several offer groups (search/links.py)
+    # keeps its best-ranked pricing, so ranks count plans, not searches.
+    seen: set[tuple[str, int, int]] = set()
+    return [s for s in ranked if not (s.key in seen or seen.add(s.key))]
+
+
+def _by_objective(ctx: Context, feasible: list[Scored]) -> list[Scored]:
     objective = ctx.constraints.objective
     if not feasible:
         return []
@@ -501,6 +519,8 @@ class Search:
     feasible: list[Scored]
     misses: list[Miss]
     job_firings: list[Firing]
+    offers_by_gpu: dict[str, list] = field(default_factory=dict)
+    onprem_rate: OnPremRate | None = None
 
 
 def run_search(
@@ -526,10 +546,14 @@ def run_search(
     offers_by_gpu: dict[str, list] = {}
     for gpu in select_gpus(knowledge, constraints):
         offers = usable_offers(knowledge, gpu, constraints) if constraints.deployment == "cloud" else []
-        offers_by_gpu[gpu.id] = offers
-        found, missed = _gpu_plans(ctx, gpu, offers, onprem_rate)
-        candidates += found
-        misses += missed
+        for group, link, sub, counts in offer_groups(ctx, gpu, offers):
+            offers_by_gpu[group] = sub
+            found, missed = _gpu_plans(with_link(ctx, link), gpu, sub, onprem_rate, counts)
+            for cand in found:
+                for c in (cand, *cand.alternatives):
+                    c.link, c.offer_group = link, group
+            candidates += found
+            misses += missed
     scored = _scored(ctx, candidates, offers_by_gpu, onprem_rate, misses)
     feasible = []
     for s in scored:
@@ -538,11 +562,11 @@ def run_search(
             feasible.append(s)
         else:
             misses.append(miss)
-    return Search(ctx, scored, feasible, misses, job_firings)
+    return Search(ctx, scored, feasible, misses, job_firings, offers_by_gpu, onprem_rate)
 
 
 def _gpu_plans(
-    ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None
+    ctx: Context, gpu: Gpu, offers: list, onprem_rate: OnPremRate | None, counts: list[int] | None = None
 ) -> tuple[list[Candidate], list[Miss]]:
     """The candidate plans of one GPU type and its misses; one miss alone when the GPU is ruled out whole."""
     precision = resolve_precision(ctx.job.precision, gpu)
@@ -562,7 +586,7 @@ def _gpu_plans(
         reason = gpu.missing.get(f"tflops.{precision}", f"no {precision} support")
         return [], [Miss(gpu.id, 1, "precision", f"no {precision} peak: {reason}", 6.0)]
     if ctx.job.training:
-        return search_training(ctx, gpu, precision, node_size)
+        return search_training(ctx, gpu, precision, node_size, counts)
     from advisor.search.serving import search_serving  # serving modules: only for a serving answer
 
     return search_serving(ctx, gpu, precision, node_size)
@@ -618,7 +642,10 @@ def _with_efficiency(
     for cand in candidates:
         group = [(c, next(effs)) for c in (cand, *cand.alternatives)]
         group.sort(key=lambda ce: ce[0].predicted_s(ce[1].p50))
-        group.insert(0, group.pop(preferred(group, layout_margin(ctx.efficiency))))
+        margin = layout_margin(ctx.efficiency)
+        group.insert(0, group.pop(preferred(group, margin)))
+        # A layout whose memory P90 passes the capacity yields to a safe one within the model's error.
+        group.insert(0, group.pop(safer_layout(group, 0, margin)))
         best, eff = group[0]
         with_rules(ctx, best)  # a runner-up that the efficiency makes the fastest is scored by its rules too
         best.alternatives = [c for c, _ in group[1:]]
@@ -782,6 +809,19 @@ def recommend(
     front_keys = {s.key for s in front}
     name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
+    plans = _with_changes(search, ranked, plans)
+    if top and not ctx.job.training:  # hosted APIs, rent and buy beside the chosen deployment
+        from advisor.answer.hosted import hosted_lines
+
+        plans = (
+            dataclasses.replace(plans[0], reasons=(*plans[0].reasons, *hosted_lines(ctx, top[0]))),
+            *plans[1:],
+        )
+    if plans:
+        first = first_reason(
+            ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
+        )
+        plans = (dataclasses.replace(plans[0], reasons=(first, *plans[0].reasons)), *plans[1:])
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
@@ -813,6 +853,46 @@ def recommend(
         launch=launch,
         tco=tco_out,
     )
+
+
+def _with_changes(search: Search, ranked: list[Scored], plans: tuple[PlanOut, ...]) -> tuple[PlanOut, ...]:
+    """Each plan with what would change its place: its inputs re-scored and every plan near the top
+    re-ranked (advisor/answer/sensitivity.py)."""
+    from advisor.answer.sensitivity import change_line
+
+    pool, rescore, rank = sensitivity_tools(search, ranked, len(plans))
+    return tuple(
+        dataclasses.replace(p, reasons=(*p.reasons, change_line(pool, i, rescore, rank)))
+        for i, p in enumerate(plans)
+    )
+
+
+def sensitivity_tools(
+    search: Search, ranked: list[Scored], n: int
+) -> tuple[
+    list[Scored], Callable[[Scored, float, float], Scored | None], Callable[[list[Scored]], list[Scored]]
+]:
+    """The plans near the top, a re-scorer (a plan at efficiency x f and price x g, through the same scoring
+    and limits as the search; None outside them) and the ranking, for what-would-change questions."""
+    ctx = search.ctx
+    pool = _top(ranked, max(SENSITIVITY_POOL, n))
+
+    def rescore(s: Scored, eff: float, price: float) -> Scored | None:
+        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate)
+        if isinstance(new, Miss):
+            return None
+        if price != 1.0:
+            a, hours = ctx.knowledge.assumptions, new.hours
+            new.usd_per_hour *= price
+            new.cost = plan_cost(
+                (hours.p10, hours.p50, hours.p90), new.usd_per_hour, ctx.constraints, a, ctx.job.dataset_gb
+            )
+        return new if _limits(ctx, new) is None else None
+
+    def rank(trial: list[Scored]) -> list[Scored]:
+        return _rank(ctx, trial)
+
+    return pool, rescore, rank
 
 
 def _serving_source_name() -> str:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
+from advisor.catalog.skypilot import SHARED_NAME, gpu_of
 from advisor.question.checks import shown
 from advisor.question.errors import AdvisorError, InputError
 from advisor.question.values import value_type
@@ -26,42 +27,9 @@ DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/m
 CLOUDS = ("aws", "gcp", "lambda", "runpod", "azure")
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Region", "Price")
 
-# SkyPilot AcceleratorName -> catalogue id, for names whose form factor the name itself settles.
-NAMES = {
-    "T4": "t4",
-    "A10": "a10",
-    "A10G": "a10g",
-    "L4": "l4",
-    "L40S": "l40s",
-    "L40": "l40",
-    "A40": "a40",
-    "V100": "v100-16gb",
-    "V100-32GB": "v100-32gb",
-    "A100": "a100-40gb-sxm",
-    "A100-80GB": "a100-80gb-sxm",
-    "A100-80GB-SXM": "a100-80gb-sxm",
-    "H100": "h100-sxm",
-    "H100-SXM": "h100-sxm",
-    "H100-MEGA": "h100-sxm",
-    "H100-NVL": "h100-nvl",
-    "H200": "h200",
-    "H200-SXM": "h200",
-    "GH200": "gh200",
-    "B200": "b200",
-    "B300": "b300",
-    "GB200": "gb200",  # one GPU of the superchip (OCI BM.GPU.GB200.4 = 4 GPUs)
-    "GB300": "gb300",
-    "RTXA6000": "rtx-a6000",
-    "RTX6000-Ada": "rtx-6000-ada",
-    "RTX4090": "rtx-4090",
-    "RTX3090": "rtx-3090",
-    "RTXA5000": "rtx-a5000",
-    "RTXA4000": "rtx-a4000",
-    "RTXA4500": "rtx-a4500",
-    "MI300X": "mi300x",
-}
-# Where a PCIe part shares its SkyPilot name with the SXM part, the PCIe id.
-PCIE = {"a100-40gb-sxm": "a100-40gb-pcie", "a100-80gb-sxm": "a100-80gb-pcie", "h100-sxm": "h100-pcie"}
+# Where a PCIe part shares its SkyPilot name with the SXM part, the PCIe id (the inverse of the launch
+# artefacts' SHARED_NAME: one map for both directions).
+PCIE = {sxm: pcie for pcie, sxm in SHARED_NAME.items()}
 # Lambda's descriptions (skypilot-lambda source in prices.toml): these A100 instances are PCIe cards.
 LAMBDA_PCIE = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 
@@ -75,10 +43,11 @@ class Parsed:
     unknown: dict[str, int] = field(default_factory=dict)
 
 
-def gpu_id(cloud: str, name: str, instance: str, gpu_info: str, known: set[str]) -> str | None:
-    """The catalogue id of a SkyPilot accelerator, or None when the name is not one the catalogue maps."""
-    gid = NAMES.get(name)
-    if gid is None or gid not in known:
+def gpu_id(cloud: str, name: str, instance: str, gpu_info: str, knowledge: Knowledge) -> str | None:
+    """The catalogue id of a SkyPilot accelerator (the GPU whose id or alias it is, as launch artefacts read
+    it: advisor/catalog/skypilot.py), or None when the name is not one the catalogue holds."""
+    gid = gpu_of(knowledge, name)
+    if gid is None:
         return None
     hint = f"{instance} {gpu_info}".lower()
     pcie = "pcie" in hint or (cloud == "lambda" and instance in LAMBDA_PCIE)
@@ -142,7 +111,6 @@ def _rows(text: str, where: str) -> list[dict[str, str]]:
 def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, source: str) -> Parsed:
     """Offers of one cloud's vms.csv: on-demand per region, spot as the median of its zones, same-price
     regions folded into one offer. GCP GPU rows are priced without their host VM (marked GPU only)."""
-    known = {g.id for g in knowledge.gpus}
     out = Parsed()
     groups: dict[tuple[str, str, int, str], dict[Pricing, list[float]]] = {}
     for line, row in enumerate(_rows(text, where), start=2):
@@ -166,7 +134,7 @@ def parse_catalogue(cloud: str, text: str, where: str, knowledge: Knowledge, sou
         except ValueError as exc:
             out.invalid.append(f"{where}:{line}: {exc}")
             continue
-        gid = gpu_id(cloud, name, instance, row.get("GpuInfo", ""), known)
+        gid = gpu_id(cloud, name, instance, row.get("GpuInfo", ""), knowledge)
         if gid is None:
             out.unknown[name] = out.unknown.get(name, 0) + 1
             continue

@@ -39,6 +39,7 @@ FIELDS: dict[str, type] = {
     "gpu.nvlink_domain": int,
     "gpu.fabric": str,
     "gpu.fabric_gbps_per_gpu": float,
+    "gpu.rdma_between_instances": bool,  # separate instances share an RDMA fabric (knowledge/capacity.toml)
     "gpu.consumer": bool,  # GeForce parts
     "plan.precision": str,
     "plan.count": int,
@@ -46,12 +47,13 @@ FIELDS: dict[str, type] = {
     "plan.tp": int,
     "plan.tp_outside_nvlink": bool,  # tp larger than the GPU's NVLink domain
     "plan.pp": int,
+    "plan.mp_across_nodes": bool,  # a tensor/pipeline/context/expert-parallel group spans instances
     "plan.dp": int,
     "plan.sharding": str,  # none | ddp | zero1 | zero2 | zero3
     "plan.recompute": str,  # none | selective | full
     "plan.micro_batch": int,
     "plan.grad_accum": int,  # micro-batches per optimizer step (per pipeline, with pipeline parallelism)
-    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: (pp - 1) / (micro-batches x chunks)
+    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: the step model's bubble time / step time
     "plan.recompute_needed": bool,  # the plan does not fit at its micro-batch without its recomputation
     "plan.memory_fraction": float,  # upper estimate / capacity
     "plan.dominant": str,  # the largest memory component

@@ -211,11 +211,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         text = export_toml(report, knowledge)
     else:
         text = render.report_text(report)
-    _write_recommendation(args, report, text)
+    _write_recommendation(args, report, text, knowledge)
     return 1 if report.nothing_fits else 0
 
 
-def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
+def _write_recommendation(args: argparse.Namespace, report, text: str, knowledge=None) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
     from advisor.cli.output import Target, write_all
@@ -232,14 +232,36 @@ def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
         )
     elif args.artefacts:
         targets += artefact_targets(report, Path(args.artefacts).expanduser())
+    targets += _benchmark_targets(args, report, knowledge)
     write_all(targets, args.force)
     if not args.output:
         print(text)
     if args.output:
         print(f"wrote {targets[0].path}", file=sys.stderr)
-    if len(targets) > bool(args.output):
-        names = sorted(t.path.name for t in targets if t.flag == "--artefacts")
+    names = sorted(t.path.name for t in targets if t.flag == "--artefacts")
+    if names:
         print(f"wrote {', '.join(names)} to {args.artefacts}", file=sys.stderr)
+    bench = sorted(t.path.name for t in targets if t.flag == "--benchmark-script")
+    if bench:
+        print(f"wrote {', '.join(bench)} to {args.benchmark_script}", file=sys.stderr)
+
+
+def _benchmark_targets(args: argparse.Namespace, report, knowledge) -> list:
+    """--benchmark-script DIR: the chosen plan's short benchmark run (benchmark.sh executable)."""
+    folder = getattr(args, "benchmark_script", None)
+    if not folder:
+        return []
+    if report.nothing_fits or not report.plans:
+        print(f"--benchmark-script {folder}: no plan fits, so there is no run to write", file=sys.stderr)
+        return []
+    from advisor.answer.benchmark import benchmark_for
+    from advisor.cli.output import Target
+
+    files = benchmark_for(knowledge or load_knowledge(), report)
+    return [
+        Target(Path(folder).expanduser() / name, text, "--benchmark-script", executable=name.endswith(".sh"))
+        for name, text in files.items()
+    ]
 
 
 def artefact_targets(report, folder: Path) -> list:

@@ -296,6 +296,16 @@ def report_text(r: Report) -> str:
     return "\n".join(lines)
 
 
+def _changes_lines(r: Report) -> list[str]:
+    """What would put each other plan first (issue 29: every plan has its line; #1's is among its reasons)."""
+    lines = []
+    for p in r.plans[1:]:
+        line = next((x for x in p.reasons if x.startswith("would change: ")), None)
+        if line is not None:
+            lines.append(_wrap(f"#{p.rank} {p.gpu} x{p.count}: {line.removeprefix('would change: ')}"))
+    return ["", "What would put another plan first:", *lines] if lines else []
+
+
 def _plans_lines(r: Report) -> list[str]:
     """The plans table, where its figures come from, and the chosen plan's reasons, advice, costs of owning,
     operations and launch command."""
@@ -308,6 +318,7 @@ def _plans_lines(r: Report) -> list[str]:
     best = r.plans[0]
     lines += ["", f"Why #1 ({best.gpu} x{best.count}):"] + [f"  - {x}" for x in best.reasons]
     lines += ["  " + x for x in configuration_lines(best.configuration, best.alternatives)]
+    lines += _changes_lines(r)
     advice = list(best.advice) + [a.message for a in r.job_advice if a.kind == "advice"]
     if advice:
         lines += ["", "Advice:"] + [_wrap(a) for a in advice]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from advisor.catalog.loader import Knowledge
+from advisor.catalog.skypilot import skypilot_name, skypilot_names
 from advisor.catalog.tco import Operations, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.layout import ZERO_STAGE
@@ -15,33 +16,6 @@ from advisor.ops.plan_facts import PlanFacts
 from advisor.question.records import Record, record
 from advisor.question.vocab import DEFAULT_ENGINE
 
-# SkyPilot's accelerator names (the AcceleratorName column of its catalogue) for the catalogue's GPUs.
-SKYPILOT_NAMES = {
-    "t4": "T4",
-    "a10": "A10",
-    "a10g": "A10G",
-    "l4": "L4",
-    "l40s": "L40S",
-    "l40": "L40",
-    "a40": "A40",
-    "v100-16gb": "V100",
-    "v100-32gb": "V100-32GB",
-    "a100-40gb-sxm": "A100",
-    "a100-40gb-pcie": "A100",
-    "a100-80gb-sxm": "A100-80GB",
-    "a100-80gb-pcie": "A100-80GB",
-    "h100-sxm": "H100",
-    "h100-pcie": "H100",
-    "h100-nvl": "H100",
-    "h200": "H200",
-    "gh200": "GH200",
-    "b200": "B200",
-    "rtx-a6000": "RTXA6000",
-    "rtx-6000-ada": "RTX6000-Ada",
-    "rtx-4090": "RTX4090",
-    "rtx-3090": "RTX3090",
-    "mi300x": "MI300X",
-}
 PORT = 29500
 
 # Lowest CUDA release that compiles for each architecture (NVIDIA CUDA toolkit release notes: sm_70 in 9.0,
@@ -266,10 +240,9 @@ def launch_artefacts(
 ) -> LaunchArtefacts:
     """Every artefact for one plan."""
     per_node = _gpus_per_node(plan)
-    accel = f"{SKYPILOT_NAMES.get(plan.gpu, plan.gpu.upper())}:{per_node}"
     restarts = int(load_tco(knowledge).operations.restart_limit.value)
     rules = yaml.dump(prometheus_rules(knowledge, plan)) + "\n"
-    resources = _sky_resources(plan, accel, spot=constraints.pricing == "spot")
+    resources = sky_resources(knowledge, plan, per_node, spot=constraints.pricing == "spot")
     if not job.training:
         return _serving_artefacts(job, plan, resources, rules)
     torchrun = _torchrun(job, plan, per_node, restarts)
@@ -299,23 +272,39 @@ def launch_artefacts(
         torchrun=torchrun,
         framework_config_name=name,
         framework_config=config,
-        skypilot_task=yaml.dump(task) + "\n",
+        skypilot_task=_sky_note(knowledge, plan) + yaml.dump(task) + "\n",
         kubeflow_job=yaml.dump(kubeflow) + "\n",
         prometheus_rules=rules,
     )
 
 
-def _sky_resources(plan: PlanFacts, accel: str, *, spot: bool) -> dict:
-    """The SkyPilot task's resources: the accelerators and, for a cloud plan, its cloud and instance type."""
-    resources: dict = {"accelerators": accel, "use_spot": spot}
+SKY_CLOUDS = ("aws", "gcp", "azure", "lambda", "oci", "runpod")
+"""Providers that go in a SkyPilot task as its cloud; for any other the cloud is left out."""
+
+
+def sky_resources(knowledge: Knowledge, plan: PlanFacts, per_node: int, *, spot: bool) -> dict:
+    """The SkyPilot task's resources: the accelerators by SkyPilot's own name for the GPU on the plan's cloud
+    (advisor/catalog/skypilot.py) and, for a cloud plan, its cloud and instance type. A GPU SkyPilot's
+    catalogue has no name for is asked for by its instance type alone (the task's first line says so)."""
+    cloud = plan.provider if plan.provider in SKY_CLOUDS else None
+    name = skypilot_name(knowledge, plan.gpu, cloud)
+    resources: dict = {"accelerators": f"{name}:{per_node}"} if name else {}
+    resources["use_spot"] = spot
     if plan.provider is not None:
-        # Only these providers go in as SkyPilot's cloud; for any other the cloud is left out.
-        resources["cloud"] = (
-            plan.provider if plan.provider in ("aws", "gcp", "azure", "lambda", "oci", "runpod") else None
-        )
+        resources["cloud"] = cloud
         resources["instance_type"] = plan.instance
         resources = {k: v for k, v in resources.items() if v is not None}
     return resources
+
+
+def _sky_note(knowledge: Knowledge, plan: PlanFacts) -> str:
+    """A first line for a SkyPilot task whose GPU SkyPilot's catalogue does not name ('' when it does)."""
+    if skypilot_name(knowledge, plan.gpu) is not None:
+        return ""
+    return (
+        f"# SkyPilot's catalogue names no accelerator {plan.gpu} ({skypilot_names(knowledge).source}): this "
+        "task asks for the instance type only; without one, state the accelerator your cluster calls it.\n"
+    )
 
 
 def _serving_artefacts(job: Job, plan: PlanFacts, resources: dict, rules: str) -> LaunchArtefacts:

@@ -898,6 +898,16 @@ _ALL_FIELDS: tuple[Field, ...] = (
         example="12",
         metavar="MONTHS",
     ),
+    Field(
+        "benchmark_script",
+        "path",
+        "command",
+        "Benchmark script folder",
+        "--benchmark-script",
+        "write a short run of the chosen plan (calibrate reads its output) into DIR",
+        metavar="DIR",
+        example="bench/",
+    ),
     # Owning GPUs (tco, and recommend --deployment on-prem).
     Field("gpu", "text", "command", "GPU", "--gpu", "GPU id or alias", example="h100-sxm"),
     Field(

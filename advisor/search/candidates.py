@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
@@ -60,6 +61,10 @@ class Candidate:
     facts: dict[str, Any] = field(default_factory=dict)
     alternatives: list[Candidate] = field(default_factory=list)
     """Runner-up layouts at the same GPU and count, fastest first (training)."""
+    link: Link | None = None
+    """The documented network between the instances this plan was searched on (None: not known)."""
+    offer_group: str = ""
+    """Which offers price it (advisor/search/links.py; empty: every offer of its GPU)."""
 
     def predicted_s(self, efficiency: float) -> float:
         """Step time at this efficiency (what the search ranks training layouts by)."""
@@ -117,6 +122,7 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
         "plan.ep": layout.ep,
         "plan.tp_outside_nvlink": layout.tp > gpu.nvlink_domain,
         "plan.pp": layout.pp,
+        "plan.mp_across_nodes": mp_across_nodes(layout),
         "plan.dp": layout.dp,
         "plan.sharding": layout.sharding,
         "plan.recompute": layout.recompute,
@@ -126,11 +132,21 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
     }
 
 
-def bubble_pct(layout: Layout) -> int:
-    """The pipeline bubble as a share of the step, in %: (p - 1) / (m v) (Narayanan et al. 2021, 2.2.2)."""
+def mp_across_nodes(layout: Layout) -> bool:
+    """Whether a model-parallel group (tp x cp x ep x pp GPUs, placed in a server first) spans instances."""
+    return layout.nodes > 1 and layout.tp * layout.cp * layout.ep * layout.pp > layout.node_size
+
+
+def bubble_pct(layout: Layout, step: StepTime | None = None) -> int:
+    """The pipeline bubble as a share of the whole step, in %: the step model's own bubble time over its step
+    time when the step is known, else f / (1 + f) with f = (p - 1) / (m v), the bubble over the ideal compute
+    (Narayanan et al. 2021, 2.2.2: f is not a share of the step, and passes 100% at m v < p - 1)."""
     if layout.pp <= 1:
         return 0
-    return round(100 * (layout.pp - 1) / (layout.grad_accum * layout.virtual))
+    if step is not None:
+        return round(100 * step.bubble_s / step.total_s) if step.total_s > 0 else 0
+    f = (layout.pp - 1) / (layout.grad_accum * layout.virtual)
+    return round(100 * f / (1 + f))
 
 
 def plan_facts(
@@ -140,10 +156,13 @@ def plan_facts(
     gpu: Gpu,
     comm_fraction: float,
     recompute_needed: bool = False,
+    step: StepTime | None = None,
 ) -> dict[str, Any]:
-    """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation."""
+    """The facts plan rules test; recompute_needed: the plan does not fit without its recomputation; step: the
+    training step timed at speed of light (its bubble share replaces the closed form)."""
     return {
         **layout_facts(base, layout, gpu),
+        "plan.bubble_pct": bubble_pct(layout, step),
         "plan.memory_fraction": round(memory.central_gb / memory.capacity_gb, 3),
         "plan.dominant": memory.dominant,
         "plan.comm_fraction": round(comm_fraction, 2),
@@ -161,7 +180,7 @@ def first_constraint(rules: list[Rule], facts: dict[str, Any]) -> Firing | None:
 
 def efficiency_query(cand: Candidate, ctx: Context) -> Query:
     """The efficiency question for one training candidate."""
-    fabric = ctx.fabric(cand.gpu)
+    fabric = ctx.fabric(cand.gpu, cand.link)
     return Query(
         cand.regime,
         ctx.job,

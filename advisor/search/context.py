@@ -6,6 +6,7 @@ from dataclasses import field
 from typing import Any
 
 from advisor.catalog.assumptions import Fabric
+from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Rule
@@ -17,6 +18,8 @@ from advisor.question.errors import InputError
 from advisor.question.values import value_type
 
 IMAGE_KINDS = ("cnn", "vit")
+TCP_FABRIC = "eth-100"
+"""The catalogue's ordinary (TCP) network: instances documented without RDMA and without a bandwidth."""
 SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
 
 
@@ -28,6 +31,9 @@ class Context:
     job: Job
     constraints: Constraints
     efficiency: EfficiencyModel
+    link: Link | None = None
+    """The documented network between the instances the plans searched now are priced on (None: not known,
+    the GPU's default fabric); set on a copy per group of offers (advisor/answer/recommend.py)."""
     rules_by_scope: dict[str, list[Rule]] = field(init=False)
     job_facts: dict[str, Any] = field(init=False)
     _batches: dict[tuple[str, str], int | None] = field(init=False, default_factory=dict)
@@ -68,13 +74,33 @@ class Context:
         h = self.constraints.headroom
         return self.knowledge.assumptions.memory.headroom.value if h is None else h
 
-    def fabric(self, gpu: Gpu) -> Fabric:
-        """The inter-node fabric assumed for a GPU (the user's --fabric overrides the catalogue default)."""
-        return self.knowledge.assumptions.fabric[self.constraints.fabric or gpu.fabric]
+    def fabric(self, gpu: Gpu, link: Link | str | None = "ctx") -> Fabric:
+        """The inter-node fabric a plan is timed on: the user's --fabric; else the bandwidth the provider
+        documents between its instances (knowledge/capacity.toml), Ethernet where it documents TCP without a
+        figure; else the GPU's catalogue default. `link` defaults to this context's."""
+        fabrics = self.knowledge.assumptions.fabric
+        if self.constraints.fabric is not None:
+            return fabrics[self.constraints.fabric]
+        known = self.link if isinstance(link, str) else link
+        if known is not None:
+            documented = known.fabric()
+            if documented is not None:
+                return documented
+            if not known.rdma:
+                return fabrics[TCP_FABRIC]
+        return fabrics[gpu.fabric]
 
-    def gpu_facts(self, gpu: Gpu, node_size: int) -> dict[str, Any]:
-        """Job facts plus this GPU's."""
-        fabric = self.fabric(gpu)
+    def rdma(self, link: Link | str | None = "ctx") -> bool:
+        """Whether separate instances share an RDMA fabric: the user's --fabric says so unless it is
+        Ethernet; else as documented; not documented: assumed (the caveats say to confirm it)."""
+        if self.constraints.fabric is not None:
+            return self.constraints.fabric != TCP_FABRIC
+        known = self.link if isinstance(link, str) else link
+        return known.rdma if known is not None else True
+
+    def gpu_facts(self, gpu: Gpu, node_size: int, link: Link | str | None = "ctx") -> dict[str, Any]:
+        """Job facts plus this GPU's (and the network between its instances)."""
+        fabric = self.fabric(gpu, link)
         name = gpu.name.lower()
         return {
             **self.job_facts,
@@ -88,8 +114,12 @@ class Context:
             "gpu.compute_capability": gpu.compute_capability_value,
             "gpu.interconnect": gpu.interconnect.kind,
             "gpu.nvlink_domain": gpu.nvlink_domain,
-            "gpu.fabric": self.constraints.fabric or gpu.fabric,
+            # The catalogue fabric's id, or the documented link's name (its bandwidth follows).
+            "gpu.fabric": next(
+                (k for k, v in self.knowledge.assumptions.fabric.items() if v is fabric), fabric.name
+            ),
             "gpu.fabric_gbps_per_gpu": fabric.gbs_per_gpu(node_size) * 8.0,
+            "gpu.rdma_between_instances": self.rdma(link),
             "gpu.consumer": "geforce" in name or "titan" in name,
         }
 

@@ -32,6 +32,7 @@ from advisor.search.candidates import (
     evaluate,
     first_constraint,
     layout_facts,
+    mp_across_nodes,
     plan_facts,
 )
 from advisor.search.context import Context
@@ -717,7 +718,7 @@ def with_rules(ctx: Context, cand: Candidate) -> Candidate:
     model = TrainingMemoryModel(ctx.job, cand.gpu, cand.layout.precision, ctx.knowledge.assumptions)
     usable = usable_gb(cand.gpu, ctx.knowledge.assumptions, ctx.headroom)  # as the search judged it
     needed = _needs_recompute(model, cand.layout, usable)
-    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size), others, needed)
+    return _judged(cand, ctx.gpu_facts(cand.gpu, cand.layout.node_size, cand.link), others, needed)
 
 
 def _needs_recompute(model: TrainingMemoryModel, layout: Layout, usable_gb: float) -> bool:
@@ -731,7 +732,7 @@ def _judged(
 ) -> Candidate:
     assert cand.step is not None
     cand.facts = plan_facts(
-        gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction, recompute_needed
+        gpu_facts, cand.layout, cand.memory, cand.gpu, cand.step.comm_fraction, recompute_needed, cand.step
     )
     cand.firings = evaluate(others, cand.facts)
     return cand
@@ -750,6 +751,7 @@ def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] 
         "plan.ep": attrgetter("ep"),
         "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
         "plan.pp": attrgetter("pp"),
+        "plan.mp_across_nodes": mp_across_nodes,
         "plan.dp": attrgetter("dp"),
         "plan.sharding": attrgetter("sharding"),
         "plan.recompute": attrgetter("recompute"),

@@ -24,19 +24,27 @@ def finetune_cheap(knowledge):
     )
 
 
-def test_many_instances_say_availability_is_not_modelled(finetune_cheap) -> None:
+def test_many_instances_say_what_capacity_is_documented(finetune_cheap) -> None:
+    """Issue 29: a plan of many instances says the provider's documented capacity and reservation (with its
+    source), or that none is stored."""
     many = [p for p in finetune_cheap.plans if p.price and p.price.instances > MANY_INSTANCES]
     assert many
     for plan in finetune_cheap.plans:
-        said = any("availability is not modelled" in c for c in checks(plan))
-        assert said == (plan in many), plan.parallelism
-
-
-def test_separate_instances_state_the_fabric_assumed(knowledge, finetune_cheap) -> None:
-    for plan in finetune_cheap.plans:
-        said = [c for c in checks(plan) if "timed as linked by" in c]
-        assert bool(said) == (plan.price is not None and plan.price.instances > 1)
+        said = [c for c in checks(plan) if " instances (" in c and "GPUs) from " in c]
+        assert bool(said) == (plan in many), plan.parallelism
         if said:
+            assert "availability is not modelled" in said[0] or "reserv" in said[0], said[0]
+
+
+def test_separate_instances_state_the_network_they_are_timed_on(knowledge, finetune_cheap) -> None:
+    """Each multi-instance plan names the network it is timed on: the bandwidth its provider documents (a
+    reason, with the source), or a check naming the fabric assumed."""
+    for plan in finetune_cheap.plans:
+        multi = plan.price is not None and plan.price.instances > 1
+        network = [r for r in plan.reasons if r.startswith("network: ")]
+        said = [c for c in checks(plan) if "separate " in c and "timed " in c]
+        assert (bool(network) or bool(said)) == multi, plan.parallelism
+        if said and "nothing stored says how" in said[0]:
             fabric = knowledge.assumptions.fabric[knowledge.gpu(plan.gpu).fabric]
             assert fabric.name in said[0] and "state the fabric" in said[0]
     given = recommend(

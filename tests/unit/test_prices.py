@@ -58,13 +58,16 @@ def test_invalid_rows_are_skipped_and_named(knowledge) -> None:
 
 
 def test_name_mapping_uses_form_factor_hints(knowledge) -> None:
-    known = {g.id for g in knowledge.gpus}
+    known = knowledge
     assert (
         gpu_id("runpod", "A100-80GB", "1x_A100-80GB_SECURE", "{'Name': 'A100 PCIe'}", known)
         == "a100-80gb-pcie"
     )
     assert gpu_id("aws", "A100", "p4d.24xlarge", "", known) == "a100-40gb-sxm"
     assert gpu_id("aws", "Gaudi3", "x", "", known) is None
+    # Read from the catalogue's aliases, as the launch artefacts read them (issue 29).
+    assert gpu_id("runpod", "RTXA5000", "1x_RTXA5000_SECURE", "", known) == "rtx-a5000"
+    assert gpu_id("runpod", "H100-NVL", "1x_H100-NVL_SECURE", "", known) == "h100-nvl"
 
 
 def test_update_then_prices_shows_the_new_dated_offers(knowledge, capsys) -> None:

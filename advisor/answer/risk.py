@@ -1,0 +1,112 @@
+"""Provides the risk-aware order of ranked plans: a plan whose memory P90 passes the usable capacity never
+ranks above a safe plan within the model's own error on time and cost, `balanced` prefers fewer nodes within
+that error, and the first place explains itself in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from advisor.question.units import fmt_hours
+from advisor.search.training import preferred
+
+if TYPE_CHECKING:
+    from advisor.answer.recommend import Scored
+    from advisor.job.inputs import Constraints
+
+
+def memory_risky(memory: Any) -> bool:
+    """Whether the memory's P90 (the range published runs fell in) passes the usable capacity."""
+    return bool(memory.high_gb > memory.usable_gb)
+
+
+def within(a: Scored, b: Scored, error: float) -> bool:
+    """Whether plan a is no worse than plan b by more than the model's error, on time and on cost."""
+    return a.cost.mid <= b.cost.mid * (1.0 + error) and a.time_key <= b.time_key * (1.0 + error)
+
+
+def _standing(s: Scored, balanced: bool) -> tuple[int, int]:
+    """What a plan is preferred for within the error: memory safe first, then (balanced) fewer nodes."""
+    return int(memory_risky(s.cand.memory)), s.cand.layout.nodes if balanced else 0
+
+
+def risk_aware(ranked: list[Scored], objective: str, error: float) -> list[Scored]:
+    """The ranked plans, each moved below every plan it does not beat by more than the error that is safer in
+    memory (or, balanced, as safe on fewer nodes). Plans are settled most-preferred first, so a plan moved
+    down takes the place of the last plan it yields to: the order stays a ranking (no cycles)."""
+    balanced = objective == "balanced"
+    place = {id(s): float(i) for i, s in enumerate(ranked)}
+    for s in sorted(ranked, key=lambda s: (_standing(s, balanced), place[id(s)])):
+        mine = _standing(s, balanced)
+        yields = [place[id(q)] for q in ranked if _standing(q, balanced) < mine and within(q, s, error)]
+        if yields and max(yields) > place[id(s)]:
+            place[id(s)] = max(yields) + 1e-6 * (1 + place[id(s)] / (len(ranked) + 1))
+    return sorted(ranked, key=lambda s: place[id(s)])
+
+
+def _limits_text(constraints: Constraints) -> str:
+    limits = []
+    if constraints.deadline_hours is not None:
+        limits.append("your deadline")
+    if constraints.budget_usd is not None:
+        limits.append("your budget")
+    return " within " + " and ".join(limits) + " at P90" if limits else ""
+
+
+def first_reason(
+    ranked: Sequence[Scored], original: Sequence[Scored], constraints: Constraints, error: float
+) -> str:
+    """One line: why the first plan is first, and which plan the risk-aware order moved below it, if any."""
+    if not ranked:
+        return ""
+    first = ranked[0]
+    what = {
+        "cheapest": "the cheapest P50 cost",
+        "fastest": "the fastest P50 time" if first.latency_s is None else "the lowest P50 latency",
+        "balanced": "the lowest cost x time",
+    }[constraints.objective]
+    line = f"first: {what}{_limits_text(constraints)}"
+    top = original[0] if original else first
+    if top is not first:
+        line += "; " + _moved(top, first, constraints.objective, error)
+    elif constraints.objective == "balanced":
+        line += f" (fewer nodes preferred where plans differ by less than the model's {error:.0%} error)"
+    return line
+
+
+def _moved(top: Scored, first: Scored, objective: str, error: float) -> str:
+    """Why the plan the objective alone would rank first is not."""
+    plan = f"{top.cand.gpu.id} x{top.cand.layout.count}"
+    gain = (
+        f"{fmt_hours(top.time_key)}, ${top.cost.mid:,.0f}"
+        if top.latency_s is None
+        else f"${top.cost.mid:,.0f}"
+    )
+    mem = top.cand.memory
+    if memory_risky(mem) and not memory_risky(first.cand.memory):
+        why = (
+            f"its memory P90 {mem.high_gb:.0f} GB passes the {mem.usable_gb:.0f} GB usable, and this plan is "
+            "within the model's error of it"
+        )
+    else:
+        why = f"it needs {top.cand.layout.nodes} nodes to this plan's {first.cand.layout.nodes}"
+    return (
+        f"{plan} ({gain}) would be first on the {objective} score alone, but {why} ({error:.0%} on time and "
+        "cost)"
+    )
+
+
+def safer_layout(group: list[tuple[Any, Any]], chosen: int, margin: float) -> int:
+    """Within one GPU and count, a layout whose memory P90 fits in place of a chosen one whose P90 does not,
+    when it is slower by no more than the model's error (among those, picked as the search picks: the
+    simplest unless another is faster by more than the error); else the chosen one."""
+    cand, eff = group[chosen]
+    if not memory_risky(cand.memory):
+        return chosen
+    limit = cand.predicted_s(eff.p50) * (1.0 + margin)
+    safe = [
+        i for i, (c, e) in enumerate(group) if not memory_risky(c.memory) and c.predicted_s(e.p50) <= limit
+    ]
+    if not safe:
+        return chosen
+    return safe[preferred([group[i] for i in safe], margin)]
