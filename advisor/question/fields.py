@@ -683,6 +683,29 @@ _ALL_FIELDS: tuple[Field, ...] = (
         hint="the serving engine",
         auto=True,
     ),
+    # Calibration on the user's own runs (gpu-advisor calibrate): which profile, and the software version.
+    Field(
+        "profile",
+        "text",
+        W,
+        "Calibration profile",
+        "--profile",
+        "calibration profile of your runs to use (default: one per GPU type and stack or engine, e.g. "
+        "h100-sxm-torchtitan)",
+        metavar="NAME",
+        example="h100-sxm-torchtitan",
+    ),
+    Field(
+        "stack_version",
+        "text",
+        W,
+        "Stack version",
+        "--stack-version",
+        "version of the training stack or serving engine you run, e.g. 0.8.5 (warns when it is newer "
+        "than every measured run behind the figure)",
+        metavar="VERSION",
+        example="0.8.5",
+    ),
     # What the answer must respect.
     Field(
         "budget_usd",
