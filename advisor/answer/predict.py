@@ -289,6 +289,8 @@ def _predict_serving(
     tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
     notes = _serving_notes(ctx, served)
+    tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
+    notes += calibrated
     return Prediction(
         **common,
         nodes=best.layout.nodes,
@@ -305,6 +307,17 @@ def _predict_serving(
         serving_tpot_ms=_r3(tpot),
         notes=notes,
     )
+
+
+def _serving_calibration(
+    ctx: Context, gpu: Gpu, layout: Layout, tput: Interval, ttft: Interval, tpot: Interval
+) -> tuple[Interval, Interval, Interval, tuple[str, ...]]:
+    """The serving figures moved by the user's results on this GPU and engine (advisor/answer/
+    calibration_answer.py), and the notes naming the profile."""
+    from advisor.answer.calibration_answer import serving_calibrated
+
+    moved, notes = serving_calibrated(ctx, gpu, layout, {"output_tok_s": tput, "ttft_ms": ttft, "tpot_ms": tpot})
+    return moved["output_tok_s"], moved["ttft_ms"], moved["tpot_ms"], notes
 
 
 def _serving_refusal(
