@@ -21,7 +21,10 @@ def serving_calibrated(
 ) -> tuple[dict[str, Interval], tuple[str, ...]]:
     """figures (output_tok_s, ttft_ms, tpot_ms) moved by the profile's runs, and the note naming it."""
     from advisor.answer.serving_answer import serving_source_name
+    from advisor.learned.calibration.efficiency import CalibratedEfficiency
 
+    if not isinstance(ctx.efficiency, CalibratedEfficiency):  # the uncalibrated figure was asked for
+        return figures, ()
     job = ctx.job
     engine = job.config.engine or DEFAULT_ENGINE
     profile = job.profile or default_profile(gpu.id, engine)
@@ -32,9 +35,13 @@ def serving_calibrated(
         return figures, (stale_words(found.stale, profile),)
     at = {
         **serving_point(
-            params=job.params, count=layout.count, tp=layout.tp,
-            load=float(job.batch_size or job.requests_per_s or 1.0), prompt=job.prompt_tokens,
-            output=job.output_tokens, precision=layout.precision,
+            params=job.params,
+            count=layout.count,
+            tp=layout.tp,
+            load=float(job.batch_size or job.requests_per_s or 1.0),
+            prompt=job.prompt_tokens,
+            output=job.output_tokens,
+            precision=layout.precision,
         ),
         "rate": 0.0 if job.batch_size else 1.0,
     }

@@ -316,7 +316,9 @@ def _serving_calibration(
     calibration_answer.py), and the notes naming the profile."""
     from advisor.answer.calibration_answer import serving_calibrated
 
-    moved, notes = serving_calibrated(ctx, gpu, layout, {"output_tok_s": tput, "ttft_ms": ttft, "tpot_ms": tpot})
+    moved, notes = serving_calibrated(
+        ctx, gpu, layout, {"output_tok_s": tput, "ttft_ms": ttft, "tpot_ms": tpot}
+    )
     return moved["output_tok_s"], moved["ttft_ms"], moved["tpot_ms"], notes
 
 

@@ -4,8 +4,6 @@ as predict gives them; --list, --reset, --export, --refresh and --dry-run."""
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -186,7 +184,7 @@ def _calibrate(knowledge: Knowledge, args: argparse.Namespace, values: dict[str,
     from advisor.learned.efficiency.select import efficiency_model
 
     base = _uncalibrated(efficiency_model(knowledge))
-    base_preds = [predicted(knowledge, run, base if run.reading.kind == "training" else base) for run in runs]
+    base_preds = [predicted(knowledge, run, base) for run in runs]
     return _store_and_report(knowledge, runs, base_preds, base, values.get("profile"), args)
 
 
@@ -220,16 +218,17 @@ def _store_and_report(knowledge, runs, preds, base, profile, args) -> int:
     records = []
     for run, pred in zip(runs, preds, strict=True):
         if pred.throughput is None:
+            why = pred.notes[0] if pred.notes else pred.refusal
             raise InputError(
-                f"{shown(run.reading.source)}: predict refuses this configuration ({pred.notes[0] if pred.notes else pred.refusal}); nothing was stored"
+                f"{shown(run.reading.source)}: predict refuses this configuration ({why}); nothing stored"
             )
         rec = stored(run, pred, _base_name(knowledge, run.reading.kind, base), knowledge, bool(args.trust))
         far = far_metric(rec, FAR)
         if far and not args.trust:
             raise InputError(
-                f"{shown(run.reading.source)}: measured {far[1]:.2f}x the model's {far[0]} for this configuration; "
-                "is the GPU count, model or sequence right, or was a node throttled? Check it, then store it with "
-                "--trust; nothing was stored"
+                f"{shown(run.reading.source)}: measured {far[1]:.2f}x the model's {far[0]} for this "
+                "configuration; is the GPU count, model or sequence right, or was a node throttled? Check "
+                "it, then store it with --trust; nothing was stored"
             )
         records.append((run, rec))
     by_profile: dict[str, list] = {}

@@ -14,10 +14,35 @@ import pytest
 from advisor.cli.main import main
 
 LOGS = Path(__file__).parents[1] / "data" / "run_logs"
-TITAN = [str(LOGS / "torchtitan_llama3_8b.log"), "--gpu", "h100-sxm", "--count", "8", "--model", "llama-3.1-8b",
-         "--seq-len", "8192", "--micro-batch", "1"]
-TITAN_PREDICT = ["--gpu", "h100-sxm", "--count", "8", "--model", "llama-3.1-8b", "--seq-len", "8192",
-                 "--micro-batch", "1", "--workload", "pretrain", "--stack", "torchtitan"]
+TITAN = [
+    str(LOGS / "torchtitan_llama3_8b.log"),
+    "--gpu",
+    "h100-sxm",
+    "--count",
+    "8",
+    "--model",
+    "llama-3.1-8b",
+    "--seq-len",
+    "8192",
+    "--micro-batch",
+    "1",
+]
+TITAN_PREDICT = [
+    "--gpu",
+    "h100-sxm",
+    "--count",
+    "8",
+    "--model",
+    "llama-3.1-8b",
+    "--seq-len",
+    "8192",
+    "--micro-batch",
+    "1",
+    "--workload",
+    "pretrain",
+    "--stack",
+    "torchtitan",
+]
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -48,8 +73,22 @@ def test_torchtitan_log_calibrates_and_predict_gives_what_calibrate_printed(caps
     assert abs(before / measured - 1) > 0.2, "the uncalibrated figure was far off: the test can fail"
     assert any("calibrated on 1 of your runs (profile h100-sxm-torchtitan)" in n for n in after["notes"])
     # A larger model on more GPUs moves by less than the full factor, with a wider interval than at the run.
-    far = ["--gpu", "h100-sxm", "--count", "64", "--model", "llama-3.1-70b", "--seq-len", "8192",
-           "--micro-batch", "1", "--workload", "pretrain", "--stack", "torchtitan"]
+    far = [
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "64",
+        "--model",
+        "llama-3.1-70b",
+        "--seq-len",
+        "8192",
+        "--micro-batch",
+        "1",
+        "--workload",
+        "pretrain",
+        "--stack",
+        "torchtitan",
+    ]
     cal = predicted(capsys, *far)["throughput"]
     code, _, _ = cli(capsys, "calibrate", "--reset", "--profile", "h100-sxm-torchtitan")
     base = predicted(capsys, *far)["throughput"]
@@ -64,14 +103,32 @@ def test_hf_trainer_log_reads_its_batch_and_count(capsys) -> None:
     code, _, err = cli(capsys, "calibrate", *args)
     assert code == 2 and "seq_len" in err and "--seq-len" in err  # samples/s needs tokens per sample
     code, out, _ = cli(capsys, "calibrate", *args, "--seq-len", "2048", "--dry-run")
-    assert code == 0 and "count = 8" in out.replace("GPUs = total batch / (per device x accumulation) = 8", "")
+    assert code == 0 and "count = 8" in out.replace(
+        "GPUs = total batch / (per device x accumulation) = 8", ""
+    )
     assert "measured throughput: 12,353.5" in out and "dry run: nothing was stored" in out
     assert not profiles().exists()
     code, out, _ = cli(capsys, "calibrate", *args, "--seq-len", "2048")
     assert code == 0 and "profile a100-80gb-sxm-hf: stored 1 new run(s)" in out
-    got = predicted(capsys, "--gpu", "a100-80gb-sxm", "--count", "8", "--model", "llama-3.1-8b", "--seq-len",
-                    "2048", "--micro-batch", "2", "--global-batch", "64", "--workload", "finetune",
-                    "--stack", "hf")
+    got = predicted(
+        capsys,
+        "--gpu",
+        "a100-80gb-sxm",
+        "--count",
+        "8",
+        "--model",
+        "llama-3.1-8b",
+        "--seq-len",
+        "2048",
+        "--micro-batch",
+        "2",
+        "--global-batch",
+        "64",
+        "--workload",
+        "finetune",
+        "--stack",
+        "hf",
+    )
     assert abs(got["throughput"]["value"] / 12353.5 - 1) < 0.03
 
 
@@ -84,8 +141,14 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
     assert code == 0, out
     from advisor.learned.efficiency.select import efficiency_model
 
-    w = Workload(model="llama-3.1-8b", kind="inference", prompt_tokens=1024, output_tokens=256, batch_size=32,
-                 config={"engine": "vllm"})
+    w = Workload(
+        model="llama-3.1-8b",
+        kind="inference",
+        prompt_tokens=1024,
+        output_tokens=256,
+        batch_size=32,
+        config={"engine": "vllm"},
+    )
     pred = predict(knowledge, w, "h100-sxm", 1, None, efficiency_model(knowledge))
     assert abs(pred.throughput.value / 2084.0 - 1) < 0.03
     assert abs(pred.serving_ttft_ms.p50 / 198.2 - 1) < 0.03
@@ -93,8 +156,17 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
 
 
 def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
-    code, out, _ = cli(capsys, "calibrate", str(LOGS / "sglang_bench_serving_llama31_8b.jsonl"), "--gpu",
-                       "h100-sxm", "--count", "1", "--model", "llama-3.1-8b")
+    code, out, _ = cli(
+        capsys,
+        "calibrate",
+        str(LOGS / "sglang_bench_serving_llama31_8b.jsonl"),
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "1",
+        "--model",
+        "llama-3.1-8b",
+    )
     assert code == 0, out
     assert "stored 3 new run(s)" in out and "leave-one-run-out over 3 runs" in out
     code, out, _ = cli(capsys, "calibrate", "--list")
@@ -102,8 +174,16 @@ def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
 
 
 def test_megatron_log_reads_its_arguments(capsys) -> None:
-    code, out, _ = cli(capsys, "calibrate", str(LOGS / "megatron_llama3_8b.log"), "--gpu", "h100-sxm",
-                       "--model", "llama-3.1-8b", "--dry-run")
+    code, out, _ = cli(
+        capsys,
+        "calibrate",
+        str(LOGS / "megatron_llama3_8b.log"),
+        "--gpu",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-8b",
+        "--dry-run",
+    )
     assert code == 0
     measured = 128 * 8192 / ((35440.7 + 35431.9) / 2 / 1000)
     assert f"measured throughput: {measured:,.6g}" in out and "pp = 2 (from the file)" in out
@@ -123,7 +203,7 @@ def test_missing_input_is_named_and_far_runs_need_trust(capsys, tmp_path: Path) 
     slow.write_text(re.sub(r"tps: [\d,]+", "tps: 1,500", (LOGS / "torchtitan_llama3_8b.log").read_text()))
     code, _, err = cli(capsys, "calibrate", str(slow), *TITAN[1:])
     assert code == 2 and "--trust" in err and not profiles().exists()
-    code, out, _ = cli(capsys, "calibrate", str(slow), *TITAN[1:], "--trust")
+    code, _, _ = cli(capsys, "calibrate", str(slow), *TITAN[1:], "--trust")
     assert code == 0
 
 

@@ -7,7 +7,10 @@ from advisor.catalog.run_logs.reading import Reading
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
 
-FORMATS = "a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training log, or a vLLM or SGLang serving result"
+FORMATS = (
+    "a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training log, or a vLLM or SGLang "
+    "serving result"
+)
 _TRAINING = (training_logs.torchtitan, training_logs.hf_trainer, training_logs.megatron, training_logs.nemo)
 
 

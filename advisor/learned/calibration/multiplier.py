@@ -76,9 +76,9 @@ def distance(a: Mapping[str, float], b: Mapping[str, float], scales: Mapping[str
 
 
 def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float]:
-    """matrix x = rhs by Gaussian elimination with partial pivoting (matrix is small and positive definite)."""
+    """matrix x = rhs by Gaussian elimination with partial pivoting (small, positive definite)."""
     n = len(rhs)
-    a = [row[:] + [rhs[i]] for i, row in enumerate(matrix)]
+    a = [[*row, rhs[i]] for i, row in enumerate(matrix)]
     for col in range(n):
         pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
         a[col], a[pivot] = a[pivot], a[col]
@@ -135,7 +135,7 @@ def correction(
 def leave_one_out(
     runs: Sequence[tuple[Mapping[str, float], float]], metric: str, scales: Mapping[str, float]
 ) -> list[tuple[float, float]]:
-    """Each run predicted from the others: (error before calibration, error after), as |predicted/measured - 1|."""
+    """Each run predicted from the others: (error before, error after), each |predicted/measured - 1|."""
     out = []
     for i, (point, ratio) in enumerate(runs):
         rest = [r for j, r in enumerate(runs) if j != i]
@@ -146,7 +146,7 @@ def leave_one_out(
 
 
 def shifted(p10: float, p50: float, p90: float, fix: Correction) -> tuple[float, float, float]:
-    """An interval moved by the multiplier, each side as wide as the posterior says, never wider than before."""
+    """An interval moved by the multiplier, each side as wide as the posterior says, never wider."""
     mid = p50 * fix.factor
     lo = min(math.log(p50 / p10) if p10 > 0 else math.inf, Z90 * fix.log_sd)
     hi = min(math.log(p90 / p50) if p50 > 0 else math.inf, Z90 * fix.log_sd)
