@@ -88,8 +88,10 @@ def _missing(values: dict[str, Any], reading: Reading) -> None:
     """One line naming the first input the run cannot be read or predicted without."""
     if "_unknown_model" in values and not ({"model", "params", "spec"} & values.keys()):
         raise InputError(
-            f"model: the file names {shown(values['_unknown_model'])}, which is not in the catalogue; give "
-            "--model (a catalogue id, see gpu-advisor models), --params or --config; nothing was stored"
+            field="model",
+            value=values["_unknown_model"],
+            problem="(named by the file) is not in the catalogue; nothing was stored",
+            accepted="give the model: a catalogue id (see gpu-advisor models), a custom size or a config.json",
         )
     needed = [("gpu", "the GPU the run used"), ("count", "how many GPUs it used")]
     if not ({"model", "params", "spec"} & values.keys()):
@@ -97,9 +99,10 @@ def _missing(values: dict[str, Any], reading: Reading) -> None:
     for name, why in (*needed, *reading.needs):
         if name not in values:
             raise InputError(
-                f"{name}: {shown(reading.source)} does not say it ({why}); give {flag_of(name)}; nothing was "
-                "stored",
                 field=name,
+                value=None,
+                problem=f"is not said by {shown(reading.source)} ({why}); nothing was stored",
+                accepted="give it",
             )
 
 

@@ -153,7 +153,7 @@ def profile_text(name: str) -> str:
     runs = load_runs(name)
     if not runs:
         raise InputError(
-            f"profile {shown(name)}: no calibration runs; see them with gpu-advisor calibrate --list"
+            f"profile {shown(name)}: no calibration runs; the list shows the profiles that have runs"
         )
     payload = StoredRuns(format=STORE_FORMAT, name=name, runs=list(runs))
     return json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"

@@ -144,7 +144,6 @@ def _workload_args(p: argparse.ArgumentParser, *, data: bool = False) -> None:
         p.add_argument_group("configuration (each value given is held; the rest is searched)"),
         ("batch_size", "optimizer", "lora_rank", *of_part("config")),
     )
-    add_fields(p.add_argument_group("calibration (gpu-advisor calibrate)"), ("profile", "stack_version"))
 
 
 def _format_arg(p: argparse._ActionsContainer, choices: Sequence[str], default: str) -> None:
@@ -209,6 +208,7 @@ def _predict_parser(sub: argparse._SubParsersAction) -> None:
         helps={"count": "number of GPUs, up to 65,536 in whole servers"},
     )
     _workload_args(p)
+    add_fields(p.add_argument_group("calibration (gpu-advisor calibrate)"), ("profile", "stack_version"))
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
     _format_arg(p, ("table", "json"), "table")
 
@@ -332,6 +332,7 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
         helps={"count": "number of GPUs the run used"},
     )
     _workload_args(p)
+    add_fields(g, ("profile", "stack_version"))
     _format_arg(g, ("table", "json"), "table")
 
 

@@ -690,8 +690,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         W,
         "Calibration profile",
         "--profile",
-        "calibration profile of your runs to use (default: one per GPU type and stack or engine, e.g. "
-        "h100-sxm-torchtitan)",
+        "calibration profile of your runs (default: GPU-stack, e.g. h100-sxm-torchtitan)",
         metavar="NAME",
         example="h100-sxm-torchtitan",
     ),
@@ -701,8 +700,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         W,
         "Stack version",
         "--stack-version",
-        "version of the training stack or serving engine you run, e.g. 0.8.5 (warns when it is newer "
-        "than every measured run behind the figure)",
+        "your stack's or engine's version, e.g. 0.8.5 (warns if newer than the measured runs)",
         metavar="VERSION",
         example="0.8.5",
     ),
