@@ -48,7 +48,7 @@ def serving_calibrated(
     out, notes = dict(figures), []
     for metric, iv in figures.items():
         pairs = found.ratios.get(metric, ())
-        fix = correction(at, pairs, SERVING_METRIC[metric], {**SERVING_SCALES, "rate": 1.0})
+        fix = correction(at, pairs, SERVING_METRIC[metric], SERVING_SCALES)
         if fix is None:
             continue
         out[metric] = Interval(*shifted(iv.p10, iv.p50, iv.p90, fix))

@@ -91,7 +91,7 @@ def _missing(values: dict[str, Any], reading: Reading) -> None:
             field="model",
             value=values["_unknown_model"],
             problem="(named by the file) is not in the catalogue; nothing was stored",
-            accepted="give the model: a catalogue id (see gpu-advisor models), a custom size or a config.json",
+            accepted="give the model: a catalogue id (gpu-advisor models lists them), a size or a config",
         )
     needed = [("gpu", "the GPU the run used"), ("count", "how many GPUs it used")]
     if not ({"model", "params", "spec"} & values.keys()):
@@ -143,6 +143,34 @@ def ready(knowledge: Knowledge, reading: Reading, flags: dict[str, Any]) -> Read
 def predicted(knowledge: Knowledge, run: ReadyRun, model: EfficiencyModel) -> Prediction:
     """predict for exactly the run's configuration (what `gpu-advisor predict` with its flags gives)."""
     return predict(knowledge, run.workload, run.gpu, run.count, Constraints(), model)
+
+
+_PINNED = ("tp", "pp", "cp", "ep", "zero", "recompute", "global_batch", "pp_schedule", "stack", "engine")
+
+
+def pinned(run: ReadyRun, pred: Prediction) -> tuple[ReadyRun, tuple[str, ...]]:
+    """The run with every configuration value of the plan predict chose for it held (the file and flags
+    said some; predict chose the rest): the exact configuration its figures are stored for, and the values
+    added, as 'name value'."""
+    config = dict(run.workload.config.given())
+    work = run.workload.model_dump(exclude_none=True, exclude_defaults=True)
+    added = []
+    for key in _PINNED:
+        cv = pred.configuration.get(key)
+        if cv is None or key in config or cv.value is None:
+            continue
+        if key == "pp_schedule" and cv.value == "1f1b":
+            continue
+        config[key] = cv.value
+        added.append(f"{key} {cv.value}")
+    micro = pred.configuration.get("micro_batch")
+    if run.reading.kind == "training" and micro is not None and run.workload.batch_size is None:
+        work["batch_size"] = micro.value
+        added.append(f"micro_batch {micro.value}")
+    work["config"] = config
+    return ReadyRun(
+        run.reading, Workload.model_validate(work), run.gpu, run.count, run.key, run.measured, run.said
+    ), tuple(added)
 
 
 def figures(pred: Prediction, kind: str) -> dict[str, float]:

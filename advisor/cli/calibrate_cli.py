@@ -181,11 +181,23 @@ def _calibrate(knowledge: Knowledge, args: argparse.Namespace, values: dict[str,
             _show_read(run)
         print("dry run: nothing was stored")
         return 0
+    from advisor.answer.calibration_runs import pinned
     from advisor.learned.efficiency.select import efficiency_model
 
     base = _uncalibrated(efficiency_model(knowledge))
-    base_preds = [predicted(knowledge, run, base) for run in runs]
-    return _store_and_report(knowledge, runs, base_preds, base, values.get("profile"), args)
+    held, base_preds = [], []
+    for run in runs:
+        first = predicted(knowledge, run, base)
+        if first.throughput is None:
+            held.append(run)
+            base_preds.append(first)
+            continue
+        run, added = pinned(run, first)  # the exact configuration the figures are stored for
+        if added:
+            print(f"{run.reading.source}: not in the file or flags, as predict chose: {', '.join(added)}")
+        held.append(run)
+        base_preds.append(predicted(knowledge, run, base))
+    return _store_and_report(knowledge, held, base_preds, base, values.get("profile"), args)
 
 
 def _uncalibrated(model: Any) -> Any:
@@ -260,9 +272,23 @@ def _after(knowledge, records, profile) -> int:
             )
         cal = [n for n in pred.notes if "calibrated on" in n]
         if cal:
-            print(f"  {cal[0]}")
+            print(f"  {cal[0][cal[0].find('calibrated on') :] if rec.kind == 'training' else cal[0]}")
+        print(f"  the same figure: gpu-advisor predict {_command(run, profile)}")
     _loo_report(records, profile)
     return 0
+
+
+def _command(run: ReadyRun, profile: str | None) -> str:
+    """The predict flags of exactly the run's configuration."""
+    from advisor.question.fields import flag_of
+
+    work = run.workload.model_dump(exclude_none=True, exclude_defaults=True)
+    config = work.pop("config", {})
+    parts = [f"--gpu {run.gpu}", f"--count {run.count}"]
+    parts += [f"{flag_of('kind' if k == 'kind' else k)} {v}" for k, v in {**work, **config}.items()]
+    if profile:
+        parts.append(f"--profile {profile}")
+    return " ".join(parts)
 
 
 def _loo_report(records, profile) -> None:

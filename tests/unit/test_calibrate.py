@@ -55,6 +55,11 @@ def profiles() -> Path:
     return Path(os.environ["GPU_ADVISOR_DATA_DIR"]) / "profiles"
 
 
+def same_figure(out: str) -> list[str]:
+    """The predict flags calibrate printed for a run's exact configuration."""
+    return re.search(r"the same figure: gpu-advisor predict (.*)", out).group(1).split()
+
+
 def predicted(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     code, out, _ = cli(capsys, "predict", *args, "--format", "json")
     assert code == 0
@@ -67,7 +72,8 @@ def test_torchtitan_log_calibrates_and_predict_gives_what_calibrate_printed(caps
     assert code == 0, out
     measured = 5906.0 * 8  # the median tps after the warm-up step, times the GPUs
     printed = float(re.search(r"after ([\d,.]+)", out).group(1).replace(",", ""))
-    after = predicted(capsys, *TITAN_PREDICT)
+    assert same_figure(out)[: len(TITAN_PREDICT) - 2] != TITAN_PREDICT  # it holds the chosen layout too
+    after = predicted(capsys, *same_figure(out))
     assert after["throughput"]["value"] == pytest.approx(printed, rel=1e-5)  # what calibrate printed
     assert abs(after["throughput"]["value"] / measured - 1) < 0.03
     assert abs(before / measured - 1) > 0.2, "the uncalibrated figure was far off: the test can fail"
@@ -110,24 +116,9 @@ def test_hf_trainer_log_reads_its_batch_and_count(capsys) -> None:
     assert not profiles().exists()
     code, out, _ = cli(capsys, "calibrate", *args, "--seq-len", "2048")
     assert code == 0 and "profile a100-80gb-sxm-hf: stored 1 new run(s)" in out
-    got = predicted(
-        capsys,
-        "--gpu",
-        "a100-80gb-sxm",
-        "--count",
-        "8",
-        "--model",
-        "llama-3.1-8b",
-        "--seq-len",
-        "2048",
-        "--micro-batch",
-        "2",
-        "--global-batch",
-        "64",
-        "--workload",
-        "finetune",
-        "--stack",
-        "hf",
+    got = predicted(capsys, *same_figure(out))
+    assert "--micro-batch 2 " in " ".join(same_figure(out)) and "--global-batch 64" in " ".join(
+        same_figure(out)
     )
     assert abs(got["throughput"]["value"] / 12353.5 - 1) < 0.03
 
@@ -244,7 +235,7 @@ def test_shrinkage_follows_number_distance_and_spread() -> None:
     one = correction(here, [(here, math.log(0.7))], "training", TRAINING_SCALES)
     assert one is not None and abs(one.factor / 0.7 - 1) < 0.01 and one.nearest == 0
     away = correction(far, [(here, math.log(0.7))], "training", TRAINING_SCALES)
-    assert away is not None and 0.7 < away.factor < 0.85 and away.log_sd > one.log_sd
+    assert away is not None and 0.7 < away.factor < 0.95 and away.log_sd > one.log_sd
     agree = [(dict(here, log_seq=float(i)), math.log(0.7)) for i in range(4)]
     scatter = [(dict(here, log_seq=float(i)), math.log(r)) for i, r in enumerate((0.4, 1.1, 0.5, 1.0))]
     a = correction(far, agree, "training", TRAINING_SCALES)
