@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -158,8 +159,21 @@ def predict(
         assumed=assumed,
     )
     if job.training:
-        return _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    return _predict_serving(ctx, gpu, precision, count, node_size, common)
+        found = _predict_training(ctx, gpu, precision, count, node_size, model, common)
+    else:
+        found = _predict_serving(ctx, gpu, precision, count, node_size, common)
+    return _with_drift(knowledge, found, job, gpu)
+
+
+def _with_drift(knowledge: Knowledge, found: Prediction, job, gpu: Gpu) -> Prediction:
+    """The prediction with the drift warning (advisor/answer/drift.py) when the user names a version."""
+    if not job.stack_version:
+        return found
+    from advisor.answer.drift import drift_notes
+
+    key = job.stack if job.training else (job.config.engine or "vllm")
+    notes = drift_notes(knowledge, job, gpu.id, key)
+    return dataclasses.replace(found, notes=(*found.notes, *notes)) if notes else found
 
 
 def _predict_training(

@@ -241,3 +241,27 @@ def test_shrinkage_follows_number_distance_and_spread() -> None:
     a = correction(far, agree, "training", TRAINING_SCALES)
     b = correction(far, scatter, "training", TRAINING_SCALES)
     assert a is not None and b is not None and a.log_sd < b.log_sd
+
+
+def test_drift_warns_when_the_named_version_is_newer_than_every_run(capsys) -> None:
+    serve = ["--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--workload", "inference", "--engine", "vllm"]
+    newer = predicted(capsys, *serve, "--stack-version", "0.99.1")["notes"]
+    assert any("vllm 0.99.1 is newer than every measured run" in n and "calibrate" in n for n in newer)
+    older = predicted(capsys, *serve, "--stack-version", "0.6.0")["notes"]
+    assert not any("newer than every" in n for n in older)
+    # A calibration run of that version stands behind the figure: no warning.
+    code, _, _ = cli(
+        capsys,
+        "calibrate",
+        str(LOGS / "vllm_bench_serve_llama31_8b_c32.json"),
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "1",
+        "--stack-version",
+        "0.99.1",
+    )
+    assert code == 0
+    assert not any(
+        "newer than every" in n for n in predicted(capsys, *serve, "--stack-version", "0.99.1")["notes"]
+    )
