@@ -72,7 +72,8 @@ def drift_notes(knowledge: Knowledge, job: Job, gpu: str, key: str) -> tuple[str
     newest = max(behind)
     if mine <= newest:
         return ()
+    shown = ".".join(map(str, newest))
     return (
-        f"{key} {given} is newer than every measured run behind this figure (newest {'.'.join(map(str, newest))}"
-        "); its speed may have changed: calibrate on a run of yours with it (gpu-advisor calibrate)",
+        f"{key} {given} is newer than every measured run behind this figure (newest {shown}); its speed may "
+        "have changed: calibrate on a run of yours with it (gpu-advisor calibrate)",
     )

@@ -27,16 +27,20 @@ def calibrate_cli(args: argparse.Namespace) -> int:
     profile = values.get("profile")
     if profile is not None:
         check_profile_name(profile)
-    actions = [a for a in ("list", "reset", "export") if getattr(args, a, None)]
+    actions = [a for a in ("list", "reset", "export", "refresh") if getattr(args, a, None)]
     if len(actions) > 1 or (actions and args.file):
-        raise InputError("--list, --reset and --export take no FILE and not each other")
+        raise InputError("--list, --reset, --export and --refresh take no FILE and not each other")
     if args.list:
         return _list(getattr(args, "format", None) or "table")
-    if args.reset or args.export:
+    if actions:
         if profile is None:
             raise InputError(
                 f"--{actions[0]} needs --profile NAME (see them with gpu-advisor calibrate --list)"
             )
+        if args.refresh:
+            from advisor.catalog import load_knowledge
+
+            return _refresh(load_knowledge(), profile)
         return _reset(profile) if args.reset else _export(profile, args.export, args.force)
     if not args.file:
         raise InputError(
@@ -103,6 +107,26 @@ def _export(profile: str, path: str, force: bool) -> int:
 
     write_all([Target(Path(path).expanduser(), profile_text(profile), "--export")], force)
     print(f"wrote profile {profile} to {path}", file=sys.stderr)
+    return 0
+
+
+def _refresh(knowledge: Knowledge, profile: str) -> int:
+    """Re-predict every run of a profile with the current uncalibrated model (after the model changed)."""
+    from advisor.answer.calibration_runs import figures
+    from advisor.answer.predict import predict
+    from advisor.catalog.run_store import add_runs, load_runs
+    from advisor.job.inputs import Workload
+    from advisor.learned.efficiency.select import efficiency_model
+
+    base = _uncalibrated(efficiency_model(knowledge))
+    again = {}
+    for run in load_runs(profile):
+        pred = predict(knowledge, Workload.model_validate(run.workload), run.gpu, run.count, None, base)
+        name = _base_name(knowledge, run.kind, base)
+        if pred.throughput is not None:
+            again[run.id] = run.model_copy(update={"base": figures(pred, run.kind), "base_model": name})
+    add_runs(profile, [], rebase=again)
+    print(f"profile {profile}: re-predicted {len(again)} run(s) with the current model")
     return 0
 
 

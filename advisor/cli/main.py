@@ -324,6 +324,9 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--force", action="store_true", help="let --export replace an existing file")
     g.add_argument("--dry-run", action="store_true", help="show what was read, line by line; store nothing")
     g.add_argument(
+        "--refresh", action="store_true", help="re-predict the runs of --profile NAME with the current model"
+    )
+    g.add_argument(
         "--trust", action="store_true", help="store a run even when it is over 2x from the prediction"
     )
     add_fields(

@@ -265,3 +265,16 @@ def test_drift_warns_when_the_named_version_is_newer_than_every_run(capsys) -> N
     assert not any(
         "newer than every" in n for n in predicted(capsys, *serve, "--stack-version", "0.99.1")["notes"]
     )
+
+
+def test_runs_of_another_model_are_left_out_until_refreshed(capsys) -> None:
+    assert cli(capsys, "calibrate", *TITAN)[0] == 0
+    path = profiles() / "h100-sxm-torchtitan" / "runs.json"
+    data = json.loads(path.read_text())
+    data["runs"][0]["base_model"] = "an older model"
+    path.write_text(json.dumps(data))
+    notes = predicted(capsys, *TITAN_PREDICT)["notes"]
+    assert any("left out" in n and "--refresh --profile h100-sxm-torchtitan" in n for n in notes)
+    code, out, _ = cli(capsys, "calibrate", "--refresh", "--profile", "h100-sxm-torchtitan")
+    assert code == 0 and "re-predicted 1 run(s)" in out
+    assert any("calibrated on 1 of your runs" in n for n in predicted(capsys, *TITAN_PREDICT)["notes"])
