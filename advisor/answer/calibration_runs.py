@@ -15,7 +15,7 @@ from advisor.answer.predict import Prediction, predict
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.run_logs import Reading
 from advisor.catalog.run_store import StoredRun
-from advisor.job.inputs import Constraints, Workload
+from advisor.job.inputs import STACKS, Constraints, Workload
 from advisor.learned.calibration.points import serving_point, training_point
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.question.checks import shown
@@ -159,8 +159,8 @@ def pinned(run: ReadyRun, pred: Prediction) -> tuple[ReadyRun, tuple[str, ...]]:
         cv = pred.configuration.get(key)
         if cv is None or key in config or cv.value is None:
             continue
-        if key == "pp_schedule" and cv.value == "1f1b":
-            continue
+        if (key == "pp_schedule" and cv.value == "1f1b") or (key == "stack" and cv.value not in STACKS):
+            continue  # the default schedule, and the eager-PyTorch default no --stack names, stay unsaid
         config[key] = cv.value
         added.append(f"{key} {cv.value}")
     micro = pred.configuration.get("micro_batch")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.catalog.userdata import data_dir, locked, read_stored, write_text_atomic
 from advisor.question.checks import shown
@@ -43,6 +44,14 @@ class StoredRun(BaseModel):
     base_model: str = Field(max_length=2000)
     point: dict[str, float] = {}
     trusted_far: bool = False
+
+    @field_validator("measured", "base", "point")
+    @classmethod
+    def _finite(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
+        if bad:
+            raise ValueError(f"{bad[0]}: not a finite figure")
+        return value
 
 
 class StoredRuns(BaseModel):

@@ -55,7 +55,7 @@ def calibrate_cli(args: argparse.Namespace) -> int:
 def _list(fmt: str) -> int:
     from advisor.catalog.run_store import list_profiles, load_runs
 
-    names = list_profiles()
+    names = [n for n in list_profiles() if load_runs(n)]  # a file moved aside on reading leaves none
     if fmt == "json":
         from advisor.cli.output import json_text
 
