@@ -91,27 +91,30 @@ def _err(log_ratio: float) -> float:
 
 
 def calibrate_groups(
-    cases: list[Case], metric: str, scales, by_cluster: bool
+    cases: list[Case], metric: str, scales, by_cluster: bool, first: int = 1
 ) -> tuple[list, list, list, int]:
-    """(before, after) errors of the other runs, the calibration runs' errors after, and the groups used."""
+    """(before, after) errors of the other runs, the calibration runs' errors after, and the groups used; each
+    group calibrated on its first `first` runs."""
     groups: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
         groups[f"{c.group}|{c.cluster}" if by_cluster else c.group].append(c)
+    name = _metric(metric)
     before, after, own, used = [], [], [], 0
     for members in groups.values():
-        if len(members) < 2:
+        if len(members) <= first:
             continue
         used += 1
-        first, rest = members[0], members[1:]
-        fix0 = correction(first.point, [(first.point, first.log_ratio[metric])], _metric(metric), scales)
-        own.append(_err(first.log_ratio[metric] - fix0.log_mean))
+        cal, rest = members[:first], members[first:]
+        cluster = cal[0].cluster
+        pairs = [(c.point, c.log_ratio[metric]) for c in cal if c.cluster == cluster]
+        for c in cal[:1]:
+            own.append(_err(c.log_ratio[metric] - correction(c.point, pairs, name, scales).log_mean))
         for c in rest:
             before.append(_err(c.log_ratio[metric]))
-            if c.cluster != first.cluster:  # another GPU or stack: the product does not calibrate it
+            if c.cluster != cluster:  # another GPU or stack: the product does not calibrate it
                 after.append(_err(c.log_ratio[metric]))
                 continue
-            fix = correction(c.point, [(first.point, first.log_ratio[metric])], _metric(metric), scales)
-            after.append(_err(c.log_ratio[metric] - fix.log_mean))
+            after.append(_err(c.log_ratio[metric] - correction(c.point, pairs, name, scales).log_mean))
     return before, after, own, used
 
 
@@ -245,6 +248,11 @@ def main(argv: list[str]) -> None:
             "  by source x GPU x stack",
             *calibrate_groups(cases, "training", TRAINING_SCALES, True),
             "one user's cluster",
+        )
+        report(
+            "  by source x GPU x stack, on 3 runs",
+            *calibrate_groups(cases, "training", TRAINING_SCALES, True, 3),
+            "each group calibrated on its first 3 runs",
         )
     if "--training-only" not in argv:
         cases, refused = serving_cases(knowledge, model)
