@@ -29,6 +29,7 @@ KIND_OF_FORMAT = {
     "megatron": "pretrain",
     "nemo": "pretrain",
     "hf-trainer": "finetune",
+    "csv": "pretrain",  # the benchmark schema's runs are training throughput
 }
 _WORKLOAD_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "workload")
 _CONFIG_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "config")

@@ -278,3 +278,33 @@ def test_runs_of_another_model_are_left_out_until_refreshed(capsys) -> None:
     code, out, _ = cli(capsys, "calibrate", "--refresh", "--profile", "h100-sxm-torchtitan")
     assert code == 0 and "re-predicted 1 run(s)" in out
     assert any("calibrated on 1 of your runs" in n for n in predicted(capsys, *TITAN_PREDICT)["notes"])
+
+
+def test_issue_27_runs_csv_moves_that_layout_and_most_of_the_others(capsys) -> None:
+    """One 8-GPU Llama-3-8B run (3,699 tokens/s per GPU, Megatron, PP2 x DP4), given as a runs CSV."""
+    code, out, _ = cli(capsys, "calibrate", str(LOGS / "runs_megatron_pp2.csv"))
+    assert code == 0, out
+    exact = predicted(capsys, *same_figure(out))["throughput"]["value"] / 8
+    assert abs(exact / 3699 - 1) < 0.03
+    common = [
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "8",
+        "--model",
+        "llama-3.1-8b",
+        "--seq-len",
+        "8192",
+        "--workload",
+        "pretrain",
+        "--stack",
+        "megatron",
+        "--micro-batch",
+        "1",
+        "--recompute",
+        "full",
+    ]
+    other = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]
+    cli(capsys, "calibrate", "--reset", "--profile", "h100-sxm-megatron")
+    uncalibrated = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]
+    assert 0.6 < other / uncalibrated < 0.75  # the run's 0.62x, shrunk a little toward 1 for the other layout
