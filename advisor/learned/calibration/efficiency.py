@@ -9,7 +9,7 @@ from typing import Any
 from advisor.catalog.run_store import default_profile
 from advisor.learned.calibration.multiplier import TRAINING_SCALES, Correction, correction, shifted
 from advisor.learned.calibration.points import training_point
-from advisor.learned.calibration.runs import run_set
+from advisor.learned.calibration.runs import RunSet, run_set
 from advisor.learned.efficiency.base import EfficiencyModel, Interval, Query
 
 
@@ -46,14 +46,18 @@ class CalibratedEfficiency:
 
     def estimate(self, queries: Sequence[Query]) -> list[Interval]:
         """The base intervals, each calibrated where the profile has runs on its GPU and stack."""
-        return [self._one(q, iv) for q, iv in zip(queries, self.base.estimate(queries), strict=True)]
+        sets: dict[tuple[str, str, str], RunSet | None] = {}  # one read per profile, GPU and stack per call
+        return [self._one(q, iv, sets) for q, iv in zip(queries, self.base.estimate(queries), strict=True)]
 
-    def _one(self, q: Query, iv: Interval) -> Interval:
+    def _one(self, q: Query, iv: Interval, sets: dict[tuple[str, str, str], RunSet | None]) -> Interval:
         job = q.job
         if not job.training:
             return iv
         profile = job.profile or default_profile(q.gpu.id, job.stack)
-        found = run_set(profile, "training", q.gpu.id, job.stack, self.base.name)
+        key = (profile, q.gpu.id, job.stack)
+        if key not in sets:
+            sets[key] = run_set(profile, "training", q.gpu.id, job.stack, self.base.name)
+        found = sets[key]
         if found is None:
             return iv
         pairs = found.ratios["throughput"]
