@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -161,8 +162,21 @@ def predict(
         assumed=assumed,
     )
     if job.training:
-        return _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    return _predict_serving(ctx, gpu, precision, count, node_size, common)
+        found = _predict_training(ctx, gpu, precision, count, node_size, model, common)
+    else:
+        found = _predict_serving(ctx, gpu, precision, count, node_size, common)
+    return _with_drift(knowledge, found, job, gpu)
+
+
+def _with_drift(knowledge: Knowledge, found: Prediction, job, gpu: Gpu) -> Prediction:
+    """The prediction with the drift warning (advisor/answer/drift.py) when the user names a version."""
+    if not job.stack_version:
+        return found
+    from advisor.answer.drift import drift_notes
+
+    key = job.stack if job.training else (job.config.engine or "vllm")
+    notes = drift_notes(knowledge, job, gpu.id, key)
+    return dataclasses.replace(found, notes=(*found.notes, *notes)) if notes else found
 
 
 def _predict_training(
@@ -292,6 +306,8 @@ def _predict_serving(
     tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
     notes = _serving_notes(ctx, served)
+    tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
+    notes += calibrated
     return Prediction(
         **common,
         nodes=best.layout.nodes,
@@ -309,6 +325,19 @@ def _predict_serving(
         serving_load=load_out(ctx, served),
         notes=notes,
     )
+
+
+def _serving_calibration(
+    ctx: Context, gpu: Gpu, layout: Layout, tput: Interval, ttft: Interval, tpot: Interval
+) -> tuple[Interval, Interval, Interval, tuple[str, ...]]:
+    """The serving figures moved by the user's results on this GPU and engine (advisor/answer/
+    calibration_answer.py), and the notes naming the profile."""
+    from advisor.answer.calibration_answer import serving_calibrated
+
+    moved, notes = serving_calibrated(
+        ctx, gpu, layout, {"output_tok_s": tput, "ttft_ms": ttft, "tpot_ms": tpot}
+    )
+    return moved["output_tok_s"], moved["ttft_ms"], moved["tpot_ms"], notes
 
 
 def _serving_refusal(

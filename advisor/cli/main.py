@@ -52,7 +52,7 @@ commands:
   prices [update]                  cloud GPU prices; refresh them from SkyPilot-format catalogues
   gpus | models                    the catalogues
   model train|evaluate             the benchmark-trained efficiency model
-  calibrate FILE.csv               refit the efficiency model on your own measured runs
+  calibrate FILE                   calibrate on your own runs (CSV, training log, serving result)
   probe [--list]                   measure this node's GEMM, attention, bandwidth, collectives (torch)
   fleet plan|validate FILE.toml    size, simulate and price a cluster for a portfolio of jobs
   serve                            the guided UI in a web browser
@@ -210,6 +210,7 @@ def _predict_parser(sub: argparse._SubParsersAction) -> None:
         helps={"count": "number of GPUs, up to 65,536 in whole servers"},
     )
     _workload_args(p)
+    add_fields(p.add_argument_group("calibration (gpu-advisor calibrate)"), ("profile", "stack_version"))
     p.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
     _format_arg(p, ("table", "json"), "table")
 
@@ -307,15 +308,37 @@ def _checklist_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
+    from advisor.cli.options import add_fields
+
     p = sub.add_parser(
         "calibrate",
-        help="refit on your own measured runs",
-        description="Add your measured runs (benchmarks.csv schema) and refit; --reset undoes it.",
+        help="calibrate predictions on your own measured runs",
+        description="Read your measured runs (a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or "
+        "NeMo training log, a vLLM or SGLang serving result) and store them in a profile: predictions for "
+        "that GPU and stack or engine then move toward them. What a file does not say is given with the "
+        "flags predict takes.",
     )
-    p.add_argument("file", nargs="?", metavar="FILE", help="CSV of measured runs")
-    p.add_argument("--list", action="store_true", help="show the runs stored so far")
-    p.add_argument("--reset", action="store_true", help="remove your calibration data and model")
-    _format_arg(p, ("table", "json"), "table")
+    p.add_argument("file", nargs="*", metavar="FILE", help="runs CSV, training log or serving result")
+    g = p.add_argument_group("calibration")
+    g.add_argument("--list", action="store_true", help="show the profiles and their runs")
+    g.add_argument("--reset", action="store_true", help="remove the runs of --profile NAME")
+    g.add_argument("--export", metavar="FILE", help="write the runs of --profile NAME to FILE (JSON)")
+    g.add_argument("--force", action="store_true", help="let --export replace an existing file")
+    g.add_argument("--dry-run", action="store_true", help="show what was read, line by line; store nothing")
+    g.add_argument(
+        "--refresh", action="store_true", help="re-predict the runs of --profile NAME with the current model"
+    )
+    g.add_argument(
+        "--trust", action="store_true", help="store a run even when it is over 2x from the prediction"
+    )
+    add_fields(
+        p.add_argument_group("hardware (what the file does not say)"),
+        ("gpu", "count"),
+        helps={"count": "number of GPUs the run used"},
+    )
+    _workload_args(p)
+    add_fields(g, ("profile", "stack_version"))
+    _format_arg(g, ("table", "json"), "table")
 
 
 def _probe_parser(sub: argparse._SubParsersAction) -> None:

@@ -142,12 +142,16 @@ class Workload(Frozen):
     ttft_ms: PositiveFloat | None = None
     slo_percentile: SloPercentile | None = None
     """The percentile of requests the TTFT and TPOT targets hold for (P50, P90 or P99)."""
+    profile: str | None = None
+    """The calibration profile whose runs correct the figures (None: the GPU's and stack's default)."""
+    stack_version: str | None = None
+    """The version of the stack or engine the user runs (a drift warning when newer than the runs)."""
 
     # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, in _before)
 
     @classmethod
     def _field_checks(cls) -> dict[str, Any]:
-        return {"spec": _shape}
+        return {"spec": _shape, "profile": _profile, "stack_version": _version}
 
     @staticmethod
     def _check(obj: Any) -> None:
@@ -178,6 +182,27 @@ class Workload(Frozen):
                 problem="is given with training tokens",
                 accepted="tokens or samples, not both",
             )
+
+
+def _profile(name: str | None) -> str | None:
+    if name is not None:
+        from advisor.catalog.run_store import check_profile_name
+
+        check_profile_name(name)
+    return name
+
+
+def _version(text: str | None) -> str | None:
+    import re
+
+    if text is not None and not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,31}", text):
+        raise InputError(
+            field="stack_version",
+            value=text,
+            problem="is not a version",
+            accepted="a version such as 0.8.5 or 24.07 (letters, digits, '.', '+', '_', '-')",
+        )
+    return text
 
 
 def _shape(spec: ModelSpec | None) -> ModelSpec | None:

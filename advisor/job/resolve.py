@@ -74,6 +74,10 @@ class Job:
     global_batch_given: bool = False
     given_workload: frozenset[str] = frozenset()
     """The workload fields the user set (the rest are defaults)."""
+    profile: str | None = None
+    """The calibration profile named by the user (None: the default one per GPU and stack or engine)."""
+    stack_version: str | None = None
+    """The stack's or engine's version the user named."""
 
     @property
     def is_transformer(self) -> bool:
@@ -231,6 +235,8 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
         spec=shape.spec,
         config=workload.config,
         given_workload=frozenset(workload.model_fields_set),
+        profile=workload.profile,
+        stack_version=workload.stack_version,
         global_batch_given=workload.config.global_batch is not None
         or workload.config.global_batch_tokens is not None,
         **serving,

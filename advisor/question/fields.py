@@ -733,6 +733,27 @@ _ALL_FIELDS: tuple[Field, ...] = (
         auto=True,
         example="0.9",
     ),
+    # Calibration on the user's own runs (gpu-advisor calibrate): which profile, and the software version.
+    Field(
+        "profile",
+        "text",
+        W,
+        "Calibration profile",
+        "--profile",
+        "calibration profile of your runs (default: GPU-stack, e.g. h100-sxm-torchtitan)",
+        metavar="NAME",
+        example="h100-sxm-torchtitan",
+    ),
+    Field(
+        "stack_version",
+        "text",
+        W,
+        "Stack version",
+        "--stack-version",
+        "your stack's or engine's version, e.g. 0.8.5 (warns if newer than the measured runs)",
+        metavar="VERSION",
+        example="0.8.5",
+    ),
     # What the answer must respect.
     Field(
         "budget_usd",

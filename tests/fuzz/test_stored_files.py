@@ -4,6 +4,7 @@ answers."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,6 @@ from fuzz_cases import (
     CSV_FILES,
     MODEL_CORRUPTIONS,
     ROOT,
-    RUNS_CORRUPTIONS,
     TICKS_CORRUPTIONS,
     aside_files,
     problems,
@@ -61,20 +61,29 @@ def test_one_warning_line_names_the_file_set_aside() -> None:
     assert "calibration" not in outcome.stdout.split('"efficiency_source"')[1].split("\n")[0]
 
 
-@pytest.mark.parametrize("name", sorted(RUNS_CORRUPTIONS))
-def test_stored_runs_that_go_bad_are_kept_aside(name: str) -> None:
-    good = (
-        str(CSV_FILES["good"]) + CSV_FILES["good"].splitlines()[1].replace("our cluster a", "second") + "\n"
-    )
-    bad = RUNS_CORRUPTIONS[name](good)
-    runs = write_file(_calibration() / "runs.csv", bad)
+STORE_CORRUPTIONS = {
+    "truncated": lambda t: t[: len(t) // 2],
+    "garbage": lambda t: "\x00\x01 not json",
+    "extra-field": lambda t: t.replace('"trusted_far"', '"surprise": 1, "trusted_far"', 1),
+    "nan": lambda t: re.sub(r'("throughput": )[0-9.e+]+', r"\1NaN", t, count=1),
+    "count-1e20": lambda t: re.sub(r'"count": \d+', '"count": 1e20', t, count=1),
+    "no-header": lambda t: t.replace('"format": 1,', "", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STORE_CORRUPTIONS))
+def test_stored_runs_that_go_bad_are_kept_aside(name: str, tmp_path: Path) -> None:
+    csv_path = write_file(tmp_path / "runs.csv", CSV_FILES["good"])
+    assert run_in_process(["calibrate", str(csv_path)]).code == 0
+    (runs,) = Path(os.environ["GPU_ADVISOR_DATA_DIR"]).glob("profiles/*/runs.json")
+    bad = STORE_CORRUPTIONS[name](runs.read_text(encoding="utf-8"))
+    assert bad != runs.read_text(encoding="utf-8")
+    write_file(runs, bad)
     outcome = run_in_process(["calibrate", "--list", "--format", "json"])
     assert outcome.code == 0 and not problems(outcome), outcome
     assert "warning" in outcome.stderr and ".corrupt-" in outcome.stderr
     kept = [p.read_text(encoding="utf-8", errors="surrogateescape") for p in aside_files(runs.parent)]
-    assert len(kept) == 1 and kept[0].encode("utf-8", "surrogateescape") == bad.encode("utf-8"), (
-        "nothing lost"
-    )
+    assert len(kept) == 1 and kept[0] == bad, "nothing lost"
     again = run_in_process(["calibrate", "--list", "--format", "json"])
     assert "warning" not in again.stderr and again.stdout == outcome.stdout
 

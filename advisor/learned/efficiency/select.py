@@ -14,12 +14,23 @@ def efficiency_model(knowledge: Knowledge, *, prior: bool = False) -> Efficiency
     asked."""
     fallback = PriorEfficiency(knowledge.assumptions)
     if prior:
-        return fallback
+        return with_calibration(fallback)
     try:
         from advisor.learned.efficiency.learned import load_learned
     except ImportError:
-        return fallback
-    return load_learned(knowledge, fallback) or fallback
+        return with_calibration(fallback)
+    return with_calibration(load_learned(knowledge, fallback) or fallback)
+
+
+def with_calibration(model: EfficiencyModel) -> EfficiencyModel:
+    """model with the user's calibration runs applied on top, when any profile holds runs (else model)."""
+    from advisor.catalog.run_store import list_profiles
+
+    if not list_profiles():
+        return model
+    from advisor.learned.calibration.efficiency import CalibratedEfficiency
+
+    return cast(EfficiencyModel, CalibratedEfficiency(model))
 
 
 class _LoadedOnUse:

@@ -1,0 +1,58 @@
+"""Provides the calibration of a serving answer: the user's measured results on the same GPU and engine move
+its throughput, TTFT and TPOT (training answers are calibrated inside the efficiency model)."""
+
+from __future__ import annotations
+
+from advisor.catalog.gpus import Gpu
+from advisor.catalog.run_store import default_profile
+from advisor.job.layout import Layout
+from advisor.learned.calibration.efficiency import calibration_words, stale_words
+from advisor.learned.calibration.multiplier import SERVING_SCALES, correction, shifted
+from advisor.learned.calibration.points import serving_point
+from advisor.learned.calibration.runs import SERVING_METRIC, run_set
+from advisor.learned.efficiency import Interval
+from advisor.search.context import Context
+
+DEFAULT_ENGINE = "vllm"
+
+
+def serving_calibrated(
+    ctx: Context, gpu: Gpu, layout: Layout, figures: dict[str, Interval]
+) -> tuple[dict[str, Interval], tuple[str, ...]]:
+    """figures (output_tok_s, ttft_ms, tpot_ms) moved by the profile's runs, and the note naming it."""
+    from advisor.answer.serving_answer import serving_source_name
+    from advisor.learned.calibration.efficiency import CalibratedEfficiency
+
+    if not isinstance(ctx.efficiency, CalibratedEfficiency):  # the uncalibrated figure was asked for
+        return figures, ()
+    job = ctx.job
+    engine = job.config.engine or DEFAULT_ENGINE
+    profile = job.profile or default_profile(gpu.id, engine)
+    found = run_set(profile, "serving", gpu.id, engine, serving_source_name())
+    if found is None:
+        return figures, ()
+    if not found.runs:
+        return figures, (stale_words(found.stale, profile),)
+    at = {
+        **serving_point(
+            params=job.params,
+            count=layout.count,
+            tp=layout.tp,
+            load=float(job.batch_size or job.requests_per_s or 1.0),
+            prompt=job.prompt_tokens,
+            output=job.output_tokens,
+            precision=layout.precision,
+        ),
+        "rate": 0.0 if job.batch_size else 1.0,
+    }
+    out, notes = dict(figures), []
+    for metric, iv in figures.items():
+        pairs = found.ratios.get(metric, ())
+        fix = correction(at, pairs, SERVING_METRIC[metric], SERVING_SCALES)
+        if fix is None:
+            continue
+        out[metric] = Interval(*shifted(iv.p10, iv.p50, iv.p90, fix))
+        notes.append(f"{metric}: {calibration_words(fix, profile, len(pairs))}")
+    if found.stale:
+        notes.append(stale_words(found.stale, profile))
+    return out, tuple(notes)

@@ -1,0 +1,168 @@
+"""Provides the user's calibration runs, stored per named profile: `<data dir>/profiles/<NAME>/runs.json`,
+locked, written atomically, validated on read (a bad file is moved aside, never dropped)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from advisor.catalog.userdata import data_dir, locked, read_stored, write_text_atomic
+from advisor.question.checks import shown
+from advisor.question.errors import InputError
+
+RUNS_FILE = "runs.json"
+STORE_FORMAT = 1
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+class StoredRun(BaseModel):
+    """One measured run of the user's, with what the uncalibrated model predicted for it (base) and the
+    model that predicted it (base_model), so a changed model is noticed and the run re-predicted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=64)
+    kind: Literal["training", "serving"]
+    format: str = Field(max_length=32)
+    source: str = Field(max_length=500)
+    added: str = Field(max_length=32)
+    gpu: str = Field(min_length=1, max_length=64)
+    count: int = Field(ge=1, le=100_000)
+    key: str = Field(min_length=1, max_length=32)
+    """The training stack or the serving engine."""
+    version: str | None = Field(default=None, max_length=64)
+    workload: dict[str, Any]
+    constraints: dict[str, Any] = {}
+    measured: dict[str, float]
+    base: dict[str, float]
+    base_model: str = Field(max_length=2000)
+    point: dict[str, float] = {}
+    trusted_far: bool = False
+
+    @field_validator("measured", "base", "point")
+    @classmethod
+    def _finite(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
+        if bad:
+            raise ValueError(f"{bad[0]}: not a finite figure")
+        return value
+
+
+class StoredRuns(BaseModel):
+    """The file: its format number and the runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal[1]
+    name: str
+    runs: list[StoredRun]
+
+
+def check_profile_name(name: str) -> str:
+    """name when it is a profile name (lowercase letters, digits, '.', '_', '-'; 64 at most)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise InputError(
+            f"profile: {shown(name)} is not a profile name; accepted lowercase letters, digits, '.', '_' "
+            "and '-', starting with a letter or digit, at most 64 characters (e.g. h100-sxm-torchtitan)",
+            field="profile",
+            value=name,
+            problem="is not a profile name",
+            accepted="lowercase letters, digits, '.', '_' and '-', at most 64 characters",
+        )
+    return name
+
+
+def default_profile(gpu: str, key: str) -> str:
+    """The profile a run goes to, and an answer reads, when none is named: one per GPU type and stack or
+    engine."""
+    return f"{gpu}-{key}".lower()
+
+
+def profiles_dir() -> Path:
+    """Where the named profiles live."""
+    return data_dir() / "profiles"
+
+
+def _path(name: str) -> Path:
+    return profiles_dir() / check_profile_name(name) / RUNS_FILE
+
+
+def _parse(text: str) -> StoredRuns:
+    return StoredRuns.model_validate(json.loads(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str, mtime_ns: int, size: int) -> tuple[StoredRun, ...]:
+    stored = read_stored(Path(path), _parse)
+    return tuple(stored.runs) if stored is not None else ()
+
+
+def load_runs(name: str) -> tuple[StoredRun, ...]:
+    """The runs of one profile (none when it has none); a file that does not validate is moved aside."""
+    path = _path(name)
+    try:
+        stat = path.stat()
+    except OSError:
+        return ()
+    return _read(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _write(name: str, runs: list[StoredRun]) -> None:
+    payload = StoredRuns(format=STORE_FORMAT, name=name, runs=runs)
+    write_text_atomic(
+        _path(name), json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+    )
+
+
+def add_runs(name: str, new: list[StoredRun], rebase: dict[str, StoredRun] | None = None) -> tuple[int, int]:
+    """Store new runs in a profile under its lock (a run already stored is not stored twice); rebase
+    replaces stored runs by id (their base re-predicted). (runs stored now, runs in the profile)."""
+    with locked(f"profile-{check_profile_name(name)}"):
+        _read.cache_clear()
+        old = list(load_runs(name))
+        if rebase:
+            old = [rebase.get(r.id, r) for r in old]
+        ids = {r.id for r in old}
+        fresh = [r for r in new if r.id not in ids]
+        _write(name, old + fresh)
+        _read.cache_clear()
+        return len(fresh), len(old) + len(fresh)
+
+
+def reset_profile(name: str) -> list[str]:
+    """Remove a profile's runs (files another tool keeps there, such as the probe's operations.json, stay);
+    the names of the files removed."""
+    with locked(f"profile-{check_profile_name(name)}"):
+        path = _path(name)
+        removed = [path.name] if path.is_file() else []
+        path.unlink(missing_ok=True)
+        folder = path.parent
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        _read.cache_clear()
+    return removed
+
+
+def list_profiles() -> list[str]:
+    """The profiles that hold calibration runs."""
+    root = profiles_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if _NAME.fullmatch(p.name) and (p / RUNS_FILE).is_file())
+
+
+def profile_text(name: str) -> str:
+    """One profile's runs as the JSON it is stored in (for export)."""
+    runs = load_runs(name)
+    if not runs:
+        raise InputError(
+            f"profile {shown(name)}: no calibration runs; the list shows the profiles that have runs"
+        )
+    payload = StoredRuns(format=STORE_FORMAT, name=name, runs=list(runs))
+    return json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
