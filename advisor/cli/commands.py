@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
@@ -16,6 +16,12 @@ from advisor.cli.output import json_text
 from advisor.cli.validated import validated as _validated
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
+
+if TYPE_CHECKING:
+    from advisor.answer.report import Report
+    from advisor.cli.output import Target
+    from advisor.learned.efficiency.base import EfficiencyModel
+    from advisor.ops.launch import LaunchArtefacts
 
 
 def _values(args: argparse.Namespace) -> dict[str, Any]:
@@ -79,7 +85,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     return values_of(_values(args), "constraints")
 
 
-def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool = False):
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool = False) -> EfficiencyModel:
     from advisor.learned.efficiency.select import efficiency_model, efficiency_model_on_use
 
     read = efficiency_model_on_use if on_use else efficiency_model
@@ -215,7 +221,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 1 if report.nothing_fits else 0
 
 
-def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
+def _write_recommendation(args: argparse.Namespace, report: Report, text: str) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
     from advisor.cli.output import Target, write_all
@@ -225,13 +231,14 @@ def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
         if args.output
         else []
     )
-    if args.artefacts and report.launch is None:
+    launch = report.launch
+    if args.artefacts and launch is None:
         print(
             f"--artefacts {args.artefacts}: no plan fits, so there are no launch artefacts to write",
             file=sys.stderr,
         )
-    elif args.artefacts:
-        targets += artefact_targets(report, Path(args.artefacts).expanduser())
+    elif args.artefacts and launch is not None:
+        targets += artefact_targets(launch, Path(args.artefacts).expanduser())
     write_all(targets, args.force)
     if not args.output:
         print(text)
@@ -242,11 +249,10 @@ def _write_recommendation(args: argparse.Namespace, report, text: str) -> None:
         print(f"wrote {', '.join(names)} to {args.artefacts}", file=sys.stderr)
 
 
-def artefact_targets(report, folder: Path) -> list:
+def artefact_targets(launch: LaunchArtefacts, folder: Path) -> list[Target]:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
     from advisor.cli.output import Target
 
-    launch = report.launch
     files = {
         launch.framework_config_name: launch.framework_config,
         "sky-task.yaml": launch.skypilot_task,
@@ -259,15 +265,6 @@ def artefact_targets(report, folder: Path) -> list:
         Target(folder / name, text, "--artefacts", executable=name == "launch.sh")
         for name, text in files.items()
     ]
-
-
-def write_artefacts(report, folder: Path, force: bool) -> None:
-    """The chosen plan's launch artefacts as files (atomic, all or none; existing files need --force)."""
-    from advisor.cli.output import write_all
-
-    targets = artefact_targets(report, folder)
-    write_all(targets, force)
-    print(f"wrote {', '.join(sorted(t.path.name for t in targets))} to {folder}", file=sys.stderr)
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:

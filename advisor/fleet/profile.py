@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.answer.recommend import Scored, run_search
+from advisor.answer.recommend import Scored, Search, run_search
 from advisor.catalog.loader import Knowledge
 from advisor.fleet.portfolio import Entry
 from advisor.job.inputs import Constraints, Workload
@@ -58,7 +58,9 @@ def _workload(entry: Entry) -> Workload:
     return w
 
 
-def _search(knowledge: Knowledge, entry: Entry, gpus: tuple[str, ...], model: EfficiencyModel | None):
+def _search(
+    knowledge: Knowledge, entry: Entry, gpus: tuple[str, ...], model: EfficiencyModel | None
+) -> Search:
     constraints = Constraints(deployment="on-prem", gpus=gpus, max_gpus=entry.gpus or 1024, top=1)
     try:
         return run_search(knowledge, _workload(entry), constraints, model)

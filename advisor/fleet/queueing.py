@@ -4,6 +4,7 @@ M/M/1 queue, and the simulated runs that reproduce them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
@@ -94,7 +95,7 @@ def simulate_priority(lams: tuple[float, float], mu: float, hours: float, seed: 
     ]
 
 
-def replicate(check, runs: int) -> Check:
+def replicate(check: Callable[[int], Check], runs: int) -> Check:
     """The mean of `runs` seeded runs of a check (a function of the seed)."""
     results = [check(seed) for seed in range(runs)]
     jobs = sum(r.jobs for r in results)

@@ -8,11 +8,17 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
 from advisor.question.values import value_type
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    Array = NDArray[Any]
 
 # Ridge penalties tried (per row, on standardised inputs), up to where every weight is about 1e-5 of its
 # unpenalised size (the intercept-only limit: the speed of light x one constant). HUBER: residuals beyond 0.2
@@ -84,7 +90,7 @@ CANDIDATES: tuple[Candidate, ...] = (
 )
 
 
-def _solve_signed(A, w, y, penalty, held: frozenset[int] = frozenset()):
+def _solve_signed(A: Array, w: Array, y: Array, penalty: Array, held: frozenset[int] = frozenset()) -> Array:
     """Weighted ridge with the SIGNS held: a coefficient of the wrong sign is set to 0 and the rest refitted
     (an active set; the standardised inputs keep each raw coefficient's sign); inputs in held stay at 0."""
     import numpy as np
@@ -103,7 +109,7 @@ def _solve_signed(A, w, y, penalty, held: frozenset[int] = frozenset()):
         fixed.add(worst)
 
 
-def _huber_beta(A, y, base, penalty, held: frozenset[int]):
+def _huber_beta(A: Array, y: Array, base: Array, penalty: Array, held: frozenset[int]) -> Array:
     """Huber ridge weights by iteratively reweighted least squares (base: the source weights)."""
     import numpy as np
 
@@ -115,7 +121,7 @@ def _huber_beta(A, y, base, penalty, held: frozenset[int]):
     return beta
 
 
-def _median_beta(X, y, mean, scale, free: tuple[str, ...]):
+def _median_beta(X: Array, y: Array, mean: Array, scale: Array, free: tuple[str, ...]) -> Array:
     """The median log efficiency (every run once) as the intercept; with 'vendor' free, one median per family
     of source (vendor tables, the rest) written as intercept and weight of the standardised flag."""
     import numpy as np

@@ -30,7 +30,7 @@ from advisor.physics.batching import (
     saturation_load,
     weighted_quantile,
 )
-from advisor.physics.serving import Efficiency, iteration_s, prefill_alone_s, priced, stage_times
+from advisor.physics.serving import Efficiency, Replica, iteration_s, prefill_alone_s, priced, stage_times
 from advisor.question.values import value_type
 
 QUANTILE_OF = {"mean": None, "p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -242,7 +242,7 @@ def _closed_fast(c: Case, eff: Efficiency) -> list[Obs]:
     ]
 
 
-def _mixed_stages(rep, b: float, ctx: float, p: float, isl: float, budget: int) -> list[tuple]:
+def _mixed_stages(rep: Replica, b: float, ctx: float, p: float, isl: float, budget: int) -> list[tuple]:
     """The two kinds of iteration of a steady load (with and without a prompt chunk), weighted by share."""
     share, chunk = prompt_mix(b, p, isl, budget)
     pp = rep.pp
