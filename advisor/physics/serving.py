@@ -302,11 +302,6 @@ def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> 
     return total
 
 
-def bytes_per_weight(precision: str) -> float:
-    """Stored bytes of one weight: fp8/int8 one, int4/nvfp4 half (block scales are under 1%), else two."""
-    return {"fp8": 1.0, "int8": 1.0, "int4": 0.5, "nvfp4": 0.5, "fp32": 4.0, "tf32": 4.0}.get(precision, 2.0)
-
-
 def bytes_per_kv(kv_precision: str) -> float:
     """Stored bytes of one KV-cache value."""
     return 1.0 if kv_precision in ("fp8", "int8", "nvfp4") else 2.0

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
-from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import INPUTS, SIGNS, LinearLogModel, llm_inputs
 from advisor.question.values import value_type
 
 if TYPE_CHECKING:
@@ -216,24 +216,3 @@ def choose_lambda(samples: Sequence[Sample]) -> tuple[Candidate, dict[Candidate,
     se = statistics.stdev(per[best]) / math.sqrt(n) if n > 1 else 0.0
     chosen = next(c for c in simplest_first() if figures[c] <= figures[best] + se + 1e-12)
     return chosen, figures
-
-
-def nested_fit_predict(
-    samples: Sequence[Sample], vendor: float | None = None
-) -> Callable[[list[int], list[int]], list[float]]:
-    """A fit_predict for held_out(): the penalty chosen by leave-one-source-out among the training rows' LLM
-    runs only (nested: the held-out rows never choose it), then fitted on them; predictions at the rows' own
-    vendor flag, or at the one given."""
-
-    def run(train: list[int], test: list[int]) -> list[float]:
-        rows = [samples[i] for i in train if samples[i].family == "llm"]
-        lam, _ = choose_lambda(rows)
-        model = fit_linear(rows, lam)
-        return [model.predict_log(sample_inputs(samples[i], vendor)) for i in test]
-
-    return run
-
-
-def typical_fit_predict(samples: Sequence[Sample]) -> Callable[[list[int], list[int]], list[float]]:
-    """nested_fit_predict at the typical (non-vendor) flag: the P50 a user is shown."""
-    return nested_fit_predict(samples, TYPICAL)
