@@ -18,7 +18,7 @@ REPORTED = ("advisor", "tui")
 KINDS = ("function", "method", "class", "property", "import")
 # Called by name by a framework: Textual (compose, mount and message handlers, actions, watchers, render
 # hooks), pytest, pydantic validators, module __getattr__, and the overrides of textual-serve's Server and
-# Textual's Footer that advisor/cli/serve_web.py and tui/widgets/footer.py replace.
+# Textual's Footer that tui/serve_web.py and tui/widgets/footer.py replace.
 WHITELIST = [
     "compose",
     "on_*",

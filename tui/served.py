@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from advisor.answer.report import Report
     from tui.engine import Engine
 
-# Set by `gpu-advisor serve` (advisor/cli/serve_web.py names it too) to the session's private folder: the
+# Set by `gpu-advisor serve` (tui/serve_web.py names it too) to the session's private folder: the
 # browser user's checklist ticks and exports live there and nowhere else, and it goes when the session ends.
 SESSION_ENV = "GPU_ADVISOR_SERVE_SESSION"
 # A plain file name: no folder, no "~", no "..", no leading dot, nothing a shell or a browser reads twice.

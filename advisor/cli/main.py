@@ -293,7 +293,7 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
-    from advisor.cli.serve import add_serve_parser  # the UI in a browser
+    from tui.serve import add_serve_parser  # the UI in a browser
 
     add_serve_parser(sub)
 
@@ -393,7 +393,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     check_args(args, _command_parser(parser, args))
     if args.command == "serve":  # the UI in a browser: not a core command, so not in COMMANDS
-        from advisor.cli.serve import run_serve
+        from tui.serve import run_serve
 
         return run_serve(args)
     if args.command == "fleet":  # the fleet planner lives in its own module
