@@ -28,7 +28,7 @@ GOAL_COVERAGE = (0.70, 0.90)
 
 def extra_sections() -> list[str]:
     """Further sections of `model evaluate`: the memory model's validation against measured peaks."""
-    from advisor.physics.memory_check import memory_validation_lines
+    from advisor.learned.memory.validation import memory_validation_lines
 
     return ["\n".join(memory_validation_lines())]
 
