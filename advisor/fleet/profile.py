@@ -14,6 +14,7 @@ from advisor.job.inputs import Constraints, Workload
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.physics.speed import peak_flops
 from advisor.question.errors import InputError
+from advisor.question.fields import DEFAULT_MAX_GPUS
 from advisor.question.values import value_type
 
 BATCH_TPOT_MS = 1000.0
@@ -61,7 +62,7 @@ def _workload(entry: Entry) -> Workload:
 def _search(
     knowledge: Knowledge, entry: Entry, gpus: tuple[str, ...], model: EfficiencyModel | None
 ) -> Search:
-    constraints = Constraints(deployment="on-prem", gpus=gpus, max_gpus=entry.gpus or 1024, top=1)
+    constraints = Constraints(deployment="on-prem", gpus=gpus, max_gpus=entry.gpus or DEFAULT_MAX_GPUS, top=1)
     try:
         return run_search(knowledge, _workload(entry), constraints, model)
     except InputError as exc:
