@@ -20,15 +20,18 @@ bytecode: $(STAMP)
 run: $(STAMP) bytecode
 	$(BIN)/gpu-advisor
 
-# The lint and type gate: style and bugs (ruff), formatting (ruff format), types of the core (mypy), the
-# architecture contracts (lint-imports: stages import only downward; the core never imports the UI), and the
-# size of every function in advisor/ and tui/ (check_complexity: at most 60 lines, cyclomatic complexity 20).
+# The lint and type gate: style and bugs (ruff), formatting (ruff format), types of the core and the UI (mypy,
+# every function annotated), the architecture contracts (lint-imports: stages import only downward; the core
+# never imports the UI), the size of every function in advisor/ and tui/ (check_complexity: at most 60
+# lines, cyclomatic complexity 20), and no dead code in them (check_dead_code: vulture, uses read from the
+# whole checkout, Textual's hooks whitelisted).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy advisor
+	$(BIN)/mypy advisor tui
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/check_complexity.py
+	$(BIN)/python scripts/check_dead_code.py
 
 # The suite on TEST_WORKERS processes (pytest-xdist). Three on the 2-core reference machine: many UI tests wait
 # on the terminal rather than compute, and a third worker computes meanwhile (234 s against 265 s with two).

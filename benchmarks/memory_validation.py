@@ -1,9 +1,9 @@
 """Loads and checks benchmarks/memory_validation.csv (published peak memory); prints a summary per source.
 
 Run from the repository root: `.venv/bin/python benchmarks/memory_validation.py [--detail] [--band]`. It exits
-1 when a row is malformed, then prints the memory model against the rows (advisor/physics/memory_check.py:
-verdicts on the central estimate, each source judged with a band fitted on the other sources' peaks; peak
-errors; the longest sequence that fits), by source; --detail adds one line per row, --band the error band
+1 when a row is malformed, then prints the memory model against them (advisor/learned/memory/validation.py:
+verdicts on the central estimate, each source judged with a band fitted on the other sources' peaks;
+peak errors; the longest sequence that fits), by source; --detail adds one line per row, --band the error band
 fitted on every peak (what knowledge/assumptions.toml ships as memory.central_error and memory.verdict_band).
 """
 
@@ -246,7 +246,7 @@ def main() -> int:
     for line, problem in bad:
         print(f"memory_validation.csv line {line}: {problem}", file=sys.stderr)
     print("\n".join(summary(rows)))
-    from advisor.physics.memory_check import band_lines, memory_validation_lines
+    from advisor.learned.memory.validation import band_lines, memory_validation_lines
 
     print()
     print("\n".join(memory_validation_lines(knowledge, detail="--detail" in sys.argv)))

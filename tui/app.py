@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -248,9 +249,8 @@ class GpuAdvisorApp(App[int]):
 
 def _import_later_screens() -> None:
     """Import the screens the wizard leads to, so the first visit to each does not stall on its imports."""
-    import tui.screens.checklist
-    import tui.screens.help
-    import tui.screens.results  # noqa: F401 - imported for its side effect of loading the module
+    for name in ("tui.screens.checklist", "tui.screens.help", "tui.screens.results"):
+        importlib.import_module(name)
 
 
 def run_app() -> int:

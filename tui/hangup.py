@@ -16,7 +16,7 @@ GRACE_S = 1.0
 POLL_S = 1.0
 
 
-def leave_with_the_terminal(exit_app: Callable[[], None]) -> None:
+def leave_with_the_terminal(exit_app: Callable[[], object]) -> None:
     """On SIGHUP, and when the terminal on stdin hangs up (no signal reaches a job under make or a shell),
     leave: exit_app() first, then, if that is stuck, at once.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from advisor.answer.report import Report
     from tui.engine import Engine
 
-# Set by `gpu-advisor serve` (advisor/cli/serve_web.py names it too) to the session's private folder: the
+# Set by `gpu-advisor serve` (tui/serve_web.py names it too) to the session's private folder: the
 # browser user's checklist ticks and exports live there and nowhere else, and it goes when the session ends.
 SESSION_ENV = "GPU_ADVISOR_SERVE_SESSION"
 # A plain file name: no folder, no "~", no "..", no leading dot, nothing a shell or a browser reads twice.
@@ -57,7 +57,7 @@ def export_path(folder: Path, text: str) -> Path:
     return path
 
 
-def deliver_export(screen: Screen[object], engine: Engine, report: Report, folder: Path, text: str) -> None:
+def deliver_export(screen: Screen[Any], engine: Engine, report: Report, folder: Path, text: str) -> None:
     """Write the export in the session folder (in a thread), then send it to the browser as a download."""
     app = screen.app
     path = export_path(folder, text)
@@ -80,7 +80,7 @@ def send(app: App[object], path: Path) -> None:
     app.notify(f"{path.name} is on its way to your browser as a download.", title="Exported")
 
 
-def leave_with_server(app: App[object]) -> None:
+def leave_with_server(app: App[Any]) -> None:
     """Exit when the server that started this session is gone (its process is no longer the parent)."""
     parent = os.getppid()
 

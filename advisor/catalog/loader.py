@@ -349,10 +349,6 @@ class Knowledge:
             raise _unknown("model", "model", name, [m.id for m in self.models], self._model_index)
         return found
 
-    def offers_for(self, gpu_id: str) -> list[Offer]:
-        """Every cloud offer of one GPU."""
-        return [o for o in self.offers if o.gpu == gpu_id]
-
     def source(self, key: str) -> Source | None:
         """A source by key, from any knowledge file (read only up to the first that names it)."""
         for _, table in self._source_tables():

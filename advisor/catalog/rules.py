@@ -213,39 +213,6 @@ def _fields(node: Node) -> list[str]:
     return [f for child in children for f in _fields(child)]
 
 
-def _test(cond: Condition, facts: dict[str, Any]) -> bool:
-    if cond.field not in facts:
-        return False
-    fact, value = facts[cond.field], cond.value
-    match cond.op:
-        case "eq":
-            return fact == value
-        case "ne":
-            return fact != value
-        case "lt":
-            return fact < value
-        case "le":
-            return fact <= value
-        case "gt":
-            return fact > value
-        case "ge":
-            return fact >= value
-        case "in":
-            return fact in value
-        case "not_in":
-            return fact not in value
-    raise AssertionError(cond.op)  # unreachable: Op is closed
-
-
-def holds(node: Node, facts: dict[str, Any]) -> bool:
-    """Whether a condition tree is true for the facts (a missing fact makes its test false)."""
-    if isinstance(node, Condition):
-        return _test(node, facts)
-    if isinstance(node, AllOf):
-        return all(holds(child, facts) for child in node.all)
-    return any(holds(child, facts) for child in node.any)
-
-
 def render(message: str, facts: dict[str, Any]) -> str:
     """Fill {field} placeholders from the facts."""
     return _PLACEHOLDER.sub(lambda m: _show(facts.get(m.group(1), "?")), message)
@@ -272,7 +239,8 @@ _MISSING = object()
 
 
 def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
-    """A closure equivalent to holds(node, facts)."""
+    """The condition tree as closures: true when every `all` child / some `any` child holds (a missing fact
+    makes its test false)."""
     if isinstance(node, Condition):
         field, fn = node.field, _OPS[node.op]
         value = frozenset(node.value) if node.op in ("in", "not_in") else node.value

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
@@ -16,6 +16,12 @@ from advisor.cli.output import json_text
 from advisor.cli.validated import validated as _validated
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
+
+if TYPE_CHECKING:
+    from advisor.answer.report import Report
+    from advisor.cli.output import Target
+    from advisor.learned.efficiency.base import EfficiencyModel
+    from advisor.ops.launch import LaunchArtefacts
 
 
 def _values(args: argparse.Namespace) -> dict[str, Any]:
@@ -79,7 +85,7 @@ def constraint_fields(args: argparse.Namespace) -> dict[str, Any]:
     return values_of(_values(args), "constraints")
 
 
-def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool = False):
+def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool = False) -> EfficiencyModel:
     from advisor.learned.efficiency.select import efficiency_model, efficiency_model_on_use
 
     read = efficiency_model_on_use if on_use else efficiency_model
@@ -215,7 +221,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 1 if report.nothing_fits else 0
 
 
-def _write_recommendation(args: argparse.Namespace, report, text: str, knowledge=None) -> None:
+def _write_recommendation(
+    args: argparse.Namespace, report: Report, text: str, knowledge: Knowledge | None = None
+) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
     from advisor.cli.output import Target, write_all
@@ -225,13 +233,14 @@ def _write_recommendation(args: argparse.Namespace, report, text: str, knowledge
         if args.output
         else []
     )
-    if args.artefacts and report.launch is None:
+    launch = report.launch
+    if args.artefacts and launch is None:
         print(
             f"--artefacts {args.artefacts}: no plan fits, so there are no launch artefacts to write",
             file=sys.stderr,
         )
-    elif args.artefacts:
-        targets += artefact_targets(report, Path(args.artefacts).expanduser())
+    elif args.artefacts and launch is not None:
+        targets += artefact_targets(launch, Path(args.artefacts).expanduser())
     targets += _benchmark_targets(args, report, knowledge)
     write_all(targets, args.force)
     if not args.output:
@@ -246,7 +255,7 @@ def _write_recommendation(args: argparse.Namespace, report, text: str, knowledge
         print(f"wrote {', '.join(bench)} to {args.benchmark_script}", file=sys.stderr)
 
 
-def _benchmark_targets(args: argparse.Namespace, report, knowledge) -> list:
+def _benchmark_targets(args: argparse.Namespace, report: Report, knowledge: Knowledge | None) -> list[Target]:
     """--benchmark-script DIR: the chosen plan's short benchmark run (benchmark.sh executable)."""
     folder = getattr(args, "benchmark_script", None)
     if not folder:
@@ -264,11 +273,10 @@ def _benchmark_targets(args: argparse.Namespace, report, knowledge) -> list:
     ]
 
 
-def artefact_targets(report, folder: Path) -> list:
+def artefact_targets(launch: LaunchArtefacts, folder: Path) -> list[Target]:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
     from advisor.cli.output import Target
 
-    launch = report.launch
     files = {
         launch.framework_config_name: launch.framework_config,
         "sky-task.yaml": launch.skypilot_task,
@@ -281,15 +289,6 @@ def artefact_targets(report, folder: Path) -> list:
         Target(folder / name, text, "--artefacts", executable=name == "launch.sh")
         for name, text in files.items()
     ]
-
-
-def write_artefacts(report, folder: Path, force: bool) -> None:
-    """The chosen plan's launch artefacts as files (atomic, all or none; existing files need --force)."""
-    from advisor.cli.output import write_all
-
-    targets = artefact_targets(report, folder)
-    write_all(targets, force)
-    print(f"wrote {', '.join(sorted(t.path.name for t in targets))} to {folder}", file=sys.stderr)
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:

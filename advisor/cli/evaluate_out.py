@@ -10,10 +10,14 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli.output import json_text
 from advisor.learned.efficiency.evaluate import Scores
+
+if TYPE_CHECKING:
+    from advisor.job.inputs import Workload
+    from advisor.learned.efficiency.base import EfficiencyModel
 
 # The goals of issue 16 for LLM rows: source-balanced and family-held-out median error, the gain over the
 # best constant MFU, and P10-P90 coverage on every family of sources.
@@ -24,7 +28,7 @@ GOAL_COVERAGE = (0.70, 0.90)
 
 def extra_sections() -> list[str]:
     """Further sections of `model evaluate`: the memory model's validation against measured peaks."""
-    from advisor.physics.memory_check import memory_validation_lines
+    from advisor.learned.memory.validation import memory_validation_lines
 
     return ["\n".join(memory_validation_lines())]
 
@@ -188,15 +192,21 @@ def _serving_section() -> list[str]:
 
 def model_evaluate(args: argparse.Namespace) -> int:
     """`gpu-advisor model evaluate`: refit per fold and print every figure in one table."""
+    from advisor.answer.predict import predict
     from advisor.catalog import load_knowledge
-    from advisor.cli.as_typed import as_typed_lines
+    from advisor.learned.efficiency.as_typed import as_typed_lines
     from advisor.learned.efficiency.dataset import shipped_dataset
     from advisor.learned.efficiency.train import evaluation
 
     knowledge = load_knowledge()
     print("refitting per held-out source, family and GPU (a few minutes) ...", file=sys.stderr)
     scores, notes = evaluation(knowledge)
-    typed = as_typed_lines(knowledge, shipped_dataset(knowledge).samples)
+
+    def throughput_of(workload: Workload, gpu: str, count: int, model: EfficiencyModel) -> float | None:
+        figure = predict(knowledge, workload, gpu, count, efficiency=model).throughput
+        return None if figure is None else figure.value
+
+    typed = as_typed_lines(knowledge, shipped_dataset(knowledge).samples, throughput_of)
     if (args.format or "table") == "json":
         rows = [{k: _nan_none(v) for k, v in asdict(s).items()} for s in scores]
         out = {"scores": rows, "goals": goals(scores), "as_typed": typed[2:], "notes": notes + NOTES}

@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import errno
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
-if TYPE_CHECKING:
-    import signal
-else:
-    try:
-        # The C module under `signal`: the same handlers, without building signal's enums at import (a few
-        # ms of every command's start-up).
-        import _signal as signal
-    except ImportError:  # an interpreter without it
-        import signal
-
-
-def _interrupted_early(signum: int, frame: object) -> None:
-    # A Ctrl+C before main() has started (while Python imports this module) is one line and 130 too.
-    os.write(2, b"\ngpu-advisor: interrupted\n")
-    os._exit(130)
-
-
-# Only as the program itself (python -m, or the gpu-advisor script): a test or a host importing this module
-# keeps its own Ctrl+C.
-_PROGRAM = __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "gpu-advisor"
-if _PROGRAM and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_early)
-
-import argparse  # noqa: E402 - after the early Ctrl+C handler, on purpose
-import contextlib  # noqa: E402
-import errno  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
-from typing import NoReturn  # noqa: E402
-
-from advisor import __version__  # noqa: E402
+from advisor import __version__
+from advisor.cli import AS_COMMAND, interrupted_while_starting, signal
 
 # The parser and the field registry are imported by the functions that use them, inside the one-line error
 # handling of main(): a Ctrl+C while they load is "interrupted", not a traceback.
@@ -348,7 +324,7 @@ def _probe_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve_parser(sub: argparse._SubParsersAction) -> None:
-    from advisor.cli.serve import add_serve_parser  # the UI in a browser
+    from tui.serve import add_serve_parser  # the UI in a browser
 
     add_serve_parser(sub)
 
@@ -424,22 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit 0 ok, 1 nothing fits, 2 bad input (or a path that cannot be read or written),
     3 knowledge error, 70 internal error, 130 interrupted; always one line on stderr, never a traceback
     (unless GPU_ADVISOR_DEBUG=1)."""
-    if signal.getsignal(signal.SIGINT) is _interrupted_early:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here a Ctrl+C is KeyboardInterrupt
-    code = _run_safely(lambda: _main(argv))
-    if code == 130 and argv is None:
-        # The real process (not a test calling main): CPython remembers a Ctrl+C that landed in code run by
-        # exec() (dataclasses build their methods so) and re-sends SIGINT to itself at exit, whatever the exit
-        # code; the one line is said, so leave now with 130.
-        _flush_quietly()
-        os._exit(130)
-    return code
-
-
-def _flush_quietly() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
+    return _run_safely(lambda: _main(argv))
 
 
 _STATE = {"command": ""}
@@ -462,7 +425,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     check_args(args, _command_parser(parser, args))
     if args.command == "serve":  # the UI in a browser: not a core command, so not in COMMANDS
-        from advisor.cli.serve import run_serve
+        from tui.serve import run_serve
 
         return run_serve(args)
     if args.command == "fleet":  # the fleet planner lives in its own module
@@ -504,11 +467,7 @@ def _say(message: str, prefix: str = "error") -> None:
 
 def _run_safely(run: Callable[[], int]) -> int:
     """run(), with every failure turned into one line on stderr and an exit code."""
-    from advisor.cli import _interrupted_while_starting
-
     try:
-        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, Ctrl-C is handled below
         _tolerant_streams()
         code = run()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as an ignored exception at exit
@@ -534,10 +493,6 @@ def _exit_if_command(code: int) -> None:
     CPython 3.11 marks a KeyboardInterrupt that passes through exec() of a string (dataclasses build their
     methods that way while a module loads) as unhandled, and then ends the process by SIGINT at exit even
     though it was caught here: the exit code would be -2, not 130. Everything is already saved atomically."""
-    import os
-
-    from advisor.cli import AS_COMMAND
-
     if AS_COMMAND:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

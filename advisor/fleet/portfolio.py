@@ -14,6 +14,7 @@ from advisor.catalog.strict import Strict
 from advisor.job.inputs import RunConfig, Workload
 from advisor.question.checks import read_input_text
 from advisor.question.errors import InputError
+from advisor.question.fields import limits
 
 Priority = Literal["urgent", "regular", "batch", "development", "serving"]
 PRIORITIES: tuple[str, ...] = ("urgent", "regular", "batch", "development", "serving")
@@ -46,13 +47,13 @@ class Entry(Strict):
     workload: Workload
     per_week: float | None = Field(default=None, gt=0, le=100_000)
     """Arrivals per week (training, batch inference, development)."""
-    requests_per_s: float | None = Field(default=None, gt=0, le=1e6)
+    requests_per_s: float | None = Field(default=None, **limits("requests_per_s"))
     """Serving: the mean request rate."""
     hourly_profile: tuple[float, ...] | None = None
     """Serving: 24 multipliers of the mean rate, one per hour of the day (their mean is taken as 1)."""
-    deadline_hours: float | None = Field(default=None, gt=0, le=10_000)
+    deadline_hours: float | None = Field(default=None, **limits("deadline_hours"))
     """Hours from arrival by which the job must finish."""
-    gpus: int | None = Field(default=None, ge=1, le=4096)
+    gpus: int | None = Field(default=None, **limits("max_gpus"))
     """GPUs per job (training, batch); None: the smallest count that finishes within the turnaround."""
     requests: float | None = Field(default=None, gt=0, le=1e12)
     """Batch inference: requests each job processes."""

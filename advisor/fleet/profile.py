@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 
-from advisor.answer.recommend import Scored, run_search
+from advisor.answer.recommend import Scored, Search, run_search
 from advisor.catalog.loader import Knowledge
 from advisor.fleet.portfolio import Entry
 from advisor.job.inputs import Constraints, Workload
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.physics.speed import peak_flops
 from advisor.question.errors import InputError
+from advisor.question.fields import DEFAULT_MAX_GPUS
 from advisor.question.values import value_type
 
 BATCH_TPOT_MS = 1000.0
@@ -58,8 +59,10 @@ def _workload(entry: Entry) -> Workload:
     return w
 
 
-def _search(knowledge: Knowledge, entry: Entry, gpus: tuple[str, ...], model: EfficiencyModel | None):
-    constraints = Constraints(deployment="on-prem", gpus=gpus, max_gpus=entry.gpus or 1024, top=1)
+def _search(
+    knowledge: Knowledge, entry: Entry, gpus: tuple[str, ...], model: EfficiencyModel | None
+) -> Search:
+    constraints = Constraints(deployment="on-prem", gpus=gpus, max_gpus=entry.gpus or DEFAULT_MAX_GPUS, top=1)
     try:
         return run_search(knowledge, _workload(entry), constraints, model)
     except InputError as exc:

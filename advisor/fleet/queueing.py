@@ -3,8 +3,6 @@ M/M/1 queue, and the simulated runs that reproduce them."""
 
 from __future__ import annotations
 
-import math
-
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
 from advisor.fleet.sim import JobSpec, Simulation
@@ -92,15 +90,3 @@ def simulate_priority(lams: tuple[float, float], mu: float, hours: float, seed: 
         Check(f"priority M/M/1 class {k} mean time in system", sum(s) / len(s), exact[k], len(s))
         for k, s in ((k, tally.sojourns[k]) for k in range(len(lams)))
     ]
-
-
-def replicate(check, runs: int) -> Check:
-    """The mean of `runs` seeded runs of a check (a function of the seed)."""
-    results = [check(seed) for seed in range(runs)]
-    jobs = sum(r.jobs for r in results)
-    sim = sum(r.simulated * r.jobs for r in results) / jobs
-    return Check(results[0].name, sim, results[0].exact, jobs)
-
-
-def _unused() -> float:
-    return math.nan

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 import simpy
@@ -20,6 +21,9 @@ import simpy
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
 from advisor.question.values import value_type
+
+Process = Generator[simpy.Event, object, None]
+"""A SimPy process: it yields the events it waits on."""
 
 HOURS_PER_WEEK = 168
 SERVING = -1
@@ -168,7 +172,7 @@ class Simulation:
 
     # Jobs --------------------------------------------------------------------------------------------
 
-    def _arrivals(self, spec: JobSpec):
+    def _arrivals(self, spec: JobSpec) -> Process:
         while True:
             yield self.env.timeout(self.rng.expovariate(spec.per_hour))
             if self.env.now >= self.hours:
@@ -180,7 +184,7 @@ class Simulation:
                 self.tally.with_deadline += 1
             self.dispatch()
 
-    def _replay(self):
+    def _replay(self) -> Process:
         """Arrivals at given times with given work (a recorded trace)."""
         for at, spec, work in self.replay:
             if at > self.env.now:
@@ -341,7 +345,7 @@ class Simulation:
                 return math.floor(self.env.now) + k - self.env.now
         return math.inf
 
-    def _autoscale(self, spec: JobSpec):
+    def _autoscale(self, spec: JobSpec) -> Process:
         """As many replicas as the hour's request rate needs, plus the spare ones; checked whenever the rate
         changes, and every hour while GPUs are short."""
         self.targets[spec.name] = [
@@ -376,7 +380,7 @@ class Simulation:
                 return job
         return None
 
-    def _failures(self, pool: Pool):
+    def _failures(self, pool: Pool) -> Process:
         rate = self.fail_rate * pool.total
         while True:
             yield self.env.timeout(self.rng.expovariate(rate))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Sequence
 
 from advisor.fleet.design import INFERENCE, Design, Part, Setup
+from advisor.fleet.portfolio import Entry
 from advisor.fleet.stats import RunFigures
 from advisor.ops.tco import TcoInputs, tco
 from advisor.question.values import value_type
@@ -56,7 +58,9 @@ def cost(setup: Setup, design: Design, runs: list[RunFigures]) -> float:
     return total
 
 
-def _smallest(setup: Setup, make, node: int, start: int, seed: int) -> Candidate | None:
+def _smallest(
+    setup: Setup, make: Callable[[int], Design], node: int, start: int, seed: int
+) -> Candidate | None:
     """The smallest size (whole servers, from `start`) whose design meets the KPIs: doubling, then halving."""
     tried: dict[int, list[RunFigures] | None] = {}
 
@@ -86,7 +90,9 @@ def _smallest(setup: Setup, make, node: int, start: int, seed: int) -> Candidate
     )
 
 
-def _start(setup: Setup, design_of, gpu: str, node: int, entries) -> int:
+def _start(
+    setup: Setup, design_of: Callable[[int], Design], gpu: str, node: int, entries: Sequence[Entry]
+) -> int:
     """Whole servers covering the largest job and the mean load by arithmetic (the search's floor)."""
     largest = max(setup.shapes[e.name][gpu].gpus for e in entries)
     load = setup.mean_load(design_of(node))

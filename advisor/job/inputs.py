@@ -8,7 +8,7 @@ from advisor.catalog.models import ModelSpec
 from advisor.job.frozen import Frozen
 from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
-from advisor.question.fields import FIELDS
+from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS
 from advisor.question.records import PosFloat as PositiveFloat
 from advisor.question.records import PosInt as PositiveInt
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
@@ -224,7 +224,7 @@ class Constraints(Frozen):
     gpus: tuple[str, ...] = ()
     objective: Objective = "balanced"
     top: PositiveInt = 5
-    max_gpus: int = 1024
+    max_gpus: int = DEFAULT_MAX_GPUS
     headroom: float | None = None
     fabric: str | None = None
     max_price_age_months: float = 12.0

@@ -93,13 +93,6 @@ class Arch:
         )
         return float(rank * (self.layers * attention + ffn))
 
-    def mlp_activation_scale(self) -> float:
-        """The FFN's activations per token against Korthikanti's 4h dense FFN (routed: top-k experts)."""
-        if not self.is_moe:
-            return self.ffn_hidden / (4.0 * self.hidden)
-        width = self.expert_ffn * (self.experts_per_token + self.shared_experts)
-        return width / (4.0 * self.hidden)
-
 
 # Modern decoders (Llama 3, arXiv:2407.21783 table 3: 8B/70B/405B): SwiGLU FFN 3.5x hidden (14336/4096,
 # 28672/8192), 8 key-value heads (grouped-query attention) and a 128,256-token vocabulary.

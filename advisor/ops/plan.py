@@ -75,7 +75,7 @@ def checkpoint_interval_h(
 FLEET = "gpu-advisor fleet plan PORTFOLIO.toml"
 
 
-def _max_gpus(op, job: Job, plan: PlanFacts) -> OpsItem:
+def _max_gpus(op: Operations, job: Job, plan: PlanFacts) -> OpsItem:
     """A training job restarts rather than resizes: it has no elastic reserve of its own; a service grows
     by whole replicas, the guide's 20% rounded up to at least one more."""
     reserve = op.elastic_reserve_fraction.value
@@ -151,7 +151,7 @@ def _scaling(
     return tuple(items)
 
 
-def _queues(op, job: Job) -> tuple[OpsItem, ...]:
+def _queues(op: Operations, job: Job) -> tuple[OpsItem, ...]:
     """Training: the guide's four queues and which this kind of job belongs in. Serving: it is not queued."""
     if not job.training:
         return (

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from advisor.question.values import value_type
+
+if TYPE_CHECKING:
+    from advisor.job.shape import Arch
 
 GB = 1e9
 ACTIVATION_BYTES = 2.0  # the all-reduced activations are 16-bit in every engine, whatever the weights
@@ -56,7 +60,7 @@ class Shape:
         return 2.0 * math.ceil(self.kv_heads / tp) * self.head_dim
 
 
-def shape_of_arch(arch, params: float, active_params: float) -> Shape:
+def shape_of_arch(arch: Arch, params: float, active_params: float) -> Shape:
     """The step model's view of an `advisor.job.shape.Arch`."""
     latent = (arch.kv_lora_rank + arch.qk_rope_head_dim) if arch.kv_lora_rank else 0
     return Shape(
@@ -296,11 +300,6 @@ def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> 
         total += iteration_s(rep, eff, 0.0, 0.0, chunk, done + chunk / 2.0)
         done += chunk
     return total
-
-
-def bytes_per_weight(precision: str) -> float:
-    """Stored bytes of one weight: fp8/int8 one, int4/nvfp4 half (block scales are under 1%), else two."""
-    return {"fp8": 1.0, "int8": 1.0, "int4": 0.5, "nvfp4": 0.5, "fp32": 4.0, "tf32": 4.0}.get(precision, 2.0)
 
 
 def bytes_per_kv(kv_precision: str) -> float:

@@ -57,16 +57,6 @@ def intra_gbs(gpu: Gpu, group: int, a: Assumptions) -> float:
     return pcie_gbs(gpu, a)
 
 
-def hierarchical_allreduce_s(
-    nbytes: float, per_node: int, nodes: int, intra: float, inter: float, lat_intra: float, lat_inter: float
-) -> float:
-    """All-reduce over `nodes` x `per_node` ranks: a ring inside each node, then each rank's shard across
-    nodes on its own NIC (rail-optimised), as NCCL does on multi-NIC servers."""
-    inside = ring_allreduce_s(nbytes, per_node, intra, lat_intra)
-    across = ring_allreduce_s(nbytes / max(per_node, 1), nodes, inter, lat_inter)
-    return inside + across
-
-
 def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group: int) -> Network:
     """The cluster network as a group of `group` ranks in one server sees it."""
     return Network(

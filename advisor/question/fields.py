@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from advisor.question.checks import Bound, shown
 from advisor.question.errors import InputError
@@ -233,6 +233,10 @@ PARSERS: dict[str, Callable[[Field, object], Any]] = {
     "path": _text,
     "list": _list,
 }
+
+
+DEFAULT_MAX_GPUS = 1024
+"""The most GPUs a plan may use when the question does not say (recommend, the wizard, the fleet planner)."""
 
 
 def _whole(lo: float, hi: float) -> Bound:
@@ -878,8 +882,8 @@ _ALL_FIELDS: tuple[Field, ...] = (
         "the largest GPU count to consider, up to 65536",
         bound=_whole(1, 65536),
         hint="the largest count to consider",
-        placeholder="blank: 1024",
-        default="1024",
+        placeholder=f"blank: {DEFAULT_MAX_GPUS}",
+        default=str(DEFAULT_MAX_GPUS),
         example="8",
         auto=True,
     ),
@@ -1125,6 +1129,26 @@ def serving_load() -> tuple[str, ...]:
     """The workload fields only serving uses (load, lengths, latency targets), in registry order: a new one
     appears in the CLI's serving group and the wizard's model step from its registry entry alone."""
     return tuple(n for n in of_part("workload") if FIELDS[n].applies_to == INFERENCE)
+
+
+class Limits(TypedDict, total=False):
+    """A bound as pydantic's constraint keywords."""
+
+    gt: float
+    ge: float
+    lt: float
+    le: float
+
+
+def limits(name: str) -> Limits:
+    """A field's bound as pydantic's constraint keywords (ge/gt, le/lt): a model at another door (the fleet's
+    portfolio) holds the same value to the same range without a second copy of it."""
+    bound = FIELDS[name].bound
+    out = Limits()
+    if bound is not None:
+        out["gt" if bound.lo_open else "ge"] = bound.lo
+        out["lt" if bound.hi_open else "le"] = bound.hi
+    return out
 
 
 def check(name: str, value: object) -> Any:

@@ -144,9 +144,10 @@ def test_interrupt_exits_130_without_traceback(delay: float) -> None:
     _, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
         pytest.skip("finished before the signal")
-    # The interpreter itself was still starting (its own init, or site's .pth files): no gpu-advisor code ran.
-    if "init_import_site" in err or "<frozen site>" in err or (proc.returncode == -signal.SIGINT and not err):
-        pytest.skip("signal arrived before Python had started")
+    # The interpreter itself was still starting (its own init, site's .pth files, runpy finding the module; a
+    # loaded machine can take 0.3 s there): no gpu-advisor code ran, so no frame of ours is in its output.
+    if proc.returncode != 130 and str(ROOT / "advisor") not in err and "gpu-advisor" not in err:
+        pytest.skip("signal arrived before any gpu-advisor code ran")
     assert proc.returncode == 130 and "Traceback" not in err, err
 
 

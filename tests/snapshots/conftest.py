@@ -33,12 +33,3 @@ def snapshot_app(snapshot_knowledge: Knowledge, tmp_path: Path) -> Callable[[], 
     return lambda: GpuAdvisorApp(
         load_knowledge=lambda: snapshot_knowledge, efficiency="prior", user_data_dir=tmp_path / "user-data"
     )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Rerun a UI test twice before it fails: a loaded machine can capture a screen a frame early (see
-    pyproject.toml); a real regression fails all three runs."""
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if Path(str(item.fspath)).resolve().is_relative_to(here):
-            item.add_marker(pytest.mark.flaky(reruns=2))

@@ -32,12 +32,3 @@ def make_app(fixture_knowledge: Knowledge, tmp_path: Path) -> Callable[..., GpuA
         )
 
     return build
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Rerun a UI test twice before it fails: a loaded machine can capture a screen a frame early (see
-    pyproject.toml); a real regression fails all three runs."""
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if Path(str(item.fspath)).resolve().is_relative_to(here):
-            item.add_marker(pytest.mark.flaky(reruns=2))

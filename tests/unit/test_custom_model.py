@@ -112,7 +112,7 @@ def test_generic_params_take_llama3_proportions(knowledge) -> None:
 
 def test_memory_check_reports_every_source() -> None:
     from advisor.catalog.loader import load_knowledge
-    from advisor.physics.memory_check import check_all, memory_validation_lines, read_rows
+    from advisor.learned.memory.validation import check_all, memory_validation_lines, read_rows
 
     checks = check_all(load_knowledge())
     assert len(checks) == len(read_rows()) >= 200

@@ -146,7 +146,7 @@ def test_verdict_is_decided_on_the_central_estimate(knowledge) -> None:
 
 
 def test_three_way_verdict() -> None:
-    from advisor.physics.memory_check import Check
+    from advisor.learned.memory.validation import Check
 
     def check(outcome: str, central: float) -> Check:
         return Check("s", "row", "run", outcome, central, 15.0, central, None, band=(-0.1, 0.1))

@@ -45,8 +45,8 @@ def test_enough_rows_from_enough_sources(mv: ModuleType) -> None:
 
 
 def test_shape_rows_are_read_by_their_shape(mv: ModuleType) -> None:
-    from advisor.physics.memory_rows import read_rows
-    from advisor.physics.memory_rows import spec_of as _spec
+    from advisor.learned.memory.rows import read_rows
+    from advisor.learned.memory.rows import spec_of as _spec
 
     raw = next(r for r in read_rows() if not r["model"] and r["gated"] == "no")
     spec = _spec(raw)
@@ -106,7 +106,7 @@ def test_summary_has_a_line_per_source(mv: ModuleType) -> None:
 
 
 def test_source_settings_change_the_estimate(knowledge) -> None:
-    from advisor.physics.memory_rows import estimate, read_rows
+    from advisor.learned.memory.rows import estimate, read_rows
 
     row = next(r for r in read_rows() if "Fuse optimizer step" in r["source_ref"])
     assert row["settings"] == ""  # torchtune's default: the optimizer steps inside backward
@@ -117,8 +117,8 @@ def test_source_settings_change_the_estimate(knowledge) -> None:
 
 
 def test_the_shipped_band_is_the_fit_on_the_peaks(knowledge) -> None:
-    from advisor.physics.memory_check import _errors_by_source, fit_band
-    from advisor.physics.memory_rows import estimate, read_rows
+    from advisor.learned.memory.rows import estimate, read_rows
+    from advisor.learned.memory.validation import _errors_by_source, fit_band
 
     rows = read_rows()
     p10, p25, p50, p75, p90 = fit_band(_errors_by_source(rows, [estimate(knowledge, r) for r in rows]))
@@ -129,7 +129,7 @@ def test_the_shipped_band_is_the_fit_on_the_peaks(knowledge) -> None:
 
 
 def test_verdicts_meet_the_goal_with_each_source_held_out(knowledge) -> None:
-    from advisor.physics.memory_check import check_all
+    from advisor.learned.memory.validation import check_all
 
     runs = [c for c in check_all(knowledge) if c.kind == "run"]
     assert len(runs) >= 100 and len({c.source for c in runs}) >= 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from advisor.catalog.rules import FIELDS, Rule, RuleBook, evaluate, holds
+from advisor.catalog.rules import FIELDS, Rule, RuleBook, compile_node, evaluate
 
 
 def rule(**over: object) -> Rule:
@@ -63,10 +63,11 @@ def test_all_any_trees_and_missing_facts() -> None:
             ]
         }
     )
-    assert holds(tree.when, {"plan.tp": 2, "gpu.nvlink_domain": 1, "gpu.interconnect": "nvswitch"})
-    assert holds(tree.when, {"plan.tp": 2, "gpu.nvlink_domain": 8, "gpu.interconnect": "pcie"})
-    assert not holds(tree.when, {"plan.tp": 1, "gpu.nvlink_domain": 1, "gpu.interconnect": "pcie"})
-    assert not holds(tree.when, {"gpu.nvlink_domain": 1})  # a missing fact makes its test false
+    holds = compile_node(tree.when)
+    assert holds({"plan.tp": 2, "gpu.nvlink_domain": 1, "gpu.interconnect": "nvswitch"})
+    assert holds({"plan.tp": 2, "gpu.nvlink_domain": 8, "gpu.interconnect": "pcie"})
+    assert not holds({"plan.tp": 1, "gpu.nvlink_domain": 1, "gpu.interconnect": "pcie"})
+    assert not holds({"gpu.nvlink_domain": 1})  # a missing fact makes its test false
 
 
 def test_evaluate_is_pure_and_renders_messages() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.main import main
-from advisor.cli.serve_rules import (
+from tui.serve_rules import (
     MAX_COLUMNS,
     MAX_ROWS,
     Doors,
@@ -168,7 +168,7 @@ def test_the_first_size_comes_from_the_query_within_bounds() -> None:
 
 
 def test_the_session_folder_variable_is_the_same_on_both_sides() -> None:
-    from advisor.cli.serve_web import SESSION_ENV as SERVER_SIDE
+    from tui.serve_web import SESSION_ENV as SERVER_SIDE
     from tui.served import SESSION_ENV as UI_SIDE
 
     assert SERVER_SIDE == UI_SIDE

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, LoadingIndicator, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -79,7 +80,7 @@ class ResultsScreen(Screen[None]):
         self._in_flight: int | None = None
         """The generation of the ranking running now, if any."""
         self._ops_generation = 0
-        self._timer = None
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         """Summary, budget/deadline, table, detail tabs, footer."""
@@ -317,7 +318,7 @@ class ResultsScreen(Screen[None]):
 
         def chosen(path: Path | None) -> None:
             if path is not None and self.report is not None:
-                served.deliver_export(self, self.engine, self.report, self.app.served_dir, str(path))  # type: ignore[attr-defined]
+                served.deliver_export(self, self.engine, self.report, self.app.served_dir, str(path))  # type: ignore[attr-defined]  # served_dir: GpuAdvisorApp's
 
         self.app.push_screen(ExportDialog(default, label=served.LABEL, rule=served.name_problem), chosen)
 

@@ -30,9 +30,9 @@ class ChoiceList(OptionList):
     ) -> None:
         self._choices = choices
         self._value = value
-        super().__init__(*self._options(), id=id)
+        super().__init__(*self._choice_options(), id=id)
 
-    def _options(self) -> list[Option]:
+    def _choice_options(self) -> list[Option]:
         return [
             Option(self._prompt(key, title, help_text), id=key) for key, title, help_text in self._choices
         ]

@@ -112,7 +112,7 @@ class WeekChart(PlotextPlot):
 
 def job_rows(plan: FleetPlan) -> list[tuple[str, ...]]:
     """The portfolio table's rows."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for j in plan.jobs:
         rate = f"{j.requests_per_s:g} req/s" if j.requests_per_s else f"{j.per_week:g}/week"
         rows.append(

@@ -15,7 +15,7 @@ class TickList(OptionList):
     """Ticks off ordered steps with Space, Enter or a click; long steps wrap (SelectionList truncates)."""
 
     BINDINGS = [
-        Binding("space", "toggle", "Tick", tooltip="Tick or untick the highlighted step", id="tick-toggle")
+        Binding("space", "tick", "Tick", tooltip="Tick or untick the highlighted step", id="tick-toggle")
     ]
 
     @dataclass
@@ -62,7 +62,7 @@ class TickList(OptionList):
             return Content.assemble(("✔ ", "$text-success bold"), self._steps[index].stylize("dim"))
         return Content.assemble(("☐ ", "$text-muted"), self._steps[index])
 
-    def action_toggle(self) -> None:
+    def action_tick(self) -> None:
         """Tick or untick the highlighted step."""
         index = self.highlighted
         if index is None or not 0 <= index < len(self._steps):
@@ -75,4 +75,4 @@ class TickList(OptionList):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter or a click ticks too."""
         event.stop()
-        self.action_toggle()
+        self.action_tick()

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
-from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import INPUTS, SIGNS, LinearLogModel, llm_inputs
 from advisor.question.values import value_type
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    Array = NDArray[Any]
 
 # Ridge penalties tried (per row, on standardised inputs), up to where every weight is about 1e-5 of its
 # unpenalised size (the intercept-only limit: the speed of light x one constant). HUBER: residuals beyond 0.2
@@ -84,7 +90,7 @@ CANDIDATES: tuple[Candidate, ...] = (
 )
 
 
-def _solve_signed(A, w, y, penalty, held: frozenset[int] = frozenset()):
+def _solve_signed(A: Array, w: Array, y: Array, penalty: Array, held: frozenset[int] = frozenset()) -> Array:
     """Weighted ridge with the SIGNS held: a coefficient of the wrong sign is set to 0 and the rest refitted
     (an active set; the standardised inputs keep each raw coefficient's sign); inputs in held stay at 0."""
     import numpy as np
@@ -103,7 +109,7 @@ def _solve_signed(A, w, y, penalty, held: frozenset[int] = frozenset()):
         fixed.add(worst)
 
 
-def _huber_beta(A, y, base, penalty, held: frozenset[int]):
+def _huber_beta(A: Array, y: Array, base: Array, penalty: Array, held: frozenset[int]) -> Array:
     """Huber ridge weights by iteratively reweighted least squares (base: the source weights)."""
     import numpy as np
 
@@ -115,7 +121,7 @@ def _huber_beta(A, y, base, penalty, held: frozenset[int]):
     return beta
 
 
-def _median_beta(X, y, mean, scale, free: tuple[str, ...]):
+def _median_beta(X: Array, y: Array, mean: Array, scale: Array, free: tuple[str, ...]) -> Array:
     """The median log efficiency (every run once) as the intercept; with 'vendor' free, one median per family
     of source (vendor tables, the rest) written as intercept and weight of the standardised flag."""
     import numpy as np
@@ -210,24 +216,3 @@ def choose_lambda(samples: Sequence[Sample]) -> tuple[Candidate, dict[Candidate,
     se = statistics.stdev(per[best]) / math.sqrt(n) if n > 1 else 0.0
     chosen = next(c for c in simplest_first() if figures[c] <= figures[best] + se + 1e-12)
     return chosen, figures
-
-
-def nested_fit_predict(
-    samples: Sequence[Sample], vendor: float | None = None
-) -> Callable[[list[int], list[int]], list[float]]:
-    """A fit_predict for held_out(): the penalty chosen by leave-one-source-out among the training rows' LLM
-    runs only (nested: the held-out rows never choose it), then fitted on them; predictions at the rows' own
-    vendor flag, or at the one given."""
-
-    def run(train: list[int], test: list[int]) -> list[float]:
-        rows = [samples[i] for i in train if samples[i].family == "llm"]
-        lam, _ = choose_lambda(rows)
-        model = fit_linear(rows, lam)
-        return [model.predict_log(sample_inputs(samples[i], vendor)) for i in test]
-
-    return run
-
-
-def typical_fit_predict(samples: Sequence[Sample]) -> Callable[[list[int], list[int]], list[float]]:
-    """nested_fit_predict at the typical (non-vendor) flag: the P50 a user is shown."""
-    return nested_fit_predict(samples, TYPICAL)

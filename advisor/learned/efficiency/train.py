@@ -8,10 +8,10 @@ from __future__ import annotations
 import hashlib
 import math
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli_w
 
@@ -30,6 +30,9 @@ from advisor.learned.efficiency.linear import LinearLogModel
 from advisor.learned.efficiency.linear_fit import choose_lambda, fit_linear
 from advisor.learned.efficiency.llm_eval import llm_evaluation
 from advisor.learned.efficiency.runs import Run
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
 SEED = 0
 ARTIFACT = "efficiency_model.json"
@@ -53,7 +56,9 @@ def _targets(samples: Sequence[Sample]) -> list[float]:
     return [target(s) for s in samples]
 
 
-def fit(samples: Sequence[Sample], weights: Sequence[float] | None = None, seed: int = SEED):
+def fit(
+    samples: Sequence[Sample], weights: Sequence[float] | None = None, seed: int = SEED
+) -> HistGradientBoostingRegressor:
     """A fitted HistGradientBoostingRegressor on log efficiency."""
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingRegressor
@@ -93,7 +98,9 @@ def export_trees(model: Any) -> tuple[float, tuple[Tree, ...]]:
     return baseline, tuple(trees)
 
 
-def _fit_predict(samples: Sequence[Sample], weights: Sequence[float]):
+def _fit_predict(
+    samples: Sequence[Sample], weights: Sequence[float]
+) -> Callable[[list[int], list[int]], list[float]]:
     def run(train: list[int], test: list[int]) -> list[float]:
         import numpy as np
 

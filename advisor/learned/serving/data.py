@@ -10,11 +10,15 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.learned.serving.replica import EngineFlags, Setup, build
 from advisor.question.values import value_type
 from advisor.question.vocab import ENGINES
+
+if TYPE_CHECKING:
+    from advisor.catalog.loader import Knowledge
+    from advisor.job.resolve import Job
 
 CSV_NAME = "serving_benchmarks.csv"
 KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
@@ -96,7 +100,7 @@ def _latencies(r: dict[str, str], name: str) -> tuple[Measured, ...]:
     return tuple(out)
 
 
-def _job(knowledge, model: str, isl: int, osl: int):
+def _job(knowledge: Knowledge, model: str, isl: int, osl: int) -> Job:
     from advisor.job.inputs import Workload
     from advisor.job.resolve import resolve_job
 
@@ -104,7 +108,7 @@ def _job(knowledge, model: str, isl: int, osl: int):
     return resolve_job(knowledge, w, need_data=False)
 
 
-def _case(knowledge, r: dict[str, str]) -> Case | str:
+def _case(knowledge: Knowledge, r: dict[str, str]) -> Case | str:
     """A usable row, or why it is left out."""
     gpus = {g.id: g for g in knowledge.gpus}
     gpu, ids = gpus.get(r["gpu"]), {m.id for m in knowledge.models}
@@ -153,7 +157,7 @@ def _case(knowledge, r: dict[str, str]) -> Case | str:
     )
 
 
-def load_cases(knowledge=None) -> tuple[list[Case], Counter[str]]:
+def load_cases(knowledge: Knowledge | None = None) -> tuple[list[Case], Counter[str]]:
     """Usable rows, and the count of rows left out by reason."""
     if knowledge is None:
         from advisor.catalog.loader import load_knowledge

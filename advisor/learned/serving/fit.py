@@ -14,10 +14,14 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from advisor.learned.serving.data import Case
 from advisor.learned.serving.model import ENGINE_TERMS, GLOBALS, ServingModel, initial
 from advisor.learned.serving.observe import fit_obs, traits
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 SEED = 0  # recorded in the metadata: the fit is deterministic (fixed start, no random draws)
 ENGINE_RIDGE = {"memory": 0.3, "compute": 0.3, "step": 0.3, "request": 0.01}
@@ -74,7 +78,9 @@ def residuals_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, f
 STEP = 1e-4  # relative change of an efficiency field for its finite difference
 
 
-def jacobian_of(model: ServingModel, rows: Sequence[Case], weights: dict[str, float], names: list[str]):
+def jacobian_of(
+    model: ServingModel, rows: Sequence[Case], weights: dict[str, float], names: list[str]
+) -> NDArray[Any]:
     """d residual / d parameter by the chain rule: each row's figures are differenced against the eight
     efficiency fields (eight passes, not one per parameter), times d field / d parameter (analytic)."""
     import numpy as np  # training only
@@ -122,7 +128,7 @@ def fit(
     names = list(GLOBALS) + [f"{e}/{t}" for e in engines for t in ENGINE_TERMS]
     n_global, per = len(GLOBALS), len(ENGINE_TERMS)
 
-    def residuals(x):
+    def residuals(x: Sequence[float]) -> list[float]:
         model = _unpack(x, engines)
         pulls = [PRIOR_WEIGHT * v - p for v, p in zip(x[:n_global], prior, strict=True)]
         offsets = x[n_global:]
@@ -134,7 +140,7 @@ def fit(
         shrink = [r * v for r, v in zip(ridge, offsets, strict=True)]
         return residuals_of(model, rows, weights) + shrink + pulls + centre
 
-    def jacobian(x):
+    def jacobian(x: Sequence[float]) -> NDArray[Any]:
         import numpy as np
 
         data = jacobian_of(_unpack(x, engines), rows, weights, names)

@@ -9,18 +9,19 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
 from advisor.learned.serving.data import data_hash, load_cases
-from advisor.learned.serving.evaluate import QUANTITIES, held_out, quantile, scores
+from advisor.learned.serving.evaluate import QUANTITIES, Row, held_out, quantile, scores
 from advisor.learned.serving.fit import SEED, clipped_log_ratio, fit
 from advisor.learned.serving.model import MODEL_NAME, ServingModel
 
 OUT = Path(__file__).resolve().parents[3] / "knowledge" / MODEL_NAME
 
 
-def _cv(rows) -> dict[str, dict[str, float]]:
+def _cv(rows: Sequence[Row]) -> dict[str, dict[str, float]]:
     out = {}
     for quantity in QUANTITIES:
         mine = [r for r in rows if r.obs.quantity == quantity and math.isfinite(r.baseline)]

@@ -22,8 +22,8 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from advisor.cli.serve_rules import Doors, parse_message, size_from_query
 from advisor.question.checks import escape_controls
+from tui.serve_rules import Doors, parse_message, size_from_query
 
 log = logging.getLogger("gpu-advisor.serve")
 # The UI reads it (tui/served.py names it too; a test holds the two equal): the session's private folder.
@@ -135,7 +135,7 @@ class Session(AppService):
 
 
 class GuardedServer(Server):
-    """textual-serve's Server with the doors of `gpu-advisor serve` (see advisor/cli/serve.py)."""
+    """textual-serve's Server with the doors of `gpu-advisor serve` (see tui/serve.py)."""
 
     def __init__(self, doors: Doors, *, max_sessions: int, sessions_root: Path, title: str) -> None:
         super().__init__(" ".join(APP_COMMAND), host=doors.host, port=doors.port, title=title)
@@ -180,7 +180,7 @@ class GuardedServer(Server):
         return app
 
     async def on_startup(self, app: web.Application) -> None:
-        """Nothing: advisor/cli/serve.py has printed the one start-up line."""
+        """Nothing: tui/serve.py has printed the one start-up line."""
 
     async def _reap_all(self, app: web.Application) -> None:
         await asyncio.gather(*(session.stop() for session in list(self.sessions)), return_exceptions=True)

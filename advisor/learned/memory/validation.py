@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from advisor.catalog.loader import Knowledge
-from advisor.physics.memory_rows import (
+from advisor.learned.memory.rows import (
     CSV_PATH,
     Estimate,
     estimate,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # socket and secrets are imported where the server starts: ev
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# Each session is its own app process (about 0.2 GB resident: README, "The browser"): a small default.
+# Each session is its own app process (about 76 MB resident after a ranking: docs/ui.md): a small default.
 DEFAULT_MAX_SESSIONS = 4
 MAX_SESSIONS_LIMIT = 64
 
@@ -62,7 +62,7 @@ def reach(host: str) -> str:
 
 def check_serve_args(args: argparse.Namespace) -> frozenset[str]:
     """InputError (one line, exit 2) for a bad port, host, session cap or origin; the origins, normalised."""
-    from advisor.cli.serve_rules import origin_of, origin_problem, valid_host
+    from tui.serve_rules import origin_of, origin_problem, valid_host
 
     if not 0 < args.port < 65536:
         raise InputError(
@@ -147,7 +147,7 @@ def page_url(host: str, port: int, token: str) -> str:
     """The link to print: this machine's name when bound to every interface."""
     import socket
 
-    from advisor.cli.serve_rules import WILDCARD_HOSTS, bracketed
+    from tui.serve_rules import WILDCARD_HOSTS, bracketed
 
     name = socket.gethostname() if host in WILDCARD_HOSTS else bracketed(host)
     return f"http://{name}:{port}/?token={token}"
@@ -173,12 +173,12 @@ def run_serve(args: argparse.Namespace) -> int:
     """Bind (or fail in one line), print the one start-up line with the link, serve until Ctrl+C."""
     origins = check_serve_args(args)
     try:
-        from advisor.cli.serve_web import GuardedServer
+        from tui.serve_web import GuardedServer
     except ImportError as exc:
         raise InputError("serve needs textual-serve: pip install textual-serve") from exc
     import secrets
 
-    from advisor.cli.serve_rules import Doors
+    from tui.serve_rules import Doors
 
     root = sessions_root()
     sockets = bind(args.host, args.port)

@@ -27,7 +27,7 @@ from advisor.physics.memory import (
 from advisor.question.values import value_type
 from advisor.question.vocab import STACKS
 
-CSV_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_validation.csv"
+CSV_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "memory_validation.csv"
 GIB = 1024**3 / GB
 # Stacks the CSV names that the memory model knows under another name: NeMo trains with Megatron-Core.
 STACK_OF = {"nemo": "megatron"}

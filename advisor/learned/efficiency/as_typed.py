@@ -1,19 +1,25 @@
 """Provides the "as a user types it" score of `model evaluate`: each paper, report and independent LLM run
 predicted from its model, GPU, count, precision and sequence only (the tool chooses the stack, layout,
-recomputation and batch), by a model fitted without the run's source, against the constant MFU."""
+recomputation and batch), by a model fitted without the run's source, against the constant MFU. The
+prediction itself is the answer stage's (`predict`), handed in by the command: this stage sits below it."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from advisor.catalog.loader import Knowledge
+from advisor.job.inputs import Workload
+from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
 from advisor.question.values import value_type
+
+ThroughputOf = Callable[[Workload, str, int, EfficiencyModel], float | None]
+"""The predicted throughput of a workload on GPU x count with an efficiency model (None: no answer)."""
 
 
 @value_type
@@ -56,10 +62,10 @@ def _held_out_model(knowledge: Knowledge, shipped: Any, samples: Sequence[Sample
     )
 
 
-def as_typed(knowledge: Knowledge, samples: Sequence[Sample]) -> list[TypedScore]:
+def as_typed(
+    knowledge: Knowledge, samples: Sequence[Sample], throughput_of: ThroughputOf
+) -> list[TypedScore]:
     """Score every non-vendor LLM run as a user would type it, per family of source."""
-    from advisor.answer.predict import predict
-    from advisor.job.inputs import Workload
     from advisor.learned.efficiency.learned import load_learned
     from advisor.learned.efficiency.prior import PriorEfficiency
     from advisor.question.errors import AdvisorError
@@ -68,7 +74,7 @@ def as_typed(knowledge: Knowledge, samples: Sequence[Sample]) -> list[TypedScore
     if shipped is None or shipped.model.linear is None:
         return []
     runs = [s for s in samples if s.family == "llm" and s.row.source_family != "vendor"]
-    models: dict[str, object] = {}
+    models: dict[str, EfficiencyModel] = {}
     rows: dict[str, list[tuple[str, float, float]]] = {}
     skipped: dict[str, int] = {}
     for s in runs:
@@ -78,17 +84,15 @@ def as_typed(knowledge: Knowledge, samples: Sequence[Sample]) -> list[TypedScore
         )
         workload = Workload(model=r.workload, kind=r.kind, precision=r.precision, seq_len=r.seq_len or None)
         try:
-            out = predict(knowledge, workload, r.gpu, r.count, efficiency=model)  # type: ignore[arg-type]
+            got = throughput_of(workload, r.gpu, r.count, model)
         except AdvisorError:
-            out = None
-        if out is None or out.throughput is None:
+            got = None
+        if got is None:
             skipped[r.source_family] = skipped.get(r.source_family, 0) + 1
             continue
         train = [t for t in samples if t.row.origin != r.origin and t.family == "llm"]
         const = _const_mfu(train, r.precision) * s.mfu_sol
-        rows.setdefault(r.source_family, []).append(
-            (r.origin, out.throughput.value / r.throughput, const / r.throughput)
-        )
+        rows.setdefault(r.source_family, []).append((r.origin, got / r.throughput, const / r.throughput))
     return [_score(family, got, skipped.get(family, 0)) for family, got in sorted(rows.items())]
 
 
@@ -111,9 +115,9 @@ def _score(family: str, got: list[tuple[str, float, float]], skipped: int) -> Ty
     )
 
 
-def as_typed_lines(knowledge: Knowledge, samples: Sequence[Sample]) -> list[str]:
+def as_typed_lines(knowledge: Knowledge, samples: Sequence[Sample], throughput_of: ThroughputOf) -> list[str]:
     """The as-typed section of `model evaluate`."""
-    scores = as_typed(knowledge, samples)
+    scores = as_typed(knowledge, samples, throughput_of)
     if not scores:
         return []
     lines = [

@@ -1,0 +1,49 @@
+"""Each fact is stated once: a second copy of it anywhere in advisor/ fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from advisor.fleet.portfolio import Entry
+from advisor.job.inputs import Constraints
+from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, limits
+
+ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
+DEFAULT_LINE = f"DEFAULT_MAX_GPUS = {DEFAULT_MAX_GPUS}"
+
+
+def test_the_default_gpu_limit_is_stated_once() -> None:
+    """The registry's DEFAULT_MAX_GPUS is the one number: the CLI's help, the wizard's placeholder, the
+    core's Constraints and the fleet planner's search all read it."""
+    number = re.compile(rf"\b{DEFAULT_MAX_GPUS}\b|{DEFAULT_MAX_GPUS:_}")
+    copies = [
+        f"{path.relative_to(ADVISOR)}:{n}: {line.strip()}"
+        for path in sorted(ADVISOR.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search("max_gpus", line, re.IGNORECASE) and number.search(line) and line.strip() != DEFAULT_LINE
+    ]
+    assert not copies, copies
+    assert Constraints().max_gpus == DEFAULT_MAX_GPUS
+    assert FIELDS["max_gpus"].default == str(DEFAULT_MAX_GPUS)
+    assert str(DEFAULT_MAX_GPUS) in FIELDS["max_gpus"].placeholder
+
+
+def _bounds_of(entry_field: str) -> dict[str, float]:
+    out = {}
+    for meta in Entry.model_fields[entry_field].metadata:
+        for key in ("gt", "ge", "lt", "le"):
+            if getattr(meta, key, None) is not None:
+                out[key] = getattr(meta, key)
+    return out
+
+
+def test_the_fleet_planner_holds_the_registrys_bounds() -> None:
+    """A portfolio entry's rate, deadline and GPUs are the registry's fields, so they take its ranges, not
+    ranges of their own."""
+    for entry_field, registry_field in (
+        ("requests_per_s", "requests_per_s"),
+        ("deadline_hours", "deadline_hours"),
+        ("gpus", "max_gpus"),
+    ):
+        assert _bounds_of(entry_field) == dict(limits(registry_field)), entry_field
