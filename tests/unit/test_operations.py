@@ -12,6 +12,7 @@ import pytest
 
 from advisor.catalog import operations as ops
 from advisor.catalog.loader import load_knowledge
+from advisor.catalog.operations import rates, tables
 from advisor.question.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2] / "knowledge" / "operations"
@@ -223,12 +224,12 @@ def test_no_answer_passes_the_datasheet_peak() -> None:
     for gpu in ("h100-sxm", "h100-pcie", "gh200", "mi300x", "t4", "a10", "b200"):
         g = GPUS[gpu]
         for dtype in ("bf16", "fp8", "fp32"):
-            peak = ops.peak_tflops(g, ops._runnable(g, dtype))
+            peak = ops.peak_tflops(g, rates._runnable(g, dtype))
             for _ in range(30):
                 m, n, k = (2 ** rng.uniform(0, 17) for _ in range(3))
                 got = ops.gemm_tflops(gpu, dtype, round(m) or 1, round(n) or 1, round(k) or 1)
                 assert 0 < got.value <= peak, (gpu, dtype, m, n, k, got)
-        bf16 = ops.peak_tflops(g, ops._runnable(g, "bf16"))
+        bf16 = ops.peak_tflops(g, rates._runnable(g, "bf16"))
         for seq in (128, 3000, 65536):
             att = ops.attention_tflops(
                 gpu, "bf16", seq_len=seq, heads=40, kv_heads=8, head_dim=128, causal=True, pass_="fwd_bwd"
@@ -273,7 +274,7 @@ PROFILE = {
 
 
 def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
     got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert got.value == 600.0 and got.basis == "measured" and "probe:lab" in got.source
     assert ops.gemm_tflops("h100-sxm", "bf16", 2048, 4096, 4096, profile="lab").value == pytest.approx(
@@ -288,7 +289,7 @@ def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyP
 
 def test_a_profile_with_a_few_rows_levels_the_shipped_curve(monkeypatch: pytest.MonkeyPatch) -> None:
     one = {"gpu": "h100-sxm", "gemm": [dict(PROFILE["gemm"][1], tflops=700.0)]}
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: one)
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: one)
     shipped = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096)
     at_row = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert at_row.value == pytest.approx(700.0) and "levelled on 1 measured" in at_row.basis
@@ -310,7 +311,7 @@ def test_a_best_shape_figure_levels_the_fallback_of_a_gpu_without_a_grid() -> No
 def test_profile_rows_without_a_gpu_column_are_the_profiles_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # The probe may write the GPU once (by an alias) and leave it off the rows.
     rows = [{k: v for k, v in r.items() if k != "gpu"} for r in PROFILE["gemm"]]
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: {"gpu": "H100 SXM5", "gemm": rows})
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: {"gpu": "H100 SXM5", "gemm": rows})
     got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert got.value == 600.0 and "probe:lab" in got.source
 
