@@ -185,6 +185,9 @@ def test_attention_honours_an_asked_kernel() -> None:
     fa2 = ops.attention_tflops("h100-sxm", "bf16", **shape, pass_="fwd", kernel="fa2")
     assert fa3.basis == fa2.basis == "measured" and "FlashAttention-3" in fa3.source
     assert fa3.value > fa2.value  # the paper's own finding on H100
+    # A kernel a GPU was not measured with (FlashAttention-3 needs Hopper): another kernel's rows, said so.
+    a100 = ops.attention_tflops("a100-80gb-sxm", "bf16", **shape, pass_="fwd", kernel="fa3")
+    assert a100.basis == "extrapolated" and a100.spread >= ops.EXTRAPOLATED_SPREAD
 
 
 def test_memory_without_a_size_is_the_large_buffer_rate() -> None:

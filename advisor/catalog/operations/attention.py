@@ -125,7 +125,12 @@ def _attention_own(
         if factor is None:
             return None
         return Measured(got.value * factor, got.source, f"scaled from {gpu} {key[3]}", spread + SCALED_SPREAD)
-    basis = "interpolated" if extra and got.basis == "measured" else got.basis
+    basis = got.basis
+    if key[4] != want.causal or (want.kernel is not None and key[2] != want.kernel):
+        # Another kernel or causality than asked: outside what was measured for the question.
+        basis = "extrapolated"
+    elif extra and basis == "measured":
+        basis = "interpolated"  # the nearest head configuration's row
     return Measured(got.value, got.source, basis, spread)
 
 
