@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,11 @@ HEADERS = {
 GPUS = {g.id: g for g in load_knowledge().gpus}
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    """Memoised answers forgotten before and after (a test that swaps the profile under one name)."""
+    ops.clear_cache()
+    yield
     ops.clear_cache()
 
 
@@ -276,6 +280,7 @@ PROFILE = {
 }
 
 
+@pytest.mark.usefixtures("fresh")
 def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tables, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
     got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
@@ -290,6 +295,7 @@ def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyP
     assert bus.value == 300.0 and "probe:lab" in bus.source
 
 
+@pytest.mark.usefixtures("fresh")
 def test_a_profile_with_a_few_rows_levels_the_shipped_curve(monkeypatch: pytest.MonkeyPatch) -> None:
     one = {"gpu": "h100-sxm", "gemm": [dict(PROFILE["gemm"][1], tflops=700.0)]}
     monkeypatch.setattr(tables, "_profile_payload", lambda name: one)
@@ -311,6 +317,7 @@ def test_a_best_shape_figure_levels_the_fallback_of_a_gpu_without_a_grid() -> No
     assert ops.gemm_tflops("mi300x", "bf16", 16, 4096, 4096).value < got.value / 10
 
 
+@pytest.mark.usefixtures("fresh")
 def test_profile_rows_without_a_gpu_column_are_the_profiles_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # The probe may write the GPU once (by an alias) and leave it off the rows.
     rows = [{k: v for k, v in r.items() if k != "gpu"} for r in PROFILE["gemm"]]
@@ -319,6 +326,7 @@ def test_profile_rows_without_a_gpu_column_are_the_profiles_gpu(monkeypatch: pyt
     assert got.value == 600.0 and "probe:lab" in got.source
 
 
+@pytest.mark.usefixtures("fresh")
 def test_an_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path))
     with pytest.raises(InputError, match="profile 'nowhere'"):
