@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from advisor.catalog import operations as ops
 from advisor.catalog.loader import load_knowledge
+from advisor.catalog.operations import links, rates, tables
 
 GEMM = (8192, 8192, 8192)
 """A large square GEMM: the achievable matmul ceiling."""
@@ -44,7 +45,7 @@ def coverage() -> None:
     print(head + f"{'attn fwd':<19}{'attn bwd':<19}{'memory':<19}")
     measured = {"gemm": 0, "attention": 0, "memory": 0}
     for g in gpus:
-        peak = ops.peak_tflops(g, ops._runnable(g, "bf16")) or 1.0
+        peak = ops.peak_tflops(g, rates._runnable(g, "bf16")) or 1.0
         big = ops.gemm_tflops(g.id, "bf16", *GEMM)
         decode = ops.gemm_tflops(g.id, "bf16", *DECODE)
         fwd = ops.attention_tflops(g.id, "bf16", **ATTENTION, pass_="fwd")
@@ -66,11 +67,11 @@ def coverage() -> None:
     )
 
 
-def links() -> None:
+def link_coverage() -> None:
     print("\nPer link key: rows; all-reduce bus bandwidth at 256 MiB / nominal (8 GPUs in a server, 16 on 2)")
     rows = Counter(r["link"] for r in ops.table("collectives"))
-    for link in sorted(ops._link_nominals()):
-        across = ops._between_servers(link)
+    for link in sorted(links._link_nominals()):
+        across = links._between_servers(link)
         got = ops.collective_busbw_gbs("all_reduce", link, 16 if across else 8, 2 if across else 1, 2**28)
         nominal = ops.nominal_gbs(link) or 1.0
         print(
@@ -83,8 +84,8 @@ def agreement() -> None:
     print("\nCross-source agreement (a grid of one source at another source's rows; ratio grid/row)")
     mamf = [r for r in ops.table("gemm") if "ml-engineering" in r["source"]]
     for r in mamf:
-        grid_rows = [x for x in ops._gpu_rows("gemm", r["gpu"]) if x["dtype"] == r["dtype"] and x is not r]
-        grid = ops._grid(grid_rows, ("m", "n", "k"), "tflops", (1.0, 1.0, 1.0), True)
+        grid_rows = [x for x in tables._gpu_rows("gemm", r["gpu"]) if x["dtype"] == r["dtype"] and x is not r]
+        grid = tables._grid(grid_rows, ("m", "n", "k"), "tflops", (1.0, 1.0, 1.0), True)
         if grid is not None:
             value, basis, _ = grid.at((r["m"], r["n"], r["k"]))
             shape = f"{r['m']:.0f}x{r['n']:.0f}x{r['k']:.0f}"
@@ -95,7 +96,7 @@ def agreement() -> None:
     rows = [r for r in ops.table("collectives") if r["nodes"] == 1]
     for link in ("nvlink3", "nvlink4", "nvlink5"):
         aic = [r for r in rows if r["link"] == link and "aiconfigurator" in r["source"]]
-        grid = ops._grid(aic, ("gpus", "nbytes"), "busbw_gbs", (0.0, 0.0), False)
+        grid = tables._grid(aic, ("gpus", "nbytes"), "busbw_gbs", (0.0, 0.0), False)
         others = [r for r in rows if r["link"] == link and "aiconfigurator" not in r["source"]]
         ratios = [
             grid.at((r["gpus"], r["nbytes"]))[0] / r["busbw_gbs"]
@@ -164,7 +165,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.cost:
         coverage()
-        links()
+        link_coverage()
         agreement()
     cost()
 

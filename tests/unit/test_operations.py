@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from advisor.catalog import operations as ops
 from advisor.catalog.loader import load_knowledge
+from advisor.catalog.operations import rates, tables
 from advisor.question.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2] / "knowledge" / "operations"
@@ -25,8 +27,11 @@ HEADERS = {
 GPUS = {g.id: g for g in load_knowledge().gpus}
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    """Memoised answers forgotten before and after (a test that swaps the profile under one name)."""
+    ops.clear_cache()
+    yield
     ops.clear_cache()
 
 
@@ -184,6 +189,9 @@ def test_attention_honours_an_asked_kernel() -> None:
     fa2 = ops.attention_tflops("h100-sxm", "bf16", **shape, pass_="fwd", kernel="fa2")
     assert fa3.basis == fa2.basis == "measured" and "FlashAttention-3" in fa3.source
     assert fa3.value > fa2.value  # the paper's own finding on H100
+    # A kernel a GPU was not measured with (FlashAttention-3 needs Hopper): another kernel's rows, said so.
+    a100 = ops.attention_tflops("a100-80gb-sxm", "bf16", **shape, pass_="fwd", kernel="fa3")
+    assert a100.basis == "extrapolated" and a100.spread >= ops.EXTRAPOLATED_SPREAD
 
 
 def test_memory_without_a_size_is_the_large_buffer_rate() -> None:
@@ -223,12 +231,12 @@ def test_no_answer_passes_the_datasheet_peak() -> None:
     for gpu in ("h100-sxm", "h100-pcie", "gh200", "mi300x", "t4", "a10", "b200"):
         g = GPUS[gpu]
         for dtype in ("bf16", "fp8", "fp32"):
-            peak = ops.peak_tflops(g, ops._runnable(g, dtype))
+            peak = ops.peak_tflops(g, rates._runnable(g, dtype))
             for _ in range(30):
                 m, n, k = (2 ** rng.uniform(0, 17) for _ in range(3))
                 got = ops.gemm_tflops(gpu, dtype, round(m) or 1, round(n) or 1, round(k) or 1)
                 assert 0 < got.value <= peak, (gpu, dtype, m, n, k, got)
-        bf16 = ops.peak_tflops(g, ops._runnable(g, "bf16"))
+        bf16 = ops.peak_tflops(g, rates._runnable(g, "bf16"))
         for seq in (128, 3000, 65536):
             att = ops.attention_tflops(
                 gpu, "bf16", seq_len=seq, heads=40, kv_heads=8, head_dim=128, causal=True, pass_="fwd_bwd"
@@ -272,8 +280,9 @@ PROFILE = {
 }
 
 
+@pytest.mark.usefixtures("fresh")
 def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: PROFILE if name == "lab" else {})
     got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert got.value == 600.0 and got.basis == "measured" and "probe:lab" in got.source
     assert ops.gemm_tflops("h100-sxm", "bf16", 2048, 4096, 4096, profile="lab").value == pytest.approx(
@@ -286,9 +295,10 @@ def test_a_profiles_rows_take_precedence_for_its_gpu(monkeypatch: pytest.MonkeyP
     assert bus.value == 300.0 and "probe:lab" in bus.source
 
 
+@pytest.mark.usefixtures("fresh")
 def test_a_profile_with_a_few_rows_levels_the_shipped_curve(monkeypatch: pytest.MonkeyPatch) -> None:
     one = {"gpu": "h100-sxm", "gemm": [dict(PROFILE["gemm"][1], tflops=700.0)]}
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: one)
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: one)
     shipped = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096)
     at_row = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert at_row.value == pytest.approx(700.0) and "levelled on 1 measured" in at_row.basis
@@ -307,14 +317,16 @@ def test_a_best_shape_figure_levels_the_fallback_of_a_gpu_without_a_grid() -> No
     assert ops.gemm_tflops("mi300x", "bf16", 16, 4096, 4096).value < got.value / 10
 
 
+@pytest.mark.usefixtures("fresh")
 def test_profile_rows_without_a_gpu_column_are_the_profiles_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # The probe may write the GPU once (by an alias) and leave it off the rows.
     rows = [{k: v for k, v in r.items() if k != "gpu"} for r in PROFILE["gemm"]]
-    monkeypatch.setattr(ops, "_profile_payload", lambda name: {"gpu": "H100 SXM5", "gemm": rows})
+    monkeypatch.setattr(tables, "_profile_payload", lambda name: {"gpu": "H100 SXM5", "gemm": rows})
     got = ops.gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096, profile="lab")
     assert got.value == 600.0 and "probe:lab" in got.source
 
 
+@pytest.mark.usefixtures("fresh")
 def test_an_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPU_ADVISOR_DATA_DIR", str(tmp_path))
     with pytest.raises(InputError, match="profile 'nowhere'"):
