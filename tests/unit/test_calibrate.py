@@ -308,3 +308,24 @@ def test_issue_27_runs_csv_moves_that_layout_and_most_of_the_others(capsys) -> N
     cli(capsys, "calibrate", "--reset", "--profile", "h100-sxm-megatron")
     uncalibrated = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]
     assert 0.6 < other / uncalibrated < 0.75  # the run's 0.62x, shrunk a little toward 1 for the other layout
+
+
+def test_lightning_throughput_monitor_csv_is_read_per_device(capsys) -> None:
+    args = [
+        str(LOGS / "lightning_metrics.csv"),
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "8",
+        "--model",
+        "llama-3.1-8b",
+        "--seq-len",
+        "8192",
+        "--micro-batch",
+        "1",
+        "--workload",
+        "pretrain",
+        "--dry-run",
+    ]
+    code, out, _ = cli(capsys, "calibrate", *args)
+    assert code == 0 and "measured throughput: 47,992" in out  # median of 5,980-6,010 items/s x 8 devices
