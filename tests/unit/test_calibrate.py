@@ -329,3 +329,30 @@ def test_lightning_throughput_monitor_csv_is_read_per_device(capsys) -> None:
     ]
     code, out, _ = cli(capsys, "calibrate", *args)
     assert code == 0 and "measured throughput: 47,992" in out  # median of 5,980-6,010 items/s x 8 devices
+
+
+def test_recommend_ranks_with_the_calibration_and_names_the_profile(capsys) -> None:
+    ask = [
+        "recommend",
+        "--model",
+        "llama-3.1-8b",
+        "--workload",
+        "pretrain",
+        "--tokens",
+        "1e10",
+        "--stack",
+        "torchtitan",
+        "--gpu",
+        "h100-sxm",
+        "--format",
+        "json",
+    ]
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0
+    before = json.loads(out)["plans"][0]
+    assert cli(capsys, "calibrate", *TITAN)[0] == 0
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0
+    report = json.loads(out)
+    assert any("profile h100-sxm-torchtitan" in n["text"] for n in report["notes"])
+    assert report["plans"][0] != before  # the measured run was 26% under the model: the plans move
