@@ -16,6 +16,25 @@ from advisor.search.context import Context
 DEFAULT_ENGINE = "vllm"
 
 
+def training_profile_notes(ctx: Context, gpus: list[str]) -> list[str]:
+    """One line per GPU whose plans the user's training runs calibrate: the profile and how many runs."""
+    from advisor.learned.calibration.efficiency import CalibratedEfficiency
+
+    model = getattr(ctx.efficiency, "_model", ctx.efficiency)  # read through a model loaded on first use
+    if not isinstance(model, CalibratedEfficiency):
+        return []
+    job, out = ctx.job, []
+    for gpu in gpus:
+        profile = job.profile or default_profile(gpu, job.stack)
+        found = run_set(profile, "training", gpu, job.stack, model.base.name)
+        if found is not None and found.runs:
+            out.append(
+                f"{gpu} plans calibrated on {len(found.runs)} of your runs (profile {profile}); each plan's "
+                "figure moves by the share its distance from them allows"
+            )
+    return out
+
+
 def serving_calibrated(
     ctx: Context, gpu: Gpu, layout: Layout, figures: dict[str, Interval]
 ) -> tuple[dict[str, Interval], tuple[str, ...]]:

@@ -118,6 +118,8 @@ def measured_of(reading: Reading, values: dict[str, Any], seq_len: int) -> dict[
         return {"throughput": got["tokens_per_s_per_gpu"] * values["count"]}
     if "samples_per_s" in got:
         return {"throughput": got["samples_per_s"] * seq_len}
+    if "samples_per_s_per_gpu" in got:
+        return {"throughput": got["samples_per_s_per_gpu"] * seq_len * values["count"]}
     return {"throughput": values["global_batch"] * seq_len / got["step_s"]}
 
 

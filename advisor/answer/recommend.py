@@ -792,6 +792,15 @@ def _front_points(front: list[Scored], top: list[Scored]) -> tuple[FrontPoint, .
     )
 
 
+def _calibration_notes(ctx: Context, top: list) -> list[str]:
+    """Which plans the user's calibration runs moved, naming the profile (answer/calibration_answer.py)."""
+    if not ctx.job.training or not top:
+        return []
+    from advisor.answer.calibration_answer import training_profile_notes
+
+    return training_profile_notes(ctx, sorted({s.cand.gpu.id for s in top}))
+
+
 def recommend(
     knowledge: Knowledge,
     workload: Workload,
@@ -830,6 +839,7 @@ def recommend(
     notes: list[Assumed] = [Assumed(text=n) for n in _serving_report_notes(ctx, top)]
     if constraints.deployment == "cloud":  # stale and outlier offers the price screen left out
         notes += price_notes(knowledge, select_gpus(knowledge, constraints), constraints)
+    notes += [Assumed(text=n) for n in _calibration_notes(ctx, top)]
     return Report(
         workload=workload,
         constraints=constraints,

@@ -308,3 +308,51 @@ def test_issue_27_runs_csv_moves_that_layout_and_most_of_the_others(capsys) -> N
     cli(capsys, "calibrate", "--reset", "--profile", "h100-sxm-megatron")
     uncalibrated = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]
     assert 0.6 < other / uncalibrated < 0.75  # the run's 0.62x, shrunk a little toward 1 for the other layout
+
+
+def test_lightning_throughput_monitor_csv_is_read_per_device(capsys) -> None:
+    args = [
+        str(LOGS / "lightning_metrics.csv"),
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "8",
+        "--model",
+        "llama-3.1-8b",
+        "--seq-len",
+        "8192",
+        "--micro-batch",
+        "1",
+        "--workload",
+        "pretrain",
+        "--dry-run",
+    ]
+    code, out, _ = cli(capsys, "calibrate", *args)
+    assert code == 0 and "measured throughput: 47,992" in out  # median of 5,980-6,010 items/s x 8 devices
+
+
+def test_recommend_ranks_with_the_calibration_and_names_the_profile(capsys) -> None:
+    ask = [
+        "recommend",
+        "--model",
+        "llama-3.1-8b",
+        "--workload",
+        "pretrain",
+        "--tokens",
+        "1e10",
+        "--stack",
+        "torchtitan",
+        "--gpu",
+        "h100-sxm",
+        "--format",
+        "json",
+    ]
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0
+    before = json.loads(out)["plans"][0]
+    assert cli(capsys, "calibrate", *TITAN)[0] == 0
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0
+    report = json.loads(out)
+    assert any("profile h100-sxm-torchtitan" in n["text"] for n in report["notes"])
+    assert report["plans"][0] != before  # the measured run was 26% under the model: the plans move

@@ -8,10 +8,16 @@ from advisor.question.checks import shown
 from advisor.question.errors import InputError
 
 FORMATS = (
-    "a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training log, or a vLLM or SGLang "
-    "serving result"
+    "a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training log, a Lightning "
+    "ThroughputMonitor metrics.csv, or a vLLM or SGLang serving result"
 )
-_TRAINING = (training_logs.torchtitan, training_logs.hf_trainer, training_logs.megatron, training_logs.nemo)
+_TRAINING = (
+    training_logs.torchtitan,
+    training_logs.hf_trainer,
+    training_logs.megatron,
+    training_logs.nemo,
+    training_logs.lightning,
+)
 
 
 def read_run_file(text: str, name: str) -> list[Reading]:

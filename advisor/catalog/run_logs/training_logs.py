@@ -15,11 +15,17 @@ Each reads the lines its tool prints, as that tool's code writes them:
   megatron/training/training.py, training_log; megatron/training/arguments.py, _print_args).
 - NeMo (Lightning's progress bar): `... global_step=50.0, consumed_samples=76800.0, train_step_timing in
   s=5.900 ...` (NeMo's performance guides grep `train_step_timing`).
+- Lightning's ThroughputMonitor, as a CSVLogger's metrics.csv: columns `device/samples_per_sec` and
+  `device/items_per_sec` (per device; the separator '/' or '|', under a stage prefix such as `train|`)
+  (Lightning-AI/pytorch-lightning@0810121fef07bc70c1bf4706a81ecb47d2e6ad17:
+  src/lightning/fabric/utilities/throughput.py, Throughput.compute).
 """
 
 from __future__ import annotations
 
 import ast
+import csv
+import io
 import json
 import re
 import statistics
@@ -222,3 +228,55 @@ def nemo(text: str, source: str) -> Reading | None:
             ("seq_len", "tokens per step = global batch x sequence"),
         ),
     )
+
+
+_LIGHTNING = re.compile(r"(?:^|[|/])device[|/](items|samples)_per_sec$")
+
+
+def lightning(text: str, source: str) -> Reading | None:
+    """ThroughputMonitor's per-device rates from a metrics.csv: items (tokens) per second, else samples."""
+    head = text.lstrip("\ufeff").split("\n", 1)[0]
+    if "_per_sec" not in head or "," not in head:
+        return None
+    try:
+        rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
+    except csv.Error:
+        return None
+    columns = {m.group(1): c for c in (rows[0].keys() if rows else ()) if c and (m := _LIGHTNING.search(c))}
+    if not columns:
+        return None
+    for what in ("items", "samples"):
+        if what not in columns:
+            continue
+        values = [float(v) for r in rows if (v := (r.get(columns[what]) or "").strip()) and _is_number(v)]
+        if not values:
+            continue
+        rate = _steady(values)
+        line = f"{columns[what]}: median {rate:,.6g} per device ({len(values)} logged; the first left out)"
+        if what == "items":
+            return Reading(
+                "lightning",
+                "training",
+                source,
+                {},
+                {"tokens_per_s_per_gpu": rate},
+                (line,),
+                (("count", "the rates are per device"),),
+            )
+        return Reading(
+            "lightning",
+            "training",
+            source,
+            {},
+            {"samples_per_s_per_gpu": rate},
+            (line,),
+            (("count", "the rates are per device"), ("seq_len", "tokens per sample")),
+        )
+    return Reading("lightning", "training", source)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
