@@ -30,7 +30,7 @@ from advisor.catalog.rules import evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
-from advisor.job.resolve import resolve_job
+from advisor.job.resolve import Job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
 from advisor.physics.memory import inference_memory, serving_usable_gb
@@ -168,7 +168,7 @@ def predict(
     return _with_drift(knowledge, found, job, gpu)
 
 
-def _with_drift(knowledge: Knowledge, found: Prediction, job, gpu: Gpu) -> Prediction:
+def _with_drift(knowledge: Knowledge, found: Prediction, job: Job, gpu: Gpu) -> Prediction:
     """The prediction with the drift warning (advisor/answer/drift.py) when the user names a version."""
     if not job.stack_version:
         return found

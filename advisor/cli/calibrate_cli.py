@@ -14,7 +14,9 @@ from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
     from advisor.answer.calibration_runs import ReadyRun
+    from advisor.answer.predict import Prediction
     from advisor.catalog.loader import Knowledge
+    from advisor.catalog.run_store import StoredRun
 
 MAX_FILE_BYTES = 64 << 20
 
@@ -246,12 +248,19 @@ def _base_name(knowledge: Knowledge, kind: str, model: Any) -> str:
     return serving_source_name()
 
 
-def _store_and_report(knowledge, runs, preds, base, profile, args) -> int:
+def _store_and_report(
+    knowledge: Knowledge,
+    runs: list[ReadyRun],
+    preds: list[Prediction],
+    base: Any,
+    profile: str | None,
+    args: argparse.Namespace,
+) -> int:
     from advisor.answer.calibration_runs import far_metric, stored
     from advisor.catalog.run_store import add_runs, default_profile
     from advisor.learned.calibration.multiplier import FAR
 
-    records = []
+    records: list[tuple[ReadyRun, StoredRun]] = []
     for run, pred in zip(runs, preds, strict=True):
         if pred.throughput is None:
             why = pred.notes[0] if pred.notes else pred.refusal
@@ -267,7 +276,7 @@ def _store_and_report(knowledge, runs, preds, base, profile, args) -> int:
                 "it, then store it with --trust; nothing was stored"
             )
         records.append((run, rec))
-    by_profile: dict[str, list] = {}
+    by_profile: dict[str, list[StoredRun]] = {}
     for run, rec in records:
         by_profile.setdefault(profile or default_profile(run.gpu, run.key), []).append(rec)
     for name, recs in by_profile.items():
@@ -276,7 +285,7 @@ def _store_and_report(knowledge, runs, preds, base, profile, args) -> int:
     return _after(knowledge, records, profile)
 
 
-def _after(knowledge, records, profile) -> int:
+def _after(knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], profile: str | None) -> int:
     """Before and after, each figure exactly what predict now gives for the run's configuration."""
     from advisor.answer.calibration_runs import figures, predicted
     from advisor.learned.efficiency.select import efficiency_model
@@ -315,7 +324,7 @@ def _command(run: ReadyRun, profile: str | None) -> str:
     return " ".join(parts)
 
 
-def _loo_report(records, profile) -> None:
+def _loo_report(records: list[tuple[ReadyRun, StoredRun]], profile: str | None) -> None:
     from advisor.catalog.run_store import default_profile, load_runs
     from advisor.learned.calibration.multiplier import SERVING_SCALES, TRAINING_SCALES, leave_one_out
     from advisor.learned.calibration.runs import SERVING_METRIC, log_ratio
