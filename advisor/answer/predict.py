@@ -378,7 +378,7 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
         )
     elif served.load is not None:
         lines.append(f"at {served.rate * served.replicas:g} req/s: P{q} TTFT and TPOT shown")
-    else:
+    elif served.rate <= 0:  # (a rate over capacity says so in its own note)
         lines.append(
             "no load given: throughput is the replica kept full; first token of a lone request on an idle "
             "replica, per-token time while full (pass a request rate or a batch for latency under load)"

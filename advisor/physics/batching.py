@@ -424,6 +424,8 @@ class Schedule:
     first: list[int] = field(default_factory=list)
     done: list[int] = field(default_factory=list)
     lengths: list[tuple[int, int]] = field(default_factory=list)
+    last_issue: int = 0
+    """The iteration at which the last request was sent: until then every client has one in flight."""
 
     def times(self, rep: Replica, eff: Efficiency) -> tuple[list[int], list[float]]:
         """(iteration index at each run's end, time at each run's end), the step model pricing each run."""
@@ -488,6 +490,7 @@ class _Loop:
             self.s.arrival[self.issued] = self.it
             self.waiting.append(self.issued)
             self.issued += 1
+            self.s.last_issue = self.it
 
     def _prefilled(self, r: int) -> None:
         if self.s.first[r] < 0:  # a recomputed request's first token came before it was preempted
@@ -703,17 +706,19 @@ def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
             tpot.append((at(sched.done[r]) - t_first) / (osl - 1))
     busy = sum(r.count * r.batch for r in sched.runs) / max(ends[-1], 1) if ends else 0.0
     gaps, before = [], 0.0
-    running = waiting = 0.0
+    running = waiting = span = 0.0
     for run, t in zip(sched.runs, clock, strict=True):
         if run.batch > 0:
             gaps.append(((t - before) / run.count, run.count * run.batch))
-        # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
-        running += (t - before) * (run.batch + run.waiting - run.queued)
-        waiting += (t - before) * run.queued
+        if run.start < sched.last_issue or not sched.last_issue:  # while every client has a request out
+            # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
+            running += (t - before) * (run.batch + run.waiting - run.queued)
+            waiting += (t - before) * run.queued
+            span += t - before
         before = t
     total = clock[-1] if clock else 0.0
     out_tokens = sum(o for _, o in sched.lengths)
     priced_run = ClosedRun(ttft, tpot, total, out_tokens, busy, gaps, e2e)
-    if total > 0:
-        priced_run.running, priced_run.waiting = running / total, waiting / total
+    if span > 0:
+        priced_run.running, priced_run.waiting = running / span, waiting / span
     return priced_run
