@@ -1,5 +1,6 @@
-"""Print the serving model's held-out accuracy (leave-one-engine-out, leave-one-GPU-out; throughput, TTFT and
-TPOT against a roofline baseline; coverage per engine) and issue 17's 8x H200 / 8x H100 check.
+"""Print the serving model's held-out accuracy: output throughput, TTFT and TPOT held out by engine, by GPU
+and by source, against a roofline baseline, separately for closed-loop, open-loop and offline rows; issue
+28's goals and its DeepSeek-R1 check; and issue 17's 8x H200 / 8x H100 check.
 
 Run: .venv/bin/python benchmarks/bench_serving.py   (refits per fold: minutes on one core)
 """

@@ -301,9 +301,14 @@ def _predict_serving(
     served = best.serving
     assert served is not None
     fig = served.figures
+    load = load_out(ctx, served)
     tput = serving_interval(served, "throughput", served.throughput)
-    ttft = serving_interval(served, "ttft", served.ttft_s * 1000.0)
-    tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
+    ttft_s, tpot_s = served.ttft_s, served.tpot_s
+    if served.stats is not None:  # the simulated load, at the SLO percentile
+        at = {50: 0, 90: 1, 99: 2}.get(job.slo_percentile, 0)
+        ttft_s, tpot_s = served.stats.ttft[at], served.stats.tpot[at]
+    ttft = serving_interval(served, "ttft", ttft_s * 1000.0)
+    tpot = serving_interval(served, "tpot", tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
     notes = _serving_notes(ctx, served)
     tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
@@ -322,7 +327,7 @@ def _predict_serving(
         speed_of_light=fig.sol.output_tok_s * served.replicas,
         serving_ttft_ms=_r3(ttft),
         serving_tpot_ms=_r3(tpot),
-        serving_load=load_out(ctx, served),
+        serving_load=load,
         notes=notes,
     )
 
@@ -402,7 +407,7 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
         )
     elif served.load is not None:
         lines.append(f"at {served.rate * served.replicas:g} req/s: P{q} TTFT and TPOT shown")
-    else:
+    elif served.rate <= 0:  # (a rate over capacity says so in its own note)
         lines.append(
             "no load given: throughput is the replica kept full; first token of a lone request on an idle "
             "replica, per-token time while full (pass a request rate or a batch for latency under load)"

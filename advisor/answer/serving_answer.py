@@ -16,11 +16,11 @@ from advisor.search.cost import CostRange
 from advisor.search.serving import Served, engine_of, stated_load
 
 QUEUEING = (
-    "latency under load: Poisson arrivals, a mean-value analysis of continuous batching on the step model "
-    "(the batch by Little's law; the prompt budget an M/D/1 queue; free slots Erlang C); percentiles from "
-    "the "
-    "residual iteration and exponential wait tails; a stated concurrency or batch is a closed loop: the "
-    "engine's scheduler simulated request by request (running cap, KV blocks, token budget, waiting queue)"
+    "latency under load: the engine's scheduler simulated request by request (running cap, KV blocks, "
+    "token budget, chunked or whole-prompt prefill, the waiting queue): a stated concurrency or batch as a "
+    "closed loop, a stated request rate with seeded Poisson arrivals; the search sizes replicas for a rate "
+    "with a mean-value analysis (the batch by Little's law, the prompt budget an M/D/1 queue, free slots "
+    "Erlang C), which agrees with the simulation on median TPOT and mean TTFT (docs/serving.md)"
 )
 
 

@@ -40,7 +40,10 @@ class EngineLimits:
     """Tokens one iteration schedules at most (max-num-batched-tokens, chunked-prefill size)."""
     reserve: str = "expected"
     """'full': a request holds KV for prompt + output from admission (TensorRT-LLM's guaranteed-no-evict);
-    'expected': paged KV grows with the output, so a running sequence holds prompt + output / 2 on average."""
+    'expected': paged KV grows with the output, so a running sequence holds prompt + output / 2 on average;
+    'paged': as 'expected' for capacity, and the simulations admit a request when its prompt fits, grow
+    its cache token by token and, when the cache runs out, preempt the newest running request, which
+    waits again and recomputes its prompt and the tokens it had (vLLM's PreemptionMode.RECOMPUTE)."""
     memory_fraction: float = 0.9
     fraction_of: str = "total"
     """'total': weights, KV and workspace share memory_fraction of the GPU (vLLM, SGLang); 'free': the KV
@@ -421,6 +424,8 @@ class Schedule:
     first: list[int] = field(default_factory=list)
     done: list[int] = field(default_factory=list)
     lengths: list[tuple[int, int]] = field(default_factory=list)
+    last_issue: int = 0
+    """The iteration at which the last request was sent: until then every client has one in flight."""
 
     def times(self, rep: Replica, eff: Efficiency) -> tuple[list[int], list[float]]:
         """(iteration index at each run's end, time at each run's end), the step model pricing each run."""
@@ -457,9 +462,15 @@ class _Loop:
         self.finishing: dict[int, list[int]] = {}  # iteration -> requests that finish decoding at its end
         self.decoding, self.ctx_sum, self.kv_used, self.it, self.inv = 0, 0.0, 0.0, 0, 0.0
         self.dit = 0  # iterations that ran the decodes (fewer than self.it when prefills stall them)
+        self.paged = lim.reserve == "paged"
+        self.had = [0] * n  # paged: output tokens a preempted request had made (recomputed on return)
+        self.began = [0] * n  # paged: the decode iteration its current decoding began at
+        self.order: dict[int, int] = {}  # paged: decoding request -> admission order (newest preempted)
 
     def _reserve(self, r: int) -> float:
         isl, osl = self.s.lengths[r]
+        if self.paged:  # what admission takes: the prompt (and the outputs to recompute)
+            return float(isl + self.had[r])
         return seq_tokens(self.lim, isl, osl)
 
     def _admit(self) -> None:
@@ -469,26 +480,55 @@ class _Loop:
                 return
             self.waiting.popleft()
             self.kv_used += self._reserve(r)
-            self.prefill.append([r, self.s.lengths[r][0]])
+            self.prefill.append([r, self.s.lengths[r][0] + self.had[r]])
 
     def _finish(self, r: int) -> None:
         self.s.done[r] = self.it
-        self.kv_used -= self._reserve(r)
+        self.kv_used -= sum(self.s.lengths[r]) if self.paged else self._reserve(r)
+        self.order.pop(r, None)
         if self.issued < len(self.s.lengths):
             self.s.arrival[self.issued] = self.it
             self.waiting.append(self.issued)
             self.issued += 1
+            self.s.last_issue = self.it
 
     def _prefilled(self, r: int) -> None:
-        self.s.first[r] = self.it
+        if self.s.first[r] < 0:  # a recomputed request's first token came before it was preempted
+            self.s.first[r] = self.it
         isl, osl = self.s.lengths[r]
         if osl <= 1:
             self._finish(r)
             return
+        had = self.had[r] + 1  # the prefill (or the recompute) samples one more token
         self.decoding += 1
         self.inv += 1.0 / (osl - 1)
-        self.ctx_sum += isl + 1.0
-        self.finishing.setdefault(self.dit + osl - 1, []).append(r)
+        self.ctx_sum += isl + had
+        if self.paged:
+            self.kv_used += 1.0  # that token's slot
+            self.began[r], self.had[r] = self.dit, had
+            self.order[r] = self.it * 4096 + len(self.order)
+        self.finishing.setdefault(self.dit + osl - had, []).append(r)
+
+    def _preempt(self) -> int | None:
+        """Paged: the iterations the cache holds the decodes for (at least one), preempting the newest
+        running requests while not one more token fits; None when not paged."""
+        if not self.paged or not self.decoding:
+            return None
+        while self.decoding > 1 and self.kv - self.kv_used < self.decoding:
+            r = max(self.order, key=self.order.__getitem__)
+            made = self.had[r] + self.dit - self.began[r]
+            key = self.began[r] + self.s.lengths[r][1] - self.had[r]
+            self.finishing[key].remove(r)
+            if not self.finishing[key]:
+                del self.finishing[key]
+            del self.order[r]
+            self.decoding -= 1
+            self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
+            self.ctx_sum -= self.s.lengths[r][0] + made
+            self.kv_used -= self.s.lengths[r][0] + made
+            self.had[r] = made
+            self.waiting.appendleft(r)
+        return max(1, int((self.kv - self.kv_used) // self.decoding))
 
     def step(self) -> bool:
         """Run the next stretch of identical iterations; False when everything is served."""
@@ -517,6 +557,9 @@ class _Loop:
             count = min(plan[0][0][1] // plan[0][1], 1 << 30 if stall else next_done)
         elif not plan:
             count = next_done
+        room = self._preempt() if not stall else None
+        if room is not None:  # paged: the stretch ends when the cache is full
+            count = min(count, room)
         return plan, count, not stall
 
     def makeup(self, plan: list[tuple[list[int], int]], count: int, decodes: bool) -> tuple[float, ...]:
@@ -544,6 +587,8 @@ class _Loop:
         if decodes:
             self.dit += count
             self.ctx_sum += self.decoding * count
+            if self.paged:
+                self.kv_used += self.decoding * count
             for r in self.finishing.pop(self.dit, []):
                 self.decoding -= 1
                 self.inv -= 1.0 / (self.s.lengths[r][1] - 1)
@@ -661,17 +706,19 @@ def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
             tpot.append((at(sched.done[r]) - t_first) / (osl - 1))
     busy = sum(r.count * r.batch for r in sched.runs) / max(ends[-1], 1) if ends else 0.0
     gaps, before = [], 0.0
-    running = waiting = 0.0
+    running = waiting = span = 0.0
     for run, t in zip(sched.runs, clock, strict=True):
         if run.batch > 0:
             gaps.append(((t - before) / run.count, run.count * run.batch))
-        # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
-        running += (t - before) * (run.batch + run.waiting - run.queued)
-        waiting += (t - before) * run.queued
+        if run.start < sched.last_issue or not sched.last_issue:  # while every client has a request out
+            # time-weighted: the requests admitted (decoding, or prefilling) and those still queued
+            running += (t - before) * (run.batch + run.waiting - run.queued)
+            waiting += (t - before) * run.queued
+            span += t - before
         before = t
     total = clock[-1] if clock else 0.0
     out_tokens = sum(o for _, o in sched.lengths)
     priced_run = ClosedRun(ttft, tpot, total, out_tokens, busy, gaps, e2e)
-    if total > 0:
-        priced_run.running, priced_run.waiting = running / total, waiting / total
+    if span > 0:
+        priced_run.running, priced_run.waiting = running / span, waiting / span
     return priced_run

@@ -103,3 +103,15 @@ async def test_no_flag_names_anywhere_on_the_results_screen(make_app) -> None:
                     assert "What would" in text and "Budget (USD) " in text, text
             await pilot.press("escape")
             await settle(pilot)
+
+
+def test_concurrency_is_asked_for_inference_and_reaches_the_workload(fixture_knowledge: Knowledge) -> None:
+    """The registry's concurrency field is a wizard row for inference (hidden for training) and reaches
+    the workload; with a request rate as well it is refused beside the field, in the wizard's words."""
+    base = {"kind": "inference", "model": "llama-3.1-8b"}
+    checked = check({**base, "concurrency": "64"}, fixture_knowledge)
+    assert not checked.errors and checked.workload is not None and checked.workload.concurrency == 64
+    assert "concurrency" in checked.applicable
+    assert "concurrency" not in check({"kind": "lora", "model": "llama-3.1-8b"}, fixture_knowledge).applicable
+    both = check({**base, "concurrency": "8", "requests_per_s": "2"}, fixture_knowledge).errors
+    assert "request rate" in " ".join(both.values()) and not any(FLAG.search(m) for m in both.values())
