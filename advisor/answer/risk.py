@@ -11,7 +11,7 @@ from advisor.question.units import fmt_hours
 from advisor.search.training import preferred
 
 if TYPE_CHECKING:
-    from advisor.answer.recommend import Scored
+    from advisor.answer.scored import Scored
     from advisor.job.inputs import Constraints
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from advisor.answer.recommend import Scored
+    from advisor.answer.scored import Scored
 
 Rescore = Callable[["Scored", float, float], "Scored | None"]
 """A plan re-scored at efficiency x f and price x g (None: then outside the deadline or budget)."""
