@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
-from advisor.catalog.capacity import Link, link_of
+from advisor.catalog.capacity import Link, link_of, undocumented
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.prices import Offer
 from advisor.search.candidates import counts_for
@@ -35,8 +35,8 @@ def offer_groups(ctx: Context, gpu: Gpu, offers: list[Offer]) -> Iterator[Group]
         return
     by_link: dict[str, tuple[Link | None, list[Offer]]] = {}
     for offer in offers:
-        link = link_of(ctx.knowledge, offer)
-        by_link.setdefault(link.key if link else "?", (link, []))[1].append(offer)
+        link = link_of(ctx.knowledge, offer) or undocumented(offer.provider)
+        by_link.setdefault(link.key, (link, []))[1].append(offer)
     if len(by_link) == 1:
         ((link, _),) = by_link.values()
         yield gpu.id, link, offers, None
