@@ -33,6 +33,7 @@ from advisor.answer.report import (
 )
 from advisor.answer.risk import first_reason, risk_aware, safer_layout
 from advisor.answer.scored import Scored
+from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -88,8 +89,14 @@ def _score(
     eff: Interval,
     offers_by_gpu: dict[str, list],
     onprem_rate: OnPremRate | None,
+    failure: float = 1.0,
 ) -> Scored | Miss:
-    a = ctx.knowledge.assumptions
+    """A candidate timed and priced; `failure` scales the sourced failure rate (what-would-change)."""
+    a = (
+        ctx.knowledge.assumptions
+        if failure == 1.0
+        else _with_failure_rate(ctx.knowledge.assumptions, failure)
+    )
     job, lay, c = ctx.job, cand.layout, ctx.constraints
     price = None
     if c.deployment == "cloud":
@@ -138,6 +145,13 @@ def _score(
             cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes, goodput=good
         )
     return _score_serving(ctx, cand, price, usd_per_hour, bonus)
+
+
+def _with_failure_rate(a: Assumptions, factor: float) -> Assumptions:
+    """The assumptions with the interruptions per GPU-hour scaled by factor."""
+    fig = a.goodput.interruptions_per_gpu_hour
+    rate = dataclasses.replace(fig, value=fig.value * factor)
+    return dataclasses.replace(a, goodput=dataclasses.replace(a.goodput, interruptions_per_gpu_hour=rate))
 
 
 def _score_serving(
@@ -851,8 +865,8 @@ def sensitivity_tools(
     ctx = search.ctx
     pool = _top(ranked, max(SENSITIVITY_POOL, n))
 
-    def rescore(s: Scored, eff: float, price: float) -> Scored | None:
-        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate)
+    def rescore(s: Scored, eff: float, price: float, failure: float = 1.0) -> Scored | None:
+        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate, failure)
         if isinstance(new, Miss):
             return None
         if price != 1.0:

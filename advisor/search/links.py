@@ -42,20 +42,20 @@ def offer_groups(ctx: Context, gpu: Gpu, offers: list[Offer]) -> Iterator[Group]
         key = f"{ctx.rdma(link)}|{fabric.name}|{fabric.gbps:g}/{fabric.per}|{fabric.latency_s:g}"
         by_link.setdefault(key, (link, []))[1].append(offer)
     if len(by_link) == 1:
-        ((link, _),) = by_link.values()
-        yield gpu.id, link, offers, None
+        ((only, _),) = by_link.values()
+        yield gpu.id, only, offers, None
         return
     node = node_size_for(gpu, offers)
     most = ctx.constraints.max_gpus
     yield gpu.id, None, offers, [c for c in counts_for(node, most) if c <= node]
-    merits = {key: _merit(ctx, gpu, link, sub) for key, (link, sub) in by_link.items()}
-    for key, (link, sub) in by_link.items():
+    merits = {key: _merit(ctx, gpu, group_link, sub) for key, (group_link, sub) in by_link.items()}
+    for key, (group_link, sub) in by_link.items():
         if any(k != key and _dominates(merits[k], merits[key]) for k in merits):
             continue  # another group times every plan as fast or faster and prices it no dearer
         size = node_size_for(gpu, sub)
         counts = [c for c in counts_for(size, most) if c > size]
         if counts:
-            yield f"{gpu.id}|{key}", link, sub, counts
+            yield f"{gpu.id}|{key}", group_link, sub, counts
 
 
 Merit = tuple[int, bool, float, float, float]
