@@ -35,8 +35,9 @@ def test_each_flip_is_where_the_first_place_changes(tools, i) -> None:
         def at(x, f=f):
             return rescore(pool[i], x, 1.0) if f.what == "efficiency" else rescore(pool[i], 1.0, x)
 
-        near = f.factor**0.98  # a little nearer 1: the order as it is
-        past = f.factor**1.02  # a little past the flip: the other order
+        step = 1.003 if f.factor > 1 else 1 / 1.003  # 0.3%, beyond the bisection's 0.07%
+        near = f.factor / step  # a little nearer 1: the order as it is
+        past = f.factor * step  # a little past the flip: the other order
         before = _first_with(pool, rank, i, at(near)) == pool[i].key
         after = _first_with(pool, rank, i, at(past)) == pool[i].key
         assert before == (i == 0) and after == (i != 0), (f, before, after)
