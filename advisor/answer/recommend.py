@@ -92,11 +92,7 @@ def _score(
     failure: float = 1.0,
 ) -> Scored | Miss:
     """A candidate timed and priced; `failure` scales the sourced failure rate (what-would-change)."""
-    a = (
-        ctx.knowledge.assumptions
-        if failure == 1.0
-        else _with_failure_rate(ctx.knowledge.assumptions, failure)
-    )
+    a = _with_failure_rate(ctx.knowledge.assumptions, failure)
     job, lay, c = ctx.job, cand.layout, ctx.constraints
     price = None
     if c.deployment == "cloud":
@@ -148,7 +144,9 @@ def _score(
 
 
 def _with_failure_rate(a: Assumptions, factor: float) -> Assumptions:
-    """The assumptions with the interruptions per GPU-hour scaled by factor."""
+    """The assumptions with the interruptions per GPU-hour scaled by factor (the same ones at 1)."""
+    if factor == 1.0:
+        return a
     fig = a.goodput.interruptions_per_gpu_hour
     rate = dataclasses.replace(fig, value=fig.value * factor)
     return dataclasses.replace(a, goodput=dataclasses.replace(a.goodput, interruptions_per_gpu_hour=rate))
