@@ -8,7 +8,13 @@ import dataclasses
 import math
 
 from advisor.answer.report import PlanOut
-from advisor.catalog.capacity import ProviderCapacity, link_for, provider_capacity, source_ref
+from advisor.catalog.capacity import (
+    ProviderCapacity,
+    link_for,
+    provider_capacity,
+    source_ref,
+    undocumented,
+)
 from advisor.search.context import Context
 
 MANY_INSTANCES = 8
@@ -143,12 +149,13 @@ def _fabric(ctx: Context, plan: PlanOut) -> str | None:
         return None
     gpu = ctx.knowledge.gpu(plan.gpu)
     link = link_for(ctx.knowledge, price.provider, price.instance)
-    fabric = ctx.fabric(gpu, link)
+    fabric = ctx.fabric(gpu, link or undocumented(price.provider))
     many = f"{price.instances:,} separate {price.instance} instances"
     if link is None:
         return (
-            f"{many}, timed as linked by {fabric.name}, the default for {plan.gpu}: nothing stored says how "
-            f"{price.provider} links them; confirm it, or state the fabric they have"
+            f"{many}, timed as linked by {fabric.name}, with model parallelism kept inside each instance: "
+            f"nothing stored says how {price.provider} links them (no RDMA fabric is assumed); state the "
+            "fabric they have if it is faster"
         )
     where = source_ref(ctx.knowledge, link.source)
     if link.gbps is not None:

@@ -11,7 +11,7 @@ from advisor.catalog.hosted_prices import ApiPrice, api_prices, load_hosted
 from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
-    from advisor.answer.recommend import Scored
+    from advisor.answer.scored import Scored
     from advisor.search.context import Context
 
 SHOWN = 4

@@ -32,6 +32,8 @@ from advisor.answer.report import (
     Throughput,
 )
 from advisor.answer.risk import first_reason, risk_aware, safer_layout
+from advisor.answer.scored import Scored
+from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -39,7 +41,7 @@ from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.resolve import Job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
-from advisor.physics.goodput import Goodput, goodput
+from advisor.physics.goodput import goodput
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -48,7 +50,6 @@ from advisor.question.values import value_type
 from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.cost import (
-    CostRange,
     PriceChoice,
     best_offer,
     node_size_for,
@@ -71,38 +72,6 @@ SENSITIVITY_POOL = 20
 change of one input within the ranges searched (each is at least 2x away on the objective)."""
 
 
-@value_type(frozen=False)
-class Scored:
-    """A candidate with its efficiency, time, price and cost."""
-
-    cand: Candidate
-    eff: Interval
-    hours: Interval
-    throughput: Interval
-    cost: CostRange
-    price: PriceChoice | None
-    usd_per_hour: float
-    bonus: float
-    latency_s: Interval | None = None
-    ttft_ms: Interval | None = None
-    tpot_ms: Interval | None = None
-    capacity_rps: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    goodput: Goodput | None = None
-    alt_effs: list[Interval] = field(default_factory=list)
-
-    @property
-    def time_key(self) -> float:
-        """What 'fastest' minimises: job hours (training) or request latency (inference)."""
-        return self.latency_s.p50 if self.latency_s is not None else self.hours.p50
-
-    @property
-    def key(self) -> tuple[str, int, int]:
-        """One plan per GPU, count and replica shape."""
-        lay = self.cand.layout
-        return self.cand.gpu.id, lay.count, lay.tp * lay.pp
-
-
 def select_gpus(knowledge: Knowledge, constraints: Constraints) -> list[Gpu]:
     """The GPUs the user allows (all when none are named)."""
     if not constraints.gpus:
@@ -120,8 +89,10 @@ def _score(
     eff: Interval,
     offers_by_gpu: dict[str, list],
     onprem_rate: OnPremRate | None,
+    failure: float = 1.0,
 ) -> Scored | Miss:
-    a = ctx.knowledge.assumptions
+    """A candidate timed and priced; `failure` scales the sourced failure rate (what-would-change)."""
+    a = _with_failure_rate(ctx.knowledge.assumptions, failure)
     job, lay, c = ctx.job, cand.layout, ctx.constraints
     price = None
     if c.deployment == "cloud":
@@ -170,6 +141,15 @@ def _score(
             cand, eff, hours, throughput, cost, price, usd_per_hour, bonus, notes=notes, goodput=good
         )
     return _score_serving(ctx, cand, price, usd_per_hour, bonus)
+
+
+def _with_failure_rate(a: Assumptions, factor: float) -> Assumptions:
+    """The assumptions with the interruptions per GPU-hour scaled by factor (the same ones at 1)."""
+    if factor == 1.0:
+        return a
+    fig = a.goodput.interruptions_per_gpu_hour
+    rate = dataclasses.replace(fig, value=fig.value * factor)
+    return dataclasses.replace(a, goodput=dataclasses.replace(a.goodput, interruptions_per_gpu_hour=rate))
 
 
 def _score_serving(
@@ -245,8 +225,10 @@ def _rank(ctx: Context, feasible: list[Scored], *, aware: bool = True) -> list[S
         ranked = risk_aware(ranked, ctx.constraints.objective, layout_margin(ctx.efficiency))
     # One plan per GPU, count and shape: the same plan searched on several offer groups (search/links.py)
     # keeps its best-ranked pricing, so ranks count plans, not searches.
-    seen: set[tuple[str, int, int]] = set()
-    return [s for s in ranked if not (s.key in seen or seen.add(s.key))]
+    first: dict[tuple[str, int, int], Scored] = {}
+    for s in ranked:
+        first.setdefault(s.key, s)
+    return list(first.values())
 
 
 def _by_objective(ctx: Context, feasible: list[Scored]) -> list[Scored]:
@@ -887,8 +869,8 @@ def sensitivity_tools(
     ctx = search.ctx
     pool = _top(ranked, max(SENSITIVITY_POOL, n))
 
-    def rescore(s: Scored, eff: float, price: float) -> Scored | None:
-        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate)
+    def rescore(s: Scored, eff: float, price: float, failure: float = 1.0) -> Scored | None:
+        new = _score(ctx, s.cand, s.eff.scaled(eff), search.offers_by_gpu, search.onprem_rate, failure)
         if isinstance(new, Miss):
             return None
         if price != 1.0:

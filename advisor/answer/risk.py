@@ -11,7 +11,7 @@ from advisor.question.units import fmt_hours
 from advisor.search.training import preferred
 
 if TYPE_CHECKING:
-    from advisor.answer.recommend import Scored
+    from advisor.answer.scored import Scored
     from advisor.job.inputs import Constraints
 
 
@@ -35,10 +35,13 @@ def risk_aware(ranked: list[Scored], objective: str, error: float) -> list[Score
     memory (or, balanced, as safe on fewer nodes). Plans are settled most-preferred first, so a plan moved
     down takes the place of the last plan it yields to: the order stays a ranking (no cycles)."""
     balanced = objective == "balanced"
+    standing = {id(s): _standing(s, balanced) for s in ranked}
+    if len(set(standing.values())) < 2:
+        return ranked  # every plan stands the same: nothing to move
     place = {id(s): float(i) for i, s in enumerate(ranked)}
-    for s in sorted(ranked, key=lambda s: (_standing(s, balanced), place[id(s)])):
-        mine = _standing(s, balanced)
-        yields = [place[id(q)] for q in ranked if _standing(q, balanced) < mine and within(q, s, error)]
+    for s in sorted(ranked, key=lambda s: (standing[id(s)], place[id(s)])):
+        mine = standing[id(s)]
+        yields = [place[id(q)] for q in ranked if standing[id(q)] < mine and within(q, s, error)]
         if yields and max(yields) > place[id(s)]:
             place[id(s)] = max(yields) + 1e-6 * (1 + place[id(s)] / (len(ranked) + 1))
     return sorted(ranked, key=lambda s: place[id(s)])

@@ -11,18 +11,24 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from advisor.answer.recommend import Scored
+    from advisor.answer.scored import Scored
 
-Rescore = Callable[["Scored", float, float], "Scored | None"]
-"""A plan re-scored at efficiency x f and price x g (None: then outside the deadline or budget)."""
+Rescore = Callable[..., "Scored | None"]
+"""rescore(plan, f, g[, failure]): a plan re-scored at efficiency x f, price x g and the failure rate x
+failure (None: then outside the deadline or budget)."""
 Rank = Callable[[list["Scored"]], list["Scored"]]
 
 EFFICIENCY_RANGE = (0.5, 2.0)
 """The efficiency multipliers searched: the interval's P10-P90 is 0.52x-1.62x the P50 (README, Accuracy)."""
 PRICE_RANGE = (0.5, 2.0)
 """Price multipliers searched: spot, reserved and regional prices span about this range of on-demand."""
-STEPS = 14
-"""Bisection steps: the flip value to about 0.01% of the range's ratio."""
+FAILURE_RANGE = (0.1, 10.0)
+"""Failure-rate multipliers searched around Llama 3's measured rate: clusters report rates an order of
+magnitude apart (newer fleets, older GPUs, burn-in)."""
+STEPS = 10
+"""Bisection steps: the flip value to within 0.1% (a ratio of 2 halved ten times)."""
+FAILURE_STEPS = 8
+"""Bisection steps of the failure rate, every plan re-scored at each: to within 1% (a ratio of 10)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -123,12 +129,39 @@ def memory_flip(plans: list[Scored], rank: Rank) -> Flip | None:
     return Flip("memory", factor, first, f"{scaled.central_gb:.0f} GB per GPU")
 
 
+def failure_flip(plans: list[Scored], rescore: Rescore, rank: Rank) -> Flip | None:
+    """The failure rate (every plan re-scored with it) at which another plan is first: the nearer of a higher
+    and a lower rate, or None (training only; every plan must stay scoreable)."""
+    if plans[0].latency_s is not None:
+        return None
+    first = plans[0].key
+
+    def first_at(f: float) -> bool:
+        trial = [x for x in (rescore(p, 1.0, 1.0, f) for p in plans) if x is not None]
+        ranked = rank(trial)
+        return bool(ranked) and ranked[0].key == first
+
+    best: Flip | None = None
+    for toward in FAILURE_RANGE:
+        if first_at(toward):
+            continue
+        lo, hi = 1.0, toward
+        for _ in range(FAILURE_STEPS):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if first_at(mid) else (lo, mid)
+        trial = [x for x in (rescore(p, 1.0, 1.0, hi) for p in plans) if x is not None]
+        flip = Flip("failure", hi, _name(rank(trial)[0]) if rank(trial) else "no plan", f"{hi:.2g}x")
+        if best is None or flip.distance < best.distance:
+            best = flip
+    return best
+
+
 def change_line(plans: Sequence[Scored], i: int, rescore: Rescore, rank: Rank) -> str:
     """One line for plan i: the one or two inputs nearest to changing whether it is first."""
     found = flips(list(plans), i, rescore, rank)
     if i == 0:
-        mem = memory_flip(list(plans), rank)
-        found = sorted([*found, *([mem] if mem else [])], key=lambda f: f.distance)
+        extra = [memory_flip(list(plans), rank), failure_flip(list(plans), rescore, rank)]
+        found = sorted([*found, *[f for f in extra if f is not None]], key=lambda f: f.distance)
     if not found:
         return (
             "would change: no efficiency from 0.5x to 2x its P50 and no price from half to double moves "
@@ -140,6 +173,12 @@ def change_line(plans: Sequence[Scored], i: int, rescore: Rescore, rank: Rank) -
 
 def _phrase(f: Flip, first: bool) -> str:
     pct = abs(f.factor - 1.0)
+    if f.what == "failure":
+        more = "more" if f.factor > 1 else "fewer"
+        return (
+            f"if interruptions are {f.value} the measured rate ({more} failures per GPU-hour): {f.first} "
+            "ranks first"
+        )
     if f.what == "memory":
         return (
             f"if the stack needs {pct:.0%} more memory than estimated ({f.value}), its P90 passes the usable "

@@ -32,11 +32,13 @@ class Link:
     gbps: float | None = None
     per: Literal["gpu", "node"] = "node"
     note: str = ""
+    documented: bool = True
+    """False: nothing is stored about how this provider's instances connect (see undocumented())."""
 
     @property
     def key(self) -> str:
         """Which search a plan on this link belongs to."""
-        return f"{self.provider}:{self.match}"
+        return f"{self.provider}:{self.match}" if self.documented else f"{self.provider}:?"
 
     def fabric(self) -> Fabric | None:
         """The documented bandwidth as a fabric the step model times, or None where none is stored."""
@@ -106,6 +108,12 @@ def link_for(knowledge: Knowledge, provider: str, instance: str) -> Link | None:
         if row.provider == provider and fnmatch.fnmatchcase(instance, row.match):
             return row
     return None
+
+
+def undocumented(provider: str) -> Link:
+    """The link of instances nothing stored describes: timed on ordinary Ethernet, with no model parallelism
+    across instances (an RDMA fabric is not known to be there; the answer says to state it if there is)."""
+    return Link(provider, "*", False, "no documented link", "", documented=False)
 
 
 def provider_capacity(knowledge: Knowledge, provider: str) -> ProviderCapacity | None:

@@ -41,9 +41,24 @@ def skypilot_names(knowledge: Knowledge) -> SkyPilotNames:
 
 
 def gpu_of(knowledge: Knowledge, name: str) -> str | None:
-    """The catalogue id a SkyPilot accelerator name resolves to (its id or an alias), or None."""
+    """The catalogue id a SkyPilot accelerator name resolves to: its id or an alias, as the catalogue looks
+    names up; else the one id or alias it spells without separators (SkyPilot's RTXA5000 is the catalogue's
+    'RTX A5000'), or None."""
     found = knowledge._gpu_index.get(normalise_id(name))
-    return found.id if found is not None else None
+    if found is not None:
+        return found.id
+    ids = _compact_index(knowledge).get(normalise_id(name).replace("-", ""), set())
+    return next(iter(ids)) if len(ids) == 1 else None
+
+
+@functools.lru_cache(maxsize=4)
+def _compact_index(knowledge: Knowledge) -> dict[str, set[str]]:
+    """Every catalogue id and alias without separators, to the ids spelling it so."""
+    index: dict[str, set[str]] = {}
+    for gpu in knowledge.gpus:
+        for key in (gpu.id, *gpu.aliases):
+            index.setdefault(normalise_id(key).replace("-", ""), set()).add(gpu.id)
+    return index
 
 
 @functools.lru_cache(maxsize=64)

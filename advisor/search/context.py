@@ -76,8 +76,10 @@ class Context:
 
     def fabric(self, gpu: Gpu, link: Link | str | None = "ctx") -> Fabric:
         """The inter-node fabric a plan is timed on: the user's --fabric; else the bandwidth the provider
-        documents between its instances (knowledge/capacity.toml), Ethernet where it documents TCP without a
-        figure; else the GPU's catalogue default. `link` defaults to this context's."""
+        documents between its instances (knowledge/capacity.toml); Ethernet where it documents TCP without a
+        figure, or documents nothing; the GPU's catalogue default where it documents an RDMA fabric without a
+        figure, or with no link at all (on-prem: the user's own cluster). `link` defaults to this
+        context's."""
         fabrics = self.knowledge.assumptions.fabric
         if self.constraints.fabric is not None:
             return fabrics[self.constraints.fabric]
@@ -86,13 +88,14 @@ class Context:
             documented = known.fabric()
             if documented is not None:
                 return documented
-            if not known.rdma:
+            if not known.rdma:  # TCP as documented, or nothing documented: no RDMA fabric is assumed
                 return fabrics[TCP_FABRIC]
         return fabrics[gpu.fabric]
 
     def rdma(self, link: Link | str | None = "ctx") -> bool:
         """Whether separate instances share an RDMA fabric: the user's --fabric says so unless it is
-        Ethernet; else as documented; not documented: assumed (the caveats say to confirm it)."""
+        Ethernet; else as documented (a cloud offer nothing describes: not known, so no); no link at all
+        (on-prem, or one instance): the GPU's own cluster fabric."""
         if self.constraints.fabric is not None:
             return self.constraints.fabric != TCP_FABRIC
         known = self.link if isinstance(link, str) else link

@@ -73,7 +73,11 @@ def test_many_lambda_instances_are_marked_as_needing_a_reservation(knowledge) ->
     for plan in many:
         text = next(r for r in plan.reasons if "instances (" in r and "GPUs) from lambda" in r)
         assert "1-Click Clusters" in text and "Lambda publishes no on-demand instance limit" in text
-        assert ("beyond the largest" in text) == (plan.count > 512)
+        if plan.gpu in ("h100-sxm", "b200"):  # the GPUs the reservation holds
+            assert ("beyond the largest" in text) == (plan.count > 512)
+            assert ("reserve them" in text) == (plan.count <= 512)
+        else:
+            assert "offers h100-sxm, b200 only" in text
 
 
 def test_capacity_blocks_hold_at_most_64_instances(knowledge) -> None:
