@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from advisor.question.fields import FIELDS, Field
@@ -19,7 +19,13 @@ class _Spelled(argparse.Action):
     """Stores the value and the spelling of the flag the user typed (args.spelled: dest -> flag), so that a
     refusal names the flag typed and an older spelling can keep its own meaning."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
         setattr(namespace, self.dest, values)
         namespace.spelled = {**(getattr(namespace, "spelled", None) or {}), self.dest: option_string}
 
