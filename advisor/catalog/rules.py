@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
@@ -151,6 +152,10 @@ class Rule(Record):
     """Shown when the rule fires; may name facts as {gpu.id}."""
     score: float = 0.0
     """Preferences only: added to the plan's score (positive = preferred)."""
+    compiled: Callable[[dict[str, Any]], bool] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The condition as closures, made with the rule (rules run per candidate plan); not in the file."""
 
     def __post_init__(self) -> None:
         for name in _PLACEHOLDER.findall(self.message):
@@ -158,14 +163,11 @@ class Rule(Record):
                 raise ValueError(f"message names unknown field {{{name}}}")
         if (self.kind == "preference") != (self.score != 0.0):
             raise ValueError("a preference needs a non-zero score, and only a preference has one")
+        object.__setattr__(self, "compiled", compile_node(self.when))
 
     def test(self, facts: dict[str, Any]) -> bool:
-        """Whether the condition holds (compiled to closures on first use: rules run per candidate plan)."""
-        entry = _COMPILED.get(id(self))
-        if entry is None:
-            # The rule is kept in the entry, so its id cannot be reused while the entry lives.
-            entry = _COMPILED[id(self)] = (self, compile_node(self.when))
-        return entry[1](facts)
+        """Whether the condition holds."""
+        return self.compiled(facts)  # type: ignore[misc]  # set by __post_init__
 
     @property
     def fields(self) -> list[str]:
@@ -224,7 +226,6 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-_COMPILED: dict[int, tuple[Rule, Callable[[dict[str, Any]], bool]]] = {}
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": operator.eq,
     "ne": operator.ne,

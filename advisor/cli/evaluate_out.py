@@ -10,14 +10,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.cli.output import json_text
 from advisor.learned.efficiency.evaluate import Scores
-
-if TYPE_CHECKING:
-    from advisor.job.inputs import Workload
-    from advisor.learned.efficiency.base import EfficiencyModel
 
 # The goals of issue 16 for LLM rows: source-balanced and family-held-out median error, the gain over the
 # best constant MFU, and P10-P90 coverage on every family of sources.
@@ -194,7 +190,9 @@ def model_evaluate(args: argparse.Namespace) -> int:
     """`gpu-advisor model evaluate`: refit per fold and print every figure in one table."""
     from advisor.answer.predict import predict
     from advisor.catalog import load_knowledge
+    from advisor.job.inputs import Workload
     from advisor.learned.efficiency.as_typed import as_typed_lines
+    from advisor.learned.efficiency.base import EfficiencyModel
     from advisor.learned.efficiency.dataset import shipped_dataset
     from advisor.learned.efficiency.train import evaluation
 

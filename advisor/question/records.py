@@ -63,8 +63,9 @@ def record(cls: type[R]) -> type[R]:
     the cache without importing pydantic."""
     made = make_value_type(cls, frozen=True, slots=True, kw_only=True)
     fields = dataclasses.fields(cast(Any, made))  # a dataclass from the line above
-    made._FIELDS = tuple(f.name for f in fields)
-    made._FLOATS = frozenset(f.name for f in fields if _FLOAT_ANNOTATION.fullmatch(str(f.type)))
+    # What a record holds from its file: a field __post_init__ makes (init=False) is not dumped nor cached.
+    made._FIELDS = tuple(f.name for f in fields if f.init)
+    made._FLOATS = frozenset(f.name for f in fields if f.init and _FLOAT_ANNOTATION.fullmatch(str(f.type)))
     made.__pydantic_config__ = {"extra": "forbid"}  # type: ignore[attr-defined]
     if RECORDS.setdefault(made.__name__, made) is not made:
         # The cache codec finds a record type by its name alone.
