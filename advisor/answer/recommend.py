@@ -800,19 +800,7 @@ def recommend(
     front_keys = {s.key for s in front}
     name = ctx.efficiency.name if ctx.job.training else _serving_source_name()
     plans = tuple(with_caveats(ctx, _plan_out(ctx, s, i + 1, s.key in front_keys)) for i, s in enumerate(top))
-    plans = _with_changes(search, ranked, plans)
-    if top and not ctx.job.training:  # hosted APIs, rent and buy beside the chosen deployment
-        from advisor.answer.hosted import hosted_lines
-
-        plans = (
-            dataclasses.replace(plans[0], reasons=(*plans[0].reasons, *hosted_lines(ctx, top[0]))),
-            *plans[1:],
-        )
-    if plans:
-        first = first_reason(
-            ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
-        )
-        plans = (dataclasses.replace(plans[0], reasons=(first, *plans[0].reasons)), *plans[1:])
+    plans = _first_explained(search, ranked, top, _with_changes(search, ranked, plans), constraints)
     dates = [s.price.offer.date for s in top if s.price is not None]
     sources = sorted({s.price.offer.source for s in top if s.price is not None})
     job = ctx.job
@@ -845,6 +833,31 @@ def recommend(
         launch=launch,
         tco=tco_out,
     )
+
+
+def _first_explained(
+    search: Search,
+    ranked: list[Scored],
+    top: list[Scored],
+    plans: tuple[PlanOut, ...],
+    constraints: Constraints,
+) -> tuple[PlanOut, ...]:
+    """The plans with the first one's place explained in one line, and (serving) hosted APIs, rent and buy
+    beside the chosen deployment."""
+    ctx = search.ctx
+    if top and not ctx.job.training:
+        from advisor.answer.hosted import hosted_lines
+
+        plans = (
+            dataclasses.replace(plans[0], reasons=(*plans[0].reasons, *hosted_lines(ctx, top[0]))),
+            *plans[1:],
+        )
+    if plans:
+        first = first_reason(
+            ranked, _rank(ctx, search.feasible, aware=False), constraints, layout_margin(ctx.efficiency)
+        )
+        plans = (dataclasses.replace(plans[0], reasons=(first, *plans[0].reasons)), *plans[1:])
+    return plans
 
 
 def _with_changes(search: Search, ranked: list[Scored], plans: tuple[PlanOut, ...]) -> tuple[PlanOut, ...]:
