@@ -305,6 +305,14 @@ def print_serving(results: Sequence[ServeResult], detail: bool) -> None:
                 if scored:
                     print(line(f"{name} {loop}", scored, with_baseline=False))
             print(line(f"{name} ALL", _metric(rows, column, get), with_baseline=False))
+        single = [r for r in rows if "1" in (r.row.get("concurrency"), r.row.get("batch"))]
+        print(
+            line(
+                "TPOT/ITL ms at one request",
+                _metric(single, "tpot_ms", SERVING_METRICS["TPOT/ITL ms"][1]),
+                False,
+            )
+        )
         for source in sorted({r.row["source_id"] for r in rows}):
             scored = _metric(
                 [r for r in rows if r.row["source_id"] == source],
