@@ -127,8 +127,8 @@ def run_training(row: dict[str, str], mode: str) -> TrainResult:
     count = int(row["count"])
     value = lo = hi = None
     if answer.data is not None:
-        tput = answer.data["throughput"]
-        value = float(tput["value"]) / count
+        total = cli.p50(answer.data, "throughput")
+        value = total / count if total is not None else None
         lo, hi = (x / count if x is not None else None for x in cli.band(answer.data, "throughput"))
     measured = float(row["tokens_per_s_per_gpu"])
     scored = Scored(row["id"], row["source_id"], row["family"], measured, value, lo, hi, constant_mfu(row))
