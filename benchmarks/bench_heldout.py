@@ -1,0 +1,353 @@
+"""Print the tool's accuracy on held-out published runs (sources the project never used; docs/heldout.md).
+
+Training (benchmarks/heldout_training_runs.csv): tokens/s per GPU, each run as published (every stated
+value held) and as typed (model, GPU, count, precision, sequence length and workload only), against a
+constant 40% MFU baseline on the same rows; P10-P90 coverage; share within 2x; per family, per source and
+overall; Kendall's tau of the layout order within each group that varies only the layout. Serving
+(benchmarks/heldout_serving_runs.csv): output throughput, TTFT and TPOT per loop kind (closed, open,
+offline, static batch), within 2x. Refusals are listed.
+
+Run: .venv/bin/python benchmarks/bench_heldout.py [--detail]   (seconds on one core)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import heldout_cli as cli
+from heldout_stats import HEADER, Scored, balanced_median, kendall_tau, line
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TRAINING_CSV = HERE / "heldout_training_runs.csv"
+SERVING_CSV = HERE / "heldout_serving_runs.csv"
+SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "experts_per_token")
+# Training configuration columns and the predict flag each one is held by (empty cells are left to the tool).
+CONFIG_FLAGS = {
+    "tp": "--tp",
+    "pp": "--pp",
+    "cp": "--cp",
+    "dp": "--dp",
+    "zero": "--zero",
+    "shard_group": "--shard-group",
+    "recompute": "--recompute",
+    "micro_batch": "--micro-batch",
+    "global_batch": "--global-batch",
+    "optimizer": "--optimizer",
+    "offload": "--offload",
+    "stack": "--stack",
+    "lora_rank": "--lora-rank",
+}
+MODES = ("stated", "typed")
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return [{k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(f)]
+
+
+def shape_of(row: dict[str, str]) -> dict[str, int]:
+    parts = [p.split("=") for p in row.get("model_shape", "").split(";") if "=" in p]
+    return {k.strip(): int(v) for k, v in parts}
+
+
+def model_args(row: dict[str, str]) -> list[str]:
+    if row.get("model"):
+        return ["--model", row["model"]]
+    return [arg for k, v in shape_of(row).items() for arg in (f"--{k.replace('_', '-')}", str(v))]
+
+
+def _flag(args: list[str], flag: str, value: str) -> None:
+    if value:
+        args += [flag, value]
+
+
+# ---- training ----
+
+
+def training_args(row: dict[str, str], mode: str) -> list[str]:
+    args = [*model_args(row), "--workload", row["workload"], "--gpu", row["gpu"], "--count", row["count"]]
+    _flag(args, "--precision", row.get("precision", ""))
+    _flag(args, "--seq-len", row.get("seq_len", ""))
+    if mode == "stated":
+        for column, flag in CONFIG_FLAGS.items():
+            _flag(args, flag, row.get(column, ""))
+    return args
+
+
+def _peaks() -> dict[str, dict[str, float]]:
+    with (ROOT / "knowledge" / "gpus.toml").open("rb") as f:
+        return {g["id"]: g.get("tflops", {}) for g in tomllib.load(f)["gpu"]}
+
+
+PEAKS = _peaks()
+
+
+def params_of(row: dict[str, str]) -> float | None:
+    """Parameters per token (active ones for a mixture of experts), from the catalogue or shape counter."""
+    try:
+        if row.get("model"):
+            from advisor.catalog import load_knowledge
+
+            return float(load_knowledge().model(row["model"]).active)
+        from advisor.catalog.hf_config import spec_from_shape
+
+        spec = spec_from_shape(**shape_of(row))  # type: ignore[arg-type]
+        return float(spec.active_params or spec.params)
+    except Exception:  # noqa: BLE001 - the catalogue's API may move on other branches: the baseline is then left out
+        return None
+
+
+def constant_mfu(row: dict[str, str], mfu: float = 0.4) -> float | None:
+    """Tokens/s per GPU at a constant 40% of the dense peak: 0.4 x peak / (6 x N)."""
+    peaks = PEAKS.get(row["gpu"], {})
+    precision = row.get("precision") or "bf16"
+    tflops = peaks.get(precision) or peaks.get("bf16") or peaks.get("fp16")
+    n = params_of(row)
+    return mfu * tflops * 1e12 / (6 * n) if tflops and n else None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    row: dict[str, str]
+    mode: str
+    answer: cli.Answer
+    scored: Scored
+
+
+def run_training(row: dict[str, str], mode: str) -> TrainResult:
+    answer = cli.predict(training_args(row, mode))
+    count = int(row["count"])
+    value = lo = hi = None
+    if answer.data is not None:
+        total = cli.p50(answer.data, "throughput")
+        value = total / count if total is not None else None
+        lo, hi = (x / count if x is not None else None for x in cli.band(answer.data, "throughput"))
+    measured = float(row["tokens_per_s_per_gpu"])
+    scored = Scored(row["id"], row["source_id"], row["family"], measured, value, lo, hi, constant_mfu(row))
+    return TrainResult(row, mode, answer, scored)
+
+
+def layout_taus(results: Sequence[TrainResult]) -> list[tuple[str, int, float | None]]:
+    """Kendall's tau of measured vs predicted tokens/s within each layout group (as-stated answers only)."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for r in results:
+        group = r.row.get("layout_group", "")
+        if group and r.mode == "stated" and r.scored.predicted is not None:
+            groups.setdefault(group, []).append((r.scored.measured, r.scored.predicted))
+    return [
+        (g, len(pairs), kendall_tau(pairs))
+        for g, pairs in sorted(groups.items(), key=lambda x: _natural(x[0]))
+    ]
+
+
+def _natural(name: str) -> tuple[str, int]:
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return head, int(tail) if tail else 0
+
+
+def print_training(results: Sequence[TrainResult], detail: bool) -> None:
+    print("== Training: tokens/s per GPU on held-out published runs ==")
+    for mode in MODES:
+        scored = [r.scored for r in results if r.mode == mode]
+        print(f"\n-- {'each run as published (stated values held)' if mode == 'stated' else 'as typed'} --")
+        print(HEADER)
+        for family in sorted({s.family for s in scored}):
+            print(line(f"family {family}", [s for s in scored if s.family == family]))
+        for source in sorted({s.source for s in scored}):
+            print(line(f"  source {source}", [s for s in scored if s.source == source]))
+        print(line("ALL", scored))
+        bal = balanced_median(scored)
+        print(f"source-balanced median error: {'-' if bal is None else f'{100 * bal:.1f}%'}")
+    taus = layout_taus(results)
+    print("\n-- layout ranking (as published): Kendall's tau within each group varying only the layout --")
+    for group, n, tau in taus:
+        print(f"{group:30} n={n:<3} tau={'-' if tau is None else f'{tau:+.2f}'}")
+    valid = [t for _, _, t in taus if t is not None]
+    if valid:
+        print(f"mean tau over {len(valid)} groups: {sum(valid) / len(valid):+.2f}")
+    _print_refusals([(r.row["id"], r.mode, r.answer) for r in results], detail)
+    if detail:
+        for r in results:
+            s = r.scored
+            pred = "refused" if s.predicted is None else f"{s.predicted:9.1f}"
+            base = "-" if s.baseline is None else f"{s.baseline:9.1f}"
+            print(f"  {s.row_id:14} {r.mode:6} measured {s.measured:9.1f}  tool {pred}  40%MFU {base}")
+
+
+def _print_refusals(items: Sequence[tuple[str, str, cli.Answer]], detail: bool) -> None:
+    refused = [(i, m, a) for i, m, a in items if a.data is None]
+    dropped = sorted({f for _, _, a in items for f in a.dropped})
+    print(f"\nrefused: {len(refused)} of {len(items)} calls")
+    for row_id, mode, answer in refused[: None if detail else 25]:
+        print(f"  {row_id:14} {mode:6} {answer.refusal[:150]}")
+    if len(refused) > 25 and not detail:
+        print(f"  ... {len(refused) - 25} more (--detail lists them all)")
+    if dropped:
+        print(f"flags this build lacks (dropped, so those values were not held): {', '.join(dropped)}")
+
+
+# ---- serving ----
+
+
+def serving_base(row: dict[str, str], mode: str) -> list[str]:
+    args = [*model_args(row), "--workload", "inference", "--gpu", row["gpu"], "--count", row["count"]]
+    _flag(args, "--precision", row.get("precision", ""))
+    args += ["--prompt-tokens", row["isl"], "--output-tokens", row["osl"]]
+    if mode == "stated":
+        _flag(args, "--engine", row.get("engine", ""))
+        _flag(args, "--tp", row.get("tp", ""))
+        _flag(args, "--pp", row.get("pp", ""))
+    return args
+
+
+def _e2e_s(data: dict, osl: int) -> float | None:
+    ttft, tpot = cli.p50(data, "serving_ttft_ms"), cli.p50(data, "serving_tpot_ms")
+    return None if ttft is None or tpot is None else (ttft + osl * tpot) / 1000
+
+
+def closed_by_littles_law(base: list[str], concurrency: int, osl: int) -> cli.Answer:
+    """A build without a concurrency input: the open-loop rate that keeps `concurrency` requests in flight, by
+    Little's law on the tool's own latency (rate = C / end-to-end latency), a fixed point found in a few
+    steps."""
+    rate = 0.01
+    answer = cli.predict([*base, "--requests-per-s", f"{rate:.6g}"])
+    for _ in range(6):
+        if answer.data is None:
+            return answer
+        e2e = _e2e_s(answer.data, osl)
+        if not e2e:
+            return answer
+        target = concurrency / e2e
+        rate = target if rate == 0.01 else math.sqrt(rate * target)
+        answer = cli.predict([*base, "--requests-per-s", f"{rate:.6g}"])
+    return answer
+
+
+def serve_load(row: dict[str, str], base: list[str]) -> tuple[cli.Answer, str]:
+    """The row's load as this build can take it, and how it was given (each fallback is named)."""
+    loop, osl = row["loop"], int(row["osl"])
+    if loop == "static":
+        answer = cli.predict([*base, "--batch-size", row["batch"]])
+        if answer.data is not None:
+            return answer, "--batch-size (static batch)"
+        loop, row = "closed", {**row, "concurrency": row["batch"]}
+    if loop == "closed":
+        if cli.has_flag("--concurrency"):
+            return cli.predict([*base, "--concurrency", row["concurrency"]]), "--concurrency"
+        return closed_by_littles_law(base, int(row["concurrency"]), osl), "Little's law on --requests-per-s"
+    if loop == "offline":
+        answer = cli.predict([*base, "--requests-per-s", "inf"])
+        if answer.data is not None:
+            return answer, "--requests-per-s inf"
+        return cli.predict([*base, "--requests-per-s", "1e6"]), "--requests-per-s 1e6 (saturating)"
+    return cli.predict([*base, "--requests-per-s", row["request_rate"]]), "--requests-per-s"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    row: dict[str, str]
+    mode: str
+    answer: cli.Answer
+    how: str
+
+
+def run_serving(row: dict[str, str], mode: str) -> ServeResult:
+    answer, how = serve_load(row, serving_base(row, mode))
+    return ServeResult(row, mode, answer, how)
+
+
+def _metric(results: Sequence[ServeResult], column: str, get: Callable[[dict], float | None]) -> list[Scored]:
+    out = []
+    for r in results:
+        if not r.row.get(column):
+            continue
+        value = get(r.answer.data) if r.answer.data is not None else None
+        lo, hi = (
+            cli.band(r.answer.data, "throughput")
+            if r.answer.data and column == "output_tok_s"
+            else (None, None)
+        )
+        out.append(
+            Scored(r.row["id"], r.row["source_id"], r.row["family"], float(r.row[column]), value, lo, hi)
+        )
+    return out
+
+
+SERVING_METRICS: dict[str, tuple[str, Callable[[dict], float | None]]] = {
+    "output tok/s": ("output_tok_s", lambda d: cli.p50(d, "throughput")),
+    "TTFT ms": ("ttft_ms", lambda d: cli.p50(d, "serving_ttft_ms")),
+    "TPOT/ITL ms": ("tpot_ms", lambda d: cli.p50(d, "serving_tpot_ms")),
+}
+
+
+def print_serving(results: Sequence[ServeResult], detail: bool) -> None:
+    print("\n== Serving: held-out published runs (tool P50 against the published figure) ==")
+    for mode in MODES:
+        rows = [r for r in results if r.mode == mode]
+        print(
+            "\n-- "
+            + ("as published (engine, TP held)" if mode == "stated" else "as typed (tool picks engine, TP)")
+            + " --"
+        )
+        print(HEADER)
+        for name, (column, get) in SERVING_METRICS.items():
+            for loop in sorted({r.row["loop"] for r in rows}):
+                scored = _metric([r for r in rows if r.row["loop"] == loop], column, get)
+                if scored:
+                    print(line(f"{name} {loop}", scored, with_baseline=False))
+            print(line(f"{name} ALL", _metric(rows, column, get), with_baseline=False))
+        single = [r for r in rows if "1" in (r.row.get("concurrency"), r.row.get("batch"))]
+        print(
+            line(
+                "TPOT/ITL ms at one request",
+                _metric(single, "tpot_ms", SERVING_METRICS["TPOT/ITL ms"][1]),
+                False,
+            )
+        )
+        for source in sorted({r.row["source_id"] for r in rows}):
+            scored = _metric(
+                [r for r in rows if r.row["source_id"] == source],
+                "output_tok_s",
+                SERVING_METRICS["output tok/s"][1],
+            )
+            print(line(f"  tok/s source {source}", scored, with_baseline=False))
+    hows = sorted({(r.row["loop"], r.how) for r in results})
+    print("\nload given as: " + "; ".join(f"{loop} -> {how}" for loop, how in hows))
+    _print_refusals([(r.row["id"], r.mode, r.answer) for r in results], detail)
+    if detail:
+        for r in results:
+            d = r.answer.data or {}
+            got = {name: get(d) if d else None for name, (_, get) in SERVING_METRICS.items()}
+            shown = "  ".join(f"{k} {v:.1f}" if v is not None else f"{k} -" for k, v in got.items())
+            print(
+                f"  {r.row['id']:12} {r.mode:6} measured tok/s {r.row['output_tok_s']:>8}"
+                f" ttft {r.row['ttft_ms'] or '-':>8}"
+                f" tpot {r.row['tpot_ms'] or '-':>6} | tool {shown}"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--detail", action="store_true", help="print every row and every refusal")
+    parser.add_argument("--only", choices=("training", "serving"), help="run one half")
+    args = parser.parse_args(argv)
+    if args.only != "serving":
+        rows = read_rows(TRAINING_CSV)
+        print_training([run_training(row, mode) for mode in MODES for row in rows], args.detail)
+    if args.only != "training":
+        rows = read_rows(SERVING_CSV)
+        print_serving([run_serving(row, mode) for mode in MODES for row in rows], args.detail)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
