@@ -174,11 +174,12 @@ class OpPrices:
 
     def busbw(self, op: str, gpus: int, nodes: int, nbytes: float) -> tuple[float, str, str]:
         """Measured bus bandwidth (B/s) of a collective of `nbytes` over `gpus` ranks on `nodes` servers."""
-        key = (op, gpus, nodes, nbytes)
+        bucket = round(math.log2(max(nbytes, 1.0)) * 4.0) / 4.0  # quarter octaves: the _SWEEP grid
+        key = (op, gpus, nodes, bucket)
         got = self._coll.get(key)
         if got is None:
             r = _ops().collective_busbw_gbs(
-                op, self.link(nodes > 1), gpus, nodes, nbytes, profile=self.profile
+                op, self.link(nodes > 1), gpus, nodes, 2.0**bucket, profile=self.profile
             )
             got = self._coll[key] = (max(r.value, 1e-3) * GBS, r.source, r.basis)
         return got

@@ -60,13 +60,29 @@ class OpShare:
 
 @dataclass(frozen=True, slots=True)
 class StepOps:
-    """A training step by operation class: what each costs on the slowest pipeline stage, the bubble, the
-    exposed communication and the optimizer step; the parts add up to total_s."""
+    """A training step by operation class: what each costs on the slowest pipeline stage (m micro-batches,
+    its compute scaled by `scale`), then the bubble, the sends, the exposed data-parallel traffic and the
+    optimizer step (`tail`); the parts add up to total_s. The parts are built when read: a search reads only
+    the total of thousands of steps."""
 
     total_s: float
-    parts: tuple[OpShare, ...]
     slowest_stage: str
+    stage: tuple[OpShare, ...]
+    """The slowest stage's operations for one micro-batch."""
+    m: int
+    scale: float
+    tail: tuple[OpShare, ...]
     notes: tuple[str, ...] = ()
+
+    @property
+    def parts(self) -> tuple[OpShare, ...]:
+        """Every operation class's seconds in the step."""
+        m, scale = self.m, self.scale
+        own = tuple(
+            OpShare(p.op, p.seconds * m * (1.0 if p.op in COMM else scale), p.source, p.basis, p.note)
+            for p in self.stage
+        )
+        return own + self.tail
 
     @property
     def exposed_comm_s(self) -> float:
@@ -127,6 +143,17 @@ class _Acc:
 
 
 @dataclass(frozen=True, slots=True)
+class _Stage:
+    """The slowest stage of a pipeline split for one micro-batch: its operations, which it is, its compute
+    and its exposed communication."""
+
+    shares: tuple[OpShare, ...]
+    label: str
+    compute: float
+    comm: float
+
+
+@dataclass(frozen=True, slots=True)
 class _Shape:
     """What one layer's operations depend on."""
 
@@ -163,7 +190,8 @@ class ComposedStep:
         self.frozen = job.kind in ("lora", "qlora")
         self._layers: dict[tuple[_Shape, bool], _Acc] = {}
         self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
-        self._stages: dict[tuple[_Shape, int, int], tuple[_Acc, str]] = {}
+        self._stages: dict[tuple[_Shape, int, int], _Stage] = {}
+        self._sends: dict[tuple[object, ...], OpShare] = {}
 
     # --- one layer ------------------------------------------------------------------------------------------
     def layer(self, s: _Shape, moe: bool) -> _Acc:
@@ -319,7 +347,7 @@ class ComposedStep:
         return first, last
 
     # --- stages and the step -------------------------------------------------------------------------------
-    def slowest_stage(self, s: _Shape, pp: int, virtual: int) -> tuple[_Acc, str]:
+    def slowest_stage(self, s: _Shape, pp: int, virtual: int) -> _Stage:
         """The pipeline stage that sets the pace (memoised): its operations for one micro-batch, and which it
         is."""
         key = (s, pp, virtual)
@@ -328,33 +356,37 @@ class ComposedStep:
             got = self._stages[key] = self._slowest(s, pp, virtual)
         return got
 
-    def _slowest(self, s: _Shape, pp: int, virtual: int) -> tuple[_Acc, str]:
+    def _slowest(self, s: _Shape, pp: int, virtual: int) -> _Stage:
         arch = self.arch
         first, last = self.ends(s)
-        moe_flags = [arch.is_moe and i >= arch.dense_layers for i in range(arch.layers)]
         chunks = pp * virtual
         # Megatron's split: layers in contiguous chunks, the first chunks one larger when they do not divide;
         # chunk c runs on stage c mod pp (interleaved: v chunks per stage).
         sizes = [arch.layers // chunks + (1 if c < arch.layers % chunks else 0) for c in range(chunks)]
-        stages = [_Acc() for _ in range(pp)]
+        counts = [[0, 0] for _ in range(pp)]  # dense and MoE layers per stage
         start = 0
         for c, size in enumerate(sizes):
-            for flag in moe_flags[start : start + size]:
-                stages[c % pp].merge(self.layer(s, flag))
+            moe = max(0, start + size - max(start, arch.dense_layers)) if arch.is_moe else 0
+            counts[c % pp][0] += size - moe
+            counts[c % pp][1] += moe
             start += size
+        stages = [_Acc() for _ in range(pp)]
+        for acc, (dense, moe) in zip(stages, counts, strict=True):
+            for flag, n in ((False, dense), (True, moe)):
+                if n:
+                    acc.merge(self.layer(s, flag), float(n))
         stages[0].merge(first)
         stages[-1].merge(last)
         i = max(range(pp), key=lambda j: (stages[j].total, j))
-        label = (
-            "the only stage"
-            if pp == 1
-            else (
-                "the last stage (its layers, the LM head and the loss)"
-                if i == pp - 1
-                else f"stage {i + 1} of {pp}"
-            )
-        )
-        return stages[i], label
+        if pp == 1:
+            label = "the only stage"
+        elif i == pp - 1:
+            label = "the last stage (its layers, the LM head and the loss)"
+        else:
+            label = f"stage {i + 1} of {pp}"
+        acc = stages[i]
+        comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
+        return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
 
     def step(
         self,
@@ -376,46 +408,59 @@ class ComposedStep:
             layout.ep,
             layout.node_size,
         )
-        stage, label = self.slowest_stage(s, layout.pp, layout.virtual)
+        stage = self.slowest_stage(s, layout.pp, layout.virtual)
         m = layout.grad_accum
-        comm = sum(stage.seconds.get(op, 0.0) for op in COMM)
-        compute = stage.total - comm
+        compute, comm = stage.compute, stage.comm
         # No stage computes faster than its share of the job's FLOPs at peak: the search's bounds rest on it.
         scale = floor_s / compute if compute > 0 and floor_s > compute else 1.0
-        parts = [
-            OpShare(p.op, p.seconds * scale, p.source, p.basis, p.note) if p.op not in COMM else p
-            for p in stage.shares(m)
-        ]
-        notes: list[str] = []
+        notes: tuple[str, ...] = ()
         if scale > 1.0:
-            notes.append("stage compute raised to the job's FLOPs at peak (the tables price it faster)")
+            notes = ("stage compute raised to the job's FLOPs at peak (the tables price it faster)",)
         paced = compute * scale + comm
+        tail: list[OpShare] = []
         if layout.pp > 1:
             bubble = paced * (layout.pp - 1) / layout.virtual
-            parts.append(
+            tail.append(
                 OpShare(
                     BUBBLE,
                     bubble,
                     "1F1B schedule: (p - 1) / v idle stage times",
                     "closed form",
-                    f"{layout.pp - 1} stage times / {layout.virtual} chunks, paced by {label}",
+                    f"{layout.pp - 1} stage times / {layout.virtual} chunks, paced by {stage.label}",
                 )
             )
-            parts.append(self._p2p(layout, m))
+            tail.append(self._p2p(layout, m))
         exposed, dp_note = dp(paced * m)
         if exposed.seconds > 0 or layout.dp * layout.cp > 1:
-            parts.append(
+            tail.append(
                 OpShare(DPR, exposed.seconds, exposed.source or "no table row", exposed.basis, dp_note)
             )
-        parts.append(
+        tail.append(
             OpShare(OPT, optimizer.seconds, optimizer.source, optimizer.basis, "over the local shard")
         )
-        total = math.fsum(p.seconds for p in parts)
-        return StepOps(total, tuple(parts), label, tuple(notes))
+        total = paced * m + math.fsum(p.seconds for p in tail)
+        return StepOps(total, stage.label, stage.shares, m, scale, tuple(tail), notes)
 
     def _p2p(self, layout: Layout, m: int) -> OpShare:
         """Activations forward and their gradients back at each stage boundary, every micro-batch and
-        chunk."""
+        chunk (memoised on what it reads of the layout)."""
+        key = (
+            layout.precision,
+            layout.tp,
+            layout.cp,
+            layout.dp,
+            layout.micro_batch,
+            layout.node_size,
+            layout.nodes > 1,
+            layout.virtual,
+            m,
+        )
+        got = self._sends.get(key)
+        if got is None:
+            got = self._sends[key] = self._send(layout, m)
+        return got
+
+    def _send(self, layout: Layout, m: int) -> OpShare:
         tokens = max(1, self.job.seq_len // layout.cp) * layout.micro_batch
         act = 2.0 if layout.precision not in ("fp32", "tf32") else 4.0
         msg = tokens * self.arch.hidden * act / layout.tp
