@@ -1,0 +1,220 @@
+"""Provides collective bus bandwidth by op, link, GPUs, servers and size, the link keys of catalogued GPUs and
+their nominal bandwidths."""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from typing import TYPE_CHECKING
+
+from advisor.catalog.operations.grid import (
+    EXTRA_PER_DOUBLING,
+    EXTRAPOLATED_SPREAD,
+    FALLBACK_SPREAD,
+    MAX_SPREAD,
+    SCALED_SPREAD,
+)
+from advisor.catalog.operations.tables import (
+    Measured,
+    _catalogue,
+    _check,
+    _gpu,
+    _grids,
+    _measured,
+    _positive,
+    _rows,
+    table,
+)
+from advisor.question.errors import InputError
+
+if TYPE_CHECKING:
+    from advisor.catalog.gpus import Gpu
+
+COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
+
+
+NVLINK_GENERATION = {"volta": 2, "ampere": 3, "hopper": 4, "blackwell": 5}
+# Catalogue fabric keys (knowledge/assumptions.toml [fabric.*]) and the link keys of their measured rows.
+FABRIC_LINKS = {"ib-ndr": "ib-ndr400", "ib-hdr": "ib-hdr200", "roce-200": "roce-200", "eth-100": "eth-100"}
+
+
+# --- collectives --------------------------------------------------------------------------------------------
+# Where an op has no rows on a link, the op whose traffic pattern is nearest (ring algorithms: a
+# reduce-scatter moves what an all-gather moves; an all-reduce is both; send/recv is one ring step of an
+# all-gather).
+OP_PROXIES: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("reduce_scatter", "all_gather"),
+    "all_gather": ("reduce_scatter", "all_reduce"),
+    "reduce_scatter": ("all_gather", "all_reduce"),
+    "all_to_all": ("all_gather", "reduce_scatter"),
+    "send_recv": ("all_gather", "all_to_all"),
+}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def collective_busbw_gbs(
+    op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: str | None = None
+) -> Measured:
+    """Achieved bus bandwidth (GB/s, as nccl-tests defines it) of one collective over `gpus` GPUs on `nodes`
+    servers joined by `link` (link_key()), for a message of `nbytes` (nccl-tests' size)."""
+    _check("op", op, COLLECTIVE_OPS)
+    _positive(gpus=gpus, nodes=nodes, nbytes=nbytes)
+    if gpus < 2:
+        return Measured(math.inf, "one GPU: nothing crosses a link", "measured", 0.0)
+    for candidate in (op, *OP_PROXIES[op]):
+        got = _collective_own(candidate, link, gpus, nodes, nbytes, profile)
+        if got is not None:
+            if candidate == op:
+                return got
+            return Measured(
+                got.value, got.source, f"scaled from {link} {candidate}", got.spread + SCALED_SPREAD
+            )
+    return _collective_fallback(op, link, gpus, nodes, nbytes)
+
+
+def _collective_own(
+    op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: str | None
+) -> Measured | None:
+    """The rows of one op on one link: the asked number of servers, else the nearest measured one."""
+    grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
+    extra = 0.0
+    if grid is None:
+        measured_nodes = sorted(
+            {
+                r["nodes"]
+                for r in _rows("collectives", profile, None)[0]
+                if r["op"] == op and r["link"] == link
+            }
+        )
+        if not measured_nodes:
+            return None
+        near = min(measured_nodes, key=lambda x: (abs(math.log(x / nodes)), x))
+        grid, origin = _grids("collectives", (op, link, near), profile)
+        extra = EXTRAPOLATED_SPREAD + EXTRA_PER_DOUBLING * abs(math.log2(near / nodes))
+        if grid is None:
+            return None
+    got = _measured(grid, origin, (float(gpus), float(nbytes)))
+    if not extra:
+        return got
+    return Measured(got.value, got.source, "extrapolated", min(MAX_SPREAD, got.spread + extra))
+
+
+def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: float) -> Measured:
+    """A link without rows: the measured link of its kind (inside a server, or between servers) with the
+    nearest nominal bandwidth, scaled by the nominal ratio; else its nominal bandwidth times the median
+    achieved/nominal ratio of the measured links."""
+    mine = nominal_gbs(link)
+    peer = _nearest_link(link) if mine else None
+    if peer is not None and mine:
+        for candidate in (op, *OP_PROXIES[op]):
+            got = _collective_own(candidate, peer, gpus, nodes, nbytes, None)
+            nominal = nominal_gbs(peer)
+            if got is not None and nominal:
+                basis = f"scaled from {peer}" + ("" if candidate == op else f" {candidate}")
+                return Measured(got.value * mine / nominal, got.source, basis, got.spread + SCALED_SPREAD)
+    ratios = []
+    for other in sorted({r["link"] for r in table("collectives")}):
+        nominal = nominal_gbs(other) if other != link else None
+        for candidate in (op, *OP_PROXIES[op]):
+            got = _collective_own(
+                candidate, other, gpus, 1 if other.startswith(("nvlink", "pcie")) else nodes, nbytes, None
+            )
+            if got is not None and nominal:
+                ratios.append(got.value / nominal)
+                break
+    if mine is None or not ratios:
+        known = ", ".join(sorted(_link_nominals()))
+        raise InputError(
+            f"link {link!r} is not a known link key (known: {known})",
+            field="link",
+            value=link,
+            problem="is not a known link",
+            accepted=known,
+        )
+    nominal_of = _link_nominals()[link][1]
+    source = f"{link} nominal {mine:g} GB/s ({nominal_of}) x median achieved/nominal of {len(ratios)} links"
+    return Measured(mine * statistics.median(ratios), source, "datasheet fallback", FALLBACK_SPREAD)
+
+
+def _between_servers(link: str) -> bool:
+    return link.startswith(("ib-", "roce-", "eth-", "efa-"))
+
+
+def _family(link: str) -> str:
+    return (
+        "network" if _between_servers(link) else link.rstrip("0123456789").split("-")[0].rstrip("0123456789")
+    )
+
+
+def _nearest_link(link: str) -> str | None:
+    """The measured link of the same family (NVLink, PCIe, Infinity Fabric, network) with the nearest nominal
+    bandwidth, else of the same kind (inside a server or between servers)."""
+    mine = nominal_gbs(link) or 1.0
+    measured = sorted({r["link"] for r in table("collectives")} - {link})
+    same_kind = [x for x in measured if _between_servers(x) == _between_servers(link) and nominal_gbs(x)]
+    if not same_kind:
+        return None
+    return min(
+        same_kind,
+        key=lambda x: (_family(x) != _family(link), abs(math.log((nominal_gbs(x) or 1.0) / mine)), x),
+    )
+
+
+# Nominal one-direction bandwidth per GPU of the links outside the catalogue's GPU entries, GB/s: PCIe x16
+# per direction (knowledge/assumptions.toml [comm]) and network rails per GPU (assumptions.toml [fabric]; a
+# per-node figure is shared by the 8 GPUs of a node).
+# NVLink and Infinity Fabric keys take half the catalogue's per-GPU both-directions figure (nominal_gbs).
+LINK_NOMINAL_GBS: dict[str, tuple[float, str]] = {
+    "efa-400": (50.0, "EFA 400 Gb/s per GPU (AWS P5en, P6-B200: 8x 50 GB/s per node, stas00/ml-engineering)"),
+    "pcie3": (15.75, "assumptions.toml comm.pcie_gen3_gbs"),
+    "pcie4": (31.5, "assumptions.toml comm.pcie_gen4_gbs"),
+    "pcie5": (63.0, "assumptions.toml comm.pcie_gen5_gbs"),
+    "ib-hdr200": (25.0, "assumptions.toml fabric.ib-hdr: 200 Gb/s per GPU"),
+    "ib-ndr400": (50.0, "assumptions.toml fabric.ib-ndr: 400 Gb/s per GPU"),
+    "roce-200": (25.0, "assumptions.toml fabric.roce-200: 200 Gb/s per GPU"),
+    "eth-100": (
+        1.5625,
+        "assumptions.toml fabric.eth-100: 100 Gb/s per node, an eighth per GPU of an 8-GPU node",
+    ),
+}
+
+
+@functools.cache
+def _link_nominals() -> dict[str, tuple[float, str]]:
+    out = dict(LINK_NOMINAL_GBS)
+    for g in _catalogue():
+        key = link_key(g, across_nodes=False)
+        if key not in LINK_NOMINAL_GBS and g.interconnect.gbs:
+            half = g.interconnect.gbs / 2
+            if key not in out or half > out[key][0]:
+                out[key] = (
+                    half,
+                    f"gpus.toml {g.id} interconnect {g.interconnect.gbs:g} GB/s both directions / 2",
+                )
+    return out
+
+
+def nominal_gbs(link: str) -> float | None:
+    """A link key's nominal one-direction bandwidth per GPU (None: not a known key)."""
+    found = _link_nominals().get(link)
+    return found[0] if found else None
+
+
+def link_key(gpu: str | Gpu, *, across_nodes: bool, fabric: str | None = None) -> str:
+    """The link key of a GPU's traffic inside its server (across_nodes False) or between servers: the fabric
+    key of knowledge/assumptions.toml (`fabric`, else the GPU's default) mapped to its measured-row key. A
+    rack whose NVLink domain spans servers (GB200 NVL72) keeps NVLink across them."""
+    g = _gpu(gpu) if isinstance(gpu, str) else gpu
+    ic = g.interconnect
+    if across_nodes and not (ic.kind == "nvswitch" and ic.domain > g.gpus_per_node):
+        key = fabric or g.fabric
+        return FABRIC_LINKS.get(key, key)
+    generation = NVLINK_GENERATION.get(g.architecture)
+    if ic.kind in ("nvswitch", "nvlink-mesh") and generation:
+        return f"nvlink{generation}"
+    if ic.kind == "nvlink-bridge" and generation:
+        return f"nvlink{generation}-bridge"
+    if ic.kind == "infinity-fabric":
+        return "xgmi"
+    return f"pcie{g.pcie_gen or 4}"
