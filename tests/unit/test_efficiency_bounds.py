@@ -164,4 +164,8 @@ def test_per_gpu_throughput_never_rises_with_the_count(knowledge, learned) -> No
         out = predict(knowledge, workload, "h100-sxm", count, efficiency=learned)
         assert out.throughput is not None
         per_gpu.append(out.throughput.value / count)
-    assert all(b <= a * (1 + 1e-9) for a, b in itertools.pairwise(per_gpu)), per_gpu
+    # The composed step's ZeRO-1 optimizer step runs over a shard that shrinks with the ranks (about 10 ms of
+    # a 2 s step at 8 GPUs), while the gradient reduce stays hidden under the backward pass: per GPU it may
+    # gain that much, never more.
+    assert all(b <= a * 1.01 for a, b in itertools.pairwise(per_gpu)), per_gpu
+    assert per_gpu[-1] <= per_gpu[0] * 1.01, per_gpu
