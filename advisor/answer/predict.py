@@ -24,6 +24,7 @@ from advisor.answer.report import (
     Range3,
     Throughput,
 )
+from advisor.answer.step_out import StepBreakdown, step_breakdown
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import evaluate
@@ -78,6 +79,8 @@ class Prediction(Record):
     goodput: GoodputOut | None = None
     refusal: str | None = None
     """Why nothing runs: memory, scale (the global batch), constraint or latency; None when it runs."""
+    step_breakdown: StepBreakdown | None = None
+    """The P50 training step by operation class (an LLM: composed from measured operations)."""
 
 
 def _r3(x: Interval) -> Range3:
@@ -192,9 +195,14 @@ def _predict_training(
     timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
     cand, eff = timed[0]
     assert cand.step is not None
-    sol = cand.sol_items_per_s
-    tput = eff.scaled(sol)
+    tput = eff.scaled(cand.sol_items_per_s)
     step = eff.inverted(cand.step.total_s)
+    # The efficiency shown is against the speed of light (peak compute, datasheet links), whatever the
+    # step was composed from: the composed step's own share of it scales the learned residual.
+    sol = cand.step.items / cand.step.sol_s
+    shown = eff.scaled(cand.step.sol_s / cand.step.total_s)
+    ops = cand.step.ops
+    breakdown = step_breakdown(ops, step.p50, common["efficiency_source"]) if ops is not None else None
     good = goodput(ctx.job, count, ctx.knowledge.assumptions)
     return Prediction(
         **common,
@@ -204,9 +212,10 @@ def _predict_training(
         throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=ctx.job.unit),
         memory=memory_out(cand.memory),
         step_time_s=_r3(step),
-        efficiency=_r3(eff),
+        efficiency=_r3(shown),
         bound=cand.step.bound,
         speed_of_light=sol,
+        step_breakdown=breakdown,
         configuration=configuration(ctx.job, cand.layout),
         alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
         goodput=goodput_out(good),

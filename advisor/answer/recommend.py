@@ -34,6 +34,7 @@ from advisor.answer.report import (
 from advisor.answer.risk import first_reason, risk_aware, safer_layout
 from advisor.answer.scored import Scored
 from advisor.catalog.assumptions import Assumptions
+from advisor.answer.step_out import StepBreakdown, step_breakdown
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
@@ -370,7 +371,7 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         memory=memory_out(mem),
         throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
         step_time_s=step,
-        efficiency=_interval_of(s.eff),
+        efficiency=_interval_of(_shown_efficiency(s)),
         bound=cand.step.bound if cand.step else (cand.serving.figures.bound if cand.serving else "compute"),
         hours=_interval_of(s.hours),
         cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
@@ -383,7 +384,24 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         configuration=configuration(job, lay) if job.training else serving_configuration(job, lay),
         alternatives=alternatives,
         goodput=goodput_out(s.goodput) if s.goodput else None,
+        step_breakdown=_breakdown(s, step),
     )
+
+
+def _shown_efficiency(s: Scored) -> Interval:
+    """The plan's efficiency against its speed of light (a composed step's residual scaled by its share)."""
+    step = s.cand.step
+    if step is None or step.ops is None:
+        return s.eff
+    return s.eff.scaled(step.sol_s / step.total_s)
+
+
+def _breakdown(s: Scored, step: Range3 | None) -> StepBreakdown | None:
+    """A training plan's P50 step by operation class, when the step was composed from measured operations."""
+    ops = s.cand.step.ops if s.cand.step is not None else None
+    if ops is None or step is None:
+        return None
+    return step_breakdown(ops, step.p50, "the learned residual (knowledge/efficiency_model.json)")
 
 
 def _plan_reasons(job: Job, s: Scored, fired: list[Firing]) -> list[str]:

@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from advisor.answer.step_out import StepBreakdown
 from advisor.ops.plan_facts import PlanFacts
 from advisor.question.assumed import Assumed
 from advisor.question.records import Record, record
@@ -242,6 +243,8 @@ class PlanOut(Record):
     configuration: dict[str, ConfigValue] = field(default_factory=dict)
     alternatives: tuple[AlternativeOut, ...] = ()
     goodput: GoodputOut | None = None
+    step_breakdown: StepBreakdown | None = None
+    """The P50 training step by operation class (an LLM: composed from measured operations)."""
 
     def facts(self) -> PlanFacts:
         """The plain values operations planning and launch files read."""

@@ -15,6 +15,7 @@ from advisor.question.units import fmt_hours, human
 if TYPE_CHECKING:
     from advisor.answer.predict import Prediction
     from advisor.answer.report import MemoryOut, Report
+    from advisor.answer.step_out import StepBreakdown
     from advisor.catalog import Knowledge
     from advisor.catalog.checklist import ChecklistEntry
     from advisor.catalog.gpus import Price
@@ -222,6 +223,8 @@ def prediction_text(p: Prediction) -> str:
     lines += ["  " + f"{k:<15} {v:8.2f} GB" for k, v in p.memory.breakdown.items()]
     if p.memory.host_gb:
         lines.append(f"  {'host memory':<15} {p.memory.host_gb:8.2f} GB per GPU (offloaded)")
+    if p.step_breakdown is not None:
+        lines += breakdown_lines(p.step_breakdown)
     lines += configuration_lines(p.configuration, p.alternatives)
     lines += [f"assumed: {assumed_text(a)}" for a in p.assumed] + [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
@@ -249,6 +252,21 @@ def load_lines(load: Any) -> list[str]:
             f"P99 {format(pct.p99, fmt)}  mean {format(pct.mean, fmt)} {unit}"
         )
     return lines
+
+
+def breakdown_lines(b: StepBreakdown) -> list[str]:
+    """The step by operation class, each figure with its basis and source (the JSON keeps sources whole)."""
+    lines = [
+        f"step by operation (P50 {b.step_s:,.3g} s; composed from measured operations {b.composed_s:,.3g} s, "
+        f"paced by {b.slowest_stage}; exposed communication {b.exposed_comm_s:,.3g} s):"
+    ]
+    for part in b.parts:
+        note = f"; {part.note}" if part.note else ""
+        source = part.source if len(part.source) <= 80 else part.source[:77] + "..."
+        lines.append(
+            f"  {part.op:<25} {part.seconds:>9.3g} s {part.share:>6.1%}  {part.basis}: {source}{note}"
+        )
+    return lines + [f"  note: {n}" for n in b.notes]
 
 
 def _marks(v: Any) -> str:

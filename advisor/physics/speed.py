@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -12,6 +13,8 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
+from advisor.physics.op_prices import Price
+from advisor.physics.step_ops import ComposedStep, StepOps
 from advisor.question.values import value_type
 
 __all__ = [
@@ -84,6 +87,9 @@ class StepTime:
     """Items (tokens, images, ...) the whole system processes per step."""
     cp_comm_s: float = 0.0
     ep_comm_s: float = 0.0
+    ops: StepOps | None = None
+    """The step composed from measured operations (a transformer LLM): what total_s is then; the fields above
+    stay the speed of light."""
 
     @property
     def roofline_s(self) -> float:
@@ -92,7 +98,13 @@ class StepTime:
 
     @property
     def total_s(self) -> float:
-        """The step at 100% efficiency."""
+        """The step at the measured operations' rates where composed, else at 100% efficiency."""
+        ops = self.ops
+        return ops.total_s if ops is not None else self.sol_s
+
+    @property
+    def sol_s(self) -> float:
+        """The step at 100% efficiency: roofline, bubble and exposed alpha-beta communication."""
         return (
             self.roofline_s
             + self.bubble_s
@@ -106,7 +118,12 @@ class StepTime:
     @property
     def comm_fraction(self) -> float:
         """Exposed communication and bubble as a share of the step."""
-        return (self.total_s - self.roofline_s) / self.total_s if self.total_s else 0.0
+        ops = self.ops
+        if ops is not None:
+            waiting = ops.exposed_comm_s + ops.seconds("pipeline bubble")
+            return waiting / ops.total_s if ops.total_s else 0.0
+        total = self.sol_s
+        return (total - self.roofline_s) / total if total else 0.0
 
     @property
     def bound(self) -> str:
@@ -170,10 +187,45 @@ def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[fl
 
 
 def training_step(
-    job: Job, gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, activation_bytes_per_seq: float
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    fabric: Fabric,
+    a: Assumptions,
+    activation_bytes_per_seq: float,
+    traits: Traits | None = None,
+    compose: bool = True,
 ) -> StepTime | None:
-    """Speed-of-light time of one training step, or None when the GPU has no peak for the precision."""
-    return StepModel(job, gpu, fabric, a).step(layout, activation_bytes_per_seq)
+    """Time of one training step (composed from measured operations for an LLM unless `compose` is False,
+    with its speed of light), or None when the GPU has no peak for the precision."""
+    return StepModel(job, gpu, fabric, a, traits, compose).step(layout, activation_bytes_per_seq)
+
+
+Traits = tuple[float, float, float, float]
+"""(FlashAttention, compiled or fused kernels, Transformer Engine FP8, Megatron-style runtime)."""
+
+
+def stack_traits(stack: str) -> Traits:
+    """The shipped stack's traits today (FSDP's when the stack is not shipped)."""
+    from advisor.catalog.stacks import shipped_stacks
+
+    stacks = shipped_stacks()
+    spec = stacks.get(stack) or stacks.get("fsdp")
+    return spec.traits() if spec is not None else (1.0, 1.0, 0.0, 0.0)
+
+
+# The harnesses of the non-LLM benchmark tables: an LLM measured there keeps the speed-of-light path of the
+# other models (its runs are fitted with them).
+NON_LLM_STACKS = ("ngc-pytorch", "pytorch")
+
+
+def composes(job: Job) -> bool:
+    """Whether the job's step is composed from measured operations: a transformer LLM trained on an LLM
+    training stack."""
+    arch = job.arch
+    if arch is None or job.model_kind != "llm" or job.stack in NON_LLM_STACKS:
+        return False
+    return arch.layers > 0 and arch.hidden > 0
 
 
 class StepModel:
@@ -181,8 +233,22 @@ class StepModel:
     memoised: the networks by group, the collectives by message, the per-layout bytes (the same arithmetic,
     so the same figures to the last bit)."""
 
-    def __init__(self, job: Job, gpu: Gpu, fabric: Fabric, a: Assumptions) -> None:
+    def __init__(
+        self,
+        job: Job,
+        gpu: Gpu,
+        fabric: Fabric,
+        a: Assumptions,
+        traits: Traits | None = None,
+        compose: bool = True,
+    ) -> None:
         self.job, self.gpu, self.fabric, self.a = job, gpu, fabric, a
+        self.composed = (
+            ComposedStep(job, gpu, fabric, a, traits or stack_traits(job.stack))
+            if compose and composes(job)
+            else None
+        )
+        self._ops_dp: dict[tuple[object, ...], tuple[Price, ...]] = {}
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
         self._nets: dict[tuple[int, int], Network] = {}
@@ -222,7 +288,65 @@ class StepModel:
         bubble = roof * (layout.pp - 1) / (m * layout.virtual) if layout.pp > 1 else 0.0
         dp_comm = _dp_exposed(zero, m, dp_times, roof) if dp_times else 0.0
         tp_comm, pp_comm, cp_comm, ep_comm = _model_comm(self.job, layout, tp_net, roof)
-        return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm)
+        ops = self._composed(layout, peak, per_item, zero, states) if self.composed is not None else None
+        return StepTime(flops_s, bytes_s, bubble, dp_comm, tp_comm, pp_comm, items, cp_comm, ep_comm, ops)
+
+    def _composed(self, layout: Layout, peak: float, per_item: float, zero: int, states: float) -> StepOps:
+        """The step from measured operations; no stage faster than its share of the job's FLOPs at peak (so
+        the search's bounds stay lower bounds)."""
+        composed = self.composed
+        assert composed is not None
+        seq_items = layout.micro_batch * self.job.items_per_sequence
+        floor_s = per_item * seq_items / (layout.tp * layout.cp * layout.pp * peak)
+        m = layout.grad_accum
+        times = self._measured_dp(layout) if layout.dp * layout.cp > 1 else ()
+
+        def dp(compute_s: float) -> tuple[Price, str]:
+            if not times:
+                return Price(0.0, "", "measured"), ""
+            exposed = _dp_exposed(zero, m, tuple(t.seconds for t in times), compute_s)
+            hidden = "prefetched under all compute" if zero == 3 else "bucketed under the last backward pass"
+            what = {
+                3: "ZeRO-3 gathers + gradient reduce-scatter",
+                2: "gradient reduce-scatter per micro-batch",
+            }
+            note = f"{what.get(zero, 'gradient all-reduce')}, {hidden}"
+            return Price(exposed, times[0].source, times[0].basis), note
+
+        local = self.job.trainable_params / layout.model_parallel
+        optimizer = composed.prices.memory(states, local * 4.0)
+        return composed.step(layout, floor_s, dp, optimizer)
+
+    def _measured_dp(self, layout: Layout) -> tuple[Price, ...]:
+        """_dp_collectives() at the measured bus bandwidths (memoised as _dp_times)."""
+        key = (
+            layout.precision,
+            layout.node_size,
+            layout.tp,
+            layout.pp,
+            layout.ep,
+            layout.dp,
+            layout.cp,
+            layout.zero,
+            layout.shard_group,
+        )
+        got = self._ops_dp.get(key)
+        if got is None:
+            composed = self.composed
+            assert composed is not None
+            prices: list[Price] = []
+
+            def allreduce(nbytes: float, size: int, stride: int) -> float:
+                span = size * stride
+                nodes = max(1, math.ceil(span / layout.node_size)) if span > layout.node_size else 1
+                price = composed.prices.collective("all_reduce", size, nodes, nbytes)
+                prices.append(price)
+                return price.seconds
+
+            seconds = _dp_collectives(self.job, layout, allreduce, self.a)
+            source = prices[0] if prices else Price(0.0, "", "measured")
+            got = self._ops_dp[key] = tuple(Price(t, source.source, source.basis) for t in seconds)
+        return got
 
     def terms(self, layout: Layout) -> _Terms | None:
         """What a step of this layout computes before its batch (memoised on every field but the batch), or

@@ -311,6 +311,11 @@ class TrainingSearch:
             return 0.0
         key = (tp, pp, cp, ep, recompute)
         floor = self.floors.get(key)
+        composed = self.steps.composed
+        if floor is None and composed is not None:
+            # The step composed from measured operations: its own TP floor (its EP traffic has none here).
+            virtual = self.virtual if pp > 1 else 1
+            floor = self.floors[key] = composed.tp_floor(self.precision, tp, pp, cp, recompute, virtual)
         if floor is None:
             from advisor.physics.speed import _model_comm
 

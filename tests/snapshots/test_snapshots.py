@@ -101,6 +101,15 @@ def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=advanced)
 
 
+def test_results_step_tab(snap_compare, snapshot_app) -> None:
+    """The Step tab: the chosen plan's P50 step by operation class, each with its basis and source."""
+
+    async def step(pilot: Pilot) -> None:
+        await results(pilot, "lora-70b", tab="tab-step")
+
+    assert snap_compare(snapshot_app(), terminal_size=(120, 40), run_before=step)
+
+
 def test_results_rules_tab_with_configuration(snap_compare, snapshot_app) -> None:
     """The Rules & advice tab: why the plan, its configuration marked given or chosen, what was assumed."""
 

@@ -12,6 +12,7 @@ import pytest
 from advisor.answer.predict import predict
 from advisor.job.inputs import RunConfig, Workload
 from advisor.learned.efficiency.bounds import Bounds, Cap, Where, soft_min
+from advisor.learned.efficiency.evaluate import RESIDUAL_CAP
 from advisor.learned.efficiency.learned import load_learned
 from advisor.learned.efficiency.prior import PriorEfficiency
 
@@ -99,7 +100,8 @@ def test_bounds_survive_the_artifact_round_trip() -> None:
 
 def test_the_shipped_bounds_come_from_the_measured_runs(learned) -> None:
     caps = learned.model.bounds.caps
-    assert 0.3 < caps["llm|ampere|16-bit"].efficiency <= 1.0
+    # Against the step composed from measured operations a cap is a residual, which may pass 1.
+    assert 0.3 < caps["llm|ampere|16-bit"].efficiency <= RESIDUAL_CAP
     assert "a100" in caps["llm|ampere|16-bit"].run
     assert set(learned.model.bounds.ranges) == {
         "log_params",
@@ -162,4 +164,8 @@ def test_per_gpu_throughput_never_rises_with_the_count(knowledge, learned) -> No
         out = predict(knowledge, workload, "h100-sxm", count, efficiency=learned)
         assert out.throughput is not None
         per_gpu.append(out.throughput.value / count)
-    assert all(b <= a * (1 + 1e-9) for a, b in itertools.pairwise(per_gpu)), per_gpu
+    # The composed step's ZeRO-1 optimizer step runs over a shard that shrinks with the ranks (about 10 ms of
+    # a 2 s step at 8 GPUs), while the gradient reduce stays hidden under the backward pass: per GPU it may
+    # gain that much, never more.
+    assert all(b <= a * 1.01 for a, b in itertools.pairwise(per_gpu)), per_gpu
+    assert per_gpu[-1] <= per_gpu[0] * 1.01, per_gpu

@@ -67,7 +67,7 @@ def _held_out_fold(llm: list[Sample]) -> tuple[list[float], list[float]]:
     lam, _ = choose_lambda(train)
     model = fit_linear(train, lam)
     fold = [i for i, s in enumerate(llm) if s.row.origin == HELD_OUT]
-    const, _phys = baselines(llm, fold, by_source, "llm")
+    const, _phys, _prev = baselines(llm, fold, by_source, "llm")
     return (
         [math.exp(model.predict_log(sample_inputs(llm[i]))) * llm[i].sol for i in fold],
         [const[i] for i in fold],
@@ -243,7 +243,9 @@ def _residual_rows(shift: float) -> tuple[list, dict[int, float]]:
         for j in range(10):
             eff = 0.5 * math.exp(shift * (k - 2.5) + 0.02 * (j - 4.5))
             rows.append(
-                SimpleNamespace(efficiency=eff, row=SimpleNamespace(origin=f"s{k}", source_family=family))
+                SimpleNamespace(
+                    efficiency=eff, composed=False, row=SimpleNamespace(origin=f"s{k}", source_family=family)
+                )
             )
             typical[len(rows) - 1] = math.log(0.5)
     return rows, typical

@@ -30,7 +30,7 @@ from tui.widgets.footer import Footer
 from tui.widgets.front_chart import FrontChart
 from tui.widgets.ops_view import OperationsPanel
 from tui.widgets.plan_table import PlanTable
-from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, WhyNotPanel
+from tui.widgets.plan_views import AdvicePanel, CostPanel, MemoryPanel, PlanPanel, StepPanel, WhyNotPanel
 
 if TYPE_CHECKING:
     from advisor.answer.report import PlanOut, Report
@@ -105,6 +105,8 @@ class ResultsScreen(Screen[None]):
                 yield MemoryPanel(id="memory-panel")
             with TabPane("Cost", id="tab-cost"), VerticalScroll():
                 yield CostPanel(id="cost-panel")
+            with TabPane("Step", id="tab-step"), VerticalScroll():
+                yield StepPanel(id="step-panel")
             with TabPane("Rules & advice", id="tab-advice"), VerticalScroll():
                 yield AdvicePanel(id="advice-panel")
             with TabPane("Why not", id="tab-whynot"), VerticalScroll():

@@ -118,6 +118,45 @@ class MemoryPanel(PlanPanel):
         return out
 
 
+class StepPanel(PlanPanel):
+    """The plan's P50 training step by operation class, one bar each, with each figure's basis and source."""
+
+    def lines(self, report: Report, plan: PlanOut | None) -> list[Content]:
+        """A summary line, then one bar per operation class (the learned residual last)."""
+        if plan is None:
+            return [Content("No plan selected.")]
+        b = plan.step_breakdown
+        if b is None:
+            return [Content("No step breakdown: the step of this plan is not composed from operations.")]
+        width = max(8, self.size.width - LABEL_WIDTH - 40)
+        top = max((abs(p.seconds) for p in b.parts), default=0.0)
+        scale = width / top if top else 0.0
+        out = [
+            Content.from_markup(
+                "P50 step [b]$step s[/b]: composed from measured operations [b]$composed s[/b], paced by "
+                "$stage; exposed communication $comm s",
+                step=f"{b.step_s:,.3g}",
+                composed=f"{b.composed_s:,.3g}",
+                stage=b.slowest_stage,
+                comm=f"{b.exposed_comm_s:,.3g}",
+            )
+        ]
+        for p in b.parts:
+            style = "$warning" if p.op.startswith("stack overhead") else "$primary"
+            out.append(
+                Content.assemble(
+                    f"{p.op[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}",
+                    (bar(abs(p.seconds), scale).ljust(width), style),
+                    f" {p.seconds:9.3g} s {p.share:6.1%}  ",
+                    (p.basis, "$text-muted"),
+                )
+            )
+        out += _bullets(
+            [f"{p.op}: {p.source}" + (f" ({p.note})" if p.note else "") for p in b.parts], "$text-muted"
+        )
+        return out
+
+
 class CostPanel(PlanPanel):
     """The offer the plan is priced on, its hourly rate, the time range and the cost range."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import field
 from typing import Any
 
 from advisor.question.values import value_type
@@ -14,6 +15,8 @@ PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32
 # How far beyond the measured range (natural log of the ratio) a prediction is all prior: a model 4x larger
 # than any measured, a count 4x beyond, ... Halfway there it is half prior.
 SHRINK_SPAN = math.log(4.0)
+# The largest cap a file may hold: advisor/learned/efficiency/evaluate.py's RESIDUAL_CAP.
+CAP_LIMIT = 3.0
 # The interval keeps at least this much (log) on each side of its P50.
 MIN_HALF = 0.05
 # Sharpness of the smooth bound: min(x, cap) ~ (x^-k + cap^-k)^(-1/k); at x = cap it gives 0.92 cap.
@@ -44,6 +47,9 @@ class Where:
     """log(throughput at 100% MFU / speed of light): the constant-MFU prior's log efficiency less log(MFU)."""
     point: tuple[float, ...] = ()
     """The plan's RANGE_DIMENSIONS values (empty: no range check)."""
+    composed: bool = False
+    """Whether the efficiency is a residual against a step composed from measured operations: then the
+    prior beyond the measured range is that step at the typical residual, not the constant MFU."""
 
 
 @value_type
@@ -54,6 +60,8 @@ class Bounds:
     caps: dict[str, Cap]
     prior_mfu: dict[str, float]
     ranges: dict[str, tuple[float, float]]
+    prior_residual: dict[str, float] = field(default_factory=dict)
+    """The typical runs' median measured / composed step per precision class (composed plans' prior)."""
 
     def cap(self, where: Where) -> tuple[float, str]:
         """The efficiency bound of a plan and the sentence that names its run."""
@@ -88,10 +96,14 @@ class Bounds:
         if not where.point:
             return log50, 0.0
         pc = PRECISION_CLASS.get(where.precision, "16-bit")
+        residual = self.prior_residual.get(pc) or self.prior_residual.get("16-bit")
         mfu = self.prior_mfu.get(pc) or self.prior_mfu.get("16-bit")
-        if mfu is None:
+        if where.composed and residual is not None:
+            prior = math.log(residual)  # shrunk to the physical model: the composed step, typical residual
+        elif mfu is None:
             return log50, 0.0
-        prior = math.log(mfu) + where.log_mfu_over_sol
+        else:
+            prior = math.log(mfu) + where.log_mfu_over_sol
         d_shape, d_count = self.beyond(where.point)
         w = min(1.0, d_shape / SHRINK_SPAN)
         out = (1.0 - w) * log50 + w * prior
@@ -120,9 +132,12 @@ class Bounds:
         elif factor < BINDS:
             notes.append(f"efficiency bounded by {why}")
         if far > 0.0:
+            prior = (
+                "the composed step at the typical residual" if where.composed else "the constant-MFU prior"
+            )
             notes.append(
                 f"outside the measured runs' range (model size, sequence, batch or count): shrunk {far:.0%} "
-                "of the way to the constant-MFU prior, interval widened"
+                f"of the way to {prior}, interval widened"
             )
         return p10 * low, p50 * low, p90 * factor, "; ".join(notes)
 
@@ -132,6 +147,7 @@ class Bounds:
             "caps": {k: [c.efficiency, c.run] for k, c in sorted(self.caps.items())},
             "prior_mfu": dict(sorted(self.prior_mfu.items())),
             "ranges": {k: list(v) for k, v in sorted(self.ranges.items())},
+            "prior_residual": dict(sorted(self.prior_residual.items())),
         }
 
     @classmethod
@@ -140,12 +156,17 @@ class Bounds:
         caps = {k: Cap(float(v[0]), str(v[1])) for k, v in d["caps"].items()}
         prior = {k: float(v) for k, v in d["prior_mfu"].items()}
         ranges = {k: (float(v[0]), float(v[1])) for k, v in d["ranges"].items()}
-        numbers = [c.efficiency for c in caps.values()] + list(prior.values())
-        if not all(math.isfinite(v) and 0 < v <= 1 for v in numbers):
-            raise ValueError("bounds: a cap or prior MFU outside (0, 1]")
+        residual = {k: float(v) for k, v in d.get("prior_residual", {}).items()}
+        if not all(math.isfinite(v) and 0 < v <= CAP_LIMIT for v in residual.values()):
+            raise ValueError(f"bounds: a prior residual outside (0, {CAP_LIMIT:g}]")
+        # A cap against a composed step is a residual (measured / composed), which may pass 1.
+        if not all(math.isfinite(c.efficiency) and 0 < c.efficiency <= CAP_LIMIT for c in caps.values()):
+            raise ValueError(f"bounds: a cap outside (0, {CAP_LIMIT:g}]")
+        if not all(math.isfinite(v) and 0 < v <= 1 for v in prior.values()):
+            raise ValueError("bounds: a prior MFU outside (0, 1]")
         if not all(math.isfinite(a) and math.isfinite(b) and a <= b for a, b in ranges.values()):
             raise ValueError("bounds: a range that is not finite and ordered")
-        return cls(caps, prior, ranges)
+        return cls(caps, prior, ranges, residual)
 
 
 def soft_min(x: float, cap: float) -> float:

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS, RANGE_DIMENSIONS, Bounds, Cap, Where
+from advisor.learned.efficiency.evaluate import RESIDUAL_CAP
 from advisor.learned.efficiency.features import FEATURES, Sample
 from advisor.learned.efficiency.gbdt import ExportedModel
 from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
@@ -21,7 +22,8 @@ def run_label(s: Sample) -> str:
     """A measured run as the output names it."""
     r = s.row
     ref = f" {r.row_ref}" if r.row_ref else ""
-    return f"{r.origin}{ref} ({r.workload}, {r.gpu} x{r.count}, {s.efficiency:.0%} of speed of light)"
+    against = "its step composed from measured operations" if s.composed else "speed of light"
+    return f"{r.origin}{ref} ({r.workload}, {r.gpu} x{r.count}, {s.efficiency:.0%} of {against})"
 
 
 def point_of(s: Sample) -> tuple[float, ...]:
@@ -33,7 +35,7 @@ def point_of(s: Sample) -> tuple[float, ...]:
 def where_of(s: Sample) -> Where:
     """What the bounds read of a measured run."""
     point = point_of(s) if s.family == "llm" else ()
-    return Where(s.family, s.generation, s.row.precision, math.log(s.mfu_sol / s.sol), point)
+    return Where(s.family, s.generation, s.row.precision, math.log(s.mfu_sol / s.sol), point, s.composed)
 
 
 def fit_bounds(samples: Sequence[Sample]) -> Bounds:
@@ -45,16 +47,16 @@ def fit_bounds(samples: Sequence[Sample]) -> Bounds:
         for i, name in enumerate(RANGE_DIMENSIONS)
         if points
     }
-    return Bounds(_caps(samples), _prior(llm), ranges)
+    return Bounds(_caps(samples), _prior(llm), ranges, _prior_residual(llm))
 
 
 def _caps(samples: Sequence[Sample]) -> dict[str, Cap]:
     """The highest efficiency per family, generation and precision class. A run measured above its speed of
     light sets no cap: its label says the core's physics misses something of it, not that plans may exceed
-    the speed of light."""
+    the speed of light (against a composed step, a run past RESIDUAL_CAP of it)."""
     caps: dict[str, Cap] = {}
     for s in samples:
-        if s.efficiency > 1.0:
+        if s.efficiency > (RESIDUAL_CAP if s.composed else 1.0):
             continue
         key = f"{s.family}|{s.generation}|{PRECISION_CLASS[s.row.precision]}"
         if key not in caps or s.efficiency > caps[key].efficiency:
@@ -87,3 +89,18 @@ def sample_efficiency(model: ExportedModel, s: Sample) -> float:
         offsets = model.interval.get(s.family, model.interval["all"])
     bounds = model.bounds or Bounds({}, {}, {})
     return bounds.interval(log50, offsets, where_of(s))[1]
+
+
+def _prior_residual(llm: Sequence[Sample]) -> dict[str, float]:
+    """The typical (non-vendor) composed runs' median measured / composed step per precision class (every
+    composed run's where no typical one used the class)."""
+    composed = [s for s in llm if s.composed]
+    typical = [s for s in composed if s.row.source_family != "vendor"]
+    out: dict[str, float] = {}
+    for pc in sorted(set(PRECISION_CLASS.values())):
+        values = [s.efficiency for s in typical if PRECISION_CLASS[s.row.precision] == pc] or [
+            s.efficiency for s in composed if PRECISION_CLASS[s.row.precision] == pc
+        ]
+        if values:
+            out[pc] = round(min(statistics.median(values), RESIDUAL_CAP), 4)
+    return out

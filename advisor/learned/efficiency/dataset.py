@@ -21,6 +21,11 @@ DATA_FILES = (
     "models.toml",
     "assumptions.toml",
     "training_stacks.toml",
+    # The composed step of every LLM run is priced from these: a new row changes what the residual is of.
+    "operations/gemm.csv",
+    "operations/attention.csv",
+    "operations/memory.csv",
+    "operations/collectives.csv",
 )
 
 

@@ -53,6 +53,11 @@ class Scores:
     typical_median_ape: float | None = None
     """The median error of the typical P50 a user is shown (LLM rows; a vendor table's row is scored at its
     own family above)."""
+    prev_median_ape: float | None = None
+    """The previous estimator on the same folds: the speed of light (roofline, bubble, alpha-beta
+    communication) x the training rows' median efficiency (None where the step is not composed)."""
+    prev_p90_ape: float | None = None
+    prev_rank_accuracy: float | None = None
 
     @property
     def gain(self) -> float:
@@ -82,9 +87,15 @@ def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: floa
     return pairs[-1][0]
 
 
+# A run measured faster than its composed step: the tables price some operation slower than that stack ran
+# it. Past this factor the run's own figures are in doubt (its FLOP count, its layout), not the tables.
+RESIDUAL_CAP = 3.0
+
+
 def target(s: Sample) -> float:
-    """Log efficiency, capped at the roofline (above 1 the model's FLOP count of the workload is too high)."""
-    return math.log(min(max(s.efficiency, 1e-4), 1.0))
+    """Log efficiency, capped at the roofline (above 1 the model's FLOP count of the workload is too high);
+    against a step composed from measured operations, a residual capped at RESIDUAL_CAP."""
+    return math.log(min(max(s.efficiency, 1e-4), RESIDUAL_CAP if s.composed else 1.0))
 
 
 def apes(samples: Sequence[Sample], predicted: Sequence[float]) -> list[float]:
@@ -129,12 +140,14 @@ def held_out(
 
 def baselines(
     samples: Sequence[Sample], test_rows: Sequence[int], group: Callable[[Sample], str], family: str
-) -> tuple[dict[int, float], dict[int, float]]:
-    """Throughputs of the constant-MFU and the physical baseline, fitted without each row's group."""
-    const, phys = {}, {}
+) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+    """Throughputs of the constant-MFU, the physical (the core's step x the median efficiency) and the
+    previous (the speed of light x the median efficiency) baselines, fitted without each row's group."""
+    const, phys, prev = {}, {}, {}
     for key in sorted({group(samples[i]) for i in test_rows}):
         train = [s for s in samples if group(s) != key and s.family == family]
         k = statistics.median(math.log(s.efficiency) for s in train)
+        k_prev = statistics.median(math.log(s.row.throughput / (s.old_sol or s.sol)) for s in train)
         by_class: dict[str, list[float]] = {}
         for s in train:
             by_class.setdefault(PRECISION_CLASS[s.row.precision], []).append(
@@ -146,7 +159,8 @@ def baselines(
             values = by_class.get(PRECISION_CLASS[s.row.precision])
             const[i] = math.exp(statistics.median(values) if values else every) * s.mfu_sol
             phys[i] = math.exp(k) * s.sol
-    return const, phys
+            prev[i] = math.exp(k_prev) * (s.old_sol or s.sol)
+    return const, phys, prev
 
 
 def conformal_offsets(
@@ -221,8 +235,10 @@ def score_line(
     phys: dict[int, float],
     covered: dict[int, bool],
     typical: dict[int, float] | None = None,
+    prev: dict[int, float] | None = None,
 ) -> Scores:
     """The scores of rows idx: model, baselines (throughputs by row) and interval coverage."""
+    rows = [samples[i] for i in idx]
     line = _scores(
         family,
         scheme,
@@ -234,9 +250,17 @@ def score_line(
         [phys[i] for i in idx],
         [covered[i] for i in idx],
     )
+    if prev is not None:
+        e = apes(rows, [prev[i] for i in idx])
+        line = replace(
+            line,
+            prev_median_ape=statistics.median(e),
+            prev_p90_ape=percentile(e, 90),
+            prev_rank_accuracy=rank_accuracy(rows, [prev[i] for i in idx]),
+        )
     if typical is None:
         return line
-    errs = apes([samples[i] for i in idx], [typical[i] for i in idx])
+    errs = apes(rows, [typical[i] for i in idx])
     return replace(line, typical_median_ape=statistics.median(errs))
 
 
@@ -250,7 +274,7 @@ def evaluate_scheme(
     """One scheme on one family (the trees on the other rows): pooled scores, and the held-out logs."""
     rows = [i for i, s in enumerate(samples) if s.family == family]
     oof = held_out(samples, rows, group, fit_predict)
-    const, phys = baselines(samples, rows, group, family)
+    const, phys, _ = baselines(samples, rows, group, family)
     offsets = {
         key: conformal_offsets(samples, oof, group, exclude=key) for key in {group(samples[i]) for i in rows}
     }
@@ -258,3 +282,49 @@ def evaluate_scheme(
     model = {i: min(math.exp(oof[i]), 1.0) * samples[i].sol for i in rows}
     line = score_line(family, scheme, "all", len(offsets), samples, rows, model, const, phys, covered)
     return [line], oof
+
+
+def layout_groups(samples: Sequence[Sample], rows: Sequence[int]) -> dict[str, list[int]]:
+    """Rows of one source that vary only the layout (same model, GPU, count, precision, sequence, global
+    batch and stack; different tp, pp, cp, ep, sharding, recomputation or micro-batch), by group label."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i in rows:
+        r = samples[i].row
+        key = (r.origin, r.workload, r.gpu, r.count, r.precision, r.seq_len, r.global_batch, r.stack)
+        groups.setdefault(key, []).append(i)
+    out = {}
+    for group_key, members in groups.items():
+        layouts = {_layout_key(samples[i]) for i in members}
+        if len(members) >= 2 and len(layouts) >= 2:
+            origin, workload, gpu, count = group_key[0], group_key[1], group_key[2], group_key[3]
+            out[f"{origin}: {workload} on {gpu} x{count}"] = members
+    return out
+
+
+def _layout_key(s: Sample) -> tuple[object, ...]:
+    r = s.row
+    return (r.tp, r.pp, r.cp, r.ep, r.virtual, r.zero, r.recompute, r.micro_batch)
+
+
+def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """Kendall's tau-b of two orderings (1: the same order, -1: reversed; 0 when one has no order)."""
+    concordant = discordant = ties_p = ties_m = 0
+    n = len(predicted)
+    for i in range(n):
+        for j in range(i + 1, n):
+            dp, dm = predicted[i] - predicted[j], measured[i] - measured[j]
+            if dp == 0 and dm == 0:
+                continue
+            if dp == 0:
+                ties_p += 1
+            elif dm == 0:
+                ties_m += 1
+            elif (dp > 0) == (dm > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    pairs_p = concordant + discordant + ties_p
+    pairs_m = concordant + discordant + ties_m
+    if not pairs_p or not pairs_m:
+        return 0.0
+    return (concordant - discordant) / math.sqrt(pairs_p * pairs_m)

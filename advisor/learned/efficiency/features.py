@@ -14,7 +14,14 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Query, regime_of
 from advisor.physics.memory import TrainingMemoryModel
-from advisor.physics.speed import GBS, StepTime, intra_gbs, peak_flops, training_step
+from advisor.physics.speed import (  # NON_LLM_STACKS: an LLM measured there is not an LLM stack's run
+    GBS,
+    NON_LLM_STACKS,
+    StepTime,
+    intra_gbs,
+    peak_flops,
+    training_step,
+)
 from advisor.question.values import value_type
 
 if TYPE_CHECKING:  # measured runs are read where the model is trained, not where it answers a query
@@ -54,8 +61,6 @@ FEATURES: tuple[str, ...] = (
 )
 KIND_CODE = {"cnn": 0, "encoder": 1, "vit": 2, "rnn": 3, "speech": 4, "recsys": 5, "llm": 6}
 BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
-# The harnesses of the non-LLM benchmark tables: an LLM measured there is not an LLM training stack's run.
-NON_LLM_STACKS = ("ngc-pytorch", "pytorch")
 Traits = tuple[float, float, float, float]
 """(FlashAttention, compiled or fused kernels, Transformer Engine FP8, Megatron-style runtime): what a stack
 does, not which stack it is (advisor/catalog/stacks.py, knowledge/training_stacks.toml)."""
@@ -133,6 +138,16 @@ class Sample:
     """Whole-system throughput at 100% MFU: peak x GPUs / the model's training FLOPs per item."""
     generation: str = ""
     """The GPU's architecture (ampere, hopper, blackwell, ...): the efficiency bound is per generation."""
+    old_sol: float = 0.0
+    """Whole-system throughput at the speed of light (roofline, bubble, alpha-beta communication): what the
+    previous estimator multiplied by one efficiency; sol itself is the step composed from measured
+    operations where the run is an LLM's (0: the same as sol)."""
+
+    @property
+    def composed(self) -> bool:
+        """Whether sol is the step composed from measured operations (its efficiency a residual, which may
+        pass 1)."""
+        return self.old_sol > 0.0 and self.old_sol != self.sol
 
     @property
     def family(self) -> str:
@@ -162,14 +177,15 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     fabric = knowledge_fabric(knowledge, job, gpu)
     memory = TrainingMemoryModel(job, gpu, run.precision, a)
     per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
-    step = training_step(job, gpu, layout, fabric, a, per_seq)
+    traits = stack_of(knowledge, run.stack).traits(run.month)
+    # A run of a non-LLM harness keeps the speed-of-light step of the models it is fitted with.
+    step = training_step(job, gpu, layout, fabric, a, per_seq, traits, run.stack not in NON_LLM_STACKS)
     if step is None:
         return None
     sol = step.items / step.total_s
     inter = fabric.gbs_per_gpu(layout.node_size)
     intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
     mfu_sol = peak * run.count / job.train_flops_per_item
-    traits = stack_of(knowledge, run.stack).traits(run.month)
     return Sample(
         run,
         feature_vector(job, gpu, layout, step, inter, intra, traits),
@@ -178,6 +194,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
         regime_of(job),
         mfu_sol,
         gpu.architecture,
+        step.items / step.sol_s,
     )
 
 

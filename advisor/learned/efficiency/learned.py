@@ -12,7 +12,7 @@ from advisor.catalog.loader import Knowledge
 from advisor.catalog.stacks import Stack, shipped_stacks, stacks_of
 from advisor.catalog.userdata import data_dir, read_stored
 from advisor.learned.efficiency.base import Interval, Query
-from advisor.learned.efficiency.bounds import Bounds, Where
+from advisor.learned.efficiency.bounds import MIN_HALF, Bounds, Where, soft_min
 from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
 from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs
@@ -115,15 +115,28 @@ class LearnedEfficiency:
             self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
         if regime in ("lora", "qlora"):
             log50 += self._lora_shift(regime)
-        where = Where(family, q.gpu.architecture, q.layout.precision, math.log(mfu_sol / sol), point)
+        composed = llm and q.step.ops is not None
+        where = Where(
+            family, q.gpu.architecture, q.layout.precision, math.log(mfu_sol / sol), point, composed
+        )
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
         p10, p50, p90, note = self.bounds.interval(log50, offsets, where, widen)
+        if composed:
+            p10, p50, p90 = below_speed_of_light(p10, p50, p90, q.step.total_s / q.step.sol_s)
         return Interval(p10, p50, p90, note=note)
 
     def _lora_shift(self, regime: str) -> float:
         """log(LoRA prior / full fine-tuning prior): the learned figure is for full training."""
         prior, ft = self.fallback.prior(regime), self.fallback.prior("llm-finetune")
         return math.log(prior.p50 / ft.p50)
+
+
+def below_speed_of_light(p10: float, p50: float, p90: float, limit: float) -> tuple[float, float, float]:
+    """A residual interval whose throughput stays below the speed of light (limit: composed step / speed of
+    light), bounded smoothly as the caps are (the P90 below it, the P50 below it less MIN_HALF)."""
+    factor = soft_min(p90, limit) / p90
+    low = soft_min(p50, limit * math.exp(-MIN_HALF)) / p50
+    return p10 * low, p50 * low, p90 * factor
 
 
 def llm_how(linear: LinearLogModel) -> str:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
 from advisor.learned.efficiency.bounds_fit import fit_bounds, where_of
 from advisor.learned.efficiency.evaluate import (
     Scores,
     baselines,
+    kendall_tau,
+    layout_groups,
     score_line,
     target,
     weighted_quantile,
@@ -179,11 +182,13 @@ def scheme_scores(
     # The interval of a held-out row comes from the other sources' residuals, whatever the scheme.
     model, covered = _predictions(samples, rows, group, ho, by_source)
     typical = {i: math.exp(ho.typical[i]) * samples[i].sol for i in rows}
-    const, phys = baselines(samples, rows, group, "llm")
+    const, phys, prev = baselines(samples, rows, group, "llm")
     folds = len(ho.bounds)
 
     def line(subset: str, idx: list[int]) -> Scores:
-        return score_line("llm", scheme, subset, folds, samples, idx, model, const, phys, covered, typical)
+        return score_line(
+            "llm", scheme, subset, folds, samples, idx, model, const, phys, covered, typical, prev
+        )
 
     out = [line("all", rows)]
     for name, keep in subsets.items():
@@ -191,6 +196,37 @@ def scheme_scores(
         if idx:
             out.append(line(name, idx))
     return out, ho, model
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutRank:
+    """Kendall's tau between predicted and measured per-GPU throughput within one source's group of runs that
+    vary only the layout: the model (held out by source), the composed step x a constant, the previous
+    estimator (the speed of light x a constant)."""
+
+    group: str
+    rows: int
+    model: float
+    composed: float
+    previous: float
+
+
+def layout_ranks(samples: Sequence[Sample], model: dict[int, float]) -> list[LayoutRank]:
+    """LayoutRank of every group of a source that varies only the layout (a constant factor does not change
+    an order: the baselines' taus are those of their steps)."""
+    out = []
+    for label, idx in sorted(layout_groups(samples, list(model)).items()):
+        measured = [samples[i].row.throughput for i in idx]
+        out.append(
+            LayoutRank(
+                label,
+                len(idx),
+                kendall_tau([model[i] for i in idx], measured),
+                kendall_tau([samples[i].sol for i in idx], measured),
+                kendall_tau([samples[i].old_sol or samples[i].sol for i in idx], measured),
+            )
+        )
+    return out
 
 
 def _family_is(family: str) -> Callable[[Sample], bool]:
@@ -218,6 +254,8 @@ class LlmEvaluation:
     """P10 and P90 log offsets around the typical P50: every source's held-out residuals, balanced."""
     error: float
     """The source-balanced held-out median error (mean of the per-source medians)."""
+    ranks: list[LayoutRank] = field(default_factory=list)
+    """Layout-ranking agreement within each source that varies only the layout (held out by source)."""
 
 
 def llm_evaluation(
@@ -231,7 +269,7 @@ def llm_evaluation(
     present = [f for f in FAMILY_ORDER if any(s.row.source_family == f for s in llm)]
     subsets: dict[str, Callable[[Sample], bool]] = {f"family: {f}": _family_is(f) for f in present}
     subsets.update({src: _source_is(src) for src in sources})
-    loso, ho, _ = scheme_scores(samples, "source", by_source, subsets, lam)
+    loso, ho, model = scheme_scores(samples, "source", by_source, subsets, lam)
     per_source = [x for x in loso if x.subset in sources]
     error = sum(x.median_ape for x in per_source) / len(per_source)
     scores = loso
@@ -242,4 +280,5 @@ def llm_evaluation(
         }
         lofo, _, _ = scheme_scores(samples, "family", by_vendor, sides)
         scores = loso + lofo[1:]
-    return LlmEvaluation(scores, interval_offsets(samples, ho.typical, by_source), error)
+    ranks = layout_ranks(samples, model)
+    return LlmEvaluation(scores, interval_offsets(samples, ho.typical, by_source), error, ranks)

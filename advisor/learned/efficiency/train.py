@@ -28,7 +28,7 @@ from advisor.learned.efficiency.features import FEATURES, Sample
 from advisor.learned.efficiency.gbdt import ExportedModel, Tree
 from advisor.learned.efficiency.linear import LinearLogModel
 from advisor.learned.efficiency.linear_fit import choose_lambda, fit_linear
-from advisor.learned.efficiency.llm_eval import llm_evaluation
+from advisor.learned.efficiency.llm_eval import LayoutRank, llm_evaluation
 from advisor.learned.efficiency.runs import Run
 
 if TYPE_CHECKING:
@@ -124,8 +124,11 @@ def other_scores(
     return scores, {"other": conformal_offsets(samples, oof, by_gpu)}
 
 
-def evaluation(knowledge: Knowledge, extra: Sequence[Run] = ()) -> tuple[list[Scores], list[str]]:
-    """Every held-out score of the model and both baselines, and notes that define them."""
+def evaluation(
+    knowledge: Knowledge, extra: Sequence[Run] = ()
+) -> tuple[list[Scores], list[str], list[LayoutRank]]:
+    """Every held-out score of the model and the baselines, notes that define them, and the layout-ranking
+    agreement within each source that varies only the layout."""
     data = shipped_dataset(knowledge, extra)
     llm = llm_evaluation(data.samples)
     others, _ = other_scores(data.samples, default_weights(data.samples))
@@ -135,7 +138,7 @@ def evaluation(knowledge: Knowledge, extra: Sequence[Run] = ()) -> tuple[list[Sc
         f"{len(data.samples) - n_llm} others); {len(data.skipped)} left out (GPU or model not in the "
         "catalogue, no training peak for the precision, LoRA, or a layout the core cannot build)"
     ]
-    return llm.scores + others, notes
+    return llm.scores + others, notes, llm.ranks
 
 
 def train(

@@ -1,0 +1,203 @@
+"""Provides OpPrices: the measured-operation tables (advisor/catalog/operations.py) as seconds per operation,
+memoised per GPU, precision and shape, each with the source and basis of its figure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.catalog.gpus import Gpu
+
+TFLOP = 1e12
+GBS = 1e9
+# The message sizes a collective's best bus bandwidth is looked for over (1 B to 1 TiB): the search's
+# lower bound prices tensor-parallel traffic at the fastest the link achieves at any size.
+# The smallest GEMM width (k, n) every GPU's table holds (knowledge/operations/gemm.csv).
+THIN_EDGE = 1024
+# FlashAttention-2's backward pass against its forward on A100: up to 63% of peak against up to 73% (Dao,
+# "FlashAttention-2", arXiv:2307.08691, sec. 4.1): what a backward rate the tables lack is taken at.
+BWD_OVER_FWD = 63.0 / 73.0
+_SWEEP = tuple(2.0 ** (e / 4.0) for e in range(161))
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """One operation's time and where its rate came from."""
+
+    seconds: float
+    source: str
+    basis: str
+
+
+def _ops() -> Any:
+    # Imported on first use: the tables are read lazily by the loader itself, and a CNN never asks.
+    from advisor.catalog import operations
+
+    return operations
+
+
+def attention_dtype(precision: str) -> str:
+    """Attention runs in 16-bit under FP8 training (Transformer Engine keeps the attention core in BF16)."""
+    if precision in ("fp8", "int8", "int4"):
+        return "bf16"
+    return precision
+
+
+def gemm_dtype(precision: str) -> str:
+    """The dtype whose GEMM table prices a training precision (int formats train in 16-bit)."""
+    return "bf16" if precision in ("int8", "int4") else precision
+
+
+class OpPrices:
+    """Seconds of GEMMs, attention passes, memory traffic and collectives on one GPU type (and the user's node
+    profile, when given), each figure memoised: a search asks for the same shapes for thousands of layouts.
+    `fabric` is the key of knowledge/assumptions.toml [fabric.*]."""
+
+    def __init__(self, gpu: Gpu, fabric: str, profile: str | None = None) -> None:
+        self.gpu, self.fabric, self.profile = gpu, fabric, profile
+        self.peak: dict[str, float] = {}
+        self._gemm: dict[tuple[object, ...], Price] = {}
+        self._attn: dict[tuple[Any, ...], tuple[Price, Price]] = {}
+        self._bw: dict[float, tuple[float, str, str]] = {}
+        self._coll: dict[tuple[Any, ...], tuple[float, str, str]] = {}
+        self._links: dict[bool, str] = {}
+        self._best: dict[tuple[str, str, int, int], float] = {}
+
+    def peak_flops(self, dtype: str) -> float:
+        """The datasheet dense peak (FLOP/s) of a dtype: no measured rate may exceed it."""
+        got = self.peak.get(dtype)
+        if got is None:
+            got = self.peak[dtype] = (
+                self.gpu.peak_tflops(dtype) or self.gpu.peak_tflops("fp16") or 1.0
+            ) * TFLOP
+        return got
+
+    def gemm(self, dtype: str, m: int, n: int, k: int) -> Price:
+        """C[m, n] = A[m, k] B[k, n] at the measured rate for that shape (never above the peak)."""
+        key = (dtype, m, n, k)
+        got = self._gemm.get(key)
+        if got is None:
+            r = _ops().gemm_tflops(self.gpu.id, dtype, max(m, 1), max(n, 1), max(k, 1), profile=self.profile)
+            rate = min(r.value * TFLOP, self.peak_flops(dtype))
+            got = self._gemm[key] = Price(2.0 * m * n * k / rate, r.source, r.basis)
+        return got
+
+    def thin_gemm(self, dtype: str, m: int, n: int, k: int, value_bytes: float) -> Price:
+        """A GEMM with a head-sized side (eager attention's batched QK^T and PV): the tables' rate at the
+        smallest measured width (THIN_EDGE; below it the tables scale the rate down in proportion, which a
+        batched kernel over thousands of heads does not), bounded by the memory its operands move."""
+        key = ("thin", m, n, k, value_bytes)
+        got = self._gemm.get(key)
+        if got is None:
+            wn, wk = max(n, THIN_EDGE), max(k, THIN_EDGE)
+            wide = self.gemm(dtype, m, wn, wk)
+            rate = 2.0 * m * wn * wk / wide.seconds
+            traffic = self.memory((m * k + k * n + m * n) * value_bytes)
+            seconds = max(2.0 * m * n * k / rate, traffic.seconds)
+            got = self._gemm[key] = Price(seconds, wide.source, f"{wide.basis} at width {THIN_EDGE}")
+        return got
+
+    def attention(
+        self, dtype: str, seq: int, heads: int, kv_heads: int, head_dim: int, batch: int
+    ) -> tuple[Price, Price]:
+        """Causal FlashAttention forward and backward of one micro-batch, FLOPs counted as FlashAttention
+        counts them (4 b s^2 h d forward, halved when causal; backward 2.5x forward)."""
+        key = (dtype, seq, heads, kv_heads, head_dim, batch)
+        got = self._attn.get(key)
+        if got is None:
+            fwd_flops = 4.0 * batch * seq * seq * heads * head_dim / 2.0
+            out = []
+            for pass_, flops in (("fwd", fwd_flops), ("bwd", 2.5 * fwd_flops)):
+                value, source, basis = self._attention_rate(
+                    dtype, seq, heads, kv_heads, head_dim, batch, pass_
+                )
+                rate = min(value * TFLOP, self.peak_flops(dtype))
+                out.append(Price(flops / rate, source, basis))
+            got = self._attn[key] = (out[0], out[1])
+        return got
+
+    def _attention_rate(
+        self, dtype: str, seq: int, heads: int, kv_heads: int, head_dim: int, batch: int, pass_: str
+    ) -> tuple[float, str, str]:
+        """The tables' TFLOP/s of one pass; a backward pass they lack is the forward's at BWD_OVER_FWD."""
+
+        def ask(which: str) -> Any:
+            return _ops().attention_tflops(
+                self.gpu.id,
+                dtype,
+                seq_len=seq,
+                heads=heads,
+                kv_heads=kv_heads,
+                head_dim=head_dim,
+                causal=True,
+                pass_=which,
+                batch=batch,
+                profile=self.profile,
+            )
+
+        try:
+            r = ask(pass_)
+        except LookupError:
+            if pass_ != "bwd":
+                raise
+            r = ask("fwd")
+            return (
+                r.value * BWD_OVER_FWD,
+                r.source,
+                f"{r.basis} fwd x {BWD_OVER_FWD:.2f} (FlashAttention-2 bwd/fwd)",
+            )
+        return r.value, r.source, r.basis
+
+    def bandwidth(self, nbytes: float) -> tuple[float, str, str]:
+        """Achieved memory bandwidth (B/s) for streams of about this size, its source and basis."""
+        bucket = round(math.log2(max(nbytes, 1.0)), 1)  # sizes within 7% share a figure
+        got = self._bw.get(bucket)
+        if got is None:
+            r = _ops().memory_gbs(self.gpu.id, 2.0**bucket, profile=self.profile)
+            got = self._bw[bucket] = (min(r.value, self.gpu.memory_bw_gbs) * GBS, r.source, r.basis)
+        return got
+
+    def memory(self, nbytes: float, stream: float | None = None) -> Price:
+        """Seconds to move `nbytes` through HBM in streams of `stream` bytes (default: one stream)."""
+        bw, source, basis = self.bandwidth(stream or nbytes)
+        return Price(nbytes / bw, source, basis)
+
+    def link(self, across_nodes: bool) -> str:
+        """The fabric key of this GPU's in-server or cross-server traffic."""
+        got = self._links.get(across_nodes)
+        if got is None:
+            got = self._links[across_nodes] = _ops().link_key(
+                self.gpu, across_nodes=across_nodes, fabric=self.fabric
+            )
+        return got
+
+    def busbw(self, op: str, gpus: int, nodes: int, nbytes: float) -> tuple[float, str, str]:
+        """Measured bus bandwidth (B/s) of a collective of `nbytes` over `gpus` ranks on `nodes` servers."""
+        bucket = round(math.log2(max(nbytes, 1.0)) * 4.0) / 4.0  # quarter octaves: the _SWEEP grid
+        key = (op, gpus, nodes, bucket)
+        got = self._coll.get(key)
+        if got is None:
+            r = _ops().collective_busbw_gbs(
+                op, self.link(nodes > 1), gpus, nodes, 2.0**bucket, profile=self.profile
+            )
+            got = self._coll[key] = (max(r.value, 1e-3) * GBS, r.source, r.basis)
+        return got
+
+    def collective(self, op: str, gpus: int, nodes: int, nbytes: float) -> Price:
+        """nccl-tests' time of one collective: all-reduce 2(n-1)/n bytes / busbw, all-gather, reduce-scatter
+        and all-to-all (n-1)/n, send/recv the bytes."""
+        if gpus <= 1 or nbytes <= 0:
+            return Price(0.0, "", "measured")
+        bw, source, basis = self.busbw(op, gpus, nodes, nbytes)
+        factor = {"all_reduce": 2.0 * (gpus - 1) / gpus, "send_recv": 1.0}.get(op, (gpus - 1) / gpus)
+        return Price(factor * nbytes / bw, source, basis)
+
+    def best_busbw(self, op: str, gpus: int, nodes: int) -> float:
+        """The highest bus bandwidth (B/s) the tables give this collective at any message size: what a lower
+        bound of its time may assume."""
+        key = (op, self.link(nodes > 1), gpus, nodes)
+        got = self._best.get(key)
+        if got is None:
+            got = self._best[key] = max(self.busbw(op, gpus, nodes, s)[0] for s in _SWEEP)
+        return got

@@ -1,0 +1,508 @@
+"""Provides ComposedStep: a transformer's training step as the sum of its operations priced from the
+measured-operation tables (GEMMs at their per-rank shapes, attention, memory-bound ops, collectives), stage by
+stage, the pipeline paced by its slowest stage."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from advisor.catalog.assumptions import Assumptions, Fabric
+from advisor.catalog.gpus import Gpu
+from advisor.job.layout import Layout
+from advisor.job.resolve import Job
+from advisor.job.shape import Arch
+from advisor.physics.op_prices import OpPrices, Price, attention_dtype, gemm_dtype
+
+GEMM, ATTN, MEM, HEAD, OPT = "GEMM compute", "attention", "memory-bound", "LM head + loss", "optimizer"
+TP, CPR, EPA, PPS, DPR, BUBBLE = (
+    "TP/SP collectives",
+    "CP ring",
+    "EP all-to-all",
+    "PP send/recv",
+    "DP gradient reduce",
+    "pipeline bubble",
+)
+COMM = (TP, CPR, EPA, PPS, DPR)
+ORDER = (GEMM, ATTN, MEM, HEAD, TP, CPR, EPA, PPS, DPR, BUBBLE, OPT)
+# Megatron-Core with Transformer Engine overlaps the sequence-parallel all-gathers and reduce-scatters with
+# the GEMMs they feed (tp_comm_overlap, userbuffers; "Communication Overlap", Megatron Bridge docs,
+# docs.nvidia.com/nemo/megatron-bridge/latest/training/communication-overlap.html, read 2026-12). Its presets
+# are tuned for Hopper and later; the share it hides is not published: we assume half, and every other stack
+# (and Megatron before Hopper) leaves the TP traffic exposed.
+TP_HIDDEN_MEGATRON = 0.5
+TP_OVERLAP_FROM_CC = 9.0
+# Memory-bound values moved per token per layer in the forward pass, in units of the hidden size (norms:
+# 2 x read + write; residual adds: 2 x two reads + one write); the activation and rotary terms are added
+# from the layer's own widths. The backward pass moves about twice the forward's bytes (reads the saved input
+# and the incoming gradient, writes the outgoing one).
+NORM_RESIDUAL_VALUES = 4 + 6
+BACKWARD_BYTES = 2.0
+# Softmax cross-entropy in FP32 over the local vocabulary: the logits written, read, and their gradient
+# written and read again.
+LOSS_PASSES = 4
+FP32 = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class OpShare:
+    """One operation class's seconds in a step, and where the figure came from."""
+
+    op: str
+    seconds: float
+    source: str
+    basis: str
+    """measured | interpolated | extrapolated | scaled from <gpu> | datasheet fallback (several: joined by
+    +)."""
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepOps:
+    """A training step by operation class: what each costs on the slowest pipeline stage (m micro-batches,
+    its compute scaled by `scale`), then the bubble, the sends, the exposed data-parallel traffic and the
+    optimizer step (`tail`); the parts add up to total_s. The parts are built when read: a search reads only
+    the total of thousands of steps."""
+
+    total_s: float
+    slowest_stage: str
+    stage: tuple[OpShare, ...]
+    """The slowest stage's operations for one micro-batch."""
+    m: int
+    scale: float
+    tail: tuple[OpShare, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def parts(self) -> tuple[OpShare, ...]:
+        """Every operation class's seconds in the step."""
+        m, scale = self.m, self.scale
+        own = tuple(
+            OpShare(p.op, p.seconds * m * (1.0 if p.op in COMM else scale), p.source, p.basis, p.note)
+            for p in self.stage
+        )
+        return own + self.tail
+
+    @property
+    def exposed_comm_s(self) -> float:
+        """Communication the step waits for (not hidden under compute)."""
+        return sum(p.seconds for p in self.parts if p.op in COMM)
+
+    @property
+    def compute_s(self) -> float:
+        """GEMMs, attention, memory-bound ops, the head and the optimizer."""
+        return sum(p.seconds for p in self.parts if p.op in (GEMM, ATTN, MEM, HEAD, OPT))
+
+    def seconds(self, op: str) -> float:
+        """The seconds of one operation class (0 when absent)."""
+        return sum(p.seconds for p in self.parts if p.op == op)
+
+
+class _Acc:
+    """Seconds per operation class with the sources and bases of their rates."""
+
+    __slots__ = ("bases", "notes", "seconds", "sources")
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.sources: dict[str, set[str]] = {}
+        self.bases: dict[str, set[str]] = {}
+        self.notes: dict[str, str] = {}
+
+    def add(self, op: str, price: Price, times: float = 1.0) -> None:
+        self.seconds[op] = self.seconds.get(op, 0.0) + price.seconds * times
+        if price.source:
+            self.sources.setdefault(op, set()).add(price.source)
+        self.bases.setdefault(op, set()).add(price.basis)
+
+    def merge(self, other: _Acc, times: float = 1.0) -> None:
+        for op, s in other.seconds.items():
+            self.seconds[op] = self.seconds.get(op, 0.0) + s * times
+            self.sources.setdefault(op, set()).update(other.sources.get(op, ()))
+            self.bases.setdefault(op, set()).update(other.bases.get(op, ()))
+        for op, n in other.notes.items():
+            self.notes.setdefault(op, n)
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def shares(self, times: float) -> list[OpShare]:
+        return [
+            OpShare(
+                op,
+                self.seconds[op] * times,
+                "; ".join(sorted(self.sources.get(op, ()))) or "no table row",
+                "+".join(sorted(self.bases.get(op, ()))),
+                self.notes.get(op, ""),
+            )
+            for op in ORDER
+            if op in self.seconds
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    """The slowest stage of a pipeline split for one micro-batch: its operations, which it is, its compute
+    and its exposed communication."""
+
+    shares: tuple[OpShare, ...]
+    label: str
+    compute: float
+    comm: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What one layer's operations depend on."""
+
+    precision: str
+    tp: int
+    cp: int
+    mb: int
+    recompute: str
+    ep: int
+    node_size: int
+
+
+class ComposedStep:
+    """The composed training step of one transformer job on one GPU type and fabric; every layer's operations
+    priced once per (shape, tp, cp, micro-batch, precision, recomputation) and every stage once per pipeline
+    split, so a search's thousands of layouts reuse them."""
+
+    def __init__(
+        self,
+        job: Job,
+        gpu: Gpu,
+        fabric: Fabric,
+        a: Assumptions,
+        traits: tuple[float, float, float, float] = (1.0, 1.0, 0.0, 0.0),
+    ) -> None:
+        assert job.arch is not None
+        self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
+        key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
+        self.prices = OpPrices(gpu, key, getattr(job, "profile", None))
+        self.flash = bool(traits[0]) and gpu.features.flash_attention
+        self.megatron = bool(traits[3])
+        overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
+        self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
+        self.frozen = job.kind in ("lora", "qlora")
+        self._layers: dict[tuple[_Shape, bool], _Acc] = {}
+        self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
+        self._stages: dict[tuple[_Shape, int, int], _Stage] = {}
+        self._sends: dict[tuple[object, ...], OpShare] = {}
+
+    # --- one layer ------------------------------------------------------------------------------------------
+    def layer(self, s: _Shape, moe: bool) -> _Acc:
+        """One layer's forward, backward and recomputation on one rank for one micro-batch (memoised)."""
+        key = (s, moe)
+        got = self._layers.get(key)
+        if got is None:
+            got = self._layers[key] = self._layer(s, moe)
+        return got
+
+    def _layer(self, s: _Shape, moe: bool) -> _Acc:
+        arch, p = self.arch, self.prices
+        acc = _Acc()
+        tokens = max(1, self.job.seq_len // s.cp) * s.mb
+        dt = gemm_dtype(s.precision)
+        act = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
+        fwd_again = 1.0 if s.recompute == "full" else 0.0
+        for m, n, k, count in _gemms(arch, tokens, s.tp, s.ep, moe):
+            fwd = p.gemm(dt, m, n, k)
+            acc.add(GEMM, fwd, count * (1.0 + fwd_again))
+            acc.add(GEMM, p.gemm(dt, m, k, n), count)  # data gradient
+            if not self.frozen:
+                acc.add(GEMM, p.gemm(dt, k, n, m), count)  # weight gradient
+        self._attention(acc, s, tokens)
+        self._memory_bound(acc, s, tokens, act, moe, 1.0 + fwd_again)
+        self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
+        if moe and s.ep > 1:
+            routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
+            nodes = max(1, math.ceil(s.ep * s.tp * s.cp / s.node_size))
+            # Dispatch and combine, forward and backward (and again when the forward is recomputed).
+            acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
+        if self.job.kind == "qlora":
+            local = _layer_params(arch, moe, s.tp, s.ep)
+            # NF4 base weights read and dequantised to 16-bit for every pass that multiplies by them.
+            acc.add(MEM, p.memory(local * (0.5 + 2.0), local * 2.0), 2.0 + fwd_again)
+        return acc
+
+    def _attention(self, acc: _Acc, s: _Shape, tokens: int) -> None:
+        arch, p = self.arch, self.prices
+        heads = max(1, arch.heads // s.tp)
+        kv = max(1, -(-arch.kv_heads // s.tp))
+        seq = max(1, self.job.seq_len // s.cp)
+        again = {"full": 1.0, "selective": 1.0}.get(s.recompute, 0.0)
+        if self.flash:
+            fwd, bwd = p.attention(attention_dtype(s.precision), seq, heads, kv, arch.head_dim, s.mb)
+            # A context-parallel rank's queries meet every rank's keys: cp x the FLOPs of its own chunk,
+            # halved by causality across chunks as within one (load-balanced ring attention).
+            ring = float(s.cp)
+            acc.add(ATTN, fwd, ring * (1.0 + again))
+            acc.add(ATTN, bwd, ring)
+        else:
+            # Eager attention: the scores and the weighted values as batched GEMMs over every head and
+            # sequence (QK^T and PV forward; two each backward), the whole s x s square computed, and the
+            # scores through memory with a fused softmax (forward: written, read; backward: three passes).
+            dt = gemm_dtype(s.precision)
+            full = self.job.seq_len
+            rows = seq * heads * s.mb
+            value = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
+            scores_gemm = p.thin_gemm(dt, rows, full, arch.head_dim, value)
+            values_gemm = p.thin_gemm(dt, rows, arch.head_dim, full, value)
+            for gemm in (scores_gemm, values_gemm):
+                acc.add(ATTN, gemm, 1.0 + again + 2.0)
+            scores = heads * s.mb * seq * full * 2.0
+            acc.add(MEM, p.memory(scores, scores), 2.0 * (1.0 + again) + 3.0)
+        if s.cp > 1:
+            kv_bytes = arch.kv_values_per_token_layer(s.tp) * tokens * 2.0
+            nodes = max(1, math.ceil(s.cp * s.tp / s.node_size))
+            ring_s = p.collective("send_recv", 2, nodes, kv_bytes).seconds * (s.cp - 1) * 3.0
+            hidden_under = acc.seconds.get(ATTN, 0.0)
+            exposed = max(0.0, ring_s - hidden_under)  # overlapped with the attention of the same layer
+            acc.add(CPR, Price(exposed, p.collective("send_recv", 2, nodes, kv_bytes).source, "measured"))
+
+    def _memory_bound(
+        self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool, fwd_passes: float
+    ) -> None:
+        arch = self.arch
+        # Sequence parallelism (Megatron) splits the norms and residual adds over the TP ranks; elsewhere
+        # every TP rank repeats them on the whole sequence.
+        split = s.tp if self.megatron else 1
+        width = (
+            arch.expert_ffn * arch.experts_per_token + arch.expert_ffn * arch.shared_experts
+            if moe
+            else arch.ffn_hidden
+        )
+        activation = (3.0 if arch.gated else 2.0) * width / s.tp
+        rotary = 2.0 * (arch.heads + arch.kv_heads) * arch.head_dim / s.tp
+        values = NORM_RESIDUAL_VALUES * arch.hidden / split + activation + rotary
+        fwd_bytes = values * tokens * act
+        price = self.prices.memory(fwd_bytes, tokens * arch.hidden * act)
+        acc.add(MEM, price, fwd_passes + BACKWARD_BYTES)
+
+    def _tp_comm(self, acc: _Acc, s: _Shape, nbytes: float, fwd_again: float) -> None:
+        if s.tp <= 1:
+            return
+        p = self.prices
+        if self.megatron:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
+            one = p.collective("all_gather", s.tp, 1, nbytes)
+            other = p.collective("reduce_scatter", s.tp, 1, nbytes)
+            per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
+        else:
+            per_pass = p.collective("all_reduce", s.tp, 1, nbytes)
+            per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)
+        passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
+        acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))
+        acc.notes[TP] = (
+            f"{4 if self.megatron else 2} {'AG/RS' if self.megatron else 'all-reduce'} of "
+            f"{nbytes / 2**20:,.0f} MiB "
+            f"per layer per pass, {self.tp_hidden:.0%} hidden under GEMMs"
+        )
+
+    def tp_floor(self, precision: str, tp: int, pp: int, cp: int, recompute: str, virtual: int) -> float:
+        """Seconds of exposed TP/SP traffic one sequence (micro-batch 1) can never beat on any stage: the
+        fewest layers a stage holds, latency-free, at the best bus bandwidth of any message size. The real
+        traffic of a micro-batch of b sequences is at least b times it (the search's lower bound)."""
+        if tp <= 1:
+            return 0.0
+        p, arch = self.prices, self.arch
+        act = 2.0 if precision not in ("fp32", "tf32") else 4.0
+        nbytes = max(1, self.job.seq_len // cp) * arch.hidden * act
+        share = (tp - 1) / tp
+        if self.megatron:
+            gather, scatter = p.best_busbw("all_gather", tp, 1), p.best_busbw("reduce_scatter", tp, 1)
+            per_pass = 2.0 * share * nbytes * (1.0 / gather + 1.0 / scatter)
+        else:
+            per_pass = 2.0 * 2.0 * share * nbytes / p.best_busbw("all_reduce", tp, 1)
+        passes = 2.0 + (1.0 if recompute == "full" else 0.0)
+        fewest = (arch.layers // (pp * virtual)) * virtual
+        return fewest * per_pass * passes * (1.0 - self.tp_hidden)
+
+    # --- the embedding, the LM head and the loss ------------------------------------------------------------
+    def ends(self, s: _Shape) -> tuple[_Acc, _Acc]:
+        """The first stage's embedding and the last stage's LM head and loss, per micro-batch (memoised)."""
+        got = self._heads.get(s)
+        if got is None:
+            got = self._heads[s] = self._ends(s)
+        return got
+
+    def _ends(self, s: _Shape) -> tuple[_Acc, _Acc]:
+        arch, p = self.arch, self.prices
+        tokens = max(1, self.job.seq_len // s.cp) * s.mb
+        act = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
+        first, last = _Acc(), _Acc()
+        emb = tokens * arch.hidden * act
+        first.add(MEM, p.memory(emb, emb), 1.0 + BACKWARD_BYTES)  # gather, and the gradient's scatter-add
+        vocab = max(1, arch.vocab // s.tp)
+        dt = gemm_dtype(s.precision)
+        last.add(HEAD, p.gemm(dt, tokens, vocab, arch.hidden), 1.0)
+        last.add(HEAD, p.gemm(dt, tokens, arch.hidden, vocab), 1.0)
+        if not self.frozen:
+            last.add(HEAD, p.gemm(dt, arch.hidden, vocab, tokens), 1.0)
+        logits = tokens * vocab * FP32
+        last.add(HEAD, p.memory(logits, logits), LOSS_PASSES)
+        return first, last
+
+    # --- stages and the step -------------------------------------------------------------------------------
+    def slowest_stage(self, s: _Shape, pp: int, virtual: int) -> _Stage:
+        """The pipeline stage that sets the pace (memoised): its operations for one micro-batch, and which it
+        is."""
+        key = (s, pp, virtual)
+        got = self._stages.get(key)
+        if got is None:
+            got = self._stages[key] = self._slowest(s, pp, virtual)
+        return got
+
+    def _slowest(self, s: _Shape, pp: int, virtual: int) -> _Stage:
+        arch = self.arch
+        first, last = self.ends(s)
+        chunks = pp * virtual
+        # Megatron's split: layers in contiguous chunks, the first chunks one larger when they do not divide;
+        # chunk c runs on stage c mod pp (interleaved: v chunks per stage).
+        sizes = [arch.layers // chunks + (1 if c < arch.layers % chunks else 0) for c in range(chunks)]
+        counts = [[0, 0] for _ in range(pp)]  # dense and MoE layers per stage
+        start = 0
+        for c, size in enumerate(sizes):
+            moe = max(0, start + size - max(start, arch.dense_layers)) if arch.is_moe else 0
+            counts[c % pp][0] += size - moe
+            counts[c % pp][1] += moe
+            start += size
+        stages = [_Acc() for _ in range(pp)]
+        for acc, (dense, moe) in zip(stages, counts, strict=True):
+            for flag, n in ((False, dense), (True, moe)):
+                if n:
+                    acc.merge(self.layer(s, flag), float(n))
+        stages[0].merge(first)
+        stages[-1].merge(last)
+        i = max(range(pp), key=lambda j: (stages[j].total, j))
+        if pp == 1:
+            label = "the only stage"
+        elif i == pp - 1:
+            label = "the last stage (its layers, the LM head and the loss)"
+        else:
+            label = f"stage {i + 1} of {pp}"
+        acc = stages[i]
+        comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
+        return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
+
+    def step(
+        self,
+        layout: Layout,
+        floor_s: float,
+        dp: Callable[[float], tuple[Price, str]],
+        optimizer: Price,
+    ) -> StepOps:
+        """The step of one layout: m micro-batches on the slowest stage, the bubble of (p - 1) / v of them,
+        the pipeline's sends, the exposed data-parallel reduction and the optimizer step. `floor_s` is the
+        per-micro-batch stage time no stage can beat (the job's FLOPs at peak over the stages), `dp` the
+        exposed data-parallel traffic given the step's compute."""
+        s = _Shape(
+            layout.precision,
+            layout.tp,
+            layout.cp,
+            layout.micro_batch,
+            layout.recompute,
+            layout.ep,
+            layout.node_size,
+        )
+        stage = self.slowest_stage(s, layout.pp, layout.virtual)
+        m = layout.grad_accum
+        compute, comm = stage.compute, stage.comm
+        # No stage computes faster than its share of the job's FLOPs at peak: the search's bounds rest on it.
+        scale = floor_s / compute if compute > 0 and floor_s > compute else 1.0
+        notes: tuple[str, ...] = ()
+        if scale > 1.0:
+            notes = ("stage compute raised to the job's FLOPs at peak (the tables price it faster)",)
+        paced = compute * scale + comm
+        tail: list[OpShare] = []
+        if layout.pp > 1:
+            bubble = paced * (layout.pp - 1) / layout.virtual
+            tail.append(
+                OpShare(
+                    BUBBLE,
+                    bubble,
+                    "1F1B schedule: (p - 1) / v idle stage times",
+                    "closed form",
+                    f"{layout.pp - 1} stage times / {layout.virtual} chunks, paced by {stage.label}",
+                )
+            )
+            tail.append(self._p2p(layout, m))
+        exposed, dp_note = dp(paced * m)
+        if exposed.seconds > 0 or layout.dp * layout.cp > 1:
+            tail.append(
+                OpShare(DPR, exposed.seconds, exposed.source or "no table row", exposed.basis, dp_note)
+            )
+        tail.append(
+            OpShare(OPT, optimizer.seconds, optimizer.source, optimizer.basis, "over the local shard")
+        )
+        total = paced * m + math.fsum(p.seconds for p in tail)
+        return StepOps(total, stage.label, stage.shares, m, scale, tuple(tail), notes)
+
+    def _p2p(self, layout: Layout, m: int) -> OpShare:
+        """Activations forward and their gradients back at each stage boundary, every micro-batch and
+        chunk (memoised on what it reads of the layout)."""
+        key = (
+            layout.precision,
+            layout.tp,
+            layout.cp,
+            layout.dp,
+            layout.micro_batch,
+            layout.node_size,
+            layout.nodes > 1,
+            layout.virtual,
+            m,
+        )
+        got = self._sends.get(key)
+        if got is None:
+            got = self._sends[key] = self._send(layout, m)
+        return got
+
+    def _send(self, layout: Layout, m: int) -> OpShare:
+        tokens = max(1, self.job.seq_len // layout.cp) * layout.micro_batch
+        act = 2.0 if layout.precision not in ("fp32", "tf32") else 4.0
+        msg = tokens * self.arch.hidden * act / layout.tp
+        stride = layout.tp * layout.cp * layout.dp
+        nodes = 2 if stride >= layout.node_size and layout.nodes > 1 else 1
+        one = self.prices.collective("send_recv", 2, nodes, msg)
+        return OpShare(
+            PPS,
+            2.0 * m * layout.virtual * one.seconds,
+            one.source,
+            one.basis,
+            f"{msg / 2**20:,.0f} MiB per send, {'across' if nodes > 1 else 'within'} servers",
+        )
+
+
+def _gemms(arch: Arch, tokens: int, tp: int, ep: int, moe: bool) -> list[tuple[int, int, int, int]]:
+    """A layer's forward GEMMs on one rank as (m, n, k, how many): QKV, attention out, the FFN (gated: up and
+    gate in one), or the routed experts' and shared experts' FFNs and the router."""
+    hd = arch.head_dim
+    q = arch.heads * hd // tp
+    kv = max(1, -(-arch.kv_heads // tp)) * hd
+    h = arch.hidden
+    out = [(tokens, q + 2 * kv, h, 1), (tokens, h, q, 1)]
+    up = 2 if arch.gated else 1
+    if not moe:
+        f = max(1, arch.ffn_hidden // tp)
+        return [*out, (tokens, up * f, h, 1), (tokens, h, f, 1)]
+    f = max(1, arch.expert_ffn // tp)
+    local = max(1, arch.experts // ep)
+    per_expert = max(1, tokens * arch.experts_per_token * ep // arch.experts)
+    out += [(per_expert, up * f, h, local), (per_expert, h, f, local), (tokens, arch.experts, h, 1)]
+    if arch.shared_experts:
+        fs = f * arch.shared_experts
+        out += [(tokens, up * fs, h, 1), (tokens, h, fs, 1)]
+    return out
+
+
+def _layer_params(arch: Arch, moe: bool, tp: int, ep: int) -> float:
+    """Weights of one layer on one rank."""
+    hd = arch.head_dim
+    attention = arch.hidden * (2 * arch.heads * hd + 2 * arch.kv_heads * hd) / tp
+    if not moe:
+        return attention + arch.ffn_params(arch.ffn_hidden) / tp
+    experts = arch.experts / ep + arch.shared_experts
+    return attention + experts * arch.ffn_params(arch.expert_ffn) / tp
