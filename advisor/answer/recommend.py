@@ -33,8 +33,8 @@ from advisor.answer.report import (
 )
 from advisor.answer.risk import first_reason, risk_aware, safer_layout
 from advisor.answer.scored import Scored
-from advisor.catalog.assumptions import Assumptions
 from advisor.answer.step_out import StepBreakdown, step_breakdown
+from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate

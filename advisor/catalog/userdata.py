@@ -147,19 +147,6 @@ def move_aside(path: Path, why: str) -> Path | None:
     return target
 
 
-def keep_copy(path: Path, why: str) -> Path | None:
-    """Copy a stored file aside before a rewrite drops part of it, and warn with one line naming the copy."""
-    target = aside_name(path)
-    try:
-        os.link(path, target)  # a second name for the same bytes: the rewrite replaces path, not target
-    except FileNotFoundError:
-        return None
-    except OSError:
-        target.write_bytes(path.read_bytes())
-    warn(f"{path}: {why}; the original is kept as {target.name}")
-    return target
-
-
 def read_stored_text(path: Path) -> str | None:
     """A stored file's text; None when absent; moved aside (and None) when it is not a readable UTF-8 file."""
     try:
