@@ -4,6 +4,7 @@ as predict gives them; --list, --reset, --export, --refresh and --dry-run."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -292,6 +293,8 @@ def _after(knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], prof
 
     model = efficiency_model(knowledge)
     for run, rec in records:
+        if profile:  # the figure predict gives with --profile NAME: that profile's runs, not the default's
+            run = dataclasses.replace(run, workload=run.workload.model_copy(update={"profile": profile}))
         pred = predicted(knowledge, run, model)
         after = figures(pred, rec.kind)
         print(f"{run.reading.source} ({run.gpu} x{run.count}, {rec.key}):")
@@ -319,7 +322,7 @@ def _command(run: ReadyRun, profile: str | None) -> str:
     config = work.pop("config", {})
     parts = [f"--gpu {run.gpu}", f"--count {run.count}"]
     parts += [f"{flag_of('kind' if k == 'kind' else k)} {v}" for k, v in {**work, **config}.items()]
-    if profile:
+    if profile and "profile" not in work:
         parts.append(f"--profile {profile}")
     return " ".join(parts)
 

@@ -90,6 +90,8 @@ def _profile_payload(name: str) -> dict[str, Any]:
     except ImportError:  # the probe's module is not in this build: read the file as it is written
         load_operations = _read_profile_file
     payload = load_operations(name)
+    if payload is None and _has_folder(name):
+        return {}  # a profile of calibration runs only (issue 27): no node rows, the shipped tables answer
     if payload is None:
         raise InputError(
             f"profile {name!r}: no node profile of that name (`gpu-advisor probe` on the node saves one)",
@@ -99,6 +101,13 @@ def _profile_payload(name: str) -> dict[str, Any]:
             accepted="the name of a profile `gpu-advisor probe` saved",
         )
     return dict(payload)
+
+
+def _has_folder(name: str) -> bool:
+    """Whether a profile of that name exists at all (its calibration runs, if not its node tables)."""
+    from advisor.catalog.userdata import data_dir
+
+    return (data_dir() / "profiles" / name).is_dir()
 
 
 def _read_profile_file(name: str) -> dict[str, Any] | None:
