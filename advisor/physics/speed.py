@@ -319,17 +319,7 @@ class StepModel:
 
     def _measured_dp(self, layout: Layout) -> tuple[Price, ...]:
         """_dp_collectives() at the measured bus bandwidths (memoised as _dp_times)."""
-        key = (
-            layout.precision,
-            layout.node_size,
-            layout.tp,
-            layout.pp,
-            layout.ep,
-            layout.dp,
-            layout.cp,
-            layout.zero,
-            layout.shard_group,
-        )
+        key = _dp_key(layout)
         got = self._ops_dp.get(key)
         if got is None:
             composed = self.composed
@@ -391,17 +381,7 @@ class StepModel:
         group = layout.dp * layout.cp
         if group <= 1:
             return ()
-        key = (
-            layout.precision,
-            layout.node_size,
-            layout.tp,
-            layout.pp,
-            layout.ep,
-            layout.dp,
-            layout.cp,
-            layout.zero,
-            layout.shard_group,
-        )
+        key = _dp_key(layout)
         times = self._dps.get(key)
         if times is None:
             per_node = max(1, min(group, layout.node_size // min(layout.tp, layout.node_size)))
@@ -417,6 +397,21 @@ class StepModel:
 
             times = self._dps[key] = _dp_collectives(self.job, layout, allreduce, self.a)
         return times
+
+
+def _dp_key(layout: Layout) -> tuple[object, ...]:
+    """What a layout's data-parallel collectives depend on (all but the recomputation and the batch)."""
+    return (
+        layout.precision,
+        layout.node_size,
+        layout.tp,
+        layout.pp,
+        layout.ep,
+        layout.dp,
+        layout.cp,
+        layout.zero,
+        layout.shard_group,
+    )
 
 
 class _Terms(NamedTuple):
