@@ -19,8 +19,14 @@ def test_fleet_screen(snap_compare, snapshot_app, monkeypatch: pytest.MonkeyPatc
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         pilot.app.action_fleet(PORTFOLIO)
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        # The screen mounts, then starts its worker, then mounts the results from the worker's message: wait
+        # for the plan itself (a wait on the workers alone can run before the worker exists, on a loaded
+        # machine), bounded so that a screen that never plans fails on its snapshot rather than hanging.
+        for _ in range(600):
+            await pilot.pause(0.05)
+            await pilot.app.workers.wait_for_complete()
+            if getattr(pilot.app.screen, "plan", None) is not None:
+                break
         await pilot.pause()
         await pilot.pause()
 
