@@ -30,7 +30,7 @@ from advisor.catalog import load_knowledge
 from advisor.job.inputs import Workload
 from advisor.learned.calibration.multiplier import SERVING_SCALES, TRAINING_SCALES, correction
 from advisor.learned.calibration.points import serving_point, training_point
-from advisor.learned.efficiency.explicit import run_config
+from advisor.learned.efficiency.explicit import workload_of_run
 from advisor.learned.efficiency.runs import read_llm_runs
 from advisor.learned.efficiency.select import efficiency_model
 from advisor.question.errors import AdvisorError
@@ -51,14 +51,7 @@ def training_cases(knowledge, model) -> tuple[list[Case], int]:
     cases, refused = [], 0
     for run in runs:
         try:
-            w = Workload(
-                model=run.workload,
-                kind=run.kind,
-                precision=run.precision,
-                seq_len=run.seq_len or None,
-                batch_size=run.micro_batch,
-                config=run_config(run),
-            )
+            w = workload_of_run(run)
             pred = predict(knowledge, w, run.gpu, run.count, None, model)
         except (AdvisorError, ValueError):
             refused += 1

@@ -28,9 +28,9 @@ def run_config(run: Run) -> RunConfig:
     )
 
 
-def job_of_run(knowledge: Knowledge, run: Run) -> Job:
-    """The job the core resolves for the run's model, precision, sequence, micro-batch and configuration."""
-    workload = Workload(
+def workload_of_run(run: Run) -> Workload:
+    """The workload of a measured run: its model, kind, precision, sequence, micro-batch and configuration."""
+    return Workload(
         model=run.workload,
         kind=run.kind,
         precision=run.precision,
@@ -38,7 +38,11 @@ def job_of_run(knowledge: Knowledge, run: Run) -> Job:
         batch_size=run.micro_batch,
         config=run_config(run),
     )
-    return resolve_job(knowledge, workload, need_data=False)
+
+
+def job_of_run(knowledge: Knowledge, run: Run) -> Job:
+    """The job the core resolves for the run's model, precision, sequence, micro-batch and configuration."""
+    return resolve_job(knowledge, workload_of_run(run), need_data=False)
 
 
 def stated_layout(
