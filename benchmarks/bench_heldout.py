@@ -7,7 +7,9 @@ overall; Kendall's tau of the layout order within each group that varies only th
 (benchmarks/heldout_serving_runs.csv): output throughput, TTFT and TPOT per loop kind (closed, open,
 offline, static batch), within 2x. Refusals are listed.
 
-Run: .venv/bin/python benchmarks/bench_heldout.py [--detail]   (seconds on one core)
+Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2]   (seconds on one core)
+--runs picks the run set: benchmarks/<runs>_training_runs.csv and <runs>_serving_runs.csv (default heldout;
+heldout2 is the sealed second set, docs/heldout.md).
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ from heldout_stats import HEADER, Scored, balanced_median, kendall_tau, line
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TRAINING_CSV = HERE / "heldout_training_runs.csv"
-SERVING_CSV = HERE / "heldout_serving_runs.csv"
+DEFAULT_RUNS = "heldout"
 SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "experts_per_token")
 # Training configuration columns and the predict flag each one is held by (empty cells are left to the tool).
 CONFIG_FLAGS = {
@@ -44,8 +45,14 @@ CONFIG_FLAGS = {
     "offload": "--offload",
     "stack": "--stack",
     "lora_rank": "--lora-rank",
+    "lora_targets": "--lora-targets",
 }
 MODES = ("stated", "typed")
+
+
+def run_files(runs: str) -> tuple[Path, Path]:
+    """The training and serving CSVs of a run set (benchmarks/<runs>_training_runs.csv, _serving_runs.csv)."""
+    return HERE / f"{runs}_training_runs.csv", HERE / f"{runs}_serving_runs.csv"
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -339,12 +346,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--detail", action="store_true", help="print every row and every refusal")
     parser.add_argument("--only", choices=("training", "serving"), help="run one half")
+    parser.add_argument(
+        "--runs",
+        default=DEFAULT_RUNS,
+        help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv (default heldout; heldout2)",
+    )
     args = parser.parse_args(argv)
+    training_csv, serving_csv = run_files(args.runs)
+    missing = [p.name for p in (training_csv, serving_csv) if not p.is_file()]
+    if missing:
+        sets = sorted(p.name.removesuffix("_training_runs.csv") for p in HERE.glob("*_training_runs.csv"))
+        accepted = ", ".join(sets)
+        print(f"error: --runs {args.runs!r}: no {', '.join(missing)} in benchmarks/; accepted: {accepted}")
+        return 2
+    print(f"run set: {args.runs} ({training_csv.name}, {serving_csv.name})")
     if args.only != "serving":
-        rows = read_rows(TRAINING_CSV)
+        rows = read_rows(training_csv)
         print_training([run_training(row, mode) for mode in MODES for row in rows], args.detail)
     if args.only != "training":
-        rows = read_rows(SERVING_CSV)
+        rows = read_rows(serving_csv)
         print_serving([run_serving(row, mode) for mode in MODES for row in rows], args.detail)
     return 0
 

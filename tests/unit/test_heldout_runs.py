@@ -1,8 +1,10 @@
-"""The held-out run tables parse: every row has a source and family, configs name catalogue ids."""
+"""Both held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -13,6 +15,10 @@ from advisor.catalog import load_knowledge
 ROOT = Path(__file__).resolve().parents[2]
 TRAINING = ROOT / "benchmarks" / "heldout_training_runs.csv"
 SERVING = ROOT / "benchmarks" / "heldout_serving_runs.csv"
+# The sealed second set (docs/heldout.md): scored only at the end; its sources are unused by knowledge/.
+TRAINING2 = ROOT / "benchmarks" / "heldout2_training_runs.csv"
+SERVING2 = ROOT / "benchmarks" / "heldout2_serving_runs.csv"
+LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"}
@@ -64,8 +70,9 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
     assert all(int(v) > 0 for v in shape.values())
 
 
-def test_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
-    rows = _rows(TRAINING)
+@pytest.mark.parametrize("path", [TRAINING, TRAINING2], ids=["heldout", "heldout2"])
+def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
+    rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
     for row in rows:
         _check_common(row, catalogue)
@@ -77,6 +84,8 @@ def test_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
         )
         if row["stack"]:
             assert row["stack"] in catalogue["stacks"], f"row {row['id']}: stack {row['stack']!r}"
+        if row.get("lora_targets"):
+            assert row["lora_targets"] in LORA_TARGETS, f"row {row['id']}: {row['lora_targets']!r}"
         ways = [int(row[k]) for k in ("tp", "pp", "cp", "dp") if row[k]]
         if len(ways) == 4:
             assert ways[0] * ways[1] * ways[2] * ways[3] == int(row["count"]), (
@@ -84,8 +93,9 @@ def test_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
             )
 
 
-def test_serving_rows_parse(catalogue: dict[str, set[str]]) -> None:
-    rows = _rows(SERVING)
+@pytest.mark.parametrize("path", [SERVING, SERVING2], ids=["heldout", "heldout2"])
+def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
+    rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
     for row in rows:
         _check_common(row, catalogue)
@@ -115,3 +125,39 @@ def test_heldout_sources_are_not_in_the_knowledge() -> None:
     held = {_origin(r["source"]) for r in _rows(TRAINING) + _rows(SERVING)}
     assert held, "no held-out sources"
     assert not [s for s in held if s in known], "a held-out source is also a training source"
+
+
+def _text_of(paths: list[Path]) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="ignore") for p in paths if p.is_file())
+
+
+def test_heldout2_sources_appear_nowhere_in_knowledge_or_the_first_set() -> None:
+    """The sealed set is held out from everything the model may be tuned on: no origin (repository or URL)
+    of a heldout2 row appears in a file under knowledge/, in external_validation.csv or in the first set."""
+    seen = _text_of(
+        [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
+        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING]
+    )
+    held = {_origin(r["source"]) for r in _rows(TRAINING2) + _rows(SERVING2)}
+    assert len(held) >= 8, f"only {len(held)} distinct origins in the second set"
+    leaked = sorted(s for s in held if s in seen)
+    assert not leaked, f"heldout2 origins also used elsewhere: {leaked}"
+
+
+def test_heldout2_source_ids_are_new() -> None:
+    first = {r["source_id"] for r in _rows(TRAINING) + _rows(SERVING)}
+    second = {r["source_id"] for r in _rows(TRAINING2) + _rows(SERVING2)}
+    assert not first & second, f"source ids shared with the first set: {sorted(first & second)}"
+
+
+def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_heldout.py"), "--runs", "no-such-set"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and "no-such-set" in lines[0] and "heldout2" in lines[0], lines
