@@ -38,16 +38,22 @@ def training_profile_notes(ctx: Context, gpus: list[str]) -> list[str]:
 def serving_calibrated(
     ctx: Context, gpu: Gpu, layout: Layout, figures: dict[str, Interval]
 ) -> tuple[dict[str, Interval], tuple[str, ...]]:
-    """figures (output_tok_s, ttft_ms, tpot_ms) moved by the profile's runs, and the note naming it."""
-    from advisor.answer.serving_answer import serving_source_name
-    from advisor.learned.calibration.efficiency import CalibratedEfficiency
+    """figures (output_tok_s, ttft_ms, tpot_ms), already simulated at the efficiencies the profile's results
+    moved (advisor/learned/calibration/serving_profile.py), moved by what those results leave unexplained,
+    and the note naming the profile and the multipliers."""
+    from advisor.learned.calibration.serving_profile import (
+        calibrating,
+        factor_words,
+        profile_fit,
+        serving_base_name,
+    )
 
-    if not isinstance(ctx.efficiency, CalibratedEfficiency):  # the uncalibrated figure was asked for
+    if not calibrating(ctx.efficiency):  # the uncalibrated figure was asked for
         return figures, ()
     job = ctx.job
     engine = job.config.engine or DEFAULT_ENGINE
     profile = job.profile or default_profile(gpu.id, engine)
-    found = run_set(profile, "serving", gpu.id, engine, serving_source_name())
+    found = run_set(profile, "serving", gpu.id, engine, serving_base_name())
     if found is None:
         return figures, ()
     if not found.runs:
@@ -57,21 +63,32 @@ def serving_calibrated(
             params=job.params,
             count=layout.count,
             tp=layout.tp,
-            load=float(job.batch_size or job.requests_per_s or 1.0),
+            load=float(job.batch_size or job.concurrency or job.requests_per_s or 1.0),
             prompt=job.prompt_tokens,
             output=job.output_tokens,
             precision=layout.precision,
         ),
-        "rate": 0.0 if job.batch_size else 1.0,
+        "rate": 0.0 if (job.batch_size or job.concurrency) else 1.0,
     }
     out, notes = dict(figures), []
+    knobs = profile_fit(profile, gpu.id, engine)
+    if knobs is not None:
+        notes.append(
+            f"calibrated on {len(found.runs)} of your runs (profile {profile}): the engine's efficiencies on "
+            f"{gpu.id} moved ({factor_words(knobs)}) and the load simulated with them"
+        )
     for metric, iv in figures.items():
         pairs = found.ratios.get(metric, ())
         fix = correction(at, pairs, SERVING_METRIC[metric], SERVING_SCALES)
         if fix is None:
             continue
         out[metric] = Interval(*shifted(iv.p10, iv.p50, iv.p90, fix))
-        notes.append(f"{metric}: {calibration_words(fix, profile, len(pairs))}")
+        words = calibration_words(fix, profile, len(pairs))
+        notes.append(
+            f"{metric}: {words}"
+            if knobs is None
+            else f"{metric}: what is left, {words[words.find(': ') + 2 :]}"
+        )
     if found.stale:
         notes.append(stale_words(found.stale, profile))
     return out, tuple(notes)
