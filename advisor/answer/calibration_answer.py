@@ -17,7 +17,10 @@ DEFAULT_ENGINE = "vllm"
 
 
 def training_profile_notes(ctx: Context, gpus: list[str]) -> list[str]:
-    """One line per GPU whose plans the user's training runs calibrate: the profile and how many runs."""
+    """One line per GPU whose plans the user's runs calibrate (training runs, or serving results on the
+    engine asked): the profile and how many runs."""
+    if not ctx.job.training:
+        return serving_profile_notes(ctx, gpus)
     from advisor.learned.calibration.efficiency import CalibratedEfficiency
 
     model = getattr(ctx.efficiency, "_model", ctx.efficiency)  # read through a model loaded on first use
@@ -30,7 +33,33 @@ def training_profile_notes(ctx: Context, gpus: list[str]) -> list[str]:
         if found is not None and found.runs:
             out.append(
                 f"{gpu} plans calibrated on {len(found.runs)} of your runs (profile {profile}); each plan's "
-                "figure moves by the share its distance from them allows"
+                "step moves by its compute and communication shares of what they measured, and by the share "
+                "its distance from them allows"
+            )
+    return out
+
+
+def serving_profile_notes(ctx: Context, gpus: list[str]) -> list[str]:
+    """One line per GPU whose serving plans were simulated at the efficiencies the user's results moved."""
+    from advisor.learned.calibration.serving_profile import (
+        calibrating,
+        factor_words,
+        profile_fit,
+        serving_runs,
+    )
+
+    if not calibrating(ctx.efficiency):
+        return []
+    job, out = ctx.job, []
+    engine = job.config.engine or DEFAULT_ENGINE
+    for gpu in gpus:
+        profile = job.profile or default_profile(gpu, engine)
+        knobs = profile_fit(profile, gpu, engine)
+        if knobs is not None:
+            runs = len(serving_runs(profile, gpu, engine)[0])
+            out.append(
+                f"{gpu} plans simulated at the {engine} efficiencies your {runs} result(s) moved (profile "
+                f"{profile}): {factor_words(knobs)}"
             )
     return out
 

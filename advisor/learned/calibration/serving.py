@@ -39,6 +39,8 @@ STEP = 0.05
 BOUND = 3.0
 """No multiplier beyond e^3 (20x) either way."""
 ITERATIONS = 8
+OVERHEAD_UNIT_S = 5e-3
+"""The per-iteration cost's multiplier moves it by this many seconds per unit (e: +8.6 ms, e^-1: -3.2 ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,9 @@ def adjusted(eff: Efficiency, log_factors: Sequence[float]) -> Efficiency:
         "memory": min(cap, eff.memory * m),
         "kv": min(cap, eff.kv * m),
         "compute": min(cap, eff.compute * c),
-        "step_s": eff.step_s * o,
+        # The per-iteration cost moves in units of OVERHEAD_UNIT_S, not of the learned cost (about 1 ms): an
+        # engine whose scheduler or sampler takes 20 ms more an iteration is one multiplier away.
+        "step_s": max(0.0, eff.step_s + OVERHEAD_UNIT_S * (o - 1.0)),
         "per_seq_s": eff.per_seq_s * o,
         "request_s": eff.request_s * r,
     }
