@@ -5,20 +5,19 @@ the one serving search, so predict, recommend and the UI all simulate with them.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
-from typing import Any
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from advisor.catalog.run_store import (
-    ServingFit,
-    StoredRun,
-    default_profile,
-    list_profiles,
-    load_runs,
-    load_serving_fit,
-)
-from advisor.job.resolve import Job
-from advisor.learned.calibration.serving import KNOB_WORDS, KNOBS, KnobFit, adjusted
-from advisor.physics.serving import Efficiency
+from advisor.catalog.userdata import data_dir
+
+if TYPE_CHECKING:  # the store (pydantic models) and the fit are read only when a profile exists
+    from advisor.catalog.run_store import ServingFit, StoredRun
+    from advisor.job.resolve import Job
+    from advisor.learned.calibration.serving import KnobFit
+    from advisor.physics.serving import Efficiency
 
 
 class ServingTrial:
@@ -48,6 +47,7 @@ def serving_base_name() -> str:
 def calibrating(model: Any) -> bool:
     """Whether answers with this efficiency model apply the user's runs (an efficiency model read on first
     use is asked without reading it: it is calibrated when any profile holds runs)."""
+    from advisor.catalog.run_store import list_profiles
     from advisor.learned.calibration.efficiency import CalibratedEfficiency
 
     if isinstance(model, CalibratedEfficiency):
@@ -61,6 +61,8 @@ def calibrating(model: Any) -> bool:
 def serving_runs(profile: str, gpu: str, engine: str) -> tuple[tuple[StoredRun, ...], int]:
     """The profile's serving results on this GPU and engine predicted by the serving model in use, and how
     many were predicted by another (left out until refreshed)."""
+    from advisor.catalog.run_store import load_runs
+
     every = [r for r in load_runs(profile) if r.kind == "serving" and r.gpu == gpu and r.key == engine]
     name = serving_base_name()
     fresh = tuple(r for r in every if r.base_model == name)
@@ -68,11 +70,15 @@ def serving_runs(profile: str, gpu: str, engine: str) -> tuple[tuple[StoredRun, 
 
 
 _FITS: dict[int, tuple[ServingFit, KnobFit]] = {}
+"""The fits read, by the id of the record read (the entry holds it, so the id is not reused)."""
 
 
 def profile_fit(profile: str, gpu: str, engine: str) -> KnobFit | None:
     """The multipliers fitted on a profile's results on a GPU and engine; None when there are none, or they
     were fitted on other runs or by another serving model (calibrate --refresh fits them again)."""
+    from advisor.catalog.run_store import load_serving_fit
+    from advisor.learned.calibration.serving import KnobFit
+
     got = load_serving_fit(profile, gpu, engine)
     if got is None:
         return None
@@ -89,11 +95,24 @@ def profile_fit(profile: str, gpu: str, engine: str) -> KnobFit | None:
     return fit
 
 
+@lru_cache(maxsize=4)
+def _profiles(base: Path) -> str:
+    """The profiles folder under a data directory (asked for every replica a search prices)."""
+    return str(base / "profiles")
+
+
 def serving_efficiency(model: Any, job: Job, gpu: str, engine: str, eff: Efficiency) -> Efficiency:
     """eff moved by the user's serving results on this GPU and engine (the profile the job names, else the
     GPU's and engine's default); eff itself when the model does not calibrate or no result applies."""
     if isinstance(model, ServingTrial):
+        from advisor.learned.calibration.serving import adjusted
+
         return adjusted(eff, model.log_factors)
+    if not os.path.isdir(_profiles(data_dir())):  # no profile was ever stored: one stat, nothing imported
+        return eff
+    from advisor.catalog.run_store import default_profile
+    from advisor.learned.calibration.serving import adjusted
+
     if not calibrating(model):
         return eff
     got = profile_fit(job.profile or default_profile(gpu, engine), gpu, engine)
@@ -102,5 +121,7 @@ def serving_efficiency(model: Any, job: Job, gpu: str, engine: str, eff: Efficie
 
 def factor_words(fit: KnobFit) -> str:
     """'decode bandwidth share x0.91, prefill compute share x0.42, ...' (the multipliers that moved)."""
+    from advisor.learned.calibration.serving import KNOB_WORDS, KNOBS
+
     parts = [f"{KNOB_WORDS[k]} x{v:.2f}" for k, v in zip(KNOBS, fit.factors().values(), strict=True)]
     return ", ".join(parts)
