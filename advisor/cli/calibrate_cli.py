@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from advisor.catalog.run_store import StoredRun
 
 MAX_FILE_BYTES = 64 << 20
+LOO_MAX_SERVING = 6
+"""Serving's leave-one-run-out refits the efficiencies once per result (each fit simulates every result
+about a hundred times): shown up to this many results."""
 
 
 def calibrate_cli(args: argparse.Namespace) -> int:
@@ -400,6 +403,9 @@ def _serving_loo(
         seen.add((name, rec.gpu, rec.key))
         same = serving_runs(name, rec.gpu, rec.key)[0]
         if len(same) < 2:
+            continue
+        if len(same) > LOO_MAX_SERVING:
+            print(f"leave-one-run-out not shown for {len(same)} results of profile {name}: each is a refit")
             continue
         errs: dict[str, list[tuple[float, float]]] = {}
         for i, r in enumerate(same):
