@@ -8,15 +8,17 @@ import datetime as dt
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from advisor.answer.predict import Prediction, predict
+from advisor.answer.step_out import RESIDUAL
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.run_logs import Reading
-from advisor.catalog.run_store import StoredRun
+from advisor.catalog.run_store import ServingFit, StoredRun
 from advisor.job.inputs import STACKS, Constraints, Workload
-from advisor.learned.calibration.points import serving_point, training_point
+from advisor.learned.calibration.points import serving_point, step_shares, training_point
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
@@ -187,6 +189,10 @@ def figures(pred: Prediction, kind: str) -> dict[str, float]:
         out["ttft_ms"] = pred.serving_ttft_ms.p50
     if pred.serving_tpot_ms is not None:
         out["tpot_ms"] = pred.serving_tpot_ms.p50
+    load = pred.serving_load
+    if load is not None:  # a result file's means are compared with the simulated requests' means
+        out["mean_ttft_ms"] = load.ttft_ms.mean
+        out["mean_tpot_ms"] = load.tpot_ms.mean
     return out
 
 
@@ -196,7 +202,7 @@ def point_of(run: ReadyRun, pred: Prediction, knowledge: Knowledge) -> dict[str,
 
     job = resolve_job(knowledge, run.workload, need_data=False)
     if job.training:
-        return training_point(
+        at = training_point(
             params=job.params,
             seq_len=job.seq_len,
             kind=job.kind,
@@ -204,7 +210,10 @@ def point_of(run: ReadyRun, pred: Prediction, knowledge: Knowledge) -> dict[str,
             count=run.count,
             layout=pred.layout,
         )
-    load = run.workload.batch_size or run.workload.requests_per_s or 1.0
+        return {**at, **prediction_shares(pred)}
+    w = run.workload
+    closed = w.batch_size or w.concurrency
+    load = closed or w.requests_per_s or 1.0
     return {
         **serving_point(
             params=job.params,
@@ -215,8 +224,65 @@ def point_of(run: ReadyRun, pred: Prediction, knowledge: Knowledge) -> dict[str,
             output=job.output_tokens,
             precision=pred.precision,
         ),
-        "rate": 1.0 if run.workload.requests_per_s and not run.workload.batch_size else 0.0,
+        "rate": 1.0 if w.requests_per_s and not closed else 0.0,
     }
+
+
+def prediction_shares(pred: Prediction) -> dict[str, float]:
+    """The parts of a prediction's step the calibration moves apart (its composed breakdown without the
+    learned residual); none for a step not composed from operations (all compute)."""
+    b, step = pred.step_breakdown, pred.step_time_s
+    if b is None or step is None:
+        return {}
+    return step_shares([(p.op, p.seconds) for p in b.parts if p.op != RESIDUAL], step.p50)
+
+
+def simulated(
+    knowledge: Knowledge,
+    where: tuple[Workload, str, int],
+    base: EfficiencyModel,
+    log_factors: Sequence[float],
+) -> dict[str, float]:
+    """A serving deployment's figures at its load with the engine's efficiencies moved by the multipliers
+    (empty when predict refuses it)."""
+    from advisor.learned.calibration.serving_profile import ServingTrial
+
+    workload, gpu, count = where
+    try:
+        got = predict(knowledge, workload, gpu, count, Constraints(), ServingTrial(base, log_factors))
+    except InputError:
+        return {}
+    return figures(got, "serving")
+
+
+def where_of(run: StoredRun) -> tuple[Workload, str, int]:
+    """A stored run's workload, GPU and count, as predict takes them."""
+    return Workload.model_validate(run.workload), run.gpu, run.count
+
+
+def serving_group_fit(
+    knowledge: Knowledge, runs: Sequence[StoredRun], base: EfficiencyModel, base_model: str
+) -> ServingFit | None:
+    """The multipliers on the engine's efficiencies fitted jointly on results of one GPU and engine, each
+    simulated exactly at its deployment and load (advisor/learned/calibration/serving.py), with each run's
+    figures at them; None when the simulation gives no figure for one of them."""
+    from advisor.learned.calibration.serving import fit
+
+    wheres = [where_of(r) for r in runs]
+    results = [
+        (lambda theta, w=w: simulated(knowledge, w, base, theta), r.measured)
+        for w, r in zip(wheres, runs, strict=True)
+    ]
+    found = fit(results)
+    if found is None:
+        return None
+    return ServingFit(
+        base_model=base_model,
+        runs=[r.id for r in runs],
+        mean=list(found.mean),
+        precision=[list(row) for row in found.precision],
+        fitted={r.id: simulated(knowledge, w, base, found.mean) for w, r in zip(wheres, runs, strict=True)},
+    )
 
 
 def stored(

@@ -794,7 +794,7 @@ def _front_points(front: list[Scored], top: list[Scored]) -> tuple[FrontPoint, .
 
 def _calibration_notes(ctx: Context, top: list) -> list[str]:
     """Which plans the user's calibration runs moved, naming the profile (answer/calibration_answer.py)."""
-    if not ctx.job.training or not top:
+    if not top:
         return []
     from advisor.answer.calibration_answer import training_profile_notes
 

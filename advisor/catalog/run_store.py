@@ -54,14 +54,36 @@ class StoredRun(BaseModel):
         return value
 
 
+class ServingFit(BaseModel):
+    """The serving efficiencies' multipliers fitted jointly on a profile's results on one GPU and engine
+    (advisor/learned/calibration/serving.py): which model and runs they were fitted on, the posterior mean
+    (log multipliers) and precision, and each run's figures simulated at them (what is left is residual)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_model: str = Field(max_length=2000)
+    runs: list[str]
+    mean: list[float] = Field(min_length=1, max_length=16)
+    precision: list[list[float]]
+    fitted: dict[str, dict[str, float]] = {}
+
+    @field_validator("mean")
+    @classmethod
+    def _bounded(cls, value: list[float]) -> list[float]:
+        if not all(math.isfinite(v) and abs(v) <= 10 for v in value):
+            raise ValueError("a multiplier is not a finite log figure")
+        return value
+
+
 class StoredRuns(BaseModel):
-    """The file: its format number and the runs."""
+    """The file: its format number, the runs and the serving fits by 'gpu|engine'."""
 
     model_config = ConfigDict(extra="forbid")
 
     format: Literal[1]
     name: str
     runs: list[StoredRun]
+    serving_fits: dict[str, ServingFit] = {}
 
 
 def check_profile_name(name: str) -> str:
@@ -98,23 +120,49 @@ def _parse(text: str) -> StoredRuns:
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: str, mtime_ns: int, size: int) -> tuple[StoredRun, ...]:
-    stored = read_stored(Path(path), _parse)
-    return tuple(stored.runs) if stored is not None else ()
+def _read(path: str, mtime_ns: int, size: int) -> StoredRuns | None:
+    return read_stored(Path(path), _parse)
 
 
-def load_runs(name: str) -> tuple[StoredRun, ...]:
-    """The runs of one profile (none when it has none); a file that does not validate is moved aside."""
+def _stored(name: str) -> StoredRuns | None:
     path = _path(name)
     try:
         stat = path.stat()
     except OSError:
-        return ()
+        return None
     return _read(str(path), stat.st_mtime_ns, stat.st_size)
 
 
-def _write(name: str, runs: list[StoredRun]) -> None:
-    payload = StoredRuns(format=STORE_FORMAT, name=name, runs=runs)
+_RUNS: dict[int, tuple[StoredRuns, tuple[StoredRun, ...]]] = {}
+
+
+def load_runs(name: str) -> tuple[StoredRun, ...]:
+    """The runs of one profile (none when it has none); a file that does not validate is moved aside. The
+    same tuple while the file is unchanged (callers cache on it)."""
+    got = _stored(name)
+    if got is None:
+        return ()
+    hit = _RUNS.get(id(got))
+    if hit is None or hit[0] is not got:
+        if len(_RUNS) > 64:  # files read before and changed since
+            _RUNS.clear()
+        hit = _RUNS[id(got)] = (got, tuple(got.runs))
+    return hit[1]
+
+
+def fit_key(gpu: str, engine: str) -> str:
+    """The key of a GPU's and engine's serving fit in a profile."""
+    return f"{gpu}|{engine}"
+
+
+def load_serving_fit(name: str, gpu: str, engine: str) -> ServingFit | None:
+    """The serving fit of a profile's results on one GPU and engine, None when there is none."""
+    got = _stored(name)
+    return got.serving_fits.get(fit_key(gpu, engine)) if got is not None else None
+
+
+def _write(name: str, runs: list[StoredRun], fits: dict[str, ServingFit]) -> None:
+    payload = StoredRuns(format=STORE_FORMAT, name=name, runs=runs, serving_fits=fits)
     write_text_atomic(
         _path(name), json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
     )
@@ -125,14 +173,31 @@ def add_runs(name: str, new: list[StoredRun], rebase: dict[str, StoredRun] | Non
     replaces stored runs by id (their base re-predicted). (runs stored now, runs in the profile)."""
     with locked(f"profile-{check_profile_name(name)}"):
         _read.cache_clear()
-        old = list(load_runs(name))
+        got = _stored(name)
+        old = list(got.runs) if got is not None else []
         if rebase:
             old = [rebase.get(r.id, r) for r in old]
         ids = {r.id for r in old}
         fresh = [r for r in new if r.id not in ids]
-        _write(name, old + fresh)
+        _write(name, old + fresh, dict(got.serving_fits) if got is not None else {})
         _read.cache_clear()
         return len(fresh), len(old) + len(fresh)
+
+
+def store_serving_fit(name: str, gpu: str, engine: str, fit: ServingFit | None) -> None:
+    """Keep (or, given None, drop) the serving fit of a profile's results on one GPU and engine."""
+    with locked(f"profile-{check_profile_name(name)}"):
+        _read.cache_clear()
+        got = _stored(name)
+        if got is None:
+            return
+        fits = dict(got.serving_fits)
+        if fit is None:
+            fits.pop(fit_key(gpu, engine), None)
+        else:
+            fits[fit_key(gpu, engine)] = fit
+        _write(name, list(got.runs), fits)
+        _read.cache_clear()
 
 
 def reset_profile(name: str) -> list[str]:
@@ -159,10 +224,10 @@ def list_profiles() -> list[str]:
 
 def profile_text(name: str) -> str:
     """One profile's runs as the JSON it is stored in (for export)."""
-    runs = load_runs(name)
-    if not runs:
+    got = _stored(name)
+    if got is None or not got.runs:
         raise InputError(
             f"profile {shown(name)}: no calibration runs; the list shows the profiles that have runs"
         )
-    payload = StoredRuns(format=STORE_FORMAT, name=name, runs=list(runs))
+    payload = got
     return json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from advisor.catalog.run_store import StoredRun
 
 MAX_FILE_BYTES = 64 << 20
+LOO_MAX_SERVING = 6
+"""Serving's leave-one-run-out refits the efficiencies once per result (each fit simulates every result
+about a hundred times): shown up to this many results."""
 
 
 def calibrate_cli(args: argparse.Namespace) -> int:
@@ -124,11 +127,15 @@ def _refresh(knowledge: Knowledge, profile: str) -> int:
     base = _uncalibrated(efficiency_model(knowledge))
     again = {}
     for run in load_runs(profile):
-        pred = predict(knowledge, Workload.model_validate(run.workload), run.gpu, run.count, None, base)
+        workload = Workload.model_validate(run.workload)
+        pred = predict(knowledge, workload, run.gpu, run.count, None, base)
         name = _base_name(knowledge, run.kind, base)
-        if pred.throughput is not None:
-            again[run.id] = run.model_copy(update={"base": figures(pred, run.kind), "base_model": name})
+        if pred.throughput is None:
+            continue
+        again[run.id] = run.model_copy(update={"base": figures(pred, run.kind), "base_model": name})
     add_runs(profile, [], rebase=again)
+    for gpu, engine in sorted({(r.gpu, r.key) for r in load_runs(profile) if r.kind == "serving"}):
+        _refit_serving(knowledge, profile, gpu, engine, base)
     print(f"profile {profile}: re-predicted {len(again)} run(s) with the current model")
     return 0
 
@@ -244,9 +251,9 @@ def _show_read(run: ReadyRun) -> None:
 def _base_name(knowledge: Knowledge, kind: str, model: Any) -> str:
     if kind == "training":
         return str(model.name)
-    from advisor.answer.serving_answer import serving_source_name
+    from advisor.learned.calibration.serving_profile import serving_base_name
 
-    return serving_source_name()
+    return serving_base_name()
 
 
 def _store_and_report(
@@ -268,7 +275,8 @@ def _store_and_report(
             raise InputError(
                 f"{shown(run.reading.source)}: predict refuses this configuration ({why}); nothing stored"
             )
-        rec = stored(run, pred, _base_name(knowledge, run.reading.kind, base), knowledge, bool(args.trust))
+        name = _base_name(knowledge, run.reading.kind, base)
+        rec = stored(run, pred, name, knowledge, bool(args.trust))
         far = far_metric(rec, FAR)
         if far and not args.trust:
             raise InputError(
@@ -283,7 +291,22 @@ def _store_and_report(
     for name, recs in by_profile.items():
         new, total = add_runs(name, recs)
         print(f"profile {name}: stored {new} new run(s), {total} in all")
+        for gpu, engine in sorted({(r.gpu, r.key) for r in recs if r.kind == "serving"}):
+            _refit_serving(knowledge, name, gpu, engine, base)
     return _after(knowledge, records, profile)
+
+
+def _refit_serving(knowledge: Knowledge, profile: str, gpu: str, engine: str, base: Any) -> None:
+    """Fit the engine's efficiencies on all of a profile's results on one GPU and engine, and keep it."""
+    from advisor.answer.calibration_runs import serving_group_fit
+    from advisor.catalog.run_store import store_serving_fit
+    from advisor.learned.calibration.serving_profile import serving_base_name, serving_runs
+
+    runs, _ = serving_runs(profile, gpu, engine)
+    found = serving_group_fit(knowledge, runs, base, serving_base_name()) if runs else None
+    store_serving_fit(profile, gpu, engine, found)
+    if runs and found is None:
+        print(f"profile {profile}: the {engine} results on {gpu} could not be simulated; not applied")
 
 
 def _after(knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], profile: str | None) -> int:
@@ -311,6 +334,7 @@ def _after(knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], prof
             print(f"  {cal[0][cal[0].find('calibrated on') :] if rec.kind == 'training' else cal[0]}")
         print(f"  the same figure: gpu-advisor predict {_command(run, profile)}")
     _loo_report(records, profile)
+    _serving_loo(knowledge, records, profile)
     return 0
 
 
@@ -338,6 +362,8 @@ def _loo_report(records: list[tuple[ReadyRun, StoredRun]], profile: str | None) 
         if (name, rec.gpu, rec.key, rec.kind) in seen:
             continue
         seen.add((name, rec.gpu, rec.key, rec.kind))
+        if rec.kind != "training":  # serving: _serving_loo, with the efficiencies refitted
+            continue
         same = [
             r
             for r in load_runs(name)
@@ -355,4 +381,45 @@ def _loo_report(records: list[tuple[ReadyRun, StoredRun]], profile: str | None) 
             print(
                 f"leave-one-run-out over {len(pairs)} runs of profile {name} ({metric}): median error "
                 f"before {before:.1%}, after {after:.1%}"
+            )
+
+
+def _serving_loo(
+    knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], profile: str | None
+) -> None:
+    """With two or more serving results on a GPU and engine: each one simulated at the efficiencies fitted
+    on the others, against its measured figures (before: the uncalibrated model's)."""
+    from advisor.answer.calibration_runs import serving_group_fit, simulated, where_of
+    from advisor.catalog.run_store import default_profile
+    from advisor.learned.calibration.serving_profile import serving_base_name, serving_runs
+    from advisor.learned.efficiency.select import efficiency_model
+
+    base = _uncalibrated(efficiency_model(knowledge))
+    seen = set()
+    for run, rec in records:
+        name = profile or default_profile(run.gpu, run.key)
+        if rec.kind != "serving" or (name, rec.gpu, rec.key) in seen:
+            continue
+        seen.add((name, rec.gpu, rec.key))
+        same = serving_runs(name, rec.gpu, rec.key)[0]
+        if len(same) < 2:
+            continue
+        if len(same) > LOO_MAX_SERVING:
+            print(f"leave-one-run-out not shown for {len(same)} results of profile {name}: each is a refit")
+            continue
+        errs: dict[str, list[tuple[float, float]]] = {}
+        for i, r in enumerate(same):
+            rest = serving_group_fit(
+                knowledge, [o for j, o in enumerate(same) if j != i], base, serving_base_name()
+            )
+            got = simulated(knowledge, where_of(r), base, rest.mean) if rest is not None else {}
+            for metric, value in r.measured.items():
+                if got.get(metric) and r.base.get(metric):
+                    pair = (abs(r.base[metric] / value - 1), abs(got[metric] / value - 1))
+                    errs.setdefault(metric, []).append(pair)
+        for metric, pairs in errs.items():
+            before, after = statistics.median(b for b, _ in pairs), statistics.median(a for _, a in pairs)
+            print(
+                f"leave-one-run-out over {len(pairs)} runs of profile {name} ({metric}, each simulated at "
+                f"the efficiencies fitted on the others): median error before {before:.1%}, after {after:.1%}"
             )

@@ -19,6 +19,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
+from advisor.learned.calibration.serving_profile import serving_efficiency
 from advisor.learned.serving.engines import engine as engine_info
 from advisor.learned.serving.engines import engines, runs
 from advisor.learned.serving.model import ServingModel, Traits, load_model
@@ -88,6 +89,8 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         expert_slice=shape.expert_ffn / tp,
     )
     eff = _learned_efficiency(model, traits) if model else prior_efficiency(ctx)
+    # The user's results on this GPU and engine move the efficiencies themselves (calibrate).
+    eff = serving_efficiency(ctx.efficiency, job, gpu.id, eng, eff)
     learned_from = model.source_engine(eng) if model else None
     args = (setup.replica, eff, setup.limits, job.prompt_tokens, job.output_tokens, setup.overhead_bytes)
     sat = capacity(*args)

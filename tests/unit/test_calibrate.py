@@ -164,6 +164,7 @@ def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
     )
     assert code == 0, out
     assert "stored 3 new run(s)" in out and "leave-one-run-out over 3 runs" in out
+    assert "each simulated at the efficiencies fitted on the others" in out
     code, out, _ = cli(capsys, "calibrate", "--list")
     assert code == 0 and "profile h100-sxm-sglang: 3 run(s)" in out
 

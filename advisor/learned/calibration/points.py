@@ -5,9 +5,11 @@ count, layout, batch, recomputation, precision and workload (training); size, co
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from advisor.job.layout import ZERO_STAGE
+from advisor.physics.step_ops import COMM
 
 _RECOMPUTE = {"none": 0.0, "selective": 1.0, "full": 2.0}
 _KIND = {"pretrain": 0.0, "finetune": 1.0, "lora": 2.0, "qlora": 3.0}
@@ -49,4 +51,18 @@ def serving_point(
         "log_prompt": _log(prompt),
         "log_output": _log(output),
         "fp8": 1.0 if precision.startswith("fp8") else 0.0,
+    }
+
+
+def step_shares(parts: Iterable[tuple[str, float]], step_s: float) -> dict[str, float]:
+    """The parts the calibration moves apart, from a step's breakdown by operation class (the composed
+    parts, not the learned residual): the exposed communication's share, the rest's, and 1 / the predicted
+    step's seconds (what a per-step overhead is a share of)."""
+    seconds = [(op, s) for op, s in parts if s > 0]
+    total = sum(s for _, s in seconds)
+    comm = sum(s for op, s in seconds if op in COMM) / total if total > 0 else 0.0
+    return {
+        "share_compute": 1.0 - comm,
+        "share_comm": comm,
+        "inv_step_s": 1.0 / step_s if step_s > 0 else 0.0,
     }

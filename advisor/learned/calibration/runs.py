@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.catalog.run_store import StoredRun, load_runs
+from advisor.catalog.run_store import StoredRun, load_runs, load_serving_fit
 
 METRICS = {"training": ("throughput",), "serving": ("output_tok_s", "ttft_ms", "tpot_ms")}
 SERVING_METRIC = {"output_tok_s": "throughput", "ttft_ms": "ttft", "tpot_ms": "tpot"}
@@ -24,9 +24,11 @@ class RunSet:
     """Runs whose base was predicted by another model (left out until --refresh)."""
 
 
-def log_ratio(run: StoredRun, metric: str) -> float | None:
-    """log(measured / base) of one metric of a run, None when either is missing."""
-    m, b = run.measured.get(metric), run.base.get(metric)
+def log_ratio(run: StoredRun, metric: str, fitted: dict[str, float] | None = None) -> float | None:
+    """log(measured / predicted) of one metric of a run, None when either is missing: against the base
+    prediction, or (fitted) the figures simulated at the efficiencies the profile's results moved (what is
+    left for the residual multiplier)."""
+    m, b = run.measured.get(metric), (fitted or run.base).get(metric)
     if not m or not b or m <= 0 or b <= 0:
         return None
     return math.log(m / b)
@@ -39,8 +41,10 @@ def run_set(profile: str, kind: str, gpu: str, key: str, base_model: str) -> Run
     if not every:
         return None
     fresh = tuple(r for r in every if r.base_model == base_model)
+    fits = load_serving_fit(profile, gpu, key) if kind == "serving" else None
+    fitted = fits.fitted if fits is not None and fits.base_model == base_model else {}
     ratios: dict[str, tuple[tuple[dict[str, float], float], ...]] = {}
     for metric in METRICS[kind]:
-        pairs = [(r.point, x) for r in fresh if (x := log_ratio(r, metric)) is not None]
+        pairs = [(r.point, x) for r in fresh if (x := log_ratio(r, metric, fitted.get(r.id))) is not None]
         ratios[metric] = tuple(pairs)
     return RunSet(profile, ratios, fresh, len(every) - len(fresh))
