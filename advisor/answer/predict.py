@@ -34,7 +34,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import inference_memory, serving_usable_gb
+from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -187,9 +187,15 @@ def _predict_training(
 ) -> Prediction:
     search = TrainingSearch(ctx, gpu, precision, node_size)
     res = search.search_count(count)
-    if not res.found:
-        return _refusal(ctx, search, res, count, common)
-    cands = [search.candidate(f) for f in with_simplest(res)]
+    found = with_simplest(res)
+    notes: tuple[str, ...] = ()
+    if not found:
+        near = search.near_limit(res)
+        if near is None:
+            return _refusal(ctx, search, res, count, common)
+        # Within the memory model's measured error of fitting: answered, and said, rather than refused.
+        found, notes = [near], (_near_limit_note(search.candidate(near).memory),)
+    cands = [search.candidate(f) for f in found]
     effs = model.estimate([efficiency_query(c, ctx) for c in cands])
     timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
     timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
@@ -219,7 +225,16 @@ def _predict_training(
         configuration=configuration(ctx.job, cand.layout),
         alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
         goodput=goodput_out(good),
-        notes=(eff.note,) if eff.note else (),
+        notes=notes + ((eff.note,) if eff.note else ()),
+    )
+
+
+def _near_limit_note(memory: Memory) -> str:
+    return (
+        f"may not fit: {memory.central_gb:.1f} GB per GPU on the central estimate against "
+        f"{memory.usable_gb:.1f} usable, within the error measured on published peaks (their P25-P75), so "
+        "the chance of running out is between a quarter and three quarters: answered for the leanest layout "
+        "holding the given values"
     )
 
 
@@ -250,6 +265,7 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
             dp=count,
             sharding="ddp" if count > 1 else "none",
             micro_batch=ctx.job.batch_size or 1,
+            grad_accum=max(1, math.ceil(ctx.job.global_batch_seqs / ((ctx.job.batch_size or 1) * count))),
         )
         mem = search.model.components(layout, search.usable)
     else:

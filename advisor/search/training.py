@@ -555,12 +555,14 @@ class TrainingSearch:
         out: list[tuple[str, int]] = []
         seen_mb = -1
         batch = self.job.batch_size or 1
+        g = self.job.global_batch_seqs
+        accum = max(1, math.ceil(g / (batch * base.dp))) if g else 1  # so the refusal shows the global batch
         for recompute in self._recomputes:
             per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
             mb_max = int(room // per) if per > 0 else 1 << 20
             need = self.room_total - room + per * batch
             if res.leanest is None or need < res.leanest[0]:
-                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch))
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch, grad_accum=accum))
             if mb_max < 1 or (self.dominance and mb_max == seen_mb):
                 continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
             seen_mb = mb_max
@@ -685,6 +687,19 @@ class TrainingSearch:
                 1.0 / count,
             )
         return res.constraint_miss or res.batch_miss
+
+    def near_limit(self, res: _CountResult) -> _Found | None:
+        """The leanest layout tried, timed, when nothing fits on the central estimate but it 'may not fit':
+        the usable memory lies within the error measured on published peaks (their P25-P75 band), so a run
+        of it may well fit (measured runs did); None when it clearly does not fit or a hard rule refused."""
+        if res.leanest is None or res.constraint_miss is not None:
+            return None
+        layout = res.leanest[1]
+        if not self.model.components(layout, self.usable).near_limit:
+            return None
+        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
+        step = self.steps.step(layout, per)
+        return None if step is None else _Found(step.total_s / step.items, 0, layout, step)
 
     def leanest_memory(self, res: _CountResult) -> tuple[Layout, Memory] | None:
         """The layout needing the least memory among those tried, with its breakdown."""
