@@ -143,6 +143,26 @@ def predict(
     job = resolve_job(knowledge, workload, need_data=False)
     check_config(job, count)
     model = efficiency or PriorEfficiency(knowledge.assumptions)
+    found = _answer(knowledge, job, gpu, count, node_size, constraints, model)
+    if found.refusal == "memory":
+        from advisor.job.data import leaner_recipe
+
+        lean = leaner_recipe(knowledge, workload, job, count)
+        retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
+        found = retry if retry is not None and retry.refusal is None else found
+    return _with_drift(knowledge, found, job, gpu)
+
+
+def _answer(
+    knowledge: Knowledge,
+    job: Job,
+    gpu: Gpu,
+    count: int,
+    node_size: int,
+    constraints: Constraints,
+    model: EfficiencyModel,
+) -> Prediction:
+    """The prediction of one resolved job on the GPU x count."""
     ctx = Context(knowledge, job, constraints, model)
     precision = resolve_precision(job.precision, gpu)
     _check_precision(ctx, gpu, precision, node_size)
@@ -165,10 +185,8 @@ def predict(
         assumed=assumed,
     )
     if job.training:
-        found = _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    else:
-        found = _predict_serving(ctx, gpu, precision, count, node_size, common)
-    return _with_drift(knowledge, found, job, gpu)
+        return _predict_training(ctx, gpu, precision, count, node_size, model, common)
+    return _predict_serving(ctx, gpu, precision, count, node_size, common)
 
 
 def _with_drift(knowledge: Knowledge, found: Prediction, job: Job, gpu: Gpu) -> Prediction:

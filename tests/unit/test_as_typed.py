@@ -1,0 +1,70 @@
+"""Answers as a user types them: the defaults a fine-tuning run typically has, and measured configurations
+answered rather than refused (memory near the limit, leaner recipes, uneven interleaved pipelines)."""
+
+from __future__ import annotations
+
+from advisor.answer.predict import predict
+from advisor.job.config_check import check_config
+from advisor.job.inputs import RunConfig, Workload
+from advisor.job.resolve import resolve_job
+
+
+def test_a_typed_fine_tune_checkpoints_as_toolkits_do(knowledge) -> None:
+    # The default fine-tuning stack is TRL's SFTTrainer: gradient checkpointing on, as in the toolkits'
+    # recipes (and in the held-out VectorLM and torchtune runs), not the bare Trainer's off.
+    got = predict(knowledge, Workload(model="llama-3.1-8b", kind="finetune", seq_len=4096), "h100-sxm", 8)
+    assert got.throughput is not None
+    assert got.configuration["stack"].value == "trl" and got.configuration["recompute"].value == "full"
+
+
+def test_a_single_gpu_full_fine_tune_takes_the_recipe_made_for_it(knowledge) -> None:
+    # torchtune's README measured Llama 3.1 8B full fine-tuning on one RTX 4090 (24 GB): its single-device
+    # recipe (PagedAdamW8bit, the optimizer stepped in backward) fits where the default stack's bf16 AdamW
+    # states (64 GB) cannot.
+    got = predict(knowledge, Workload(model="llama-3.1-8b", kind="finetune", seq_len=2048), "rtx-4090", 1)
+    assert got.refusal is None and got.throughput is not None
+    assert got.configuration["stack"].value == "torchtune"
+    assert got.configuration["optimizer"].value == "paged-adamw-8bit"
+    assert any(a.field == "stack" and "does not fit" in a.text for a in got.assumed)
+    # A stated stack is held: no recipe replaces it.
+    stated = Workload(model="llama-3.1-8b", kind="finetune", seq_len=2048, config=RunConfig(stack="hf"))
+    assert predict(knowledge, stated, "rtx-4090", 1).refusal == "memory"
+
+
+def test_a_configuration_near_the_memory_limit_is_answered(knowledge) -> None:
+    # MosaicML's llm-foundry table ran MPT-1B at micro-batch 10 on 32 A100-40GB: the central estimate is 6%
+    # over the usable memory, inside the error measured on published peaks, so it is answered as "may not
+    # fit" rather than refused.
+    config = RunConfig(stack="composer", zero=3, recompute="none", tp=1, pp=1)
+    workload = Workload(
+        model="mpt-1b", kind="pretrain", precision="bf16", seq_len=2048, batch_size=10, config=config
+    )
+    got = predict(knowledge, workload, "a100-40gb-sxm", 32)
+    assert got.refusal is None and got.throughput is not None
+    assert got.memory.verdict == "may not fit" and got.memory.per_gpu_gb > got.memory.usable_gb
+    assert any(n.startswith("may not fit") for n in got.notes)
+    # Far over the limit it is still refused, with the memory of the configuration as given.
+    far = Workload(
+        model="mpt-1b", kind="pretrain", precision="bf16", seq_len=2048, batch_size=16, config=config
+    )
+    assert predict(knowledge, far, "a100-40gb-sxm", 32).refusal == "memory"
+
+
+def test_an_uneven_interleaved_pipeline_is_accepted(knowledge) -> None:
+    # Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8: Megatron splits uneven chunks (the
+    # first ones a layer larger), as the step model prices them.
+    config = RunConfig(stack="megatron", tp=8, pp=8, cp=2, pp_schedule="interleaved:8")
+    job = resolve_job(
+        knowledge, Workload(model="llama-3.1-405b", kind="pretrain", config=config), need_data=False
+    )
+    check_config(job, 1024)
+
+
+def test_a_refusal_shows_the_given_global_batch(knowledge) -> None:
+    config = RunConfig(stack="megatron", tp=1, pp=2, recompute="selective", global_batch=512)
+    workload = Workload(
+        model="llama-3.1-8b", kind="pretrain", precision="bf16", seq_len=8192, batch_size=4, config=config
+    )
+    got = predict(knowledge, workload, "a100-80gb-sxm", 8)
+    assert got.refusal == "memory"
+    assert got.configuration["global_batch"].value == 512 and got.configuration["grad_accum"].value == 32
