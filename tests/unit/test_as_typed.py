@@ -3,6 +3,8 @@ answered rather than refused (memory near the limit, leaner recipes, uneven inte
 
 from __future__ import annotations
 
+import statistics
+
 from advisor.answer.predict import predict
 from advisor.job.config_check import check_config
 from advisor.job.inputs import RunConfig, Workload
@@ -68,3 +70,31 @@ def test_a_refusal_shows_the_given_global_batch(knowledge) -> None:
     got = predict(knowledge, workload, "a100-80gb-sxm", 8)
     assert got.refusal == "memory"
     assert got.configuration["global_batch"].value == 512 and got.configuration["grad_accum"].value == 32
+
+
+def test_typed_fine_tunes_are_not_faster_than_what_was_run(knowledge) -> None:
+    # The shipped non-vendor fine-tuning runs (this repository's H200 runs, stas00's DeepSpeed runs), each as
+    # typed (model, GPU, count, precision, sequence) and as it ran: the tool's own choice must not be
+    # systematically faster than the measured configuration (on main, checkpointing off: 1.2-1.3x), and no
+    # typed run is refused.
+    from advisor.learned.efficiency.dataset import shipped_dataset
+    from advisor.learned.efficiency.explicit import workload_of_run
+    from advisor.learned.efficiency.learned import load_learned
+    from advisor.learned.efficiency.prior import PriorEfficiency
+
+    model = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
+    runs = [
+        s.row
+        for s in shipped_dataset(knowledge).samples
+        if s.family == "llm" and s.row.kind == "finetune" and s.row.source_family != "vendor"
+    ]
+    gains, refused = [], 0
+    for r in runs:
+        typed = Workload(model=r.workload, kind=r.kind, precision=r.precision, seq_len=r.seq_len)
+        got = predict(knowledge, typed, r.gpu, r.count, efficiency=model).throughput
+        ran = predict(knowledge, workload_of_run(r), r.gpu, r.count, efficiency=model).throughput
+        refused += got is None
+        if got is not None and ran is not None:
+            gains.append(got.value / ran.value)
+    assert len(runs) >= 30 and refused == 0 and len(gains) >= 20
+    assert 0.9 <= statistics.median(gains) <= 1.1
