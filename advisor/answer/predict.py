@@ -283,7 +283,7 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
             dp=count,
             sharding="ddp" if count > 1 else "none",
             micro_batch=ctx.job.batch_size or 1,
-            grad_accum=max(1, math.ceil(ctx.job.global_batch_seqs / ((ctx.job.batch_size or 1) * count))),
+            grad_accum=max(1, math.ceil(search.global_batch(count) / ((ctx.job.batch_size or 1) * count))),
         )
         mem = search.model.components(layout, search.usable)
     else:

@@ -98,3 +98,22 @@ def test_typed_fine_tunes_are_not_faster_than_what_was_run(knowledge) -> None:
             gains.append(got.value / ran.value)
     assert len(runs) >= 30 and refused == 0 and len(gains) >= 20
     assert 0.9 <= statistics.median(gains) <= 1.1
+
+
+def test_the_default_pre_training_batch_grows_with_thousands_of_gpus(knowledge) -> None:
+    # Llama 3 405B trained with 16M tokens per step on 16K H100s; the 4M-token default there left one
+    # micro-batch per pipeline (a bubble of most of the step). At least 1,024 tokens per GPU, as Llama 3.
+    typed = Workload(model="llama-3.1-405b", kind="pretrain", precision="bf16", seq_len=8192)
+    got = predict(knowledge, typed, "h100-sxm", 16384)
+    assert got.configuration["global_batch"].value >= 16384 * 1024 // 8192
+    small = predict(knowledge, Workload(model="llama-3.1-8b", kind="pretrain", seq_len=8192), "h100-sxm", 64)
+    # The 4M-token default below 4,096 GPUs: 489 sequences, 8 per data-parallel rank.
+    assert small.configuration["global_batch"].value == 512
+    stated = Workload(
+        model="llama-3.1-405b",
+        kind="pretrain",
+        precision="bf16",
+        seq_len=8192,
+        config=RunConfig(global_batch=512),
+    )
+    assert predict(knowledge, stated, "h100-sxm", 16384).configuration["global_batch"].value == 512
