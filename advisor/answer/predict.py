@@ -31,7 +31,7 @@ from advisor.catalog.rules import evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
-from advisor.job.resolve import Job, resolve_job
+from advisor.job.resolve import Job, leaner_recipe, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
 from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
@@ -145,8 +145,6 @@ def predict(
     model = efficiency or PriorEfficiency(knowledge.assumptions)
     found = _answer(knowledge, job, gpu, count, node_size, constraints, model)
     if found.refusal == "memory":
-        from advisor.job.data import leaner_recipe
-
         lean = leaner_recipe(knowledge, workload, job, count)
         retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
         found = retry if retry is not None and retry.refusal is None else found

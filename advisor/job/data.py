@@ -14,7 +14,6 @@ from advisor.question.units import human
 from advisor.question.vocab import Stack
 
 if TYPE_CHECKING:
-    from advisor.job.resolve import Job
     from advisor.job.shape import ModelShape, WorkSize
 
 
@@ -215,35 +214,3 @@ def default_stack(kind: str, c: RunConfig) -> tuple[Stack, str]:
             "a typical PyTorch FSDP stack: eager modules, SDPA attention, no compile or FP8 kernels",
         )
     return "trl", "TRL's SFTTrainer, as fine-tuning toolkits run the Hugging Face Trainer: checkpointing on"
-
-
-def leaner_recipe(knowledge: Knowledge, workload: Workload, job: Job, count: int) -> Job | None:
-    """The job under the fine-tuning recipe made for little memory, to try when the default stack fits
-    nothing: torchtune's (bf16 weights and AdamW states with no fp32 copy, the optimizer stepped in
-    backward, activation checkpointing and a chunked loss), on one GPU with its single-device config's
-    PagedAdamW8bit (torchtune-config). None when the stack was stated or the workload is not a full
-    fine-tune."""
-    from dataclasses import replace
-
-    from advisor.job.resolve import resolve_job
-
-    stated = workload.config
-    if job.kind != "finetune" or stated.stack is not None:
-        return None
-    paged = count == 1 and "optimizer" not in job.given_workload
-    extra: dict[str, Any] = {"optimizer": "paged-adamw-8bit"} if paged else {}
-    lean = resolve_job(
-        knowledge,
-        workload.model_copy(update={"config": stated.model_copy(update={"stack": "torchtune"}), **extra}),
-        need_data=False,
-    )
-    recipe = "its single-device recipe: PagedAdamW8bit" if paged else "its recipe: AdamW"
-    note = Assumed(
-        text=f"training stack: torchtune ({recipe}, bf16 weights and states, the optimizer stepped in "
-        f"backward; the default {job.stack} does not fit on {count} GPU{'s' if count > 1 else ''})",
-        note="the fine-tuning recipe made for little memory",
-        field="stack",
-    )
-    assumed = (*(a for a in lean.assumed if a.field != "stack"), note)
-    # As the user stated it (the stack is the tool's choice, not theirs), with the recipe's own values.
-    return replace(lean, config=stated, assumed=assumed, given_workload=job.given_workload)
