@@ -86,6 +86,8 @@ def training_args(row: dict[str, str], mode: str) -> list[str]:
     if mode == "stated":
         for column, flag in CONFIG_FLAGS.items():
             _flag(args, flag, row.get(column, ""))
+        if row.get("master_weights", "") == "false":  # pure 16-bit training, as the source's config states
+            args.append("--no-master-weights")
     return args
 
 

@@ -31,10 +31,10 @@ from advisor.catalog.rules import evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
-from advisor.job.resolve import Job, resolve_job
+from advisor.job.resolve import Job, leaner_recipe, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import inference_memory, serving_usable_gb
+from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -143,6 +143,24 @@ def predict(
     job = resolve_job(knowledge, workload, need_data=False)
     check_config(job, count)
     model = efficiency or PriorEfficiency(knowledge.assumptions)
+    found = _answer(knowledge, job, gpu, count, node_size, constraints, model)
+    if found.refusal == "memory":
+        lean = leaner_recipe(knowledge, workload, job, count)
+        retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
+        found = retry if retry is not None and retry.refusal is None else found
+    return _with_drift(knowledge, found, job, gpu)
+
+
+def _answer(
+    knowledge: Knowledge,
+    job: Job,
+    gpu: Gpu,
+    count: int,
+    node_size: int,
+    constraints: Constraints,
+    model: EfficiencyModel,
+) -> Prediction:
+    """The prediction of one resolved job on the GPU x count."""
     ctx = Context(knowledge, job, constraints, model)
     precision = resolve_precision(job.precision, gpu)
     _check_precision(ctx, gpu, precision, node_size)
@@ -165,10 +183,8 @@ def predict(
         assumed=assumed,
     )
     if job.training:
-        found = _predict_training(ctx, gpu, precision, count, node_size, model, common)
-    else:
-        found = _predict_serving(ctx, gpu, precision, count, node_size, common)
-    return _with_drift(knowledge, found, job, gpu)
+        return _predict_training(ctx, gpu, precision, count, node_size, model, common)
+    return _predict_serving(ctx, gpu, precision, count, node_size, common)
 
 
 def _with_drift(knowledge: Knowledge, found: Prediction, job: Job, gpu: Gpu) -> Prediction:
@@ -187,9 +203,15 @@ def _predict_training(
 ) -> Prediction:
     search = TrainingSearch(ctx, gpu, precision, node_size)
     res = search.search_count(count)
-    if not res.found:
-        return _refusal(ctx, search, res, count, common)
-    cands = [search.candidate(f) for f in with_simplest(res)]
+    found = with_simplest(res)
+    notes: tuple[str, ...] = ()
+    if not found:
+        near = search.near_limit(res)
+        if near is None:
+            return _refusal(ctx, search, res, count, common)
+        # Within the memory model's measured error of fitting: answered, and said, rather than refused.
+        found, notes = [near], (_near_limit_note(search.candidate(near).memory),)
+    cands = [search.candidate(f) for f in found]
     effs = model.estimate([efficiency_query(c, ctx) for c in cands])
     timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
     timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
@@ -219,7 +241,16 @@ def _predict_training(
         configuration=configuration(ctx.job, cand.layout),
         alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
         goodput=goodput_out(good),
-        notes=(eff.note,) if eff.note else (),
+        notes=notes + ((eff.note,) if eff.note else ()),
+    )
+
+
+def _near_limit_note(memory: Memory) -> str:
+    return (
+        f"may not fit: {memory.central_gb:.1f} GB per GPU on the central estimate against "
+        f"{memory.usable_gb:.1f} usable, within the error measured on published peaks (their P25-P75), so "
+        "the chance of running out is between a quarter and three quarters: answered for the leanest layout "
+        "holding the given values"
     )
 
 
@@ -250,6 +281,7 @@ def _refusal(ctx: Context, search: TrainingSearch, res: _CountResult, count: int
             dp=count,
             sharding="ddp" if count > 1 else "none",
             micro_batch=ctx.job.batch_size or 1,
+            grad_accum=max(1, math.ceil(search.global_batch(count) / ((ctx.job.batch_size or 1) * count))),
         )
         mem = search.model.components(layout, search.usable)
     else:

@@ -210,6 +210,7 @@ class Defaults(Record):
     pretrain_tokens_per_param: Figure
     finetune_tokens: Figure
     pretrain_global_batch_tokens: Figure
+    pretrain_global_batch_tokens_per_gpu: Figure
     finetune_global_batch_seqs: Figure
     max_global_batch_items: Figure
     startup_overhead_h: Figure

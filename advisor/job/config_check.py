@@ -77,7 +77,9 @@ def _check_splits(job: Job, c: RunConfig, arch: Arch) -> None:
 
 
 def _check_schedule(c: RunConfig, layers: int) -> None:
-    """An interleaved schedule needs pipeline stages and layers that split into pp x V equal chunks."""
+    """An interleaved schedule needs pipeline stages and at least one layer per chunk: pp x V chunks of
+    contiguous layers, the first ones a layer larger when they do not divide (Megatron's split, as the step
+    model prices it; Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8)."""
     v = virtual_stages(c.pp_schedule or "1f1b")
     pp = c.pp or 1
     if v > 1 and c.pp is not None and pp == 1:
@@ -87,12 +89,12 @@ def _check_schedule(c: RunConfig, layers: int) -> None:
             problem="needs pipeline parallelism of 2 or more",
             accepted="1f1b with pp 1",
         )
-    if v > 1 and c.pp and layers % (pp * v):
+    if v > 1 and c.pp and layers < pp * v:
         raise InputError(
             field="pp_schedule",
             value=c.pp_schedule,
-            problem=f"with pp {pp}: {layers} layers do not split into {pp * v} equal chunks",
-            accepted="V such that pp x V divides the layers",
+            problem=f"with pp {pp}: {layers} layers do not fill {pp * v} chunks of at least one layer",
+            accepted="V such that pp x V is at most the layers",
         )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
+from typing import Any
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
@@ -20,7 +21,7 @@ from advisor.question.errors import InputError
 from advisor.question.units import human
 from advisor.question.values import value_type
 
-__all__ = ["Arch", "Job", "dense_arch_for", "resolve_job", "transformer_flops_per_token"]
+__all__ = ["Arch", "Job", "dense_arch_for", "leaner_recipe", "resolve_job", "transformer_flops_per_token"]
 
 
 @value_type
@@ -242,3 +243,31 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
         **serving,
         **settings,
     )
+
+
+def leaner_recipe(knowledge: Knowledge, workload: Workload, job: Job, count: int) -> Job | None:
+    """The job under the fine-tuning recipe made for little memory, to try when the default stack fits
+    nothing: torchtune's (bf16 weights and AdamW states with no fp32 copy, the optimizer stepped in
+    backward, activation checkpointing and a chunked loss), on one GPU with its single-device config's
+    PagedAdamW8bit (torchtune-config). None when the stack was stated or the workload is not a full
+    fine-tune."""
+    stated = workload.config
+    if job.kind != "finetune" or stated.stack is not None:
+        return None
+    paged = count == 1 and "optimizer" not in job.given_workload
+    extra: dict[str, Any] = {"optimizer": "paged-adamw-8bit"} if paged else {}
+    lean = resolve_job(
+        knowledge,
+        workload.model_copy(update={"config": stated.model_copy(update={"stack": "torchtune"}), **extra}),
+        need_data=False,
+    )
+    recipe = "its single-device recipe: PagedAdamW8bit" if paged else "its recipe: AdamW"
+    note = Assumed(
+        text=f"training stack: torchtune ({recipe}, bf16 weights and states, the optimizer stepped in "
+        f"backward; the default {job.stack} does not fit on {count} GPU{'s' if count > 1 else ''})",
+        note="the fine-tuning recipe made for little memory",
+        field="stack",
+    )
+    assumed = (*(a for a in lean.assumed if a.field != "stack"), note)
+    # As the user stated it (the stack is the tool's choice, not theirs), with the recipe's own values.
+    return replace(lean, config=stated, assumed=assumed, given_workload=job.given_workload)

@@ -175,10 +175,23 @@ def _moe_dispatch_bytes(arch: Arch, a: Assumptions) -> float:
     return a.activations.moe_dispatch_bytes.value * arch.experts_per_token * arch.hidden
 
 
-def _mlp_bytes_per_token(arch: Arch) -> float:
-    """FFN activations per token per layer, 16-bit: input and mask (3h) plus 4 bytes per FFN unit (8 gated);
-    Korthikanti's 19h for a 4h GeLU FFN."""
-    return 3.0 * arch.hidden + (8.0 if arch.gated else 4.0) * _ffn_width(arch)
+def _mlp_bytes_per_token(arch: Arch, fused_swiglu: bool = False) -> float:
+    """FFN activations per token per layer, 16-bit: input and mask (3h) plus 4 bytes per FFN unit: the
+    GeLU's input and output (Korthikanti's 19h for a 4h FFN). A gated FFN keeps 8 in eager code (gate,
+    silu(gate), up, their product) and 6 with Megatron's fused SwiGLU, which saves only its 2f-wide input
+    (megatron-swiglu)."""
+    gated = 6.0 if fused_swiglu else 8.0
+    return 3.0 * arch.hidden + (gated if arch.gated else 4.0) * _ffn_width(arch)
+
+
+def _fused_attention_bytes_per_token(arch: Arch) -> float:
+    """Attention-side activations per token per layer of a fused block, 16-bit (Korthikanti's 15h = 11h + 4h,
+    term by term with the real widths): the two norms' inputs (4h), the QKV input (2h), Q and K (2q + 2kv),
+    V (2kv), the output projection's input (2q) and the dropout mask (h). Grouped-query attention keeps
+    narrower K and V; the s x s terms are counted apart (none with FlashAttention)."""
+    h = arch.hidden
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    return 7.0 * h + 4.0 * q + 4.0 * kv
 
 
 def _hf_layer_bytes(arch: Arch, mode: str, adapter_width: float, adapter_bytes: float) -> tuple[float, float]:
@@ -369,9 +382,16 @@ class TrainingMemoryModel:
             per_input = a.memory.peft_adapter_input_bytes.value if self.traits.peft_fp32_adapters else 2.0
             layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, per_input)
             return layer * s + moe, inputs * s
-        # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real FFN width.
-        full_layer = (c.per_layer_coeff.value - 19.0) * h * s + _mlp_bytes_per_token(arch) * s + moe
-        return full_layer, c.full_recompute_coeff.value * s * h
+        if self.job.stack == "megatron":
+            # Megatron-Core's block, term by term (Korthikanti's 15h + 19h at the block's real widths):
+            # grouped-query K and V, and the fused SwiGLU's saved input only.
+            per_token = _fused_attention_bytes_per_token(arch) + _mlp_bytes_per_token(arch, fused_swiglu=True)
+        else:
+            # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real
+            # FFN width (torchtitan's and Unsloth's published peaks fit it better than the term-by-term
+            # widths).
+            per_token = (c.per_layer_coeff.value - 19.0) * h + _mlp_bytes_per_token(arch)
+        return per_token * s + moe, c.full_recompute_coeff.value * s * h
 
     def _layer_bytes(self, recompute: str, s: int) -> tuple[float, float]:
         """(kept per layer, working set of the layer being recomputed), bytes per sequence at tp = cp = 1."""

@@ -157,9 +157,19 @@ class TrainingSearch:
         self._recomputes = self._recompute_options()
         self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
         self.shape_bounds: dict[Shape, float] = {}
-        self.batches: dict[tuple[int, int, int], list[int]] = {}
+        self.batches: dict[tuple[int, int, int, int], list[int]] = {}
+        self.tokens_per_gpu = self.a.defaults.pretrain_global_batch_tokens_per_gpu.value
 
     # --- the options each dimension may take -------------------------------------------------------------
+    def global_batch(self, count: int) -> int:
+        """Sequences per optimizer step at this count: the user's, else the default, which for pre-training
+        grows with the GPUs to at least defaults.pretrain_global_batch_tokens_per_gpu tokens per GPU (runs on
+        thousands of GPUs grow their batch: Llama 3's 16M tokens on 16K GPUs)."""
+        job, g = self.job, self.job.global_batch_seqs
+        if not g or job.global_batch_given or job.kind != "pretrain":
+            return g
+        return max(g, math.ceil(count * self.tokens_per_gpu / max(job.seq_len, 1)))
+
     def recomputes(self) -> tuple[str, ...]:
         """Recomputation policies to try, cheapest first (fixed for the search: asked per sharding)."""
         return self._recomputes
@@ -233,17 +243,17 @@ class TrainingSearch:
     def micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
         """Micro-batches to try up to what memory allows (memoised on what they depend on; not to be
         changed by the caller)."""
-        key = (shape.dp, shape.cp, mb_max)
+        g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
+        key = (shape.dp, shape.cp, mb_max, g)
         options = self.batches.get(key)
         if options is None:
-            options = self.batches[key] = self._micro_batches(shape, mb_max)
+            options = self.batches[key] = self._micro_batches(shape, mb_max, g)
         return options
 
-    def _micro_batches(self, shape: Shape, mb_max: int) -> list[int]:
+    def _micro_batches(self, shape: Shape, mb_max: int, g: int) -> list[int]:
         job = self.job
         if job.batch_size:
             return [job.batch_size] if job.batch_size <= mb_max else []
-        g = job.global_batch_seqs
         if not g:  # non-LLM: the benchmarks' per-GPU batch, capped by the global-batch limit
             cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
             target = self.ctx.default_batch(self.gpu, self.precision) or 32
@@ -265,7 +275,7 @@ class TrainingSearch:
     def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
         """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
         per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
-        g = self.job.global_batch_seqs
+        g = self.global_batch(count)
         m_max = max(1, math.ceil(g / shape.dp)) if g else 1
         return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
 
@@ -283,7 +293,7 @@ class TrainingSearch:
 
     def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
         """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
-        g = self.job.global_batch_seqs
+        g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
         m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
         terms = self.trial_terms.get((shape, recompute))
         if terms is None:  # the terms that do not depend on the micro-batch, memoised
@@ -435,7 +445,7 @@ class TrainingSearch:
         return res.worst * (1.0 + BOUND_MARGIN)
 
     def _batch_ok(self, shape: Shape, count: int, res: _CountResult) -> bool:
-        job, g = self.job, self.job.global_batch_seqs
+        job, g = self.job, self.global_batch(count)
         if g and shape.dp > g:
             res.batch_miss = res.batch_miss or Miss(
                 self.gpu.id,
@@ -555,12 +565,14 @@ class TrainingSearch:
         out: list[tuple[str, int]] = []
         seen_mb = -1
         batch = self.job.batch_size or 1
+        g = self.global_batch(base.count)
+        accum = max(1, math.ceil(g / (batch * base.dp))) if g else 1  # so the refusal shows the global batch
         for recompute in self._recomputes:
             per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
             mb_max = int(room // per) if per > 0 else 1 << 20
             need = self.room_total - room + per * batch
             if res.leanest is None or need < res.leanest[0]:
-                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch))
+                res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch, grad_accum=accum))
             if mb_max < 1 or (self.dominance and mb_max == seen_mb):
                 continue  # does not fit, or fits no larger micro-batch than a cheaper policy did
             seen_mb = mb_max
@@ -583,7 +595,7 @@ class TrainingSearch:
         """Run one trial and keep it if it is among the fastest, or the simplest (`kind`: its variant, one
         per shape, sharding and recomputation, and its complexity)."""
         variant, cx = kind
-        g = self.job.global_batch_seqs
+        g = self.global_batch(base.count)
         accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
         layout = Layout(
             base.count,
@@ -685,6 +697,19 @@ class TrainingSearch:
                 1.0 / count,
             )
         return res.constraint_miss or res.batch_miss
+
+    def near_limit(self, res: _CountResult) -> _Found | None:
+        """The leanest layout tried, timed, when nothing fits on the central estimate but it 'may not fit':
+        the usable memory lies within the error measured on published peaks (their P25-P75 band), so a run
+        of it may well fit (measured runs did); None when it clearly does not fit or a hard rule refused."""
+        if res.leanest is None or res.constraint_miss is not None:
+            return None
+        layout = res.leanest[1]
+        if not self.model.components(layout, self.usable).near_limit:
+            return None
+        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
+        step = self.steps.step(layout, per)
+        return None if step is None else _Found(step.total_s / step.items, 0, layout, step)
 
     def leanest_memory(self, res: _CountResult) -> tuple[Layout, Memory] | None:
         """The layout needing the least memory among those tried, with its breakdown."""

@@ -52,7 +52,7 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
         (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not the 64 GPUs"),
         (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "global_batch: 99 is not divisible by dp 2"),
         (dict(cp=3), 48, "cp: 3 does not divide the sequence length 2048"),
-        (dict(pp=8, pp_schedule="interleaved:5"), 64, "do not split into 40 equal chunks"),
+        (dict(pp=8, pp_schedule="interleaved:16"), 64, "96 layers do not fill 128 chunks"),
         (dict(zero=0, offload="optimizer"), 8, "offload: 'optimizer' needs ZeRO"),
         (dict(engine="vllm"), 8, "engine: 'vllm' is not used by finetune; used only by inference"),
         (dict(tp=8, shard_group=3), 64, "shard_group: 3 does not divide"),

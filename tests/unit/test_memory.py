@@ -69,6 +69,36 @@ def test_korthikanti_activations(knowledge) -> None:
     assert model.per_sequence("full", 1) == pytest.approx(full)
 
 
+def test_megatron_llama_block_at_its_real_widths(knowledge) -> None:
+    # Korthikanti's 34h is a GPT block (MHA, 4h GeLU FFN); Megatron-Core's Llama block keeps, per token and
+    # layer: the norms' inputs 4h, the QKV input 2h, Q 2q, K and V 4kv (grouped-query), the projection's input
+    # 2q, the dropout masks 2h, the FC1 input 2h and the fused SwiGLU's input 4f and output 2f.
+    megatron = RunConfig(stack="megatron")
+    workload = Workload(model="llama-3.1-8b", kind="pretrain", tokens=1e9, seq_len=8192, config=megatron)
+    job = resolve_job(knowledge, workload)
+    model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
+    h, q, kv, f = 4096, 4096, 1024, 14336
+    per_token = 4 * h + 2 * h + 2 * q + 4 * kv + 2 * q + 2 * h + 2 * h + 6 * f
+    assert per_token == 36 * h  # 34h + 2h: narrower K/V and the fused SwiGLU against a GPT block's 46h widths
+    assert model.per_layer["selective"][0] == pytest.approx(per_token * 8192)
+
+
+def test_flagperf_pp2_layout_fits(knowledge) -> None:
+    # FlagPerf's Llama-3-8B pre-training ran on 8 A800-80GB as PP2 x DP4 (Megatron-Core, selective recompute,
+    # micro-batch 1, sequence 8192) using 76 of 80 GiB: a measured run is never refused. 1F1B keeps two
+    # micro-batches of 16 layers in flight on the first stage.
+    from advisor.answer.predict import predict
+
+    config = RunConfig(stack="megatron", tp=1, pp=2, recompute="selective", global_batch=512)
+    workload = Workload(
+        model="llama-3.1-8b", kind="pretrain", precision="bf16", seq_len=8192, batch_size=1, config=config
+    )
+    got = predict(knowledge, workload, "a100-80gb-sxm", 8)
+    assert got.refusal is None and got.throughput is not None
+    assert got.memory.per_gpu_gb < 76 * 1.074 * 1.1  # within 10% of the published peak (GiB in GB)
+    assert got.configuration["global_batch"].value == 512
+
+
 def _hf_per_token(knowledge, model_id: str, kind: str, master: bool, recompute: str) -> float:
     config = RunConfig(stack="hf", master_weights=master, recompute=recompute)
     job = resolve_job(

@@ -49,7 +49,9 @@ def test_the_default_stack_is_a_typical_one_and_is_said(knowledge) -> None:
     assert any(
         "training stack: fsdp" in a.text and "typical PyTorch FSDP" in a.text for a in pretrain.assumed
     )
-    assert _job(knowledge, model="llama-3.1-8b", kind="finetune").stack == "hf"
+    finetune = _job(knowledge, model="llama-3.1-8b", kind="finetune")
+    assert finetune.stack == "trl"  # as fine-tuning toolkits run it: gradient checkpointing on
+    assert any("training stack: trl" in a.text and "checkpointing on" in a.text for a in finetune.assumed)
     # A stated pipeline needs a stack that runs one.
     assert _job(knowledge, model="llama-3.1-70b", kind="finetune", config=RunConfig(pp=4)).stack == "megatron"
 
