@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
-from advisor.catalog.common import Source, adapter, decode_object, encode, normalise_id, shipped_root
+from advisor.catalog.common import Source, decode_object, encode, normalise_id, shipped_root
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
 from advisor.catalog.prices import Offer
 from advisor.catalog.rules import RuleBook
 from advisor.question.errors import InputError, KnowledgeError
+from advisor.question.records import validate as validate_records
 
 try:
     # CPython's own BLAKE2: `hashlib` would first load OpenSSL's library, a tenth of a short command's CPU.
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 # Bump when the cached form changes in a way the record types' source does not show.
-CACHE_FORMAT = b"records-2"
+CACHE_FORMAT = b"records-3"
 KEEP_VERSIONS = 4
 """Cached versions kept per knowledge file."""
 
@@ -169,18 +170,12 @@ def validate(kind: Any, data: Any, name: str, table: str = "") -> Any:
     from pydantic import ValidationError
 
     try:
-        return adapter(kind).validate_python(data)
+        return validate_records(kind, data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = _where(tuple(first["loc"]), data, table)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        # A dataclass calls an unknown key an unexpected argument: say it as for any other schema.
-        msg = (
-            "Extra inputs are not permitted"
-            if first["type"] == "unexpected_keyword_argument"
-            else first["msg"]
-        )
-        raise KnowledgeError(f"knowledge/{name}: {where}: {msg}{more}") from exc
+        raise KnowledgeError(f"knowledge/{name}: {where}: {first['msg']}{more}") from exc
 
 
 def _read_toml(root: Traversable, name: str) -> dict[str, Any]:

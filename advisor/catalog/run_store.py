@@ -7,57 +7,54 @@ import functools
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated, Any, Literal
 
 from advisor.catalog.userdata import data_dir, locked, read_stored, write_text_atomic
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
+from advisor.question.records import Check, dump, validate
 
 RUNS_FILE = "runs.json"
-STORE_FORMAT = 1
+STORE_FORMAT: Literal[1] = 1
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
-class StoredRun(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRun:
     """One measured run of the user's, with what the uncalibrated model predicted for it (base) and the
     model that predicted it (base_model), so a changed model is noticed and the run re-predicted."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str = Field(min_length=1, max_length=64)
+    id: Annotated[str, Check(min_length=1, max_length=64)]
     kind: Literal["training", "serving"]
-    format: str = Field(max_length=32)
-    source: str = Field(max_length=500)
-    added: str = Field(max_length=32)
-    gpu: str = Field(min_length=1, max_length=64)
-    count: int = Field(ge=1, le=100_000)
-    key: str = Field(min_length=1, max_length=32)
+    format: Annotated[str, Check(max_length=32)]
+    source: Annotated[str, Check(max_length=500)]
+    added: Annotated[str, Check(max_length=32)]
+    gpu: Annotated[str, Check(min_length=1, max_length=64)]
+    count: Annotated[int, Check(ge=1, le=100_000)]
+    key: Annotated[str, Check(min_length=1, max_length=32)]
     """The training stack or the serving engine."""
-    version: str | None = Field(default=None, max_length=64)
+    version: Annotated[str, Check(max_length=64)] | None = None
     workload: dict[str, Any]
-    constraints: dict[str, Any] = {}
+    constraints: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, float]
     base: dict[str, float]
-    base_model: str = Field(max_length=2000)
-    point: dict[str, float] = {}
+    base_model: Annotated[str, Check(max_length=2000)]
+    point: dict[str, float] = field(default_factory=dict)
     trusted_far: bool = False
 
-    @field_validator("measured", "base", "point")
-    @classmethod
-    def _finite(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, v in value.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
-        if bad:
-            raise ValueError(f"{bad[0]}: not a finite figure")
-        return value
+    def __post_init__(self) -> None:
+        for name in ("measured", "base", "point"):
+            values: dict[str, float] = getattr(self, name)
+            bad = [k for k, v in values.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
+            if bad:
+                raise ValueError(f"{name}: {bad[0]}: not a finite figure")
 
 
-class StoredRuns(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRuns:
     """The file: its format number and the runs."""
-
-    model_config = ConfigDict(extra="forbid")
 
     format: Literal[1]
     name: str
@@ -94,7 +91,7 @@ def _path(name: str) -> Path:
 
 
 def _parse(text: str) -> StoredRuns:
-    return StoredRuns.model_validate(json.loads(text))
+    return validate(StoredRuns, json.loads(text))
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,9 +112,7 @@ def load_runs(name: str) -> tuple[StoredRun, ...]:
 
 def _write(name: str, runs: list[StoredRun]) -> None:
     payload = StoredRuns(format=STORE_FORMAT, name=name, runs=runs)
-    write_text_atomic(
-        _path(name), json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
-    )
+    write_text_atomic(_path(name), json.dumps(dump(payload, mode="json"), indent=1, sort_keys=True) + "\n")
 
 
 def add_runs(name: str, new: list[StoredRun], rebase: dict[str, StoredRun] | None = None) -> tuple[int, int]:
@@ -165,4 +160,4 @@ def profile_text(name: str) -> str:
             f"profile {shown(name)}: no calibration runs; the list shows the profiles that have runs"
         )
     payload = StoredRuns(format=STORE_FORMAT, name=name, runs=list(runs))
-    return json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+    return json.dumps(dump(payload, mode="json"), indent=1, sort_keys=True) + "\n"

@@ -4,18 +4,18 @@ knowledge/storage.toml."""
 from __future__ import annotations
 
 import functools
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
-from advisor.catalog.common import PosFloat, Record, Source, record
+from advisor.catalog.common import PosFloat, Source
 from advisor.catalog.loader import Knowledge, _read_toml, validate
 from advisor.question.errors import InputError, KnowledgeError
 
 StorageKind = Literal["block", "object"]
 
 
-@record
-class StoragePrice(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoragePrice:
     """One storage product's list price."""
 
     provider: str
@@ -26,8 +26,8 @@ class StoragePrice(Record):
     note: str = ""
 
 
-@record
-class StorageFile(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StorageFile:
     """All of storage.toml."""
 
     schema_version: Literal[1]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from advisor.catalog.models import ModelSpec
-from advisor.job.frozen import Frozen
 from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
 from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS
 from advisor.question.records import PosFloat as PositiveFloat
 from advisor.question.records import PosInt as PositiveInt
+from advisor.question.records import dump
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,
     PRECISIONS,
@@ -37,7 +38,8 @@ MAX_COUNT = int(FIELDS["max_gpus"].bound.hi)  # type: ignore[union-attr]  # max_
 """The most GPUs a plan may have (the registry's bound of max_gpus)."""
 
 
-class RunConfig(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
     """The run's configuration as the user states it; every None is chosen by the search."""
 
     tp: PositiveInt | None = None
@@ -68,8 +70,8 @@ class RunConfig(Frozen):
     gpu_memory_utilization: PositiveFloat | None = None
     """Share of GPU memory the serving engine takes (None: its default)."""
 
-    @staticmethod
-    def _check(obj: Any) -> None:
+    def __post_init__(self) -> None:
+        obj = self
         if obj.pp_schedule is not None:
             virtual_stages(obj.pp_schedule)
         if obj.global_batch is not None and obj.global_batch_tokens is not None:
@@ -91,7 +93,7 @@ class RunConfig(Frozen):
 
     def given(self) -> dict[str, object]:
         """The values the user stated."""
-        return self.model_dump(exclude_none=True)
+        return dump(self, exclude_none=True)
 
 
 def virtual_stages(schedule: str) -> int:
@@ -110,7 +112,8 @@ def virtual_stages(schedule: str) -> int:
     )
 
 
-class Workload(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
     """What is to be run: the job, the model and its data or load."""
 
     kind: WorkloadKind | None = None
@@ -147,14 +150,16 @@ class Workload(Frozen):
     stack_version: str | None = None
     """The version of the stack or engine the user runs (a drift warning when newer than the runs)."""
 
-    # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, in _before)
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The fields a door received (advisor/job/door.py records them); not part of the value."""
 
-    @classmethod
-    def _field_checks(cls) -> dict[str, Any]:
-        return {"spec": _shape, "profile": _profile, "stack_version": _version}
+    # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, at the door)
 
-    @staticmethod
-    def _check(obj: Any) -> None:
+    def __post_init__(self) -> None:
+        _shape(self.spec)
+        _profile(self.profile)
+        _version(self.stack_version)
+        obj = self
         given = [n for n in ("model", "params", "spec") if getattr(obj, n) is not None]
         if len(given) != 1:
             extra = given[1] if given else "model"
@@ -184,6 +189,14 @@ class Workload(Frozen):
             )
 
 
+def stated(workload: Workload) -> frozenset[str]:
+    """The workload fields the user gave: those its door received, and any not at its default (a workload
+    built in code)."""
+    return workload.given | {
+        f.name for f in fields(workload) if f.compare and getattr(workload, f.name) != f.default
+    }
+
+
 def _profile(name: str | None) -> str | None:
     if name is not None:
         from advisor.catalog.run_store import check_profile_name
@@ -211,7 +224,8 @@ def _shape(spec: ModelSpec | None) -> ModelSpec | None:
     return spec
 
 
-class Constraints(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraints:
     """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 
     budget_usd: PositiveFloat | None = None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
-from advisor.job.inputs import RunConfig, Workload
+from advisor.job.inputs import RunConfig, Workload, stated
 from advisor.job.shape import (
     Arch,
     ModelShape,
@@ -18,12 +18,11 @@ from advisor.job.shape import (
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import human
-from advisor.question.values import value_type
 
 __all__ = ["Arch", "Job", "dense_arch_for", "resolve_job", "transformer_flops_per_token"]
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Job:
     """A resolved workload: what the memory, speed and cost models compute from."""
 
@@ -234,7 +233,7 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
         assumed=tuple(assumed),
         spec=shape.spec,
         config=workload.config,
-        given_workload=frozenset(workload.model_fields_set),
+        given_workload=stated(workload),
         profile=workload.profile,
         stack_version=workload.stack_version,
         global_batch_given=workload.config.global_batch is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.catalog.assumptions import Fabric
@@ -15,7 +15,6 @@ from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.question.errors import InputError
-from advisor.question.values import value_type
 
 IMAGE_KINDS = ("cnn", "vit")
 TCP_FABRIC = "eth-100"
@@ -23,7 +22,7 @@ TCP_FABRIC = "eth-100"
 SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Context:
     """Everything one recommendation or prediction computes from."""
 

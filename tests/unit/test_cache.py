@@ -8,6 +8,7 @@ from importlib import resources
 import pytest
 
 from advisor.catalog.loader import load_knowledge_from
+from advisor.question.records import dump
 
 
 def test_warm_cache_gives_equal_records_and_evicts_stale_entries(
@@ -35,5 +36,5 @@ def test_warm_cache_gives_equal_records_and_evicts_stale_entries(
     assert (
         warm.checklist == cold.checklist and warm.rules == cold.rules and warm.assumptions == cold.assumptions
     )
-    assert warm.gpu("h100").model_dump(mode="json") == cold.gpu("h100").model_dump(mode="json")
+    assert dump(warm.gpu("h100"), mode="json") == dump(cold.gpu("h100"), mode="json")
     assert warm.gpu("h100").release_date == cold.gpu("h100").release_date is not None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
 
 from advisor.fleet.portfolio import Entry
 from advisor.job.inputs import Constraints
 from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, limits
+from advisor.question.records import Check
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
 DEFAULT_LINE = f"DEFAULT_MAX_GPUS = {DEFAULT_MAX_GPUS}"
@@ -30,11 +32,13 @@ def test_the_default_gpu_limit_is_stated_once() -> None:
 
 
 def _bounds_of(entry_field: str) -> dict[str, float]:
+    """The bounds the field's Check markers give pydantic at the portfolio's door."""
+    hint = typing.get_type_hints(Entry, include_extras=True)[entry_field]
+    inner = next(a for a in typing.get_args(hint) if typing.get_origin(a) is typing.Annotated)
     out = {}
-    for meta in Entry.model_fields[entry_field].metadata:
-        for key in ("gt", "ge", "lt", "le"):
-            if getattr(meta, key, None) is not None:
-                out[key] = getattr(meta, key)
+    for meta in inner.__metadata__:
+        if isinstance(meta, Check):
+            out.update({k: v for k, v in meta.keys.items() if k in ("gt", "ge", "lt", "le")})
     return out
 
 
@@ -47,3 +51,4 @@ def test_the_fleet_planner_holds_the_registrys_bounds() -> None:
         ("gpus", "max_gpus"),
     ):
         assert _bounds_of(entry_field) == dict(limits(registry_field)), entry_field
+
