@@ -52,3 +52,15 @@ def test_the_fleet_planner_holds_the_registrys_bounds() -> None:
     ):
         assert _bounds_of(entry_field) == dict(limits(registry_field)), entry_field
 
+
+def test_what_the_user_gave_is_read_from_the_job() -> None:
+    """Whether an input was given is the job's given_workload (from the workload's door), never worked out
+    again from the prose of the assumptions (which says what was assumed, for the reader)."""
+    scan = re.compile(r"\bassumed\b.*\.field\s*(==|!=)|\.field\s*(==|!=).*\bassumed\b")
+    copies = [
+        f"{path.relative_to(ADVISOR)}:{n}: {line.strip()}"
+        for path in sorted(ADVISOR.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if scan.search(line)
+    ]
+    assert not copies, copies
