@@ -7,7 +7,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
@@ -37,7 +37,6 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Firing, evaluate
 from advisor.job.config_check import check_config
-from advisor.job.door import question
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.resolve import Job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
@@ -45,7 +44,6 @@ from advisor.physics.goodput import goodput
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
-from advisor.question.records import dump
 from advisor.question.units import fmt_hours
 from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision
 from advisor.search.context import Context
@@ -683,7 +681,8 @@ def _relaxed(
     """The budget (and, for training, the deadline) that would let the best plan in."""
 
     def without(field: str) -> list[Scored]:
-        relaxed = question(Constraints, {**dump(constraints), field: None})
+        lifted: dict[str, Any] = {field: None}
+        relaxed = dataclasses.replace(constraints, **lifted)
         return rerun(workload, relaxed).feasible
 
     lines = []
@@ -706,7 +705,7 @@ def _lighter(
     workload: Workload, constraints: Constraints, job: Job, rerun: Callable[..., Search]
 ) -> list[Suggestion]:
     """The first lighter workload (LoRA, QLoRA, int8 or int4 serving) that fits, as one changed input."""
-    alternatives: list[dict[str, str]] = []
+    alternatives: list[dict[str, Any]] = []
     if job.kind in ("pretrain", "finetune") and job.arch is not None:
         alternatives = [{"kind": "lora"}, {"kind": "qlora"}]
     elif job.kind == "lora":
@@ -715,7 +714,7 @@ def _lighter(
         alternatives = [{"precision": "int8"}, {"precision": "int4"}]
     for change in alternatives:
         try:
-            trial = rerun(question(Workload, {**dump(workload), **change}), constraints)
+            trial = rerun(dataclasses.replace(workload, **change), constraints)
         except InputError:
             continue
         if trial.feasible:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.answer.step_out import StepBreakdown
-from advisor.ops.plan_facts import PlanFacts
 from advisor.question.assumed import Assumed
 from advisor.question.records import dump
 
@@ -16,6 +15,7 @@ if TYPE_CHECKING:  # field types only: a record needs no class at run time, and 
     from advisor.learned.efficiency.base import Interval
     from advisor.ops.launch import LaunchArtefacts
     from advisor.ops.plan import OpsPlan
+    from advisor.ops.plan_facts import PlanFacts
     from advisor.ops.tco import TcoOut
     from advisor.search.cost import CostRange
 
@@ -232,6 +232,8 @@ class PlanOut:
 
     def facts(self) -> PlanFacts:
         """The plain values operations planning and launch files read."""
+        from advisor.ops.plan_facts import PlanFacts
+
         lay, price, srv = self.layout, self.price, self.serving
         return PlanFacts(
             gpu=self.gpu,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.job.door import question, validation_errors
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
 
@@ -12,6 +11,8 @@ from advisor.question.fields import flag_of
 def validated(cls: Any, data: dict[str, Any]) -> Any:
     """The model, or the InputError of its first problem: the core's own (structured, the CLI names the
     flag), or pydantic's, named by the field it is about."""
+    from advisor.job.door import question, validation_errors  # a catalogue command builds no question
+
     try:
         return question(cls, data)
     except ValueError as exc:

@@ -33,7 +33,8 @@ def question(kind: type[Q], data: Any) -> Q:
     if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
         return validate(kind, data)  # pydantic says what it expected
     checked = _checked(kind, data)
-    given = {"given": frozenset(checked)} if "given" in input_names(kind, every=True) else {}
+    stated = frozenset(k for k, v in checked.items() if v is not None)  # None: left to the default
+    given = {"given": stated} if "given" in input_names(kind, every=True) else {}
     if _typed(kind, checked):
         return kind(**_built(kind, checked), **given)
     return validate(kind, {**checked, **given})

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
@@ -15,6 +14,7 @@ from advisor.physics.speed import StepTime
 from advisor.search.context import Context
 
 if TYPE_CHECKING:
+    from advisor.catalog.capacity import Link
     from advisor.search.served import Served
 
 NODE_STEPS = (

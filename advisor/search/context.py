@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.assumptions import Fabric
-from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Rule
@@ -20,6 +19,9 @@ IMAGE_KINDS = ("cnn", "vit")
 TCP_FABRIC = "eth-100"
 """The catalogue's ordinary (TCP) network: instances documented without RDMA and without a bandwidth."""
 SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
+
+if TYPE_CHECKING:  # a prediction on one GPU reads no capacity file
+    from advisor.catalog.capacity import Link
 
 
 @dataclass(slots=True)
