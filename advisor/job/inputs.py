@@ -71,22 +71,21 @@ class RunConfig:
     """Share of GPU memory the serving engine takes (None: its default)."""
 
     def __post_init__(self) -> None:
-        obj = self
-        if obj.pp_schedule is not None:
-            virtual_stages(obj.pp_schedule)
-        if obj.global_batch is not None and obj.global_batch_tokens is not None:
+        if self.pp_schedule is not None:
+            virtual_stages(self.pp_schedule)
+        if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError(
                 "global_batch_tokens: given with a global batch in sequences; give one of the two",
                 field="global_batch_tokens",
-                value=obj.global_batch_tokens,
+                value=self.global_batch_tokens,
                 problem="is given with a global batch in sequences",
                 accepted="one of the two, not both",
             )
-        if obj.shard_group is not None and obj.zero is not None and obj.zero == 0:
+        if self.shard_group is not None and self.zero is not None and self.zero == 0:
             raise InputError(
                 "shard_group: hybrid sharding needs ZeRO 1, 2 or 3, not 0",
                 field="shard_group",
-                value=obj.shard_group,
+                value=self.shard_group,
                 problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0",
                 accepted="a ZeRO stage of 1, 2 or 3 with it",
             )
@@ -159,8 +158,7 @@ class Workload:
         _shape(self.spec)
         _profile(self.profile)
         _version(self.stack_version)
-        obj = self
-        given = [n for n in ("model", "params", "spec") if getattr(obj, n) is not None]
+        given = [n for n in ("model", "params", "spec") if getattr(self, n) is not None]
         if len(given) != 1:
             extra = given[1] if given else "model"
             problem = "is given with another model" if given else "is missing"
@@ -168,22 +166,22 @@ class Workload:
                 f"{extra}: {problem}; give exactly one of model (a catalogue id), params (a custom size) "
                 "or a model shape (a config.json, or layers, hidden, heads, kv_heads, ffn and vocab)",
                 field=extra,
-                value=getattr(obj, extra) if given and extra != "spec" else None,
+                value=getattr(self, extra) if given and extra != "spec" else None,
                 problem=problem,
                 accepted="exactly one of a catalogue model, a custom size or a model shape",
             )
-        if obj.kind != "inference" and obj.precision in ("int8", "int4"):
+        if self.kind != "inference" and self.precision in ("int8", "int4"):
             raise InputError(
                 field="precision",
-                value=obj.precision,
+                value=self.precision,
                 problem="is for inference",
                 accepted=f"training takes {', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base comes "
                 "with the QLoRA workload)",
             )
-        if obj.tokens is not None and obj.samples is not None:
+        if self.tokens is not None and self.samples is not None:
             raise InputError(
                 field="samples",
-                value=obj.samples,
+                value=self.samples,
                 problem="is given with training tokens",
                 accepted="tokens or samples, not both",
             )
