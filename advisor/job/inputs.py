@@ -8,7 +8,7 @@ from typing import Literal
 from advisor.catalog.models import ModelSpec
 from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
-from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS
+from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, default_of
 from advisor.question.records import PosFloat as PositiveFloat
 from advisor.question.records import PosInt as PositiveInt
 from advisor.question.records import dump
@@ -130,9 +130,9 @@ class Workload:
     """Micro-batch per GPU."""
     tokens: PositiveFloat | None = None
     samples: PositiveFloat | None = None
-    epochs: PositiveFloat = 1.0
-    dataset_gb: float = 0.0
-    optimizer: Optimizer = "adamw"
+    epochs: PositiveFloat = default_of("epochs")
+    dataset_gb: float = default_of("dataset_gb")
+    optimizer: Optimizer = default_of("optimizer")
     config: RunConfig = RunConfig()
     lora_rank: PositiveInt | None = None
     requests_per_s: PositiveFloat | None = None
@@ -227,16 +227,16 @@ class Constraints:
     """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 
     budget_usd: PositiveFloat | None = None
-    budget_period: BudgetPeriod = "job"
+    budget_period: BudgetPeriod = default_of("budget_period")
     deadline_hours: PositiveFloat | None = None
-    deployment: Deployment = "cloud"
-    pricing: PricingPlan = "on-demand"
-    demand: Demand = "static"
+    deployment: Deployment = default_of("deployment")
+    pricing: PricingPlan = default_of("pricing")
+    demand: Demand = default_of("demand")
     providers: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
-    objective: Objective = "balanced"
-    top: PositiveInt = 5
+    objective: Objective = default_of("objective")
+    top: PositiveInt = default_of("top")
     max_gpus: int = DEFAULT_MAX_GPUS
     headroom: float | None = None
     fabric: str | None = None
-    max_price_age_months: float = 12.0
+    max_price_age_months: float = default_of("max_price_age_months")

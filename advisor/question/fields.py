@@ -1156,6 +1156,13 @@ def check(name: str, value: object) -> Any:
     return FIELDS[name].parse(value)
 
 
+def default_of(name: str) -> Any:
+    """A field's default as a value (its registry text parsed): the records' defaults read it, so it is
+    stated once."""
+    f = FIELDS[name]
+    return f.parse(f.default)
+
+
 def check_values(data: Mapping[str, object]) -> dict[str, object]:
     """data with every registry field's value checked (others pass through for the model to judge)."""
     out = dict(data)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from pathlib import Path
 
 from advisor.fleet.portfolio import Entry
-from advisor.job.inputs import Constraints
-from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, limits
+from advisor.job.inputs import Constraints, RunConfig, Workload
+from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, default_of, limits
 from advisor.question.records import Check
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
@@ -64,3 +65,53 @@ def test_what_the_user_gave_is_read_from_the_job() -> None:
         if scan.search(line)
     ]
     assert not copies, copies
+
+
+QUESTION_PARTS = (Workload, RunConfig, Constraints)
+# Defaults resolved from knowledge/assumptions.toml (the record holds None): the registry's text shows them.
+FROM_ASSUMPTIONS = {
+    "lora_rank": ("defaults", "lora_rank"),
+    "prompt_tokens": ("defaults", "prompt_tokens"),
+    "output_tokens": ("defaults", "output_tokens"),
+    "tpot_ms": ("defaults", "tpot_target_ms"),
+    "headroom": ("memory", "headroom"),
+}
+
+
+def _registry_default(name: str) -> object:
+    try:
+        return default_of(name)
+    except ValueError:
+        return None  # a default said in words ("auto: bf16 where the GPU has it"), not a value
+
+
+def test_the_questions_defaults_are_the_registrys() -> None:
+    """Each default of the workload, configuration and constraints is the registry's (read through
+    default_of), never a literal of its own: a second copy in advisor/job/inputs.py fails here."""
+    declared = re.compile(r"^    (\w+): [^=]+= (.+?)(\s+#.*)?$")
+    for kind in QUESTION_PARTS:
+        for f in dataclasses.fields(kind):
+            value = _registry_default(f.name) if f.name in FIELDS else None
+            if value is not None and f.default is not None:
+                assert f.default == value and type(f.default) is type(value), f"{kind.__name__}.{f.name}"
+    text = (ADVISOR / "job" / "inputs.py").read_text(encoding="utf-8")
+    copies = [
+        line.strip()
+        for line in text.splitlines()
+        if (m := declared.match(line))
+        and m.group(1) in FIELDS
+        and _registry_default(m.group(1)) is not None
+        and not m.group(2).startswith(("default_of(", "DEFAULT_MAX_GPUS", "None"))
+    ]
+    assert not copies, copies
+
+
+def test_the_registry_shows_the_defaults_assumptions_toml_holds(knowledge) -> None:
+    """Where the default lives in knowledge/assumptions.toml (the record holds None), the registry's text
+    shows that figure, and the core reads the file's, not a number of its own."""
+    for name, (section, key) in FROM_ASSUMPTIONS.items():
+        figure = getattr(getattr(knowledge.assumptions, section), key).value
+        assert default_of(name) == figure, name
+        assert all(
+            f.default is None for kind in QUESTION_PARTS for f in dataclasses.fields(kind) if f.name == name
+        )
