@@ -13,6 +13,7 @@ from advisor.catalog.tco import TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
+from advisor.question.fields import default_of
 
 HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
@@ -24,7 +25,7 @@ class TcoInputs:
 
     gpu: str
     count: int
-    years: float = 3.0
+    years: float = default_of("years")
     utilization: float | None = None
     electricity_usd_kwh: float | None = None
     off_peak_usd_kwh: float | None = None

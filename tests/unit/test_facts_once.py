@@ -9,6 +9,7 @@ from pathlib import Path
 
 from advisor.fleet.portfolio import Entry
 from advisor.job.inputs import Constraints, RunConfig, Workload
+from advisor.ops.tco import TcoInputs
 from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, default_of, limits
 from advisor.question.records import Check
 
@@ -67,7 +68,7 @@ def test_what_the_user_gave_is_read_from_the_job() -> None:
     assert not copies, copies
 
 
-QUESTION_PARTS = (Workload, RunConfig, Constraints)
+QUESTION_PARTS = (Workload, RunConfig, Constraints, TcoInputs)
 # Defaults resolved from knowledge/assumptions.toml (the record holds None): the registry's text shows them.
 FROM_ASSUMPTIONS = {
     "lora_rank": ("defaults", "lora_rank"),
@@ -86,15 +87,16 @@ def _registry_default(name: str) -> object:
 
 
 def test_the_questions_defaults_are_the_registrys() -> None:
-    """Each default of the workload, configuration and constraints is the registry's (read through
-    default_of), never a literal of its own: a second copy in advisor/job/inputs.py fails here."""
+    """Each default of the workload, configuration, constraints and ownership question is the registry's
+    (read through default_of), never a literal of its own: a second copy in advisor/job/inputs.py or
+    advisor/ops/tco.py fails here."""
     declared = re.compile(r"^    (\w+): [^=]+= (.+?)(\s+#.*)?$")
     for kind in QUESTION_PARTS:
         for f in dataclasses.fields(kind):
             value = _registry_default(f.name) if f.name in FIELDS else None
             if value is not None and f.default is not None:
                 assert f.default == value and type(f.default) is type(value), f"{kind.__name__}.{f.name}"
-    text = (ADVISOR / "job" / "inputs.py").read_text(encoding="utf-8")
+    text = "\n".join((ADVISOR / name).read_text(encoding="utf-8") for name in ("job/inputs.py", "ops/tco.py"))
     copies = [
         line.strip()
         for line in text.splitlines()
