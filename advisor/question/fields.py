@@ -4,7 +4,7 @@ Each front end is derived from it, in the manner of Trogon's schema-to-form: the
 (flag, choices, help with the default) and names inputs by `flag`; the wizard builds its rows (label, hint,
 placeholder, choices) and names inputs by `label`; both read a value with `parse`, which holds it to the
 field's `bound` and words a refusal as a structured InputError (field, value, problem, accepted), so the same
-bad value is refused the same way at every door (flags, the wizard, `--from` files, the pydantic models).
+bad value is refused the same way at every door (flags, the wizard, `--from` files, portfolios, stored runs).
 Which fields a workload uses (`applies_to`, `needs`) is stated here too, for the CLI's refusals, the
 wizard's hidden rows and the configuration check alike.
 
@@ -1105,7 +1105,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in _ALL_FIELDS}
-"""Every input by name (the name is the pydantic models' field name)."""
+"""Every input by name (the name is the question records' field name)."""
 
 
 def flag_of(name: str) -> str:
