@@ -17,8 +17,6 @@ from advisor.question.errors import InputError
 from advisor.question.fields import FIELDS, label_of, serving_load
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from advisor.catalog import Knowledge
     from advisor.catalog.models import ModelSpec
     from advisor.job.inputs import Constraints, Workload
@@ -192,14 +190,20 @@ def _parse(values: Values, names: frozenset[str], errors: dict[str, str]) -> dic
     return data
 
 
-def _validate(model: type[BaseModel], data: dict[str, Any], errors: dict[str, str]) -> Any:
-    """The validated model, or None with the core's messages put beside their fields."""
-    from pydantic import ValidationError
+def _validate(model: type[Any], data: dict[str, Any], errors: dict[str, str]) -> Any:
+    """The validated question part, or None with the core's messages put beside their fields."""
+    from advisor.job.door import question, validation_errors
 
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        for err in exc.errors():
+        return question(model, data)
+    except InputError as exc:
+        _place(exc, errors)  # the core's check, saying which input it is about
+        return None
+    except ValueError as exc:
+        found = validation_errors(exc)
+        if found is None:
+            raise
+        for err in found:
             cause = (err.get("ctx") or {}).get("error")
             if isinstance(cause, InputError):
                 _place(cause, errors)  # the core's check, saying which input it is about
@@ -286,6 +290,8 @@ def adjust_constraints(
     )
     if errors:
         return None, errors
+    from advisor.question.records import dump
+
     update = {"budget_usd": data.get("budget_usd"), "deadline_hours": data.get("deadline_hours")}
-    result = _validate(_models().Constraints, {**constraints.model_dump(), **update}, errors)
+    result = _validate(_models().Constraints, {**dump(constraints), **update}, errors)
     return result, errors

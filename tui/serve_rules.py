@@ -7,10 +7,9 @@ import hmac
 import ipaddress
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
-
-from advisor.question.values import value_type
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -26,7 +25,7 @@ def bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Doors:
     """Which Host headers and Origins this server answers, and its token.
 

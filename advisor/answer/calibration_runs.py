@@ -17,12 +17,14 @@ from advisor.answer.step_out import RESIDUAL
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.run_logs import Reading
 from advisor.catalog.run_store import ServingFit, StoredRun
+from advisor.job.door import question
 from advisor.job.inputs import STACKS, Constraints, Workload
 from advisor.learned.calibration.points import serving_point, step_shares, training_point
 from advisor.learned.efficiency import EfficiencyModel
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
 from advisor.question.fields import FIELDS, flag_of
+from advisor.question.records import dump
 
 # The workload a log's tool implies when the user does not say (predict's own default is fine-tuning for a
 # catalogue LLM): pre-training stacks pre-train, the Trainer fine-tunes.
@@ -137,7 +139,7 @@ def ready(knowledge: Knowledge, reading: Reading, flags: dict[str, Any]) -> Read
         work["config"] = config
     if "spec" in values:
         work["spec"] = values["spec"]
-    workload = Workload.model_validate(work)
+    workload = question(Workload, work)
     job = resolve_job(knowledge, workload, need_data=False)
     key = (job.config.engine or "vllm") if not job.training else job.stack
     gpu = knowledge.gpu(values["gpu"]).id
@@ -158,7 +160,7 @@ def pinned(run: ReadyRun, pred: Prediction) -> tuple[ReadyRun, tuple[str, ...]]:
     said some; predict chose the rest): the exact configuration its figures are stored for, and the values
     added, as 'name value'."""
     config = dict(run.workload.config.given())
-    work = run.workload.model_dump(exclude_none=True, exclude_defaults=True)
+    work = dump(run.workload, exclude_none=True, exclude_defaults=True)
     added = []
     for key in _PINNED:
         cv = pred.configuration.get(key)
@@ -174,7 +176,7 @@ def pinned(run: ReadyRun, pred: Prediction) -> tuple[ReadyRun, tuple[str, ...]]:
         added.append(f"micro_batch {micro.value}")
     work["config"] = config
     return ReadyRun(
-        run.reading, Workload.model_validate(work), run.gpu, run.count, run.key, run.measured, run.said
+        run.reading, question(Workload, work), run.gpu, run.count, run.key, run.measured, run.said
     ), tuple(added)
 
 
@@ -257,7 +259,7 @@ def simulated(
 
 def where_of(run: StoredRun) -> tuple[Workload, str, int]:
     """A stored run's workload, GPU and count, as predict takes them."""
-    return Workload.model_validate(run.workload), run.gpu, run.count
+    return question(Workload, run.workload), run.gpu, run.count
 
 
 def serving_group_fit(
@@ -293,7 +295,7 @@ def stored(
         "gpu": run.gpu,
         "count": run.count,
         "key": run.key,
-        "workload": run.workload.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
+        "workload": dump(run.workload, mode="json", exclude_none=True, exclude_defaults=True),
         "measured": run.measured,
         "format": run.reading.format,
     }

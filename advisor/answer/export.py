@@ -9,6 +9,8 @@ from advisor import __version__
 from advisor.answer.report import Report
 from advisor.catalog.common import drop_none
 from advisor.catalog.loader import Knowledge
+from advisor.job.inputs import stated
+from advisor.question.records import dump
 
 
 def _source_ref(knowledge: Knowledge, key: str) -> str:
@@ -22,7 +24,8 @@ def export_record(
 ) -> dict[str, Any]:
     """The exported record as a dict (what export_toml writes)."""
     when = (generated_at or dt.datetime.now(dt.UTC)).replace(microsecond=0)
-    data = report.model_dump(mode="python")
+    data = dump(report)
+    w = report.workload
     plans = data["plans"]
     a = knowledge.assumptions
     record = {
@@ -32,8 +35,8 @@ def export_record(
         "inputs": {
             # What the user gave, and only that: a re-run marks the same values given (the rest stay
             # defaults).
-            "workload": report.workload.model_dump(mode="python", exclude_none=True, exclude_unset=True),
-            "constraints": report.constraints.model_dump(mode="python", exclude_none=True),
+            "workload": {k: v for k, v in dump(w, exclude_none=True).items() if k in stated(w)},
+            "constraints": dump(report.constraints, exclude_none=True),
         },
         "assumptions": {
             "prices_as_of": report.prices_as_of,

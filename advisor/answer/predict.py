@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from advisor.answer.configuration import (
@@ -21,7 +21,6 @@ from advisor.answer.report import (
     LayoutOut,
     LoadOut,
     MemoryOut,
-    Range3,
     Throughput,
 )
 from advisor.answer.step_out import StepBreakdown, step_breakdown
@@ -38,7 +37,6 @@ from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
-from advisor.question.records import Record, record
 from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
@@ -47,8 +45,8 @@ if TYPE_CHECKING:  # serving modules are imported where a serving answer is made
     from advisor.search.serving import Served
 
 
-@record
-class Prediction(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prediction:
     """What one GPU type and count achieves on one workload."""
 
     model: str
@@ -62,14 +60,14 @@ class Prediction(Record):
     throughput: Throughput | None
     """None when nothing fits."""
     memory: MemoryOut
-    step_time_s: Range3 | None = None
-    efficiency: Range3 | None = None
+    step_time_s: Interval | None = None
+    efficiency: Interval | None = None
     efficiency_source: str
     bound: str | None = None
     speed_of_light: float | None = None
     """Throughput at 100% efficiency, same unit."""
-    serving_ttft_ms: Range3 | None = None
-    serving_tpot_ms: Range3 | None = None
+    serving_ttft_ms: Interval | None = None
+    serving_tpot_ms: Interval | None = None
     serving_load: LoadOut | None = None
     """Serving under the stated load: running and waiting requests, TTFT/TPOT/ITL percentiles."""
     assumed: tuple[Assumed, ...] = ()
@@ -81,10 +79,6 @@ class Prediction(Record):
     """Why nothing runs: memory, scale (the global batch), constraint or latency; None when it runs."""
     step_breakdown: StepBreakdown | None = None
     """The P50 training step by operation class (an LLM: composed from measured operations)."""
-
-
-def _r3(x: Interval) -> Range3:
-    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
 
 
 def _node_size(gpu: Gpu, count: int) -> int:
@@ -233,8 +227,8 @@ def _predict_training(
         layout=layout_out(cand.layout),
         throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit=ctx.job.unit),
         memory=memory_out(cand.memory),
-        step_time_s=_r3(step),
-        efficiency=_r3(shown),
+        step_time_s=step,
+        efficiency=shown,
         bound=cand.step.bound,
         speed_of_light=sol,
         step_breakdown=breakdown,
@@ -362,12 +356,12 @@ def _predict_serving(
         throughput=Throughput(value=tput.p50, p10=tput.p10, p90=tput.p90, unit="output tokens/s"),
         memory=memory_out(best.memory),
         configuration=serving_configuration(job, best.layout),
-        step_time_s=_r3(tpot.scaled(1e-3)),
-        efficiency=_r3(Interval(min(1.0, share.p10), min(1.0, share.p50), min(1.0, share.p90))),
+        step_time_s=tpot.scaled(1e-3),
+        efficiency=Interval(min(1.0, share.p10), min(1.0, share.p50), min(1.0, share.p90)),
         bound=fig.bound,
         speed_of_light=fig.sol.output_tok_s * served.replicas,
-        serving_ttft_ms=_r3(ttft),
-        serving_tpot_ms=_r3(tpot),
+        serving_ttft_ms=ttft,
+        serving_tpot_ms=tpot,
         serving_load=load,
         notes=notes,
     )

@@ -6,8 +6,8 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
@@ -21,10 +21,8 @@ from advisor.answer.predict import alternative_out
 from advisor.answer.report import (
     FrontPoint,
     JobOut,
-    Money,
     PlanOut,
     PriceOut,
-    Range3,
     Report,
     RuleOut,
     ServingOut,
@@ -47,7 +45,6 @@ from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import fmt_hours
-from advisor.question.values import value_type
 from advisor.search.candidates import Candidate, Miss, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.cost import (
@@ -78,10 +75,6 @@ def select_gpus(knowledge: Knowledge, constraints: Constraints) -> list[Gpu]:
     if not constraints.gpus:
         return list(knowledge.gpus)
     return [knowledge.gpu(name) for name in constraints.gpus]
-
-
-def _interval_of(x: Interval) -> Range3:
-    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
 
 
 def _score(
@@ -371,10 +364,10 @@ def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:
         memory=memory_out(mem),
         throughput=Throughput(value=s.throughput.p50, p10=s.throughput.p10, p90=s.throughput.p90, unit=unit),
         step_time_s=step,
-        efficiency=_interval_of(_shown_efficiency(s)),
+        efficiency=_shown_efficiency(s),
         bound=cand.step.bound if cand.step else (cand.serving.figures.bound if cand.serving else "compute"),
-        hours=_interval_of(s.hours),
-        cost_usd=Money(low=s.cost.low, mid=s.cost.mid, high=s.cost.high),
+        hours=s.hours,
+        cost_usd=s.cost,
         price=_price_out(s.price),
         reasons=tuple(_plan_reasons(job, s, fired)),
         rules=tuple(RuleOut(id=f.rule_id, kind=f.kind, message=f.message, source=f.source) for f in fired),
@@ -396,7 +389,7 @@ def _shown_efficiency(s: Scored) -> Interval:
     return s.eff.scaled(step.sol_s / step.total_s)
 
 
-def _breakdown(s: Scored, step: Range3 | None) -> StepBreakdown | None:
+def _breakdown(s: Scored, step: Interval | None) -> StepBreakdown | None:
     """A training plan's P50 step by operation class, when the step was composed from measured operations."""
     ops = s.cand.step.ops if s.cand.step is not None else None
     if ops is None or step is None:
@@ -460,12 +453,12 @@ def _price_out(price: PriceChoice | None) -> PriceOut | None:
     )
 
 
-def _step_and_alternatives(s: Scored) -> tuple[Range3 | None, tuple]:
+def _step_and_alternatives(s: Scored) -> tuple[Interval | None, tuple]:
     """A training plan's step time and its runner-up layouts, each timed against it (none for serving)."""
     cand = s.cand
     if cand.step is None:
         return None, ()
-    step = _interval_of(s.eff.inverted(cand.step.total_s))
+    step = s.eff.inverted(cand.step.total_s)
     alternatives = tuple(
         alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
     )
@@ -510,7 +503,7 @@ def serving_label(cand: Candidate) -> str:
     return f"{srv.prefill_replicas} prefill + {srv.replicas - srv.prefill_replicas} decode replicas x {shape}"
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Search:
     """Everything one search produced, before the report is assembled."""
 
@@ -688,7 +681,8 @@ def _relaxed(
     """The budget (and, for training, the deadline) that would let the best plan in."""
 
     def without(field: str) -> list[Scored]:
-        relaxed = Constraints.model_validate({**constraints.model_dump(), field: None})
+        lifted: dict[str, Any] = {field: None}
+        relaxed = dataclasses.replace(constraints, **lifted)
         return rerun(workload, relaxed).feasible
 
     lines = []
@@ -711,7 +705,7 @@ def _lighter(
     workload: Workload, constraints: Constraints, job: Job, rerun: Callable[..., Search]
 ) -> list[Suggestion]:
     """The first lighter workload (LoRA, QLoRA, int8 or int4 serving) that fits, as one changed input."""
-    alternatives: list[dict[str, str]] = []
+    alternatives: list[dict[str, Any]] = []
     if job.kind in ("pretrain", "finetune") and job.arch is not None:
         alternatives = [{"kind": "lora"}, {"kind": "qlora"}]
     elif job.kind == "lora":
@@ -720,7 +714,7 @@ def _lighter(
         alternatives = [{"precision": "int8"}, {"precision": "int4"}]
     for change in alternatives:
         try:
-            trial = rerun(Workload.model_validate({**workload.model_dump(), **change}), constraints)
+            trial = rerun(dataclasses.replace(workload, **change), constraints)
         except InputError:
             continue
         if trial.feasible:

@@ -1,45 +1,29 @@
-"""Provides the result models: ranked plans, the cost-time front and reasons, as frozen pydantic models."""
+"""Provides the result records: ranked plans, the cost-time front and reasons."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.answer.step_out import StepBreakdown
-from advisor.ops.plan_facts import PlanFacts
 from advisor.question.assumed import Assumed
-from advisor.question.records import Record, record
+from advisor.question.records import dump
 
 if TYPE_CHECKING:  # field types only: a record needs no class at run time, and a prediction no ops modules
     from advisor.job.inputs import Constraints, Workload
+    from advisor.learned.efficiency.base import Interval
     from advisor.ops.launch import LaunchArtefacts
     from advisor.ops.plan import OpsPlan
+    from advisor.ops.plan_facts import PlanFacts
     from advisor.ops.tco import TcoOut
+    from advisor.search.cost import CostRange
 
 SCHEMA_VERSION = 1
 
 
-@record
-class Range3(Record):
-    """P10, P50, P90."""
-
-    p10: float
-    p50: float
-    p90: float
-
-
-@record
-class Money(Record):
-    """A cost range in USD."""
-
-    low: float
-    mid: float
-    high: float
-
-
-@record
-class MemoryOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryOut:
     """Per-GPU memory of a plan."""
 
     per_gpu_gb: float
@@ -62,8 +46,8 @@ class MemoryOut(Record):
     """Offloaded or paged states in host memory, per GPU."""
 
 
-@record
-class Throughput(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Throughput:
     """Whole-system throughput with its interval."""
 
     value: float
@@ -72,8 +56,8 @@ class Throughput(Record):
     unit: str
 
 
-@record
-class PriceOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceOut:
     """The offer a plan is priced on."""
 
     provider: str
@@ -90,8 +74,8 @@ class PriceOut(Record):
     note: str = ""
 
 
-@record
-class RuleOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleOut:
     """A rule that fired."""
 
     id: str
@@ -100,8 +84,8 @@ class RuleOut(Record):
     source: str
 
 
-@record
-class Percentiles(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Percentiles:
     """A latency's P50, P90 and P99 over the requests, and its mean."""
 
     p50: float
@@ -110,8 +94,8 @@ class Percentiles(Record):
     mean: float
 
 
-@record
-class LoadOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadOut:
     """A serving plan under the stated load, per replica: the loop, the requests it runs and queues, and
     each latency at P50/P90/P99 (from the engine's scheduler simulated, or the open loop's analysis)."""
 
@@ -132,16 +116,16 @@ class LoadOut(Record):
     e2e_s: Percentiles
 
 
-@record
-class ServingOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingOut:
     """Inference sizing of a plan: replicas, the load each takes, latency at the SLO percentile, cost."""
 
     replicas: int
     gpus_per_replica: int
     batch_per_replica: int
-    ttft_ms: Range3
+    ttft_ms: Interval
     """Time to first token at the offered load, at `percentile` of requests (range: the model's P10-P90)."""
-    tpot_ms: Range3
+    tpot_ms: Interval
     capacity_rps: float
     """Requests/s the deployment completes when kept full (the engine's batch caps, memory)."""
     load_rps: float
@@ -151,7 +135,7 @@ class ServingOut(Record):
     """The engine whose measured rows the efficiencies were learned from (None: priors)."""
     max_rate_rps: float | None = None
     """Requests/s the deployment takes with TTFT and TPOT within the targets at `percentile`."""
-    usd_per_million_output_tokens: Range3 | None = None
+    usd_per_million_output_tokens: Interval | None = None
     """At the offered load."""
     prefill_replicas: int = 0
     """Disaggregated layouts: replicas that only prefill (the rest only decode)."""
@@ -159,8 +143,8 @@ class ServingOut(Record):
     """The stated load's figures, when a load is stated."""
 
 
-@record
-class ConfigValue(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigValue:
     """One value of the run's configuration and whether the user gave it or the search chose it."""
 
     value: int | float | str | bool
@@ -170,8 +154,8 @@ class ConfigValue(Record):
     """What the value does in this plan, when that is not what it says (ZeRO-3 given on one data rank)."""
 
 
-@record
-class AlternativeOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlternativeOut:
     """A runner-up layout at the same GPU and count, and what it costs in time."""
 
     parallelism: str
@@ -183,8 +167,8 @@ class AlternativeOut(Record):
     """Its P50 step time over the chosen layout's (1.25 = 25% slower)."""
 
 
-@record
-class GoodputOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoodputOut:
     """Interruptions at this scale and the useful share of wall time."""
 
     fraction: float
@@ -195,8 +179,8 @@ class GoodputOut(Record):
     interruptions: float = 0.0
 
 
-@record
-class LayoutOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutOut:
     """The parallel layout."""
 
     tp: int
@@ -212,8 +196,8 @@ class LayoutOut(Record):
     virtual: int = 1
 
 
-@record
-class PlanOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanOut:
     """One ranked plan."""
 
     rank: int
@@ -227,12 +211,12 @@ class PlanOut(Record):
     memory_per_gpu_gb: float
     memory: MemoryOut
     throughput: Throughput
-    step_time_s: Range3 | None = None
-    efficiency: Range3
+    step_time_s: Interval | None = None
+    efficiency: Interval
     bound: str
-    hours: Range3
+    hours: Interval
     """Training: time to finish the job. Inference: hours billed per month of service."""
-    cost_usd: Money
+    cost_usd: CostRange
     """Training: the job. Inference: one month of service."""
     price: PriceOut | None = None
     reasons: tuple[str, ...] = ()
@@ -248,6 +232,8 @@ class PlanOut(Record):
 
     def facts(self) -> PlanFacts:
         """The plain values operations planning and launch files read."""
+        from advisor.ops.plan_facts import PlanFacts
+
         lay, price, srv = self.layout, self.price, self.serving
         return PlanFacts(
             gpu=self.gpu,
@@ -272,8 +258,8 @@ class PlanOut(Record):
         )
 
 
-@record
-class Suggestion(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suggestion:
     """A change of one input that would give a plan: the input, the value to give (None: see the outcome)
     and what it gives. Said without a front end's words; each names the input its own way."""
 
@@ -293,8 +279,8 @@ class Suggestion(Record):
         return f"{name}{value}: {self.outcome}"
 
 
-@record
-class FrontPoint(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontPoint:
     """A plan on the cost-vs-time Pareto front."""
 
     gpu: str
@@ -304,8 +290,8 @@ class FrontPoint(Record):
     chosen: bool = False
 
 
-@record
-class JobOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobOut:
     """What the job resolved to."""
 
     model: str
@@ -318,8 +304,8 @@ class JobOut(Record):
     assumed: tuple[Assumed, ...] = ()
 
 
-@record
-class Report(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
     """The whole answer to one question."""
 
     schema_version: int = SCHEMA_VERSION
@@ -356,4 +342,4 @@ class Report(Record):
 
     def plain(self) -> dict[str, Any]:
         """JSON-ready dict (dates as ISO strings)."""
-        return self.model_dump(mode="json")
+        return dump(self, mode="json")

@@ -5,6 +5,7 @@ estimate."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.catalog.common import Source
@@ -12,7 +13,7 @@ from advisor.catalog.loader import Knowledge, _read_toml
 from advisor.catalog.storage import storage_cost, storage_price
 from advisor.job.inputs import Constraints, Workload
 from advisor.question.errors import InputError
-from advisor.question.records import Record, record
+from advisor.question.records import validate
 from advisor.search.cost import best_offer, guide_cost, node_size_for, usable_offers
 
 HOURS_PER_MONTH = 730.0
@@ -31,11 +32,11 @@ def guide_figures(knowledge: Knowledge) -> dict[str, Any]:
 
 def guide_source(knowledge: Knowledge) -> Source:
     """Where the guide's figures come from."""
-    return Source.model_validate(guide_figures(knowledge)["source"])
+    return validate(Source, guide_figures(knowledge)["source"])
 
 
-@record
-class GuideExample(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuideExample:
     """The guide's worked example: its figures, its arithmetic errors and the corrected result."""
 
     inputs: dict[str, float]
@@ -98,8 +99,8 @@ def guide_example(knowledge: Knowledge) -> GuideExample:
     )
 
 
-@record
-class TableRow(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableRow:
     """One row of the guide's cost table beside today's market."""
 
     name: str
@@ -152,8 +153,8 @@ def cost_table(knowledge: Knowledge) -> list[TableRow]:
     return rows
 
 
-@record
-class CaseStudy(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseStudy:
     """The guide's case as stated, what today's prices and the model give for it, and why they differ."""
 
     stated: dict[str, Any]

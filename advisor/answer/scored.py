@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from advisor.learned.efficiency import Interval
 from advisor.physics.goodput import Goodput
-from advisor.question.values import value_type
 from advisor.search.candidates import Candidate
 from advisor.search.cost import CostRange, PriceChoice
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Scored:
     """A candidate with its efficiency, time, price and cost."""
 

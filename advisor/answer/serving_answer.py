@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.answer.report import LoadOut, Percentiles, Range3, ServingOut
+from advisor.answer.report import LoadOut, Percentiles, ServingOut
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Interval
 from advisor.learned.serving.engines import engine as engine_info
@@ -61,10 +61,6 @@ def serving_interval(served: Served, quantity: str, p50: float) -> Interval:
     return Interval(p50 * lo, p50, p50 * hi)
 
 
-def _r3(x: Interval) -> Range3:
-    return Range3(p10=x.p10, p50=x.p50, p90=x.p90)
-
-
 def served_rps(job: Job, served: Served) -> float:
     """Requests/s the plan serves: the stated rate, or at a stated concurrency what the replicas complete."""
     return served.rate * served.replicas if job.concurrency else job.requests_per_s
@@ -91,7 +87,7 @@ def serving_out(
     rps = served_rps(job, served)
     month_tokens = rps * job.output_tokens * 3600.0 * hours / 1e6
     per_million = (
-        Range3(p10=cost.low / month_tokens, p50=cost.mid / month_tokens, p90=cost.high / month_tokens)
+        Interval(p10=cost.low / month_tokens, p50=cost.mid / month_tokens, p90=cost.high / month_tokens)
         if month_tokens > 0
         else None
     )
@@ -99,8 +95,8 @@ def serving_out(
         replicas=served.replicas,
         gpus_per_replica=fig.replica_gpus,
         batch_per_replica=served.batch,
-        ttft_ms=_r3(ttft),
-        tpot_ms=_r3(tpot),
+        ttft_ms=ttft,
+        tpot_ms=tpot,
         capacity_rps=round(fig.sat.requests_s * served.replicas, 3),
         load_rps=rps,
         percentile=job.slo_percentile,

@@ -3,9 +3,7 @@ basis, as a prediction carries it (table, JSON, the UI's results screen)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from advisor.physics.step_ops import COMM, StepOps
 
@@ -38,14 +36,6 @@ class StepBreakdown:
     slowest_stage: str
     parts: tuple[StepPart, ...]
     notes: tuple[str, ...] = ()
-
-    def model_dump(self, mode: str = "python", exclude_none: bool = False) -> dict[str, Any]:
-        """As a record dumps (JSON-ready)."""
-        out = dataclasses.asdict(self)
-        if mode == "json":
-            out["parts"] = [dict(p) for p in out["parts"]]
-            out["notes"] = list(out["notes"])
-        return out
 
 
 def step_breakdown(ops: StepOps, step_p50_s: float, residual_source: str) -> StepBreakdown:

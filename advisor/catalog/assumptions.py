@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Literal
 
-from advisor.catalog.common import NonNegFloat, PosFloat, Record, Source, record
+from advisor.catalog.common import NonNegFloat, PosFloat, Source
 
 
-@record
-class Figure(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figure:
     """One constant: a value (with a low-high range where it has one), its unit and its source."""
 
     value: float
@@ -24,8 +25,8 @@ class Figure(Record):
         return (self.value if self.low is None else self.low, self.value if self.high is None else self.high)
 
 
-@record
-class MemoryFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFigures:
     """Runtime overheads and the error bars of each memory component."""
 
     headroom: Figure
@@ -45,8 +46,8 @@ class MemoryFigures(Record):
     serving_memory_fraction: Figure
 
 
-@record
-class ActivationFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivationFigures:
     """Korthikanti et al.'s per-layer activation terms."""
 
     per_layer_coeff: Figure
@@ -70,8 +71,8 @@ STACK_TRAITS = (
 )
 
 
-@record
-class StackMemory(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackMemory:
     """What a training stack keeps in GPU memory when the user sets nothing, each trait read from its code."""
 
     name: str
@@ -105,8 +106,8 @@ class StackMemory(Record):
             raise ValueError(f"no source for trait(s) {', '.join(missing)} (sources: trait = source key)")
 
 
-@record
-class PrecisionFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrecisionFigures:
     """Bits per parameter of quantised weights, scales included."""
 
     nf4_bits: Figure
@@ -114,8 +115,8 @@ class PrecisionFigures(Record):
     int8_bits: Figure
 
 
-@record
-class OptimizerFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptimizerFigures:
     """Bytes per trainable parameter of optimizer states."""
 
     adamw: Figure
@@ -132,16 +133,16 @@ class OptimizerFigures(Record):
         return float(getattr(self, optimizer.replace("-", "_")).value)
 
 
-@record
-class NetworkFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkFigures:
     """The rail-optimised fat tree: pod size at full bisection, oversubscription between pods."""
 
     pod_gpus: Figure
     oversubscription: Figure
 
 
-@record
-class GoodputFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoodputFigures:
     """Interruptions at scale and what each costs."""
 
     interruptions_per_gpu_hour: Figure
@@ -149,8 +150,8 @@ class GoodputFigures(Record):
     restart_h: Figure
 
 
-@record
-class CommFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommFigures:
     """Link latencies and PCIe bandwidths."""
 
     intra_node_latency_s: Figure
@@ -159,8 +160,8 @@ class CommFigures(Record):
     pcie_gen5_gbs: Figure
 
 
-@record
-class Fabric(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fabric:
     """An inter-node network: bandwidth per GPU or per node, and a per-step latency."""
 
     name: str
@@ -176,8 +177,8 @@ class Fabric(Record):
         return per_gpu_gbps / 8.0
 
 
-@record
-class Prior(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prior:
     """An efficiency prior for one regime, as a P10-P50-P90 interval."""
 
     p10: float
@@ -191,8 +192,8 @@ class Prior(Record):
             raise ValueError("needs 0 < p10 <= p50 <= p90 <= 1")
 
 
-@record
-class CostFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostFigures:
     """Volatility coefficients, storage price, billing hours and spot interruption rates."""
 
     volatility_static: Figure
@@ -203,8 +204,8 @@ class CostFigures(Record):
     spot_interruptions_per_month: Figure
 
 
-@record
-class Defaults(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Defaults:
     """Starting values of user inputs; every output labels them as assumed."""
 
     pretrain_tokens_per_param: Figure
@@ -228,8 +229,8 @@ class Defaults(Record):
 PRIOR_REGIMES = ("llm-pretrain", "llm-finetune", "lora", "qlora", "other-train", "decode", "prefill")
 
 
-@record
-class Assumptions(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assumptions:
     """All of assumptions.toml."""
 
     schema_version: Literal[1]
@@ -272,5 +273,5 @@ class Assumptions(Record):
             self.network,
             self.goodput,
         ):
-            keys |= {getattr(section, name).source for name in section._FIELDS}
+            keys |= {getattr(section, f.name).source for f in fields(section)}
         return keys

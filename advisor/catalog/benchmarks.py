@@ -5,21 +5,12 @@ from __future__ import annotations
 import csv
 import functools
 import io
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import (
-    Field,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-)
-
-from advisor.catalog.strict import Strict
 from advisor.question.errors import KnowledgeError
+from advisor.question.records import Check, NonNegInt, PosFloat, PosInt, validate
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -47,37 +38,28 @@ COLUMNS = (
 )
 
 
-class BenchmarkRow(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkRow:
     """One measured run."""
 
     workload: str
     gpu: str
-    count: PositiveInt
-    nodes: PositiveInt
+    count: PosInt
+    nodes: PosInt
     precision: Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
-    batch_per_gpu: PositiveFloat | None = None
-    seq_len: NonNegativeInt = 0
-    throughput: PositiveFloat
+    batch_per_gpu: PosFloat | None = None
+    seq_len: NonNegInt = 0
+    throughput: PosFloat
     unit: str
-    grad_accum: PositiveInt | None = None
+    grad_accum: PosInt | None = None
     sharding: Literal["ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"] | None = None
     recompute: Literal["none", "selective", "full"] | None = None
-    reported_mfu: float | None = Field(default=None, gt=0, le=1)
+    reported_mfu: Annotated[float, Check(gt=0, le=1)] | None = None
     software: str = ""
-    source: str = Field(pattern=r"^([\w.\-]+/[\w.\-]+@[0-9a-f]{40}:\S+|user:.+)$")
+    source: Annotated[str, Check(pattern=r"^([\w.\-]+/[\w.\-]+@[0-9a-f]{40}:\S+|user:.+)$")]
     """owner/repo@commit:path for shipped rows; 'user:<file>' for a user's calibration runs."""
     row_ref: str = ""
     note: str = ""
-
-    @field_validator("batch_per_gpu", "grad_accum", "sharding", "recompute", "reported_mfu", mode="before")
-    @classmethod
-    def _empty_is_none(cls, value: object) -> object:
-        return None if value == "" else value
-
-    @field_validator("seq_len", mode="before")
-    @classmethod
-    def _empty_is_zero(cls, value: object) -> object:
-        return 0 if value == "" else value
 
     @property
     def zero_stage(self) -> int:
@@ -87,7 +69,20 @@ class BenchmarkRow(Strict):
         )
 
 
-_ROWS = TypeAdapter(list[BenchmarkRow])
+# A blank CSV cell of these columns means None (seq_len: 0).
+_BLANK_IS_NONE = ("batch_per_gpu", "grad_accum", "sharding", "recompute", "reported_mfu")
+
+
+def benchmark_row(record: dict[str, Any]) -> BenchmarkRow:
+    """One CSV record (text cells) as a validated row; pydantic's ValidationError names the field."""
+    return validate(BenchmarkRow, _blanks(record))
+
+
+def _blanks(record: dict[str, Any]) -> dict[str, Any]:
+    out = {k: (None if k in _BLANK_IS_NONE and v == "" else v) for k, v in record.items()}
+    if out.get("seq_len") == "":
+        out["seq_len"] = 0
+    return out
 
 
 def parse_benchmarks(text: str, name: str = "benchmarks.csv") -> list[BenchmarkRow]:
@@ -96,8 +91,10 @@ def parse_benchmarks(text: str, name: str = "benchmarks.csv") -> list[BenchmarkR
     if tuple(reader.fieldnames or ()) != COLUMNS:
         raise KnowledgeError(f"{name}: columns must be exactly: {', '.join(COLUMNS)}")
     raw = list(reader)
+    from pydantic import ValidationError
+
     try:
-        return _ROWS.validate_python(raw)
+        return validate(list[BenchmarkRow], [_blanks(r) for r in raw])
     except ValidationError as exc:
         err = exc.errors()[0]
         index, field = err["loc"][0], ".".join(str(p) for p in err["loc"][1:])

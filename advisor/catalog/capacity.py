@@ -6,11 +6,11 @@ from __future__ import annotations
 import fnmatch
 import functools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 from advisor.catalog.assumptions import Fabric
 from advisor.catalog.common import Source, shipped_root
-from advisor.catalog.loader import Knowledge, _read_toml, validate
+from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.catalog.prices import Offer
 from advisor.question.errors import KnowledgeError
 
@@ -83,11 +83,12 @@ class CapacityFile:
 @functools.lru_cache(maxsize=4)
 def load_capacity(knowledge: Knowledge) -> CapacityFile:
     """The capacity facts of a knowledge base (a test knowledge base without the file reads the shipped one),
-    every source key checked."""
-    try:
-        raw = _read_toml(knowledge.root, FILE)
-    except KnowledgeError:
-        raw = _read_toml(shipped_root(), FILE)
+    validated on a cache miss, every source key checked."""
+    root = knowledge.root if knowledge.root.joinpath(FILE).is_file() else shipped_root()
+    return cast(CapacityFile, cached_records(root, FILE, _capacity))
+
+
+def _capacity(raw: dict[str, Any]) -> CapacityFile:
     data: CapacityFile = validate(CapacityFile, raw, FILE)
     used = {x.source for x in data.instance} | {p.source for p in data.provider}
     used |= {p.term_source for p in data.provider if p.term_source}

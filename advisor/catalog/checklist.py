@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
+from advisor.catalog.common import NON_EMPTY, EntryId
 
 MEMORY_COMPONENTS = (
     "weights",
@@ -19,8 +19,8 @@ MEMORY_COMPONENTS = (
 )
 
 
-@record
-class Threshold(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Threshold:
     """A measured level past which the entry applies."""
 
     metric: str
@@ -31,8 +31,8 @@ class Threshold(Record):
     source: str
 
 
-@record
-class Step(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
     """One ordered action."""
 
     text: str
@@ -40,8 +40,8 @@ class Step(Record):
     command: str | None = None
 
 
-@record
-class ChecklistEntry(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChecklistEntry:
     """One error type and what to do about it."""
 
     id: EntryId

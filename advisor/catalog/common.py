@@ -1,17 +1,19 @@
 """Provides what every knowledge type shares: sources, id normalisation, the codec of the validated-knowledge
-cache, and (re-exported from advisor.question.records) the Record base and its value constraints."""
+cache, and (re-exported from advisor.question.records) the value constraints of record fields."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
+import importlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.question.records import (  # noqa: F401  (re-exported: the catalogue's types import them here)
     NON_EMPTY,
-    RECORDS,
     CatalogueId,
     Check,
     EntryId,
@@ -19,10 +21,8 @@ from advisor.question.records import (  # noqa: F401  (re-exported: the catalogu
     NonNegInt,
     PosFloat,
     PosInt,
-    Record,
     Title,
-    adapter,
-    record,
+    fields_of,
 )
 
 if TYPE_CHECKING:
@@ -53,8 +53,10 @@ def normalise_id(text: str) -> str:
 
 def encode(value: Any) -> Any:
     """Plain records to JSON-ready data that decode() restores exactly (types, tuples and dates tagged)."""
-    if isinstance(value, Record):
-        return {"~r": type(value).__name__, **{n: encode(getattr(value, n)) for n in value._FIELDS}}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        tag = f"{kind.__module__}:{kind.__qualname__}"
+        return {"~r": tag, **{f.name: encode(getattr(value, f.name)) for f in fields_of(kind)}}
     if isinstance(value, tuple):
         return {"~t": [encode(v) for v in value]}
     if isinstance(value, list):
@@ -78,7 +80,7 @@ def drop_none(value: Any) -> Any:
 def decode_object(obj: dict[str, Any]) -> Any:
     """json.loads object_hook undoing encode()."""
     if "~r" in obj:
-        return RECORDS[obj.pop("~r")](**obj)
+        return record_type(obj.pop("~r"))(**obj)
     if "~t" in obj:
         return tuple(obj["~t"])
     if "~d" in obj:
@@ -86,8 +88,18 @@ def decode_object(obj: dict[str, Any]) -> Any:
     return obj
 
 
-@record
-class Source(Record):
+@functools.cache
+def record_type(tag: str) -> Any:
+    """The record type a cache entry names ("module:Name"): one of the core's, never anything else."""
+    module, _, name = tag.partition(":")
+    kind = getattr(importlib.import_module(module), name, None) if module.startswith("advisor.") else None
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        raise KeyError(tag)  # a damaged or foreign entry: the cache is rebuilt
+    return kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
     """Where a figure comes from: a repository file at a commit, a datasheet or a paper."""
 
     title: Title

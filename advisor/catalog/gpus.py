@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from advisor.catalog.common import CatalogueId, Check, PosFloat, PosInt, Record, record
+from advisor.catalog.common import CatalogueId, Check, PosFloat, PosInt
 from advisor.catalog.dates import age_months
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
@@ -24,8 +24,8 @@ TENSOR_DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-@record
-class Interconnect(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interconnect:
     """The GPU-to-GPU link inside one server."""
 
     kind: Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "infinity-fabric"]
@@ -36,8 +36,8 @@ class Interconnect(Record):
     """How many GPUs share that link (the NVLink domain)."""
 
 
-@record
-class Tflops(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tflops:
     """Dense peak throughput per dtype in TFLOPS (int8 in TOPS); absent = unsupported or unsourced."""
 
     fp32: PosFloat | None = None
@@ -48,8 +48,8 @@ class Tflops(Record):
     int8: PosFloat | None = None
 
 
-@record
-class Features(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Features:
     """Hardware feature flags that gate precisions and kernels."""
 
     bf16: bool
@@ -62,8 +62,8 @@ class Features(Record):
 PRICE_OLD_MONTHS = 24.0
 
 
-@record
-class Price(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Price:
     """Purchase price of one GPU, with the date it was written and its source."""
 
     usd: PosFloat
@@ -87,8 +87,8 @@ class Price(Record):
         return f"{text}, old: {self.age_months(now):.0f} months" if self.is_old(now) else text
 
 
-@record
-class Gpu(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
     """One accelerator of the catalogue."""
 
     id: CatalogueId

@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from advisor.catalog.common import Source, shipped_root
-from advisor.catalog.loader import Knowledge, _read_toml, validate
+from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.question.errors import KnowledgeError
 
 FILE = "hosted_api_prices.toml"
@@ -44,11 +44,13 @@ class HostedFile:
 
 @functools.lru_cache(maxsize=4)
 def load_hosted(knowledge: Knowledge) -> HostedFile:
-    """The hosted API prices (a test knowledge base without the file reads the shipped one)."""
-    try:
-        raw = _read_toml(knowledge.root, FILE)
-    except KnowledgeError:
-        raw = _read_toml(shipped_root(), FILE)
+    """The hosted API prices (a test knowledge base without the file reads the shipped one), validated on a
+    cache miss."""
+    root = knowledge.root if knowledge.root.joinpath(FILE).is_file() else shipped_root()
+    return cast(HostedFile, cached_records(root, FILE, _hosted))
+
+
+def _hosted(raw: dict[str, Any]) -> HostedFile:
     data: HostedFile = validate(HostedFile, raw, FILE)
     unknown = {a.source for a in data.api} - set(data.sources)
     if unknown:

@@ -16,14 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from advisor.catalog.assumptions import Assumptions
-from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
-from advisor.catalog.common import Source, adapter, decode_object, encode, normalise_id, shipped_root
+from advisor.catalog.common import Source, decode_object, encode, normalise_id, shipped_root
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.models import ModelSpec
-from advisor.catalog.prices import Offer
-from advisor.catalog.rules import RuleBook
 from advisor.question.errors import InputError, KnowledgeError
+from advisor.question.records import validate as validate_records
 
 try:
     # CPython's own BLAKE2: `hashlib` would first load OpenSSL's library, a tenth of a short command's CPU.
@@ -34,8 +31,15 @@ except ImportError:  # an interpreter built without it
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+    # Read on use: a command that reads no assumptions, prices, checklist or rules declares none of their
+    # records.
+    from advisor.catalog.assumptions import Assumptions
+    from advisor.catalog.checklist import ChecklistEntry
+    from advisor.catalog.prices import Offer
+    from advisor.catalog.rules import RuleBook
+
 # Bump when the cached form changes in a way the record types' source does not show.
-CACHE_FORMAT = b"records-2"
+CACHE_FORMAT = b"records-3"
 KEEP_VERSIONS = 4
 """Cached versions kept per knowledge file."""
 
@@ -64,6 +68,10 @@ def _schema_key() -> bytes:
         "stacks.py",
         "benchmarks.py",
         "measured.py",
+        "capacity.py",
+        "storage.py",
+        "hosted_prices.py",
+        "tco.py",
     ):
         # An installation without sources: the file hash and CACHE_FORMAT still key it.
         with contextlib.suppress(OSError):
@@ -83,13 +91,16 @@ def cached_records(
     name: str,
     build: Callable[[Any], Any],
     parse: Callable[[bytes, str], Any] | None = None,
+    also: tuple[str, ...] = (),
 ) -> Any:
     """The validated records of one knowledge file: from the cache, or parsed (TOML unless `parse` is
-    given), built by `build` and cached."""
+    given), built by `build` and cached. `also` names the files `build` checks this one against: their
+    bytes key the entry too, so the check made when it was built holds while they are unchanged."""
     raw = _read_bytes(root, name)
+    key = _schema_key() + raw + b"".join(_digest(_read_bytes(root, other)).digest() for other in also)
     folder = cache_dir()
     stem = f"{name}.records."
-    cached = folder / f"{stem}{_digest(_schema_key() + raw).hexdigest()[:24]}.json" if folder else None
+    cached = folder / f"{stem}{_digest(key).hexdigest()[:24]}.json" if folder else None
     if cached is not None:
         try:
             records = json.loads(cached.read_bytes(), object_hook=decode_object)
@@ -169,18 +180,12 @@ def validate(kind: Any, data: Any, name: str, table: str = "") -> Any:
     from pydantic import ValidationError
 
     try:
-        return adapter(kind).validate_python(data)
+        return validate_records(kind, data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = _where(tuple(first["loc"]), data, table)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        # A dataclass calls an unknown key an unexpected argument: say it as for any other schema.
-        msg = (
-            "Extra inputs are not permitted"
-            if first["type"] == "unexpected_keyword_argument"
-            else first["msg"]
-        )
-        raise KnowledgeError(f"knowledge/{name}: {where}: {msg}{more}") from exc
+        raise KnowledgeError(f"knowledge/{name}: {where}: {first['msg']}{more}") from exc
 
 
 def _read_toml(root: Traversable, name: str) -> dict[str, Any]:
@@ -237,18 +242,25 @@ class Knowledge:
     # --- the files, each read on first use, each checked against those it refers to ---------------------
     @functools.cached_property
     def assumptions(self) -> Assumptions:
-        return cast(Assumptions, cached_records(self.root, "assumptions.toml", _assumptions))
+        return cast("Assumptions", cached_records(self.root, "assumptions.toml", _assumptions))
 
     @functools.cached_property
     def _gpu_file(self) -> dict[str, Any]:
-        gpu_file = cached_records(self.root, "gpus.toml", _gpus)
+        # Each GPU's fabric is checked against assumptions.toml when the entry is built, not on every read:
+        # the catalogue commands then read no assumptions.
+        return cast(
+            dict[str, Any], cached_records(self.root, "gpus.toml", self._gpus, also=("assumptions.toml",))
+        )
+
+    def _gpus(self, raw: dict[str, Any]) -> dict[str, Any]:
+        gpu_file = _gpus(raw)
         for g in gpu_file["gpus"]:
             if g.fabric not in self.assumptions.fabric:
                 raise KnowledgeError(
                     f"knowledge/gpus.toml: {g.id}: fabric {g.fabric!r} is not one of "
                     f"{', '.join(self.assumptions.fabric)} (assumptions.toml)"
                 )
-        return cast(dict[str, Any], gpu_file)
+        return gpu_file
 
     @functools.cached_property
     def _model_file(self) -> dict[str, Any]:
@@ -287,15 +299,15 @@ class Knowledge:
 
     @property
     def offers(self) -> tuple[Offer, ...]:
-        return cast(tuple[Offer, ...], self._offer_file["offers"])
+        return cast("tuple[Offer, ...]", self._offer_file["offers"])
 
     @property
     def checklist(self) -> tuple[ChecklistEntry, ...]:
-        return cast(tuple[ChecklistEntry, ...], self._checklist_file["entries"])
+        return cast("tuple[ChecklistEntry, ...]", self._checklist_file["entries"])
 
     @property
     def rules(self) -> RuleBook:
-        return cast(RuleBook, self._rule_file["rules"])
+        return cast("RuleBook", self._rule_file["rules"])
 
     def _source_tables(self) -> Iterator[tuple[str, Callable[[], dict[str, Source]]]]:
         """Each file's sources, in the order a key is looked up (the first file naming it wins)."""
@@ -382,6 +394,8 @@ def _check_refs(name: str, used: dict[str, set[str]], known: set[str]) -> None:
 
 def _assumptions(raw: dict[str, Any]) -> Assumptions:
 
+    from advisor.catalog.assumptions import Assumptions
+
     assumptions: Assumptions = validate(Assumptions, raw, "assumptions.toml")
     _check_refs("assumptions.toml", {"figures": assumptions.cited_sources()}, set(assumptions.sources))
     return assumptions
@@ -421,6 +435,8 @@ def _offers(raw: dict[str, Any]) -> dict[str, Any]:
 
     rows = _rows(raw, "offer", "prices.toml", {"schema_version", "sources", "offer"})
     sources = _sources(raw, "prices.toml")
+    from advisor.catalog.prices import Offer
+
     offers = tuple(validate(list[Offer], rows, "prices.toml", "offer"))
     _check_refs(
         "prices.toml",
@@ -434,6 +450,8 @@ def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
 
     rows = _rows(raw, "entry", "checklist.toml", {"schema_version", "sources", "entry"})
     sources = _sources(raw, "checklist.toml")
+    from advisor.catalog.checklist import MEMORY_COMPONENTS, ChecklistEntry
+
     entries = tuple(validate(list[ChecklistEntry], rows, "checklist.toml", "entry"))
     _check_refs(
         "checklist.toml",
@@ -451,6 +469,8 @@ def _checklist(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rules(raw: dict[str, Any]) -> dict[str, Any]:
+
+    from advisor.catalog.rules import RuleBook
 
     rules: RuleBook = validate(RuleBook, raw, "rules.toml")
     sources = validate(dict[str, Source], rules.sources, "rules.toml")

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
-from advisor.catalog.common import CatalogueId, NonNegFloat, NonNegInt, PosFloat, PosInt, Record, record
+from advisor.catalog.common import CatalogueId, NonNegFloat, NonNegInt, PosFloat, PosInt
 
 ModelKind = Literal["llm", "encoder", "vit", "cnn", "rnn", "speech", "recsys"]
 TRANSFORMER_KINDS = ("llm", "encoder", "vit")
 
 
-@record
-class ModelSpec(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
     """One model of the catalogue."""
 
     id: CatalogueId

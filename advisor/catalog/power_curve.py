@@ -6,44 +6,39 @@ import functools
 import itertools
 import statistics
 import tomllib
+from dataclasses import dataclass
 from importlib import resources
+from typing import Annotated
 
-from pydantic import Field
-
-from advisor.catalog.strict import Strict
+from advisor.catalog.common import Source
 from advisor.question.errors import KnowledgeError
+from advisor.question.records import Check, PosFloat, validate
 
 FILE = "power_curve.toml"
 
 
-class CurveSource(Strict):
-    """Where the sweeps come from."""
-
-    title: str
-    ref: str
-    url: str | None = None
-
-
-class CurvePoint(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurvePoint:
     """One GPU at one power limit: medians over the measured configurations, relative to its top limit."""
 
     gpu: str
-    limit_w: float = Field(gt=0)
-    top_w: float = Field(gt=0)
-    fraction: float = Field(gt=0, le=1)
-    throughput: float = Field(gt=0)
-    throughput_p10: float = Field(gt=0)
-    throughput_p90: float = Field(gt=0)
-    power: float = Field(gt=0)
-    configs: int = Field(ge=1)
+    limit_w: PosFloat
+    top_w: PosFloat
+    fraction: Annotated[float, Check(gt=0, le=1)]
+    throughput: PosFloat
+    throughput_p10: PosFloat
+    throughput_p90: PosFloat
+    power: PosFloat
+    configs: Annotated[int, Check(ge=1)]
     source: str
 
 
-class PowerCurve(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerCurve:
     """Measured sweeps of several GPUs; `at()` reads the curve at a cap fraction."""
 
     schema_version: int
-    sources: dict[str, CurveSource]
+    sources: dict[str, Source]
     point: tuple[CurvePoint, ...]
 
     def gpus(self) -> list[str]:
@@ -80,7 +75,7 @@ def load_power_curve() -> PowerCurve:
     """The shipped curve (knowledge/power_curve.toml), validated; KnowledgeError names the file and field."""
     raw = resources.files("knowledge").joinpath(FILE).read_bytes()
     try:
-        curve = PowerCurve.model_validate(tomllib.loads(raw.decode("utf-8")))
+        curve: PowerCurve = validate(PowerCurve, tomllib.loads(raw.decode("utf-8")))
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise KnowledgeError(f"knowledge/{FILE}: {exc}") from None
     unknown = {p.source for p in curve.point} - set(curve.sources)

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from advisor.catalog.common import PosFloat, PosInt, Record, record
+from advisor.catalog.common import PosFloat, PosInt
 from advisor.catalog.dates import DAYS_PER_MONTH, age_months, today  # noqa: F401  (re-exported)
+from advisor.question.records import validate
 
 Pricing = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
 USER_PRICES = "prices.json"
 
 
-@record
-class Offer(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offer:
     """One rentable instance type at one price."""
 
     provider: str
@@ -37,8 +39,8 @@ class Offer(Record):
         return self.usd_per_hour / self.gpus
 
 
-@record
-class UserPrices(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserPrices:
     """The file `prices update` writes: offers with their date and where they were read."""
 
     schema_version: Literal[1] = 1
@@ -58,7 +60,7 @@ _CACHE: dict[tuple[str, int, int], UserPrices | None] = {}
 
 
 def _parse_user_prices(text: str) -> UserPrices:
-    return UserPrices.model_validate(json.loads(text))
+    return validate(UserPrices, json.loads(text))
 
 
 def load_user_prices(path: Path | None = None) -> UserPrices | None:

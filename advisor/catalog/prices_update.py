@@ -12,7 +12,7 @@ import statistics
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,7 +21,6 @@ from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices,
 from advisor.catalog.skypilot import SHARED_NAME, gpu_of
 from advisor.question.checks import shown
 from advisor.question.errors import AdvisorError, InputError
-from advisor.question.values import value_type
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
 CLOUDS = ("aws", "gcp", "lambda", "runpod", "azure")
@@ -34,7 +33,7 @@ PCIE = {sxm: pcie for pcie, sxm in SHARED_NAME.items()}
 LAMBDA_PCIE = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Parsed:
     """What one catalogue file gave: offers, rows skipped as invalid, and accelerator names not mapped."""
 
@@ -261,7 +260,7 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
     return found
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Update:
     """The result of reading catalogues: the new file's offers and what was left out."""
 

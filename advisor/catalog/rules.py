@@ -5,11 +5,10 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from advisor.catalog.common import NON_EMPTY, EntryId, Record, record
-from advisor.question.values import value_type
+from advisor.catalog.common import NON_EMPTY, EntryId
 
 # The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
 # job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
@@ -73,8 +72,8 @@ def scope_of(field: str) -> str:
     return {"workload": "job", "constraints": "job", "gpu": "gpu", "plan": "plan"}[head]
 
 
-@record
-class Condition(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
     """One test of a fact against a value, typed by FIELDS."""
 
     field: str
@@ -100,15 +99,15 @@ class Condition(Record):
                 raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
 
 
-@record
-class AllOf(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllOf:
     """True when every child is true."""
 
     all: Annotated[tuple[Node, ...], NON_EMPTY]
 
 
-@record
-class AnyOf(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnyOf:
     """True when at least one child is true."""
 
     any: Annotated[tuple[Node, ...], NON_EMPTY]
@@ -139,8 +138,8 @@ class _NodeChoice:
 Node = Annotated[Condition | AllOf | AnyOf, _NodeChoice()]
 
 
-@record
-class Rule(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
     """A declarative rule: when its condition holds it excludes, scores or advises."""
 
     id: EntryId
@@ -181,8 +180,8 @@ class Rule(Record):
         return max((scope_of(f) for f in _fields(self.when)), key=order.__getitem__)
 
 
-@record
-class RuleBook(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleBook:
     """All of rules.toml."""
 
     schema_version: Literal[1]
@@ -196,7 +195,7 @@ class RuleBook(Record):
             raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Firing:
     """A rule that fired, with its message rendered from the facts."""
 

@@ -7,83 +7,76 @@ import functools
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated, Any, Literal
 
 from advisor.catalog.userdata import data_dir, locked, read_stored, write_text_atomic
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
+from advisor.question.records import Check, dump, validate
 
 RUNS_FILE = "runs.json"
-STORE_FORMAT = 1
+STORE_FORMAT: Literal[1] = 1
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
-class StoredRun(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRun:
     """One measured run of the user's, with what the uncalibrated model predicted for it (base) and the
     model that predicted it (base_model), so a changed model is noticed and the run re-predicted."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str = Field(min_length=1, max_length=64)
+    id: Annotated[str, Check(min_length=1, max_length=64)]
     kind: Literal["training", "serving"]
-    format: str = Field(max_length=32)
-    source: str = Field(max_length=500)
-    added: str = Field(max_length=32)
-    gpu: str = Field(min_length=1, max_length=64)
-    count: int = Field(ge=1, le=100_000)
-    key: str = Field(min_length=1, max_length=32)
+    format: Annotated[str, Check(max_length=32)]
+    source: Annotated[str, Check(max_length=500)]
+    added: Annotated[str, Check(max_length=32)]
+    gpu: Annotated[str, Check(min_length=1, max_length=64)]
+    count: Annotated[int, Check(ge=1, le=100_000)]
+    key: Annotated[str, Check(min_length=1, max_length=32)]
     """The training stack or the serving engine."""
-    version: str | None = Field(default=None, max_length=64)
+    version: Annotated[str, Check(max_length=64)] | None = None
     workload: dict[str, Any]
-    constraints: dict[str, Any] = {}
+    constraints: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, float]
     base: dict[str, float]
-    base_model: str = Field(max_length=2000)
-    point: dict[str, float] = {}
+    base_model: Annotated[str, Check(max_length=2000)]
+    point: dict[str, float] = field(default_factory=dict)
     trusted_far: bool = False
 
-    @field_validator("measured", "base", "point")
-    @classmethod
-    def _finite(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, v in value.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
-        if bad:
-            raise ValueError(f"{bad[0]}: not a finite figure")
-        return value
+    def __post_init__(self) -> None:
+        for name in ("measured", "base", "point"):
+            values: dict[str, float] = getattr(self, name)
+            bad = [k for k, v in values.items() if not math.isfinite(v) or (k != "rate" and abs(v) > 1e15)]
+            if bad:
+                raise ValueError(f"{name}: {bad[0]}: not a finite figure")
 
 
-class ServingFit(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingFit:
     """The serving efficiencies' multipliers fitted jointly on a profile's results on one GPU and engine
     (advisor/learned/calibration/serving.py): which model and runs they were fitted on, the posterior mean
     (log multipliers) and precision, and each run's figures simulated at them (what is left is residual)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_model: str = Field(max_length=2000)
+    base_model: Annotated[str, Check(max_length=2000)]
     runs: list[str]
-    mean: list[float] = Field(min_length=1, max_length=16)
+    mean: Annotated[list[float], Check(min_length=1, max_length=16)]
     precision: list[list[float]]
-    fitted: dict[str, dict[str, float]] = {}
+    fitted: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    @field_validator("mean")
-    @classmethod
-    def _bounded(cls, value: list[float]) -> list[float]:
-        if not all(math.isfinite(v) and abs(v) <= 10 for v in value):
-            raise ValueError("a multiplier is not a finite log figure")
-        return value
+    def __post_init__(self) -> None:
+        if not all(math.isfinite(v) and abs(v) <= 10 for v in self.mean):
+            raise ValueError("mean: a multiplier is not a finite log figure")
 
 
-class StoredRuns(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRuns:
     """The file: its format number, the runs and the serving fits by 'gpu|engine'."""
-
-    model_config = ConfigDict(extra="forbid")
 
     format: Literal[1]
     name: str
     runs: list[StoredRun]
-    serving_fits: dict[str, ServingFit] = {}
+    serving_fits: dict[str, ServingFit] = field(default_factory=dict)
 
 
 def check_profile_name(name: str) -> str:
@@ -116,38 +109,29 @@ def _path(name: str) -> Path:
 
 
 def _parse(text: str) -> StoredRuns:
-    return StoredRuns.model_validate(json.loads(text))
+    return validate(StoredRuns, json.loads(text))
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: str, mtime_ns: int, size: int) -> StoredRuns | None:
-    return read_stored(Path(path), _parse)
+def _read(path: str, mtime_ns: int, size: int) -> tuple[StoredRuns | None, tuple[StoredRun, ...]]:
+    # The file and its runs, read once while the file is unchanged: callers cache on the runs' tuple.
+    stored = read_stored(Path(path), _parse)
+    return stored, tuple(stored.runs) if stored is not None else ()
 
 
-def _stored(name: str) -> StoredRuns | None:
+def _stored(name: str) -> tuple[StoredRuns | None, tuple[StoredRun, ...]]:
     path = _path(name)
     try:
         stat = path.stat()
     except OSError:
-        return None
+        return None, ()
     return _read(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-_RUNS: dict[int, tuple[StoredRuns, tuple[StoredRun, ...]]] = {}
 
 
 def load_runs(name: str) -> tuple[StoredRun, ...]:
     """The runs of one profile (none when it has none); a file that does not validate is moved aside. The
     same tuple while the file is unchanged (callers cache on it)."""
-    got = _stored(name)
-    if got is None:
-        return ()
-    hit = _RUNS.get(id(got))
-    if hit is None or hit[0] is not got:
-        if len(_RUNS) > 64:  # files read before and changed since
-            _RUNS.clear()
-        hit = _RUNS[id(got)] = (got, tuple(got.runs))
-    return hit[1]
+    return _stored(name)[1]
 
 
 def fit_key(gpu: str, engine: str) -> str:
@@ -157,15 +141,13 @@ def fit_key(gpu: str, engine: str) -> str:
 
 def load_serving_fit(name: str, gpu: str, engine: str) -> ServingFit | None:
     """The serving fit of a profile's results on one GPU and engine, None when there is none."""
-    got = _stored(name)
+    got = _stored(name)[0]
     return got.serving_fits.get(fit_key(gpu, engine)) if got is not None else None
 
 
 def _write(name: str, runs: list[StoredRun], fits: dict[str, ServingFit]) -> None:
     payload = StoredRuns(format=STORE_FORMAT, name=name, runs=runs, serving_fits=fits)
-    write_text_atomic(
-        _path(name), json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
-    )
+    write_text_atomic(_path(name), json.dumps(dump(payload, mode="json"), indent=1, sort_keys=True) + "\n")
 
 
 def add_runs(name: str, new: list[StoredRun], rebase: dict[str, StoredRun] | None = None) -> tuple[int, int]:
@@ -173,8 +155,8 @@ def add_runs(name: str, new: list[StoredRun], rebase: dict[str, StoredRun] | Non
     replaces stored runs by id (their base re-predicted). (runs stored now, runs in the profile)."""
     with locked(f"profile-{check_profile_name(name)}"):
         _read.cache_clear()
-        got = _stored(name)
-        old = list(got.runs) if got is not None else []
+        got, runs = _stored(name)
+        old = list(runs)
         if rebase:
             old = [rebase.get(r.id, r) for r in old]
         ids = {r.id for r in old}
@@ -188,7 +170,7 @@ def store_serving_fit(name: str, gpu: str, engine: str, fit: ServingFit | None) 
     """Keep (or, given None, drop) the serving fit of a profile's results on one GPU and engine."""
     with locked(f"profile-{check_profile_name(name)}"):
         _read.cache_clear()
-        got = _stored(name)
+        got, runs = _stored(name)
         if got is None:
             return
         fits = dict(got.serving_fits)
@@ -196,7 +178,7 @@ def store_serving_fit(name: str, gpu: str, engine: str, fit: ServingFit | None) 
             fits.pop(fit_key(gpu, engine), None)
         else:
             fits[fit_key(gpu, engine)] = fit
-        _write(name, list(got.runs), fits)
+        _write(name, list(runs), fits)
         _read.cache_clear()
 
 
@@ -224,10 +206,9 @@ def list_profiles() -> list[str]:
 
 def profile_text(name: str) -> str:
     """One profile's runs as the JSON it is stored in (for export)."""
-    got = _stored(name)
-    if got is None or not got.runs:
+    got, runs = _stored(name)
+    if got is None or not runs:
         raise InputError(
             f"profile {shown(name)}: no calibration runs; the list shows the profiles that have runs"
         )
-    payload = got
-    return json.dumps(payload.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+    return json.dumps(dump(got, mode="json"), indent=1, sort_keys=True) + "\n"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from advisor.question.values import value_type
 
-
-@value_type
+@dataclass(frozen=True, slots=True)
 class Latent:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and joint key-value projections."""
 
@@ -18,7 +17,7 @@ class Latent:
     v_head_dim: int
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Moe:
     """The mixture-of-experts part of a model: routed and shared experts, and its leading dense layers."""
 
@@ -34,7 +33,7 @@ class Moe:
     """DeepSeek-V3's per-expert score-correction bias."""
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Shape:
     """Everything about a decoder's layout that decides its parameter count and memory."""
 

@@ -5,12 +5,13 @@ Megatron-style runtime)."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from advisor.catalog.common import shipped_root
 from advisor.question.errors import KnowledgeError
-from advisor.question.values import value_type
+from advisor.question.records import Check, PosFloat, validate
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -24,17 +25,15 @@ TRAITS = ("flash_attention", "compiled", "te_fp8", "megatron_runtime")
 UNKNOWN = "fsdp"
 
 Dimension = Literal["tp", "pp", "cp", "ep"]
-Month = str
+Month = Annotated[str, Check(pattern=r"^(\d{4}-\d{2})?$")]
 
 
 @functools.cache
 def _schema() -> Any:
     """The schema of one [stacks.<id>] table (pydantic: built only on a cache miss)."""
-    from pydantic import Field
 
-    from advisor.catalog.strict import Strict
-
-    class _StackSchema(Strict):
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class _StackSchema:
         """One [stacks.<id>] table, validated."""
 
         label: str
@@ -44,18 +43,18 @@ def _schema() -> Any:
         zero: list[int]
         zero_stated: list[int]
         recompute: Literal["search", "none", "selective", "full"]
-        recompute_full_from_params: float | None = Field(default=None, gt=0)
-        flash_attention: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-        compiled: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-        te_fp8: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
-        megatron_runtime: Month = Field(pattern=r"^(\d{4}-\d{2})?$")
+        recompute_full_from_params: PosFloat | None = None
+        flash_attention: Month
+        compiled: Month
+        te_fp8: Month
+        megatron_runtime: Month
         sources: list[str]
         note: str
 
     return _StackSchema
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Stack:
     """What one training stack runs and does."""
 
@@ -104,7 +103,7 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
         from pydantic import ValidationError
 
         try:
-            spec = _schema().model_validate(table)
+            spec = validate(_schema(), table)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])

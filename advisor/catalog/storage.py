@@ -4,18 +4,18 @@ knowledge/storage.toml."""
 from __future__ import annotations
 
 import functools
-from dataclasses import field
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 
-from advisor.catalog.common import PosFloat, Record, Source, record
-from advisor.catalog.loader import Knowledge, _read_toml, validate
+from advisor.catalog.common import PosFloat, Source
+from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.question.errors import InputError, KnowledgeError
 
 StorageKind = Literal["block", "object"]
 
 
-@record
-class StoragePrice(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoragePrice:
     """One storage product's list price."""
 
     provider: str
@@ -26,8 +26,8 @@ class StoragePrice(Record):
     note: str = ""
 
 
-@record
-class StorageFile(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StorageFile:
     """All of storage.toml."""
 
     schema_version: Literal[1]
@@ -38,8 +38,13 @@ class StorageFile(Record):
 
 @functools.lru_cache(maxsize=4)
 def load_storage(knowledge: Knowledge) -> StorageFile:
-    """The storage prices of a knowledge base (read on first use), every source key checked."""
-    data: StorageFile = validate(StorageFile, _read_toml(knowledge.root, "storage.toml"), "storage.toml")
+    """The storage prices of a knowledge base (read on first use, validated on a cache miss), every source
+    key checked."""
+    return cast(StorageFile, cached_records(knowledge.root, "storage.toml", _storage))
+
+
+def _storage(raw: dict[str, Any]) -> StorageFile:
+    data: StorageFile = validate(StorageFile, raw, "storage.toml")
     unknown = {s.source for s in data.storage} - set(data.sources)
     if unknown:
         raise KnowledgeError(f"knowledge/storage.toml: unknown source key(s) {', '.join(sorted(unknown))}")

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from advisor.catalog.assumptions import Figure
-from advisor.catalog.common import Record, Source, record
+from advisor.catalog.common import Source
 from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.question.errors import KnowledgeError
 
 
-@record
-class Hardware(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hardware:
     """Non-GPU hardware prices."""
 
     server_8gpu_sxm_usd: Figure
@@ -25,8 +25,8 @@ class Hardware(Record):
     install_fraction: Figure | None = None
 
 
-@record
-class Power(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Power:
     """Tariffs, PUE and non-GPU server power."""
 
     electricity_usd_kwh: Figure
@@ -35,23 +35,23 @@ class Power(Record):
     off_peak_usd_kwh: Figure | None = None
 
 
-@record
-class Space(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Space:
     """Data-centre space."""
 
     colocation_usd_per_kw_month: Figure
 
 
-@record
-class Staff(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Staff:
     """Operations staff."""
 
     engineer_usd_year: Figure
     gpus_per_engineer: Figure | None = None
 
 
-@record
-class Operations(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Operations:
     """The field guides' operations policy figures and measured failure rates."""
 
     maintenance_fraction_per_year: Figure
@@ -74,8 +74,8 @@ class Operations(Record):
     rack_space_reserve_fraction: Figure
 
 
-@record
-class Lease(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
     """Financing terms."""
 
     annual_rate: Figure
@@ -83,8 +83,8 @@ class Lease(Record):
     lease_to_purchase_ratio: Figure
 
 
-@record
-class PowerCap(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerCap:
     """A measured power-capping study and the guide's example policy."""
 
     cap_fraction: Figure
@@ -97,8 +97,8 @@ class PowerCap(Record):
     guide_night_end_hour: Figure
 
 
-@record
-class Shares(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shares:
     """The guide's typical shares of TCO."""
 
     hardware: Figure
@@ -108,16 +108,16 @@ class Shares(Record):
     network: Figure
 
 
-@record
-class Spot(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spot:
     """Preemption notices."""
 
     aws_notice_s: Figure
     gcp_notice_s: Figure
 
 
-@record
-class TcoFigures(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcoFigures:
     """All of tco.toml."""
 
     schema_version: Literal[1]
@@ -147,8 +147,8 @@ class TcoFigures(Record):
             self.typical_shares,
             self.spot,
         ):
-            for name in section._FIELDS:
-                fig = getattr(section, name)
+            for f in fields(section):
+                fig = getattr(section, f.name)
                 if fig is not None:
                     keys.add(fig.source)
         return keys

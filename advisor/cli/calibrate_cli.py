@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.job.door import question
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
+from advisor.question.records import dump
 
 if TYPE_CHECKING:
     from advisor.answer.calibration_runs import ReadyRun
@@ -65,7 +67,7 @@ def _list(fmt: str) -> int:
     if fmt == "json":
         from advisor.cli.output import json_text
 
-        print(json_text({n: [r.model_dump(mode="json") for r in load_runs(n)] for n in names}, indent=2))
+        print(json_text({n: [dump(r, mode="json") for r in load_runs(n)] for n in names}, indent=2))
         return 0
     if not names:
         print("no calibration profiles yet; add runs with: gpu-advisor calibrate FILE")
@@ -127,12 +129,10 @@ def _refresh(knowledge: Knowledge, profile: str) -> int:
     base = _uncalibrated(efficiency_model(knowledge))
     again = {}
     for run in load_runs(profile):
-        workload = Workload.model_validate(run.workload)
-        pred = predict(knowledge, workload, run.gpu, run.count, None, base)
+        pred = predict(knowledge, question(Workload, run.workload), run.gpu, run.count, None, base)
         name = _base_name(knowledge, run.kind, base)
-        if pred.throughput is None:
-            continue
-        again[run.id] = run.model_copy(update={"base": figures(pred, run.kind), "base_model": name})
+        if pred.throughput is not None:
+            again[run.id] = dataclasses.replace(run, base=figures(pred, run.kind), base_model=name)
     add_runs(profile, [], rebase=again)
     for gpu, engine in sorted({(r.gpu, r.key) for r in load_runs(profile) if r.kind == "serving"}):
         _refit_serving(knowledge, profile, gpu, engine, base)
@@ -317,7 +317,7 @@ def _after(knowledge: Knowledge, records: list[tuple[ReadyRun, StoredRun]], prof
     model = efficiency_model(knowledge)
     for run, rec in records:
         if profile:  # the figure predict gives with --profile NAME: that profile's runs, not the default's
-            run = dataclasses.replace(run, workload=run.workload.model_copy(update={"profile": profile}))
+            run = dataclasses.replace(run, workload=dataclasses.replace(run.workload, profile=profile))
         pred = predicted(knowledge, run, model)
         after = figures(pred, rec.kind)
         print(f"{run.reading.source} ({run.gpu} x{run.count}, {rec.key}):")
@@ -342,7 +342,7 @@ def _command(run: ReadyRun, profile: str | None) -> str:
     """The predict flags of exactly the run's configuration."""
     from advisor.question.fields import flag_of
 
-    work = run.workload.model_dump(exclude_none=True, exclude_defaults=True)
+    work = dump(run.workload, exclude_none=True, exclude_defaults=True)
     config = work.pop("config", {})
     parts = [f"--gpu {run.gpu}", f"--count {run.count}"]
     parts += [f"{flag_of('kind' if k == 'kind' else k)} {v}" for k, v in {**work, **config}.items()]

@@ -16,6 +16,7 @@ from advisor.cli.output import json_text
 from advisor.cli.validated import validated as _validated
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
+from advisor.question.records import dump
 
 if TYPE_CHECKING:
     from advisor.answer.report import Report
@@ -74,7 +75,7 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
                 f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
             )
         spec = spec_from_shape(**shape)
-    return spec.model_dump(mode="python", exclude_defaults=True)
+    return dump(spec, mode="python", exclude_defaults=True)
 
 
 SHAPE_NEEDED = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
@@ -94,7 +95,7 @@ def _efficiency(knowledge: Knowledge, args: argparse.Namespace, *, on_use: bool 
 
 def _catalogue(args: argparse.Namespace, rows: Sequence[Any], text: str) -> int:
     if (args.format or "table") == "json":
-        print(json_text([r.model_dump(mode="json") for r in rows], indent=2))
+        print(json_text([dump(r, mode="json") for r in rows], indent=2))
     else:
         print(text)
     return 0
@@ -136,8 +137,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
         print(
             json_text(
                 [
-                    o.model_dump(mode="json")
-                    | {"usd_per_gpu_hour": o.usd_per_gpu_hour, "flags": flags[id(o)]}
+                    dump(o, mode="json") | {"usd_per_gpu_hour": o.usd_per_gpu_hour, "flags": flags[id(o)]}
                     for o in offers
                 ],
                 indent=2,
@@ -161,7 +161,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         knowledge, workload, _values(args)["gpu"], count, constraints, _efficiency(knowledge, args)
     )
     if (args.format or "table") == "json":
-        print(json_text(result.model_dump(mode="json"), indent=2))
+        print(json_text(dump(result, mode="json"), indent=2))
     else:
         print(render.prediction_text(result))
     return 0 if result.throughput is not None else 1
@@ -193,8 +193,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         from advisor.answer.scenarios import scenario_inputs
 
         sw, sc = scenario_inputs(knowledge, args.scenario, _efficiency(knowledge, args))
-        base_w = {**sw.model_dump(exclude_defaults=True), **base_w}
-        base_c = {**sc.model_dump(exclude_defaults=True), **base_c}
+        base_w = {**dump(sw, exclude_defaults=True), **base_w}
+        base_c = {**dump(sc, exclude_defaults=True), **base_c}
     given_w = workload_fields(args)
     if given_w.keys() & {"model", "params", "spec"}:  # a new model replaces the file's
         for key in ("model", "params", "spec"):
@@ -297,7 +297,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     entries = find_entries(knowledge, args.error_type, args.search)
     if (args.format or "text") == "json":
-        print(json_text([e.model_dump(mode="json") for e in entries], indent=2))
+        print(json_text([dump(e, mode="json") for e in entries], indent=2))
     else:
         print(render.checklist_text(entries, knowledge, full=bool(args.error_type or args.search)))
     return 0
@@ -310,7 +310,7 @@ def cmd_tco(args: argparse.Namespace) -> int:
     knowledge = load_knowledge()
     result = tco(knowledge, tco_inputs(args))
     if (args.format or "table") == "json":
-        print(json_text(result.model_dump(mode="json"), indent=2))
+        print(json_text(dump(result, mode="json"), indent=2))
     else:
         print(render.tco_text(result))
     return 0

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
 from typing import Any
+
+from advisor.question.records import dump
 
 
 def add_fleet_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,7 +90,7 @@ def _portfolio(args: argparse.Namespace, knowledge: Any) -> Any:
         # The message already names the entry and field; the CLI's flag naming of structured errors would
         # misname them as flags.
         raise InputError(str(exc)) from None
-    changes = {}
+    changes: dict[str, Any] = {}
     weeks = _count(args.weeks, "--weeks", 1, 520)
     reps = _count(args.replications, "--replications", 2, 200)
     if weeks is not None:
@@ -95,7 +98,7 @@ def _portfolio(args: argparse.Namespace, knowledge: Any) -> Any:
     if reps is not None:
         changes["replications"] = reps
     if changes:
-        portfolio = portfolio.model_copy(update={"sizing": portfolio.sizing.model_copy(update=changes)})
+        portfolio = dataclasses.replace(portfolio, sizing=dataclasses.replace(portfolio.sizing, **changes))
     return portfolio
 
 
@@ -129,7 +132,7 @@ def _validate(args: argparse.Namespace) -> int:
     hours = _count(args.hours, "--hours", 100, 10_000_000)
     result = validate(args.trace) if hours is None else validate(args.trace, float(hours), float(hours))
     if (args.format or "table") == "json":
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print(json.dumps(dump(result, mode="json"), indent=2))
         return 0
     from advisor.cli.fleet_text import render_validation
 

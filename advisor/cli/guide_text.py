@@ -8,6 +8,7 @@ import argparse
 from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli.output import json_text
 from advisor.question.errors import InputError
+from advisor.question.records import dump
 from advisor.search.cost import guide_cost
 
 
@@ -170,7 +171,7 @@ def cost_cli(args: argparse.Namespace) -> int:
         eff = efficiency_model(knowledge, prior=False)
         if fmt == "json":
             scenario_text(knowledge, args.scenario, eff)  # validates the name
-            print(json_text(case_study(knowledge, eff).model_dump(mode="json"), indent=2))
+            print(json_text(dump(case_study(knowledge, eff), mode="json"), indent=2))
         else:
             print(scenario_text(knowledge, args.scenario, eff))
         return 0
@@ -181,8 +182,8 @@ def cost_cli(args: argparse.Namespace) -> int:
             print(
                 json_text(
                     {
-                        "example": guide_example(knowledge).model_dump(mode="json"),
-                        "cost_table": [r.model_dump(mode="json") for r in cost_table(knowledge)],
+                        "example": dump(guide_example(knowledge), mode="json"),
+                        "cost_table": [dump(r, mode="json") for r in cost_table(knowledge)],
                     },
                     indent=2,
                 )

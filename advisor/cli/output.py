@@ -10,13 +10,13 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.catalog.userdata import stage_text
 from advisor.question.checks import escape_controls, shown
 from advisor.question.errors import InputError
-from advisor.question.values import value_type
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = ()) -> str:
@@ -54,7 +54,7 @@ def json_text(value: Any, indent: int | None = 2) -> str:
     return json.dumps(finite(value), indent=indent, allow_nan=False)
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Target:
     """One file an output flag asks for: where, what, and whether it is a script to run."""
 

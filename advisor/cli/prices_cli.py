@@ -10,6 +10,7 @@ from pathlib import Path
 from advisor.catalog.prices import today, user_prices_path
 from advisor.catalog.prices_update import CLOUDS, DEFAULT_URL, build_update, read_folder, read_url, summary
 from advisor.question.errors import InputError
+from advisor.question.records import dump
 
 
 def update_cli(args: argparse.Namespace) -> int:
@@ -44,7 +45,7 @@ def update_cli(args: argparse.Namespace) -> int:
             )
             return 0
         write_text_atomic(
-            path, json.dumps(update.prices.model_dump(mode="json"), indent=1, allow_nan=False) + "\n"
+            path, json.dumps(dump(update.prices, mode="json"), indent=1, allow_nan=False) + "\n"
         )
     print(
         f"wrote {len(update.prices.offers)} offers dated {today().isoformat()} to {path} "

@@ -9,6 +9,7 @@ from advisor.cli.guards import given_strings
 from advisor.question.checks import read_input_text, shown
 from advisor.question.errors import InputError
 from advisor.question.fields import FIELDS, did_you_mean, of_part
+from advisor.question.records import validate
 
 # An exported recommendation is a few kilobytes and nests five tables deep.
 MAX_SPEC_BYTES = 1 << 20
@@ -82,7 +83,7 @@ def _check_spec(spec: Any, where: str) -> None:
         raise InputError(f"{where}: must be a table (a model shape)")
     try:
         check_sizes(spec)  # the registry's words first, as for the flags
-        check_spec(ModelSpec.model_validate(spec))
+        check_spec(validate(ModelSpec, spec))
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])

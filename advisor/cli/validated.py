@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from advisor.question.errors import InputError
@@ -12,14 +11,15 @@ from advisor.question.fields import flag_of
 def validated(cls: Any, data: dict[str, Any]) -> Any:
     """The model, or the InputError of its first problem: the core's own (structured, the CLI names the
     flag), or pydantic's, named by the field it is about."""
+    from advisor.job.door import question, validation_errors  # a catalogue command builds no question
+
     try:
-        return cls.model_validate(data)
+        return question(cls, data)
     except ValueError as exc:
-        # pydantic's ValidationError (a ValueError): pydantic is imported only where it judged the input.
-        pydantic = sys.modules.get("pydantic")
-        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+        errors = validation_errors(exc)
+        if errors is None:
             raise
-        err = exc.errors()[0]
+        err = errors[0]
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, InputError):
             raise cause from None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 
-from advisor.catalog.strict import Strict
 from advisor.fleet.design import Design, Setup
 from advisor.fleet.stats import CLASS_NAMES, RunFigures
 from advisor.job.inputs import Constraints
@@ -16,7 +16,8 @@ from advisor.search.cost import best_offer, usable_offers
 CLASS_LABEL = {**CLASS_NAMES, -1: "serving"}
 
 
-class Attribution(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attribution:
     """One owner's (or idle capacity's) share over the whole period, by the guide's three columns + space."""
 
     owner: str
@@ -33,7 +34,8 @@ class Attribution(Strict):
         return self.hardware_usd + self.power_usd + self.maintenance_usd + self.space_usd
 
 
-class Buying(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Buying:
     """Owning against renting, and staged against all-at-once, over the same years."""
 
     years: float

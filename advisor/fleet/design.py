@@ -4,6 +4,7 @@ seeded replications."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.power_curve import load_power_curve
@@ -14,12 +15,11 @@ from advisor.fleet.power import NightCap
 from advisor.fleet.profile import Shape
 from advisor.fleet.sim import SERVING, JobSpec, Simulation
 from advisor.fleet.stats import Draw, RunFigures, figures
-from advisor.question.values import value_type
 
 INFERENCE = ("serving", "batch")
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Part:
     """One pool of identical servers."""
 
@@ -29,7 +29,7 @@ class Part:
     node_size: int
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Design:
     """A cluster: one pool for everything, or a training core and an inference edge."""
 

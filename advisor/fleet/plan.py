@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.strict import Strict
 from advisor.fleet.costs import Attribution, Buying, attribution, buying, by_owner
 from advisor.fleet.design import Design, Setup
 from advisor.fleet.portfolio import Portfolio
@@ -15,13 +15,15 @@ from advisor.fleet.profile import profile
 from advisor.fleet.sizing import Candidate, cost, size_mix, size_single, split
 from advisor.fleet.stats import CLASS_NAMES, Ci, RunFigures
 from advisor.learned.efficiency import EfficiencyModel
+from advisor.question.records import dump
 
 SHORTLIST = ("a100-80gb-sxm", "h100-sxm", "b200", "a40")
 """Default GPU types the sizing tries: data-centre GPUs with a sourced purchase price, one per generation,
 and a low-power inference card."""
 
 
-class JobLine(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobLine:
     """One entry as it runs on the chosen design."""
 
     name: str
@@ -37,7 +39,8 @@ class JobLine(Strict):
     note: str = ""
 
 
-class Option(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
     """A design that met the KPIs in screening."""
 
     label: str
@@ -47,7 +50,8 @@ class Option(Strict):
     chosen: bool = False
 
 
-class Kpi(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Kpi:
     """One figure with its 95% interval over the replications and the guide's target."""
 
     name: str
@@ -59,7 +63,8 @@ class Kpi(Strict):
     note: str = ""
 
 
-class FleetPlan(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetPlan:
     """The whole fleet answer."""
 
     portfolio: dict[str, Any]
@@ -82,7 +87,7 @@ class FleetPlan(Strict):
 
     def plain(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return self.model_dump(mode="json")
+        return dump(self, mode="json")
 
 
 def _verdict(ok: bool) -> str:

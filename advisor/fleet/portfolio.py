@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import math
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.strict import Strict
+from advisor.job.door import input_names, question
 from advisor.job.inputs import RunConfig, Workload
 from advisor.question.checks import read_input_text
 from advisor.question.errors import InputError
 from advisor.question.fields import limits
+from advisor.question.records import NON_EMPTY, Check, dump, validate
 
 Priority = Literal["urgent", "regular", "batch", "development", "serving"]
 PRIORITIES: tuple[str, ...] = ("urgent", "regular", "batch", "development", "serving")
@@ -34,30 +36,31 @@ FLEET_KEYS = {
     "requests",
     "turnaround_hours",
 }
-WORKLOAD_KEYS = set(Workload.model_fields) - {"config", "spec"}
-CONFIG_KEYS = set(RunConfig.model_fields)
+WORKLOAD_KEYS = set(input_names(Workload)) - {"config", "spec"}
+CONFIG_KEYS = set(input_names(RunConfig))
 
 
-class Entry(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
     """One line of the portfolio: a workload as the wizard understands it, how often it comes, whose it is."""
 
-    name: str = Field(min_length=1, max_length=80)
-    owner: str = Field(min_length=1, max_length=80)
+    name: Annotated[str, Check(min_length=1, max_length=80)]
+    owner: Annotated[str, Check(min_length=1, max_length=80)]
     priority: Priority
     workload: Workload
-    per_week: float | None = Field(default=None, gt=0, le=100_000)
+    per_week: Annotated[float, Check(gt=0, le=100_000)] | None = None
     """Arrivals per week (training, batch inference, development)."""
-    requests_per_s: float | None = Field(default=None, **limits("requests_per_s"))
+    requests_per_s: Annotated[float, Check(**limits("requests_per_s"))] | None = None
     """Serving: the mean request rate."""
     hourly_profile: tuple[float, ...] | None = None
     """Serving: 24 multipliers of the mean rate, one per hour of the day (their mean is taken as 1)."""
-    deadline_hours: float | None = Field(default=None, **limits("deadline_hours"))
+    deadline_hours: Annotated[float, Check(**limits("deadline_hours"))] | None = None
     """Hours from arrival by which the job must finish."""
-    gpus: int | None = Field(default=None, **limits("max_gpus"))
+    gpus: Annotated[int, Check(**limits("max_gpus"))] | None = None
     """GPUs per job (training, batch); None: the smallest count that finishes within the turnaround."""
-    requests: float | None = Field(default=None, gt=0, le=1e12)
+    requests: Annotated[float, Check(gt=0, le=1e12)] | None = None
     """Batch inference: requests each job processes."""
-    turnaround_hours: float = Field(default=24.0, gt=0, le=10_000)
+    turnaround_hours: Annotated[float, Check(gt=0, le=10_000)] = 24.0
     """Without a deadline: the planner picks the smallest count that finishes within this (a setting)."""
 
     @property
@@ -66,41 +69,44 @@ class Entry(Strict):
         return self.priority == "serving"
 
 
-class Policy(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
     """The cluster's operating policy (the guide's, unless changed)."""
 
     night_cap: bool = True
     """The guide's 90% power cap from 22:00 to 08:00."""
-    dev_cap_fraction: float = Field(default=0.20, gt=0, le=1)
+    dev_cap_fraction: Annotated[float, Check(gt=0, le=1)] = 0.20
     """Development jobs hold at most this share of the GPUs (the guide's 20% elastic pool)."""
 
 
-class Sizing(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sizing:
     """What the sizing searches and how long it simulates."""
 
     gpus: tuple[str, ...] = ()
     """Candidate GPU types (default: the shipped shortlist of data-centre GPUs with a purchase price)."""
-    years: float = Field(default=3.0, gt=0, le=10)
-    weeks: float = Field(default=52.0, gt=0, le=520)
-    replications: int = Field(default=20, ge=2, le=200)
-    seed: int = Field(default=1, ge=0)
+    years: Annotated[float, Check(gt=0, le=10)] = 3.0
+    weeks: Annotated[float, Check(gt=0, le=520)] = 52.0
+    replications: Annotated[int, Check(ge=2, le=200)] = 20
+    seed: Annotated[int, Check(ge=0)] = 1
     mix: bool = True
     """Also try a training core of one GPU type with an inference edge of another."""
 
 
-class Portfolio(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Portfolio:
     """A team's whole portfolio and the policy its cluster runs under."""
 
-    name: str = Field(default="portfolio", max_length=120)
+    name: Annotated[str, Check(max_length=120)] = "portfolio"
     policy: Policy = Policy()
     sizing: Sizing = Sizing()
-    workload: tuple[Entry, ...] = Field(min_length=1)
+    workload: Annotated[tuple[Entry, ...], NON_EMPTY]
 
     def plain(self) -> dict[str, Any]:
         """The portfolio as the TOML a user writes (None and empty values left out)."""
-        out = self.model_dump(mode="json", exclude_none=True)
+        out: dict[str, Any] = dump(self, mode="json", exclude_none=True)
         for w, e in zip(out["workload"], self.workload, strict=True):
-            inner = e.workload.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+            inner = dump(e.workload, mode="json", exclude_none=True, exclude_defaults=True)
             config = inner.pop("config", {})
             w.pop("workload")
             w.update(inner)
@@ -163,7 +169,7 @@ def _entry(raw: Any, index: int) -> Entry:
         inner.setdefault("kind", "inference")
     outer = {k: v for k, v in raw.items() if k in FLEET_KEYS}
     try:
-        workload = Workload.model_validate(inner)
+        workload = question(Workload, inner)
     except InputError as exc:
         raise _fail(
             where, exc.field or "workload", exc.value, exc.problem or str(exc), exc.accepted
@@ -171,7 +177,7 @@ def _entry(raw: Any, index: int) -> Entry:
     except ValidationError as exc:
         raise _validation_error(where, exc, raw) from None
     try:
-        entry = Entry.model_validate({**outer, "workload": workload})
+        entry = validate(Entry, {**outer, "workload": workload})
     except ValidationError as exc:
         raise _validation_error(where, exc, raw) from None
     _check_entry(where, entry)
@@ -217,7 +223,7 @@ def parse_portfolio(data: dict[str, Any], knowledge: Knowledge | None = None) ->
             raise _fail(f"workload {name!r}", "name", name, "is used twice", "a unique name per entry")
     top = {k: v for k, v in data.items() if k != "workload"}
     try:
-        portfolio = Portfolio.model_validate({**top, "workload": parsed})
+        portfolio = validate(Portfolio, {**top, "workload": parsed})
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])

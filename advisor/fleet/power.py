@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-
-from advisor.question.values import value_type
+from dataclasses import dataclass
 
 DAY = 24.0
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class NightCap:
     """Jobs run at `factor` of their speed from `start` to `end` o'clock (a window across midnight), else 1.
 

@@ -5,7 +5,9 @@ The fleet planner has no physics of its own: every figure here comes from `advis
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 from advisor.answer.recommend import Scored, Search, run_search
 from advisor.catalog.loader import Knowledge
@@ -15,13 +17,12 @@ from advisor.learned.efficiency import EfficiencyModel
 from advisor.physics.speed import peak_flops
 from advisor.question.errors import InputError
 from advisor.question.fields import DEFAULT_MAX_GPUS
-from advisor.question.values import value_type
 
 BATCH_TPOT_MS = 1000.0
 """Batch inference has no interactive latency target: the search may use its largest batch (1 s a token)."""
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Shape:
     """One entry on one GPU type: what a job (or a serving replica) needs and how long it runs."""
 
@@ -54,8 +55,7 @@ class Shape:
 def _workload(entry: Entry) -> Workload:
     w = entry.workload
     if entry.priority == "batch" and w.kind == "inference":
-        changes: dict[str, object] = {"tpot_ms": w.tpot_ms or BATCH_TPOT_MS}
-        return w.model_copy(update=changes)
+        return dataclasses.replace(w, tpot_ms=w.tpot_ms or BATCH_TPOT_MS)
     return w
 
 

@@ -3,10 +3,11 @@ M/M/1 queue, and the simulated runs that reproduce them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
 from advisor.fleet.sim import JobSpec, Simulation
-from advisor.question.values import value_type
 
 
 def erlang_c(c: int, lam: float, mu: float) -> float:
@@ -41,7 +42,7 @@ def priority_mm1_sojourn(lams: tuple[float, ...], mu: float) -> tuple[float, ...
     return tuple(out)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """One simulated figure against its closed form."""
 

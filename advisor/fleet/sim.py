@@ -20,7 +20,6 @@ import simpy
 
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
-from advisor.question.values import value_type
 
 Process = Generator[simpy.Event, object, None]
 """A SimPy process: it yields the events it waits on."""
@@ -29,7 +28,7 @@ HOURS_PER_WEEK = 168
 SERVING = -1
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """One kind of job as the simulation needs it (from the per-job model's Shape and the portfolio)."""
 
@@ -80,7 +79,7 @@ class Job:
     gen: int = 0
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Tally:
     """What one run measured."""
 

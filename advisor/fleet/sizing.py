@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from advisor.fleet.design import INFERENCE, Design, Part, Setup
 from advisor.fleet.portfolio import Entry
 from advisor.fleet.stats import RunFigures
 from advisor.ops.tco import TcoInputs, tco
-from advisor.question.values import value_type
 
 SHORT_WEEKS = 8.0
 """Each candidate size is screened on this many simulated weeks..."""
@@ -23,7 +24,7 @@ MAX_SHORT = 0.001
 """Serving may lack replicas at most 0.1% of its replica-hours."""
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """A design that met the KPIs in screening, with its cost."""
 
@@ -127,5 +128,5 @@ def size_mix(setup: Setup, core: Candidate, edge: Candidate, seed: int) -> Candi
 def split(setup: Setup, inference: bool) -> Setup:
     """The same setup holding only the inference (or only the training) entries."""
     keep = tuple(e for e in setup.portfolio.workload if (e.priority in INFERENCE) == inference)
-    portfolio = setup.portfolio.model_copy(update={"workload": keep})
+    portfolio = dataclasses.replace(setup.portfolio, workload=keep)
     return Setup(setup.knowledge, portfolio, setup.shapes)

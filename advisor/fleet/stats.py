@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
-from advisor.catalog.strict import Strict
 from advisor.fleet.sim import HOURS_PER_WEEK, Tally
-from advisor.question.values import value_type
 
 # Student's t at 97.5% by degrees of freedom (two-sided 95% intervals); 1.96 past 30.
 _T975 = {
@@ -38,7 +37,8 @@ _T975 = {
 CLASS_NAMES = {0: "urgent", 1: "regular", 2: "batch", 3: "development"}
 
 
-class Ci(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ci:
     """A mean over replications with its 95% confidence interval."""
 
     mean: float
@@ -73,7 +73,7 @@ def quantile(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Draw:
     """Electric draw of one pool: W per busy GPU by day and under the night cap, and the PUE."""
 
@@ -82,7 +82,7 @@ class Draw:
     pue: float
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class RunFigures:
     """One replication's figures."""
 

@@ -7,15 +7,14 @@ use): `load_trace(DIR)` reads `openb_node_list_gpu_node.csv` and `openb_pod_list
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.catalog.strict import Strict
 from advisor.fleet.cluster import Pool
 from advisor.fleet.power import NightCap
 from advisor.fleet.sim import JobSpec, Simulation
 from advisor.fleet.stats import quantile
 from advisor.question.errors import InputError
-from advisor.question.values import value_type
 
 NODES = "openb_node_list_gpu_node.csv"
 PODS = "openb_pod_list_default.csv"
@@ -28,7 +27,7 @@ METHOD = (
 )
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
     """One GPU task of the trace, in seconds."""
 
@@ -39,7 +38,7 @@ class Pod:
     """GPUs requested x share of each GPU, in thousandths of a GPU."""
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Trace:
     """The servers' GPUs (thousandths) and the GPU pods."""
 
@@ -85,7 +84,8 @@ def load_trace(folder: str | Path) -> Trace:
     return Trace(nodes, tuple(pods))
 
 
-class Distribution(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Distribution:
     """Queueing delay in seconds and mean GPU allocation over the trace's span."""
 
     pods: int
@@ -98,7 +98,8 @@ class Distribution(Strict):
     """Mean share of the GPUs allocated, time-weighted over the span."""
 
 
-class Replay(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
     """The trace as recorded against its replay."""
 
     recorded: Distribution

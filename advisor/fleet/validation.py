@@ -4,11 +4,12 @@ replay of a production GPU-cluster trace (live from a folder, or the recorded re
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from advisor.catalog.strict import Strict
 from advisor.fleet.queueing import Check, simulate_mmc, simulate_priority
+from advisor.question.records import dump
 
 RECORDED = "fleet_trace_replay.toml"
 MMC = (4, 2.8, 1.0)
@@ -17,7 +18,8 @@ PRIORITY = ((0.2, 0.3), 1.0)
 """Two classes at 20% and 30% load on one server."""
 
 
-class CheckOut(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckOut:
     """One closed-form check."""
 
     name: str
@@ -27,7 +29,8 @@ class CheckOut(Strict):
     jobs: int
 
 
-class Validation(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Validation:
     """The figures `gpu-advisor fleet validate` prints."""
 
     checks: tuple[CheckOut, ...]
@@ -79,6 +82,6 @@ def validate(
     result = replay(load_trace(trace_dir))
     return Validation(
         checks=tuple(checks),
-        trace={**result.model_dump(mode="json"), "method": METHOD},
+        trace={**dump(result, mode="json"), "method": METHOD},
         trace_source=f"replayed now from {trace_dir}",
     )

@@ -10,6 +10,7 @@ from advisor.job.inputs import RunConfig, Workload
 from advisor.job.shape import Arch
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
+from advisor.question.fields import default_of
 from advisor.question.units import human
 from advisor.question.vocab import Stack
 
@@ -144,8 +145,8 @@ def serving_inputs(
                 accepted="one load: requests in flight (a closed loop) or requests per second (an open loop)",
             )
         if workload.requests_per_s is None and workload.concurrency is None:
-            rps = 1.0
-            assumed.append(Assumed(text="load 1 request/s", field="requests_per_s"))
+            rps = default_of("requests_per_s")
+            assumed.append(Assumed(text=f"load {rps:g} request/s", field="requests_per_s"))
         if workload.slo_percentile is None:
             assumed.append(
                 Assumed(text="latency targets held by the median request (P50)", field="slo_percentile")
@@ -170,7 +171,7 @@ def serving_inputs(
         "requests_per_s": rps,
         "tpot_ms": tpot,
         "ttft_ms": workload.ttft_ms,
-        "slo_percentile": workload.slo_percentile or 50,
+        "slo_percentile": workload.slo_percentile or default_of("slo_percentile"),
         "concurrency": workload.concurrency,
     }
 

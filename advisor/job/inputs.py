@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from advisor.catalog.models import ModelSpec
-from advisor.job.frozen import Frozen
 from advisor.job.spec_check import check_spec
 from advisor.question.errors import InputError
-from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS
+from advisor.question.fields import DEFAULT_MAX_GPUS, FIELDS, default_of
 from advisor.question.records import PosFloat as PositiveFloat
 from advisor.question.records import PosInt as PositiveInt
+from advisor.question.records import dump
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,
     PRECISIONS,
@@ -37,7 +38,8 @@ MAX_COUNT = int(FIELDS["max_gpus"].bound.hi)  # type: ignore[union-attr]  # max_
 """The most GPUs a plan may have (the registry's bound of max_gpus)."""
 
 
-class RunConfig(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
     """The run's configuration as the user states it; every None is chosen by the search."""
 
     tp: PositiveInt | None = None
@@ -68,30 +70,29 @@ class RunConfig(Frozen):
     gpu_memory_utilization: PositiveFloat | None = None
     """Share of GPU memory the serving engine takes (None: its default)."""
 
-    @staticmethod
-    def _check(obj: Any) -> None:
-        if obj.pp_schedule is not None:
-            virtual_stages(obj.pp_schedule)
-        if obj.global_batch is not None and obj.global_batch_tokens is not None:
+    def __post_init__(self) -> None:
+        if self.pp_schedule is not None:
+            virtual_stages(self.pp_schedule)
+        if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError(
                 "global_batch_tokens: given with a global batch in sequences; give one of the two",
                 field="global_batch_tokens",
-                value=obj.global_batch_tokens,
+                value=self.global_batch_tokens,
                 problem="is given with a global batch in sequences",
                 accepted="one of the two, not both",
             )
-        if obj.shard_group is not None and obj.zero is not None and obj.zero == 0:
+        if self.shard_group is not None and self.zero is not None and self.zero == 0:
             raise InputError(
                 "shard_group: hybrid sharding needs ZeRO 1, 2 or 3, not 0",
                 field="shard_group",
-                value=obj.shard_group,
+                value=self.shard_group,
                 problem="(hybrid sharding) needs ZeRO 1, 2 or 3, not 0",
                 accepted="a ZeRO stage of 1, 2 or 3 with it",
             )
 
     def given(self) -> dict[str, object]:
         """The values the user stated."""
-        return self.model_dump(exclude_none=True)
+        return dump(self, exclude_none=True)
 
 
 def virtual_stages(schedule: str) -> int:
@@ -110,7 +111,8 @@ def virtual_stages(schedule: str) -> int:
     )
 
 
-class Workload(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
     """What is to be run: the job, the model and its data or load."""
 
     kind: WorkloadKind | None = None
@@ -128,9 +130,9 @@ class Workload(Frozen):
     """Micro-batch per GPU."""
     tokens: PositiveFloat | None = None
     samples: PositiveFloat | None = None
-    epochs: PositiveFloat = 1.0
-    dataset_gb: float = 0.0
-    optimizer: Optimizer = "adamw"
+    epochs: PositiveFloat = default_of("epochs")
+    dataset_gb: float = default_of("dataset_gb")
+    optimizer: Optimizer = default_of("optimizer")
     config: RunConfig = RunConfig()
     lora_rank: PositiveInt | None = None
     requests_per_s: PositiveFloat | None = None
@@ -147,15 +149,16 @@ class Workload(Frozen):
     stack_version: str | None = None
     """The version of the stack or engine the user runs (a drift warning when newer than the runs)."""
 
-    # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, in _before)
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The fields a door received (advisor/job/door.py records them); not part of the value."""
 
-    @classmethod
-    def _field_checks(cls) -> dict[str, Any]:
-        return {"spec": _shape, "profile": _profile, "stack_version": _version}
+    # adam8bit: the optimizer's name before issue 8, still read (the registry's alias, at the door)
 
-    @staticmethod
-    def _check(obj: Any) -> None:
-        given = [n for n in ("model", "params", "spec") if getattr(obj, n) is not None]
+    def __post_init__(self) -> None:
+        _shape(self.spec)
+        _profile(self.profile)
+        _version(self.stack_version)
+        given = [n for n in ("model", "params", "spec") if getattr(self, n) is not None]
         if len(given) != 1:
             extra = given[1] if given else "model"
             problem = "is given with another model" if given else "is missing"
@@ -163,25 +166,33 @@ class Workload(Frozen):
                 f"{extra}: {problem}; give exactly one of model (a catalogue id), params (a custom size) "
                 "or a model shape (a config.json, or layers, hidden, heads, kv_heads, ffn and vocab)",
                 field=extra,
-                value=getattr(obj, extra) if given and extra != "spec" else None,
+                value=getattr(self, extra) if given and extra != "spec" else None,
                 problem=problem,
                 accepted="exactly one of a catalogue model, a custom size or a model shape",
             )
-        if obj.kind != "inference" and obj.precision in ("int8", "int4"):
+        if self.kind != "inference" and self.precision in ("int8", "int4"):
             raise InputError(
                 field="precision",
-                value=obj.precision,
+                value=self.precision,
                 problem="is for inference",
                 accepted=f"training takes {', '.join(TRAINING_PRECISIONS)} (QLoRA's 4-bit base comes "
                 "with the QLoRA workload)",
             )
-        if obj.tokens is not None and obj.samples is not None:
+        if self.tokens is not None and self.samples is not None:
             raise InputError(
                 field="samples",
-                value=obj.samples,
+                value=self.samples,
                 problem="is given with training tokens",
                 accepted="tokens or samples, not both",
             )
+
+
+def stated(workload: Workload) -> frozenset[str]:
+    """The workload fields the user gave: those its door received, and any not at its default (a workload
+    built in code)."""
+    return workload.given | {
+        f.name for f in fields(workload) if f.compare and getattr(workload, f.name) != f.default
+    }
 
 
 def _profile(name: str | None) -> str | None:
@@ -211,20 +222,21 @@ def _shape(spec: ModelSpec | None) -> ModelSpec | None:
     return spec
 
 
-class Constraints(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraints:
     """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 
     budget_usd: PositiveFloat | None = None
-    budget_period: BudgetPeriod = "job"
+    budget_period: BudgetPeriod = default_of("budget_period")
     deadline_hours: PositiveFloat | None = None
-    deployment: Deployment = "cloud"
-    pricing: PricingPlan = "on-demand"
-    demand: Demand = "static"
+    deployment: Deployment = default_of("deployment")
+    pricing: PricingPlan = default_of("pricing")
+    demand: Demand = default_of("demand")
     providers: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
-    objective: Objective = "balanced"
-    top: PositiveInt = 5
+    objective: Objective = default_of("objective")
+    top: PositiveInt = default_of("top")
     max_gpus: int = DEFAULT_MAX_GPUS
     headroom: float | None = None
     fabric: str | None = None
-    max_price_age_months: float = 12.0
+    max_price_age_months: float = default_of("max_price_age_months")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-
-from advisor.question.values import value_type
+from dataclasses import dataclass, fields
 
 ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}  # module-level: the memory model asks per term, per trial
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Layout:
     """One way to place a job on `count` GPUs."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
-from advisor.job.inputs import RunConfig, Workload
+from advisor.job.inputs import RunConfig, Workload, stated
 from advisor.job.shape import (
     Arch,
     ModelShape,
@@ -19,12 +19,11 @@ from advisor.job.shape import (
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import human
-from advisor.question.values import value_type
 
 __all__ = ["Arch", "Job", "dense_arch_for", "leaner_recipe", "resolve_job", "transformer_flops_per_token"]
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Job:
     """A resolved workload: what the memory, speed and cost models compute from."""
 
@@ -235,7 +234,7 @@ def resolve_job(knowledge: Knowledge, workload: Workload, *, need_data: bool = T
         assumed=tuple(assumed),
         spec=shape.spec,
         config=workload.config,
-        given_workload=frozenset(workload.model_fields_set),
+        given_workload=stated(workload),
         profile=workload.profile,
         stack_version=workload.stack_version,
         global_batch_given=workload.config.global_batch is not None
@@ -258,7 +257,7 @@ def leaner_recipe(knowledge: Knowledge, workload: Workload, job: Job, count: int
     extra: dict[str, Any] = {"optimizer": "paged-adamw-8bit"} if paged else {}
     lean = resolve_job(
         knowledge,
-        workload.model_copy(update={"config": stated.model_copy(update={"stack": "torchtune"}), **extra}),
+        replace(workload, config=replace(stated, stack="torchtune"), **extra),
         need_data=False,
     )
     recipe = "its single-device recipe: PagedAdamW8bit" if paged else "its recipe: AdamW"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from advisor.question.values import value_type
 
 if TYPE_CHECKING:
     from advisor.catalog.models import ModelSpec
@@ -15,7 +14,7 @@ _ASPECT = 128
 CUSTOM_VOCAB = 32000
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Arch:
     """The transformer shape the per-layer memory and FLOP formulas need."""
 
@@ -151,7 +150,7 @@ def transformer_flops_per_token(active_params: float, arch: Arch, seq_len: int) 
     return 2.0 * active_params + 4.0 * arch.layers * arch.hidden * seq_len
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class ModelShape:
     """The model a job trains or serves: its catalogue entry (or None), architecture and sizes."""
 
@@ -164,7 +163,7 @@ class ModelShape:
     kind: str
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class WorkSize:
     """What one item of the job costs: its unit, tokens per sequence, FLOPs and activation bytes."""
 

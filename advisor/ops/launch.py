@@ -4,6 +4,7 @@ Kubeflow PyTorchJob and Prometheus alert rules, all derived from the plan's numb
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.skypilot import skypilot_name, skypilot_names
@@ -13,7 +14,6 @@ from advisor.job.layout import ZERO_STAGE
 from advisor.job.resolve import Job
 from advisor.ops import yaml
 from advisor.ops.plan_facts import PlanFacts
-from advisor.question.records import Record, record
 from advisor.question.vocab import DEFAULT_ENGINE
 
 PORT = 29500
@@ -51,8 +51,8 @@ def container_image(knowledge: Knowledge, gpu_id: str) -> str:
     return next(image for cuda, image in IMAGES if cuda >= need) if need <= IMAGES[-1][0] else IMAGES[-1][1]
 
 
-@record
-class LaunchArtefacts(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchArtefacts:
     """Ready-to-use files for the chosen plan (text, in the format each tool reads)."""
 
     torchrun: str

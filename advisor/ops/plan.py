@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.tco import Operations, TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
-from advisor.question.records import Record, record
 
 
-@record
-class OpsItem(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpsItem:
     """One setting, why it was chosen, and where the rule comes from."""
 
     name: str
@@ -22,8 +22,8 @@ class OpsItem(Record):
     source: str
 
 
-@record
-class PowerEffect(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerEffect:
     """What a power cap does to this plan's energy and time."""
 
     cap_w: float
@@ -33,8 +33,8 @@ class PowerEffect(Record):
     hours_p50_capped: float
 
 
-@record
-class OpsPlan(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpsPlan:
     """The operations plan, item by item."""
 
     scaling: tuple[OpsItem, ...]

@@ -5,10 +5,10 @@ PlanOut without an import circle; the answer passes these plain values down inst
 
 from __future__ import annotations
 
-from advisor.question.values import value_type
+from dataclasses import dataclass
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class PlanFacts:
     """One plan as operations see it: hardware, layout, where it runs, and how long."""
 

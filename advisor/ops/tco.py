@@ -4,32 +4,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
-
-from pydantic import model_validator
+from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Figure
 from advisor.catalog.gpus import PRICE_OLD_MONTHS, Gpu
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.strict import Strict
 from advisor.catalog.tco import TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
-from advisor.question.fields import check_values
-from advisor.question.records import Record, record
-from advisor.question.values import value_type
+from advisor.question.fields import default_of
 
 HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
 
 
-class TcoInputs(Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcoInputs:
     """The question: own `count` GPUs for `years` at an average utilisation."""
 
     gpu: str
     count: int
-    years: float = 3.0
+    years: float = default_of("years")
     utilization: float | None = None
     electricity_usd_kwh: float | None = None
     off_peak_usd_kwh: float | None = None
@@ -37,15 +33,9 @@ class TcoInputs(Strict):
     staff_usd_year: float | None = None
     gpu_hours_per_month: float | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _bounds(cls, data: Any) -> Any:
-        # The field registry's bounds and words, as at every other door.
-        return check_values(data) if isinstance(data, dict) else data
 
-
-@record
-class CostLine(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostLine:
     """One component of TCO over the whole period."""
 
     component: str
@@ -58,8 +48,8 @@ class CostLine(Record):
     source: str
 
 
-@record
-class BuyRent(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuyRent:
     """Owning against the cheapest cloud plan of the same capacity."""
 
     cloud: str
@@ -78,8 +68,8 @@ class BuyRent(Record):
     """Power, operations and space per month: what owning costs once bought."""
 
 
-@record
-class FinanceOption(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinanceOption:
     """Purchase, lease or joint development."""
 
     name: str
@@ -90,8 +80,8 @@ class FinanceOption(Record):
     note: str
 
 
-@record
-class StagedStep(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StagedStep:
     """One step of the staged purchase."""
 
     month: int
@@ -100,8 +90,8 @@ class StagedStep(Record):
     action: str
 
 
-@record
-class TcoOut(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcoOut:
     """The whole TCO answer."""
 
     inputs: TcoInputs
@@ -145,7 +135,7 @@ def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     return t.hardware.server_8gpu_sxm_usd.value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Capital:
     """What owning buys: GPUs, servers and fabric, and the resale at the end of the period."""
 
@@ -164,7 +154,7 @@ class _Capital:
         return self.gpus_usd + self.servers_usd + self.network_usd
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Running:
     """What owning costs each year once bought: power and space, and the IT load behind both."""
 

@@ -24,13 +24,12 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
-from advisor.question.values import value_type
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
 """Standard normal quantiles of the percentiles an answer is held to."""
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class EngineLimits:
     """An engine's scheduler and memory settings (knowledge/serving_engines.toml)."""
 
@@ -96,7 +95,7 @@ def batch_cap(rep: Replica, lim: EngineLimits, isl: float, osl: float, overhead_
     return max(0, min(by_memory, lim.max_seqs) if lim.max_seqs else by_memory)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Saturation:
     """A replica kept full: decoding sequences, prompt tokens per iteration, iteration time, throughput."""
 
@@ -179,7 +178,7 @@ def capacity(
     return saturation(cap, b, p, tau, isl, osl)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Latency:
     """Latency of one replica under a load: means and the percentile asked for, in seconds."""
 
@@ -397,7 +396,7 @@ def open_stats(
     )
 
 
-@value_type(frozen=False, slots=True)
+@dataclass(slots=True)
 class _Run:
     """Consecutive iterations of the same make-up."""
 
@@ -415,7 +414,7 @@ class _Run:
     """Requests that have arrived and not been admitted (no slot or KV blocks yet) during these iterations."""
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Schedule:
     """A closed loop's iterations (time-free) and each request's arrival, first-token and last iteration."""
 
@@ -632,7 +631,7 @@ def quantile_of(xs: list[float], q: float) -> float:
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
-@value_type(frozen=False, slots=True)
+@dataclass(slots=True)
 class ClosedRun:
     """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
 

@@ -4,13 +4,13 @@ share of wall time that is useful work once checkpoints, lost work and restarts 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.job.resolve import Job
-from advisor.question.values import value_type
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Goodput:
     """Interruptions and checkpointing of one plan; `fraction` = useful time / wall time."""
 

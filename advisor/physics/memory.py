@@ -3,11 +3,12 @@ memory of a card, and the verdict against it with the measured error band."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor.catalog.assumptions import Assumptions, StackMemory
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Arch, Job
-from advisor.question.values import value_type
 
 GB = 1e9
 GIB = 1024**3 / GB
@@ -46,7 +47,7 @@ def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
     return capacity_gb(gpu, a) * a.memory.serving_memory_fraction.value * (1.0 - headroom)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Memory:
     """Per-GPU memory by component (central estimates, GB) against the usable memory, with the relative
     error band (P10, P90) of the central estimate measured on published runs."""
@@ -617,7 +618,7 @@ def _to_gb(
     )
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class InferenceTerms:
     """Serving memory: fixed bytes (weights, working set, overhead) and KV bytes per concurrent sequence."""
 

@@ -4,8 +4,7 @@ between pods; collective times (all-reduce, all-gather, all-to-all) for a group 
 from __future__ import annotations
 
 import math
-
-from advisor.question.values import value_type
+from dataclasses import dataclass
 
 GBS = 1e9
 
@@ -17,7 +16,7 @@ def ring_allreduce_s(nbytes: float, n: int, gbs: float, latency: float) -> float
     return 2.0 * (n - 1) / n * nbytes / (gbs * GBS) + 2.0 * (n - 1) * latency
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     """How a group of ranks spreads over the tiers: members per server, servers per pod, pods."""
 
@@ -31,7 +30,7 @@ class Placement:
         return self.per_node * self.nodes_per_pod * self.pods
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Network:
     """Per-direction bandwidths (GB/s per GPU) and step latencies of each tier."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from advisor.catalog.assumptions import Assumptions, Fabric
@@ -15,7 +16,6 @@ from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
 from advisor.physics.op_prices import Price
 from advisor.physics.step_ops import ComposedStep, StepOps
-from advisor.question.values import value_type
 
 __all__ = [
     "GBS",
@@ -73,7 +73,7 @@ def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group:
     )
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class StepTime:
     """Speed-of-light time of one optimizer step (training) on every GPU, by part, in seconds."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from advisor.question.records import Record, record
+from dataclasses import dataclass
 
 
-@record
-class Assumed(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assumed:
     """A default the answer rests on, said without any front end's words for the input.
 
     ``field`` is the input that would set it, as named in the input models ("seq_len", "stack", "spec");

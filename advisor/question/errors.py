@@ -17,7 +17,7 @@ class InputError(AdvisorError, ValueError):
     was wrong also give it as fields, so each front end can name the input in its own words (the CLI its
     flag, the UI the field's label) without reading the message:
 
-    - ``field``: the input's name as in the pydantic models ("seq_len", "budget_usd", "deadline_hours");
+    - ``field``: the input's name as in the question's records ("seq_len", "budget_usd", "deadline_hours");
     - ``value``: what the user gave; ``problem``: what is wrong with it ("is not a number");
     - ``accepted``: what would be accepted ("a whole number of tokens, e.g. 4096").
 

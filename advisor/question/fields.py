@@ -4,7 +4,7 @@ Each front end is derived from it, in the manner of Trogon's schema-to-form: the
 (flag, choices, help with the default) and names inputs by `flag`; the wizard builds its rows (label, hint,
 placeholder, choices) and names inputs by `label`; both read a value with `parse`, which holds it to the
 field's `bound` and words a refusal as a structured InputError (field, value, problem, accepted), so the same
-bad value is refused the same way at every door (flags, the wizard, `--from` files, the pydantic models).
+bad value is refused the same way at every door (flags, the wizard, `--from` files, portfolios, stored runs).
 Which fields a workload uses (`applies_to`, `needs`) is stated here too, for the CLI's refusals, the
 wizard's hidden rows and the configuration check alike.
 
@@ -1105,7 +1105,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in _ALL_FIELDS}
-"""Every input by name (the name is the pydantic models' field name)."""
+"""Every input by name (the name is the question records' field name)."""
 
 
 def flag_of(name: str) -> str:
@@ -1154,6 +1154,13 @@ def limits(name: str) -> Limits:
 def check(name: str, value: object) -> Any:
     """value of a named field held to its kind and bound (a number from a file, or text); InputError."""
     return FIELDS[name].parse(value)
+
+
+def default_of(name: str) -> Any:
+    """A field's default as a value (its registry text parsed): the records' defaults read it, so it is
+    stated once."""
+    f = FIELDS[name]
+    return f.parse(f.default)
 
 
 def check_values(data: Mapping[str, object]) -> dict[str, object]:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import Firing, Rule, evaluate
 from advisor.job.layout import Layout
 from advisor.learned.efficiency.base import Query
 from advisor.physics.memory import Memory
 from advisor.physics.speed import StepTime
-from advisor.question.values import value_type
 from advisor.search.context import Context
 
 if TYPE_CHECKING:
+    from advisor.catalog.capacity import Link
     from advisor.search.served import Served
 
 NODE_STEPS = (
@@ -47,7 +46,7 @@ NODE_STEPS = (
 )
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Candidate:
     """A plan that fits: its layout, memory and speed-of-light timing (efficiency and cost come later)."""
 
@@ -78,7 +77,7 @@ class Candidate:
         return self.step.items / self.step.total_s
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Miss:
     """A GPU x count that was excluded, and why, for the 'why not' lines."""
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.assumptions import Fabric
-from advisor.catalog.capacity import Link
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.rules import Rule
@@ -15,15 +14,17 @@ from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.question.errors import InputError
-from advisor.question.values import value_type
 
 IMAGE_KINDS = ("cnn", "vit")
 TCP_FABRIC = "eth-100"
 """The catalogue's ordinary (TCP) network: instances documented without RDMA and without a bandwidth."""
 SEQUENCE_KINDS = ("llm", "encoder", "rnn", "speech")
 
+if TYPE_CHECKING:  # a prediction on one GPU reads no capacity file
+    from advisor.catalog.capacity import Link
 
-@value_type(frozen=False)
+
+@dataclass(slots=True)
 class Context:
     """Everything one recommendation or prediction computes from."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from dataclasses import dataclass
 
 from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
@@ -11,12 +12,11 @@ from advisor.catalog.loader import Knowledge, offers_of
 from advisor.catalog.prices import Offer, age_months, today
 from advisor.job.inputs import Constraints
 from advisor.question.assumed import Assumed
-from advisor.question.values import value_type
 
 PRICING_ROWS = {"on-demand": ("on-demand",), "spot": ("spot",), "reserved": ("reserved-1y", "reserved-3y")}
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class CostRange:
     """A cost in USD as low, middle and high."""
 
@@ -43,7 +43,7 @@ def guide_cost(
 OUTLIER_FACTOR = 2.0  # a region over 2x (or under half) the same instance's median across regions is flagged
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Screened:
     """The offers of one GPU sorted into usable, stale (older than the age limit) and region outliers."""
 
@@ -175,7 +175,7 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
     return notes
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class PriceChoice:
     """The offer a plan is priced on and what it bills."""
 

@@ -6,15 +6,14 @@ name them without importing the search itself.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from advisor.learned.serving.replica import Setup
 from advisor.physics.batching import Latency, LoadStats, Saturation
 from advisor.physics.serving import Efficiency
-from advisor.question.values import value_type
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Targets:
     """The latency a plan is held to, at one percentile of requests."""
 
@@ -29,7 +28,7 @@ class Targets:
         return ok_ttft and (self.tpot_s is None or lat.tpot_q_s <= self.tpot_s)
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Figures:
     """One replica shape on one GPU: its setup, efficiencies, capacity and the engine's data source."""
 
@@ -50,7 +49,7 @@ class Figures:
         return self.setup.replica.gpus
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class Served:
     """The serving figures of one plan: per replica, and what they add up to."""
 

@@ -22,7 +22,7 @@ from advisor.job.resolve import Job
 from advisor.learned.calibration.serving_profile import serving_efficiency
 from advisor.learned.serving.engines import engine as engine_info
 from advisor.learned.serving.engines import engines, runs
-from advisor.learned.serving.model import ServingModel, Traits, load_model
+from advisor.learned.serving.model import Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
@@ -88,7 +88,7 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         moe=shape.experts > 1,
         expert_slice=shape.expert_ffn / tp,
     )
-    eff = _learned_efficiency(model, traits) if model else prior_efficiency(ctx)
+    eff = model.efficiency(traits) if model else prior_efficiency(ctx)
     # The user's results on this GPU and engine move the efficiencies themselves (calibrate).
     eff = serving_efficiency(ctx.efficiency, job, gpu.id, eng, eff)
     learned_from = model.source_engine(eng) if model else None
@@ -111,21 +111,6 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
     )
     return Figures(setup, eff, sat, sol, eng, learned_from, bound)
-
-
-_EFFICIENCIES: dict[tuple[int, Traits], tuple[ServingModel, Efficiency]] = {}
-
-
-def _learned_efficiency(model: ServingModel, traits: Traits) -> Efficiency:
-    """model.efficiency(traits), worked out once per model and traits: a search asks it for every replica
-    shape of every GPU, and most share their traits. The entry holds the model, so its id is not reused."""
-    key = (id(model), traits)
-    hit = _EFFICIENCIES.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    eff = model.efficiency(traits)
-    _EFFICIENCIES[key] = (model, eff)
-    return eff
 
 
 def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Latency | None:
@@ -180,7 +165,7 @@ def stated_load(ctx: Context, served: Served) -> LoadStats | None:
     job = ctx.job
     if served.stats is not None or job.concurrency or job.batch_size:
         return served.stats
-    given = not any(a.field == "requests_per_s" for a in job.assumed)
+    given = "requests_per_s" in job.given_workload
     fig, s = served.figures, served.figures.setup
     if not given or served.rate <= 0 or served.rate >= fig.sat.requests_s or served.prefill_replicas:
         return None
@@ -359,7 +344,7 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, per, lone)
         served.stats = got[1] if got else None
         return served
-    rate_given = not any(a.field == "requests_per_s" for a in job.assumed)
+    rate_given = "requests_per_s" in job.given_workload
     if rate_given and job.requests_per_s:
         rate = job.requests_per_s / replicas
         load = latency_at(ctx, fig, rate, q)
@@ -474,7 +459,7 @@ def search_serving(
     job = ctx.job
     found: list[Candidate] = []
     missed: list[Miss] = []
-    given_targets = job.ttft_ms is not None or not any(x.field == "tpot_ms" for x in job.assumed)
+    given_targets = job.ttft_ms is not None or "tpot_ms" in job.given_workload
     targets = targets_of(job, use=count is None or given_targets)
     if job.config.tp and job.config.tp > node_size:
         why = f"tensor parallel {job.config.tp} is wider than its {node_size}-GPU servers"

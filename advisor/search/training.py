@@ -24,7 +24,6 @@ from advisor.physics.speed import (
     peak_flops,
     training_flops_per_item,
 )
-from advisor.question.values import value_type
 from advisor.search.candidates import (
     Candidate,
     Miss,
@@ -68,7 +67,7 @@ class _Found:
     variant: tuple[Any, ...] = field(compare=False, default=())
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class _CountResult:
     """What one count's search saw: the fastest layouts, and why the others did not run."""
 

@@ -7,7 +7,8 @@ from importlib import resources
 
 import pytest
 
-from advisor.catalog.loader import load_knowledge_from
+from advisor.catalog.loader import Knowledge, load_knowledge_from
+from advisor.question.records import dump
 
 
 def test_warm_cache_gives_equal_records_and_evicts_stale_entries(
@@ -35,5 +36,28 @@ def test_warm_cache_gives_equal_records_and_evicts_stale_entries(
     assert (
         warm.checklist == cold.checklist and warm.rules == cold.rules and warm.assumptions == cold.assumptions
     )
-    assert warm.gpu("h100").model_dump(mode="json") == cold.gpu("h100").model_dump(mode="json")
+    assert dump(warm.gpu("h100"), mode="json") == dump(cold.gpu("h100"), mode="json")
     assert warm.gpu("h100").release_date == cold.gpu("h100").release_date is not None
+
+
+def test_a_check_against_another_file_is_redone_when_that_file_changes(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpus.toml's fabrics are checked against assumptions.toml when its entry is built, not on every read:
+    the entry is keyed by both files, so an edited assumptions.toml checks the GPUs again."""
+    import shutil
+
+    from advisor.question.errors import KnowledgeError
+
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPU_ADVISOR_NO_CACHE", raising=False)
+    root = tmp_path / "knowledge"
+    shutil.copytree(str(resources.files("knowledge")), root)
+    fabric = load_knowledge_from(root).gpu("h100").fabric
+    warm = Knowledge(root)  # each file read on first use
+    warm.gpus  # noqa: B018  (read from the cache: the assumptions are not read)
+    assert "assumptions" not in warm.__dict__
+    text = (root / "assumptions.toml").read_text(encoding="utf-8")
+    (root / "assumptions.toml").write_text(text.replace(f"[fabric.{fabric}]", "[fabric.renamed-fabric]"))
+    with pytest.raises(KnowledgeError, match=f"fabric {fabric!r} is not one of"):
+        Knowledge(root).gpus  # noqa: B018

@@ -129,7 +129,7 @@ def test_hf_trainer_log_reads_its_batch_and_count(capsys) -> None:
 
 def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
     from advisor.answer.predict import predict
-    from advisor.job.inputs import Workload
+    from advisor.job.inputs import RunConfig, Workload
 
     args = [str(LOGS / "vllm_bench_serve_llama31_8b_c32.json"), "--gpu", "h100-sxm", "--count", "1"]
     code, out, _ = cli(capsys, "calibrate", *args)
@@ -142,7 +142,7 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
         prompt_tokens=1024,
         output_tokens=256,
         batch_size=32,
-        config={"engine": "vllm"},
+        config=RunConfig(engine="vllm"),
     )
     pred = predict(knowledge, w, "h100-sxm", 1, None, efficiency_model(knowledge))
     assert abs(pred.throughput.value / 2084.0 - 1) < 0.03

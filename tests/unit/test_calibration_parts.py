@@ -125,6 +125,7 @@ def test_a_serving_result_at_8_moves_the_prediction_at_64(capsys, tmp_path: Path
     within 5% of that world's figures, where the result's own ratios applied as one factor are 20% off."""
     from advisor.answer.calibration_runs import simulated
     from advisor.answer.predict import predict
+    from advisor.job.door import question
     from advisor.job.inputs import Workload
     from advisor.learned.calibration.serving import OVERHEAD_UNIT_S
     from advisor.learned.efficiency.select import efficiency_model
@@ -132,13 +133,16 @@ def test_a_serving_result_at_8_moves_the_prediction_at_64(capsys, tmp_path: Path
     base = efficiency_model(knowledge)
 
     def at(concurrency: int) -> tuple[Workload, str, int]:
-        w = Workload(
-            model="llama-3.1-8b",
-            kind="inference",
-            prompt_tokens=1024,
-            output_tokens=256,
-            batch_size=concurrency,
-            config={"engine": "vllm"},
+        w = question(
+            Workload,
+            {
+                "model": "llama-3.1-8b",
+                "kind": "inference",
+                "prompt_tokens": 1024,
+                "output_tokens": 256,
+                "batch_size": concurrency,
+                "config": {"engine": "vllm"},
+            },
         )
         return w, "h100-sxm", 1
 

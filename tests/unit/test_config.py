@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.answer.predict import predict
+from advisor.job.door import question
 from advisor.job.inputs import Constraints, RunConfig, Workload
 from advisor.learned.efficiency import PriorEfficiency
 from advisor.question.errors import InputError
@@ -76,7 +77,7 @@ def test_bad_schedule_is_refused() -> None:
 
 
 def test_old_optimizer_name_is_read() -> None:
-    assert Workload(model="llama-2-7b", optimizer="adam8bit").optimizer == "adamw-8bit"
+    assert question(Workload, {"model": "llama-2-7b", "optimizer": "adam8bit"}).optimizer == "adamw-8bit"
 
 
 def test_refusal_names_the_global_batch_not_memory(knowledge) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from advisor.answer.export import export_record, export_toml
 from advisor.answer.recommend import recommend
+from advisor.job.door import question
 from advisor.job.inputs import Constraints, Workload
 from advisor.learned.efficiency import PriorEfficiency
 
@@ -69,8 +70,8 @@ def test_round_trip_reproduces_the_plans(knowledge) -> None:
     data = tomllib.loads(export_toml(report, knowledge, WHEN))
     again = recommend(
         knowledge,
-        Workload.model_validate(data["inputs"]["workload"]),
-        Constraints.model_validate(data["inputs"]["constraints"]),
+        question(Workload, data["inputs"]["workload"]),
+        question(Constraints, data["inputs"]["constraints"]),
         PriorEfficiency(knowledge.assumptions),
     )
     assert again.plans == report.plans

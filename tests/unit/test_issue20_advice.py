@@ -3,6 +3,8 @@ only when true, pipeline advice matches the plan's micro-batches, and 'N plans f
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from advisor.answer.recommend import recommend
@@ -19,14 +21,14 @@ WORKLOAD = Workload(model="llama-2-70b", kind="finetune", precision="bf16")
 @pytest.fixture(scope="module")
 def given(knowledge):
     """The issue's repro: --tp 8 --zero 3 --recompute full --budget 20000."""
-    w = WORKLOAD.model_copy(update={"config": RunConfig(tp=8, zero=3, recompute="full")})
+    w = dataclasses.replace(WORKLOAD, config=RunConfig(tp=8, zero=3, recompute="full"))
     return recommend(knowledge, w, Constraints(budget_usd=20000))
 
 
 @pytest.fixture(scope="module")
 def one_rank(knowledge):
     """The repro held to one server: TP8 plans with one data-parallel rank."""
-    w = WORKLOAD.model_copy(update={"config": RunConfig(tp=8, zero=3, recompute="full")})
+    w = dataclasses.replace(WORKLOAD, config=RunConfig(tp=8, zero=3, recompute="full"))
     return recommend(knowledge, w, Constraints(budget_usd=20000, max_gpus=8))
 
 
@@ -34,7 +36,7 @@ def one_rank(knowledge):
 def searched(knowledge):
     """The same job with nothing but the stack stated (Megatron, which runs pipelines): the search chooses
     the layout and the recomputation."""
-    w = WORKLOAD.model_copy(update={"config": RunConfig(stack="megatron")})
+    w = dataclasses.replace(WORKLOAD, config=RunConfig(stack="megatron"))
     return recommend(knowledge, w, Constraints(budget_usd=800))
 
 
@@ -79,7 +81,7 @@ def test_recompute_advice_is_true_of_the_plan(knowledge, given, searched) -> Non
 def piped(knowledge):
     """The same job on Megatron with a pipeline stated (the step composed from measured operations ranks no
     pipeline among the cheapest plans of the searched one: its last stage holds the LM head)."""
-    w = WORKLOAD.model_copy(update={"config": RunConfig(stack="megatron", pp=2)})
+    w = dataclasses.replace(WORKLOAD, config=RunConfig(stack="megatron", pp=2))
     return recommend(knowledge, w, Constraints(budget_usd=800))
 
 

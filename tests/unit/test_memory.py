@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from advisor.job.door import question
 from advisor.job.inputs import RunConfig, Workload
 from advisor.job.layout import Layout
 from advisor.job.resolve import resolve_job
@@ -12,8 +13,16 @@ from advisor.physics.memory import GB, TrainingMemoryModel, inference_terms
 
 def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:
     # ZeRO's accounting (2 + 2 + K bytes per parameter) is DeepSpeed's: 16-bit gradients, fp32 states.
-    workload = Workload(
-        params=params, kind="pretrain", tokens=1e9, optimizer=optimizer, config=RunConfig(stack="deepspeed")
+    # Through the door, as a user's optimizer name arrives (the old names are read there).
+    workload = question(
+        Workload,
+        dict(
+            params=params,
+            kind="pretrain",
+            tokens=1e9,
+            optimizer=optimizer,
+            config=RunConfig(stack="deepspeed"),
+        ),
     )
     job = resolve_job(knowledge, workload)
     model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)

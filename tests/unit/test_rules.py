@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from advisor.catalog.rules import FIELDS, Rule, RuleBook, compile_node, evaluate
+from advisor.question.records import dump, validate
 
 
 def rule(**over: object) -> Rule:
@@ -17,7 +18,7 @@ def rule(**over: object) -> Rule:
         "message": "{gpu.id} no",
         "when": {"field": "gpu.bf16", "op": "eq", "value": False},
     }
-    return Rule.model_validate({**base, **over})
+    return validate(Rule, {**base, **over})
 
 
 def test_unknown_field_fails_at_load() -> None:
@@ -87,9 +88,9 @@ def test_scope_is_the_latest_fact_tested() -> None:
 
 
 def test_duplicate_ids_rejected() -> None:
-    r = rule().model_dump()
+    r = dump(rule())
     with pytest.raises(ValidationError, match="duplicate"):
-        RuleBook.model_validate({"schema_version": 1, "sources": {}, "rule": [r, r]})
+        validate(RuleBook, {"schema_version": 1, "sources": {}, "rule": [r, r]})
 
 
 def test_shipped_rules_use_the_vocabulary(knowledge) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from advisor.answer.predict import predict
 from advisor.answer.recommend import recommend
-from advisor.job.inputs import Constraints, Workload
+from advisor.job.inputs import Constraints, RunConfig, Workload
 from advisor.question.errors import InputError
 
 BASE = dict(model="llama-3.1-8b", kind="inference", prompt_tokens=1000, output_tokens=200)
@@ -79,7 +79,7 @@ def test_more_in_flight_than_the_engine_runs_queues(knowledge) -> None:
 
 
 def test_concurrency_splits_over_the_replicas(knowledge) -> None:
-    p = predict(knowledge, Workload(**BASE, concurrency=64, config={"tp": 1}), "h100-sxm", 8)
+    p = predict(knowledge, Workload(**BASE, concurrency=64, config=RunConfig(tp=1)), "h100-sxm", 8)
     assert p.serving_load is not None and p.serving_load.in_flight_per_replica == 8
 
 

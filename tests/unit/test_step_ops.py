@@ -12,6 +12,7 @@ from advisor.job.resolve import resolve_job
 from advisor.physics.memory import TrainingMemoryModel
 from advisor.physics.speed import StepModel, stack_traits, training_step
 from advisor.physics.step_ops import BUBBLE, GEMM, HEAD, TP
+from advisor.question.records import dump
 
 MEGATRON = stack_traits("megatron")
 
@@ -167,6 +168,6 @@ def test_predict_ranks_the_layouts_as_measured_and_explains_each_step(knowledge,
         assert b is not None
         assert math.fsum(p.seconds for p in b.parts) == pytest.approx(out.step_time_s.p50, rel=1e-9)
         assert all(p.source and p.basis for p in b.parts)
-        dumped = out.model_dump(mode="json")["step_breakdown"]
+        dumped = dump(out, mode="json")["step_breakdown"]
         assert [p["op"] for p in dumped["parts"]] == [p.op for p in b.parts]
     assert sorted(speed, key=speed.get) == sorted(MEASURED, key=MEASURED.get), speed  # type: ignore[arg-type]

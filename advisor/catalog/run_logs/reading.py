@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,8 +16,7 @@ class Reading:
     where each value came from, for --dry-run."""
 
     format: str
-    kind: str
-    """'training' or 'serving'."""
+    kind: Literal["training", "serving"]
     source: str
     inputs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, float] = field(default_factory=dict)

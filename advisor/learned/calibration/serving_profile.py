@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.userdata import data_dir
 
-if TYPE_CHECKING:  # the store (pydantic models) and the fit are read only when a profile exists
-    from advisor.catalog.run_store import ServingFit, StoredRun
+if TYPE_CHECKING:  # the store and the fit are read only when a profile exists
+    from advisor.catalog.run_store import StoredRun
     from advisor.job.resolve import Job
     from advisor.learned.calibration.serving import KnobFit
     from advisor.physics.serving import Efficiency
@@ -69,30 +69,21 @@ def serving_runs(profile: str, gpu: str, engine: str) -> tuple[tuple[StoredRun, 
     return fresh, len(every) - len(fresh)
 
 
-_FITS: dict[int, tuple[ServingFit, KnobFit]] = {}
-"""The fits read, by the id of the record read (the entry holds it, so the id is not reused)."""
-
-
 def profile_fit(profile: str, gpu: str, engine: str) -> KnobFit | None:
     """The multipliers fitted on a profile's results on a GPU and engine; None when there are none, or they
     were fitted on other runs or by another serving model (calibrate --refresh fits them again)."""
     from advisor.catalog.run_store import load_serving_fit
     from advisor.learned.calibration.serving import KnobFit
 
+    # The store reads a file once while it is unchanged, so a search that prices many replica shapes of
+    # one GPU pays only the check below per shape.
     got = load_serving_fit(profile, gpu, engine)
     if got is None:
         return None
-    hit = _FITS.get(id(got))  # a search prices many replica shapes of one GPU: checked once per read
-    if hit is not None and hit[0] is got:
-        return hit[1]
     runs, _ = serving_runs(profile, gpu, engine)
     if got.base_model != serving_base_name() or sorted(got.runs) != sorted(r.id for r in runs):
         return None
-    fit = KnobFit(tuple(got.mean), tuple(tuple(row) for row in got.precision))
-    if len(_FITS) > 64:
-        _FITS.clear()
-    _FITS[id(got)] = (got, fit)
-    return fit
+    return KnobFit(tuple(got.mean), tuple(tuple(row) for row in got.precision))
 
 
 @lru_cache(maxsize=4)

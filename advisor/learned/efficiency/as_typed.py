@@ -8,21 +8,21 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from advisor.catalog.loader import Knowledge
+from advisor.job.door import question
 from advisor.job.inputs import Workload
 from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
-from advisor.question.values import value_type
 
 ThroughputOf = Callable[[Workload, str, int, EfficiencyModel], float | None]
 """The predicted throughput of a workload on GPU x count with an efficiency model (None: no answer)."""
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class TypedScore:
     """The errors of one family of sources, as typed."""
 
@@ -82,7 +82,9 @@ def as_typed(
         model = models.get(r.origin) or models.setdefault(
             r.origin, _held_out_model(knowledge, shipped, samples, r.origin)
         )
-        workload = Workload(model=r.workload, kind=r.kind, precision=r.precision, seq_len=r.seq_len or None)
+        workload = question(
+            Workload, dict(model=r.workload, kind=r.kind, precision=r.precision, seq_len=r.seq_len or None)
+        )
         try:
             got = throughput_of(workload, r.gpu, r.count, model)
         except AdvisorError:

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.physics.speed import StepTime
-from advisor.question.values import value_type
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Interval:
     """P10, P50 and P90 of a quantity."""
 
     p10: float
     p50: float
     p90: float
-    note: str = field(default="", kw_only=True)
-    """What bounded it, when something did (the highest measured efficiency, the measured range)."""
+    note: str = field(default="", kw_only=True, compare=False)
+    """What bounded it, when something did (the highest measured efficiency, the measured range): said beside
+    the figures, not part of them (neither compared nor dumped)."""
 
     def scaled(self, factor: float) -> Interval:
         """Every percentile times a factor."""
@@ -32,7 +32,7 @@ class Interval:
         return Interval(numerator / self.p90, numerator / self.p50, numerator / self.p10)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Query:
     """One plan whose efficiency is asked for."""
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from advisor.question.values import value_type
 
 PRECISION_CLASS = {"fp8": "fp8", "bf16": "16-bit", "fp16": "16-bit", "tf32": "32-bit", "fp32": "32-bit"}
 # How far beyond the measured range (natural log of the ratio) a prediction is all prior: a model 4x larger
@@ -27,7 +25,7 @@ BINDS = 0.98
 RANGE_DIMENSIONS = ("log_params", "log_seq", "log_tokens_per_micro_batch", "log_count")
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Cap:
     """The highest efficiency measured on one GPU generation and precision class, and which run it was."""
 
@@ -35,7 +33,7 @@ class Cap:
     run: str
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Where:
     """What the bounds read of one plan besides its log efficiency."""
 
@@ -52,7 +50,7 @@ class Where:
     prior beyond the measured range is that step at the typical residual, not the constant MFU."""
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Bounds:
     """Caps per family, generation and precision class; the typical MFU per precision class; the measured
     range."""

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 
 from pydantic import ValidationError
 
-from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow
+from advisor.catalog.benchmarks import COLUMNS, BenchmarkRow, benchmark_row
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.stacks import shipped_stacks
 from advisor.question.checks import Bound, has_controls, in_bound, shown
@@ -52,7 +53,7 @@ def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow 
         )
     try:
         _check_numbers(record)
-        row = BenchmarkRow.model_validate(record)
+        row = benchmark_row(record)
     except InputError as exc:
         return f"{name}:{line}: {exc}"
     except ValidationError as exc:
@@ -67,7 +68,7 @@ def _row(knowledge: Knowledge, raw: dict, name: str, line: int) -> BenchmarkRow 
     unit = model.throughput_unit or "tokens/s"
     if row.unit != unit:
         return f"{name}:{line}: unit={shown(row.unit)}: {model.id} is measured in {unit!r}"
-    return row.model_copy(update={"gpu": gpu.id, "workload": model.id})
+    return dataclasses.replace(row, gpu=gpu.id, workload=model.id)
 
 
 def validate_rows(knowledge: Knowledge, text: str, name: str) -> tuple[list[BenchmarkRow], list[str]]:

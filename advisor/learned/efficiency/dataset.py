@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from advisor.catalog.benchmarks import benchmarks_of
 from advisor.catalog.loader import Knowledge
@@ -11,7 +12,6 @@ from advisor.catalog.stacks import stacks_of
 from advisor.learned.efficiency.features import Sample, family_of, sample_of  # noqa: F401  (family_of re-exported)
 from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
 from advisor.question.errors import AdvisorError
-from advisor.question.values import value_type
 
 # Every file whose content changes the features or the targets.
 DATA_FILES = (
@@ -29,7 +29,7 @@ DATA_FILES = (
 )
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Dataset:
     """Samples and the runs that could not be modelled, with why."""
 

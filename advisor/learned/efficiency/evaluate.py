@@ -16,18 +16,17 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
 from advisor.learned.efficiency.features import Sample
-from advisor.question.values import value_type
 
 __all__ = ["PRECISION_CLASS", "Scores", "apes", "percentile", "target"]
 
 FitPredict = Callable[[list[int], list[int]], list[float]]
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Scores:
     """Errors of one held-out scheme on one family's rows (or one source's rows of it)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.catalog.loader import Knowledge
+from advisor.job.door import question
 from advisor.job.inputs import STACKS, RunConfig, Workload, virtual_stages
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job, resolve_job
@@ -14,29 +15,35 @@ SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 
 def run_config(run: Run) -> RunConfig:
     """The run's configuration as a user would state it (stacks outside the CLI's list stay out of it)."""
-    return RunConfig(
-        tp=run.tp,
-        pp=run.pp,
-        cp=run.cp,
-        ep=run.ep,
-        zero=run.zero if run.count > 1 else None,
-        shard_group=run.shard_group,
-        recompute=run.recompute,
-        global_batch=run.global_batch,
-        pp_schedule=f"interleaved:{run.virtual}" if run.virtual > 1 and run.pp > 1 else None,
-        stack=run.stack if run.stack in STACKS else None,
+    return question(
+        RunConfig,
+        dict(
+            tp=run.tp,
+            pp=run.pp,
+            cp=run.cp,
+            ep=run.ep,
+            zero=run.zero if run.count > 1 else None,
+            shard_group=run.shard_group,
+            recompute=run.recompute,
+            global_batch=run.global_batch,
+            pp_schedule=f"interleaved:{run.virtual}" if run.virtual > 1 and run.pp > 1 else None,
+            stack=run.stack if run.stack in STACKS else None,
+        ),
     )
 
 
 def workload_of_run(run: Run) -> Workload:
     """The workload of a measured run: its model, kind, precision, sequence, micro-batch and configuration."""
-    return Workload(
-        model=run.workload,
-        kind=run.kind,
-        precision=run.precision,
-        seq_len=run.seq_len or None,
-        batch_size=run.micro_batch,
-        config=run_config(run),
+    return question(
+        Workload,
+        dict(
+            model=run.workload,
+            kind=run.kind,
+            precision=run.precision,
+            seq_len=run.seq_len or None,
+            batch_size=run.micro_batch,
+            config=run_config(run),
+        ),
     )
 
 

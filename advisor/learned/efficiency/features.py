@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.catalog.assumptions import Assumptions, Fabric
@@ -22,7 +23,6 @@ from advisor.physics.speed import (  # NON_LLM_STACKS: an LLM measured there is 
     peak_flops,
     training_step,
 )
-from advisor.question.values import value_type
 
 if TYPE_CHECKING:  # measured runs are read where the model is trained, not where it answers a query
     from advisor.learned.efficiency.runs import Run
@@ -123,7 +123,7 @@ def query_features(q: Query, a: Assumptions, traits: Traits) -> list[float] | No
     return feature_vector(q.job, q.gpu, q.layout, q.step, q.fabric_gbps_per_gpu / 8.0, intra, traits)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One measured run turned into features, speed of light and the measured efficiency."""
 

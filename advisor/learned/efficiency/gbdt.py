@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.learned.efficiency.bounds import Bounds
 from advisor.learned.efficiency.linear import LinearLogModel
-from advisor.question.values import value_type
 
 FORMAT = "gpu-advisor-gbdt-v1"
 
@@ -22,7 +22,7 @@ MAX_LOG_TERM = 50.0
 """Largest |log efficiency| a stored baseline or leaf may hold."""
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Tree:
     """One regression tree as parallel node arrays (feature, threshold, left, right, value, leaf)."""
 
@@ -42,7 +42,7 @@ class Tree:
         return self.value[node]
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class ExportedModel:
     """A fitted log-efficiency model: baseline + trees, its interval, and the range of its training data."""
 
@@ -61,6 +61,8 @@ class ExportedModel:
     bounds: Bounds | None = None
     """Caps per GPU generation and precision, the constant-MFU prior and the measured range
     (advisor/learned/efficiency/bounds.py)."""
+    _nested: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    """The trees as nested tuples (made from `trees`)."""
 
     def __post_init__(self) -> None:
         # Nested (feature, threshold, left, right) tuples walk about 1.5x faster than the node arrays.
@@ -69,7 +71,7 @@ class ExportedModel:
     def predict_log(self, x: Sequence[float]) -> float:
         """Predicted log efficiency."""
         total = self.baseline
-        for node in self._nested:  # type: ignore[attr-defined]  # set in __post_init__ of this frozen class
+        for node in self._nested:
             while node.__class__ is tuple:
                 feature, threshold, left, right = node  # one unpacking: a fifth faster than two lookups
                 node = left if x[feature] <= threshold else right

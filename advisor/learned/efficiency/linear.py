@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.learned.efficiency.features import FEATURES
-from advisor.question.values import value_type
 
 # The inputs, each a column of the feature vector except the last two: log(speed of light / throughput at 100%
 # MFU), how far the core's physics already discounts below peak (memory-bound, bubble, exposed communication);
@@ -73,7 +73,7 @@ def llm_inputs(features: Sequence[float], log_sol_over_mfu: float, vendor: float
     return out
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class LinearLogModel:
     """intercept + sum(coef x (clip(x) - mean) / scale): inputs clipped to the training range (no linear
     extrapolation beyond the measured runs; the caller widens the interval there)."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
 from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import INPUTS, SIGNS, LinearLogModel, llm_inputs
-from advisor.question.values import value_type
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -54,7 +54,7 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     return [w / mean for w in raw]
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """One LLM estimator the nested selection may ship: the ridge at a penalty on every input, or a physical
     estimator (free: the only inputs whose weights are fitted, unpenalised; the rest held at 0)."""

@@ -33,7 +33,6 @@ from advisor.learned.efficiency.linear_fit import (
     is_vendor,
     sample_inputs,
 )
-from advisor.question.values import value_type
 
 Group = Callable[[Sample], str]
 FAMILY_ORDER = ("vendor", "paper", "report", "independent")
@@ -55,7 +54,7 @@ def by_vendor(s: Sample) -> str:
     return "vendor tables" if is_vendor(s) else "papers, reports, independent"
 
 
-@value_type(frozen=False)
+@dataclass(slots=True)
 class HeldOut:
     """Held-out log predictions of LLM rows: at the row's own family and at the typical one."""
 
@@ -245,7 +244,7 @@ def _not_vendor(s: Sample) -> bool:
     return not is_vendor(s)
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class LlmEvaluation:
     """The LLM rows' held-out scores, and what the shipped model takes from the same folds."""
 

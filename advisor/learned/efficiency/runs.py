@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.catalog.loader import Knowledge
-from advisor.question.values import value_type
 
 if TYPE_CHECKING:  # the table's schema (pydantic) is imported where rows are read, not where runs are priced
     from advisor.catalog.benchmarks import BenchmarkRow
@@ -45,7 +45,7 @@ _CONTAINER = re.compile(r"(?:NeMo|container)\D{0,3}(\d\d)\.(0[1-9]|1[0-2])\b")
 _YEAR = re.compile(r"\b(20[12]\d)\b")
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Run:
     """A measured run as the efficiency model reads it; None = not stated by the source."""
 

@@ -4,7 +4,7 @@ estimate."""
 from __future__ import annotations
 
 import csv
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.hf_config import spec_from_shape
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.models import ModelSpec
+from advisor.job.door import question
 from advisor.job.inputs import RunConfig, Workload
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job, resolve_job
@@ -24,7 +25,6 @@ from advisor.physics.memory import (
     overhead_central,
     usable_gb,
 )
-from advisor.question.values import value_type
 from advisor.question.vocab import STACKS
 
 CSV_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "memory_validation.csv"
@@ -35,7 +35,7 @@ GENERIC_GPU = "h100-sxm"  # a GPU with FlashAttention, its memory replaced by th
 DEFAULT_OPTIMIZER = "adamw"  # torch.optim.AdamW: every stack's default where a source does not name one
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """One row's central estimate (GB) and the same on the footing of each memory counter."""
 
@@ -141,27 +141,33 @@ def row_job(knowledge: Knowledge, row: dict[str, str], seq_len: int) -> Job:
     master = {"yes": True, "no": False}.get(row["master_weights"])
     if master is None and traits is not None:
         master = traits.master_weights
-    config = RunConfig(
-        tp=int(row["tp"]),
-        pp=int(row["pp"]),
-        cp=int(row["cp"]),
-        dp=int(row["dp"]),
-        zero=_zero(row),
-        recompute=row_recompute(knowledge, row),
-        stack=stack if stack in STACKS else "hf",
-        offload=row["offload"] or "none",
-        master_weights=master,
+    config = question(
+        RunConfig,
+        dict(
+            tp=int(row["tp"]),
+            pp=int(row["pp"]),
+            cp=int(row["cp"]),
+            dp=int(row["dp"]),
+            zero=_zero(row),
+            recompute=row_recompute(knowledge, row),
+            stack=stack if stack in STACKS else "hf",
+            offload=row["offload"] or "none",
+            master_weights=master,
+        ),
     )  # CSV strings, checked by the loader
-    workload = Workload(
-        model=row["model"] or None,
-        spec=spec_of(row),
-        kind=row["workload"],
-        precision=row["precision"],
-        seq_len=seq_len,
-        batch_size=micro_batch(row),
-        optimizer=row["optimizer"] or DEFAULT_OPTIMIZER,
-        lora_rank=_num(row, "lora_rank"),
-        config=config,
+    workload = question(
+        Workload,
+        dict(
+            model=row["model"] or None,
+            spec=spec_of(row),
+            kind=row["workload"],
+            precision=row["precision"],
+            seq_len=seq_len,
+            batch_size=micro_batch(row),
+            optimizer=row["optimizer"] or DEFAULT_OPTIMIZER,
+            lora_rank=_num(row, "lora_rank"),
+            config=config,
+        ),
     )
     job = resolve_job(knowledge, workload, need_data=False)
     return job if stack in STACKS else replace(job, stack=stack)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.catalog.loader import Knowledge
@@ -22,14 +23,13 @@ from advisor.learned.memory.rows import (
     spec_of,
 )
 from advisor.question.errors import AdvisorError
-from advisor.question.values import value_type
 
 __all__ = ["CSV_PATH", "Check", "check_all", "fit_band", "memory_validation_lines", "read_rows", "spec_of"]
 SEQ_FLOOR, SEQ_CEIL = 128, 1 << 22
 BAND_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Check:
     """One CSV row against the model: the central estimate, the verdict, and what was measured."""
 

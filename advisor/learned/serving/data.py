@@ -13,7 +13,6 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.serving.replica import EngineFlags, Setup, build
-from advisor.question.values import value_type
 from advisor.question.vocab import ENGINES
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
 MAX_REQUESTS = 2048  # a closed loop's simulated requests: enough for its waves to repeat, cheap to price
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Measured:
     """A latency figure as published: its value in ms and which statistic it is (mean, p50, p90, p99)."""
 

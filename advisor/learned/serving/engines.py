@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from advisor.catalog.common import shipped_root
 from advisor.physics.batching import EngineLimits
-from advisor.question.values import value_type
 from advisor.question.vocab import DEFAULT_ENGINE, ENGINES
 
 ENGINES_FILE = "serving_engines.toml"
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One engine's defaults and where they come from."""
 

@@ -14,18 +14,18 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from advisor.learned.serving.data import Case
 from advisor.learned.serving.fit import clipped_log_ratio, fit
 from advisor.learned.serving.model import ServingModel
 from advisor.learned.serving.observe import Obs, baseline_efficiency, fit_obs, observe, observe_model, traits
-from advisor.question.values import value_type
 
 QUANTITIES = ("throughput", "ttft", "tpot")
 FOLD_EVALUATIONS = 3  # Jacobian steps of a fold's refit, warm-started from the fit on every row
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Row:
     """One held-out figure: what was measured, the model's and the baseline's predictions, the interval."""
 
@@ -36,7 +36,7 @@ class Row:
     hi: float
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class Scores:
     """Error figures of one split, one figure, one group of rows."""
 

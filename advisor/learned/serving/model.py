@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from advisor.catalog.common import shipped_root
 from advisor.learned.serving.engines import engines
 from advisor.physics.serving import Efficiency
-from advisor.question.values import value_type
 
 MODEL_NAME = "serving_model.json"
 GLOBALS = (
@@ -64,7 +64,7 @@ FIELDS = (
 )
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Traits:
     """What the efficiencies depend on besides the physics."""
 
@@ -80,7 +80,7 @@ def logistic(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-@value_type
+@dataclass(frozen=True, slots=True)
 class ServingModel:
     """Global parameters, per-engine offsets, the held-out residual bands, and the fit's metadata."""
 
@@ -88,6 +88,11 @@ class ServingModel:
     engines: dict[str, dict[str, float]]
     interval: dict[str, tuple[float, float]]  # quantity -> (q10, q90) of log(measured / predicted)
     meta: dict[str, Any]
+    _efficiencies: dict[Traits, Efficiency] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """efficiency() by traits, worked out once: a search asks for every replica shape of every GPU, and most
+    share their traits."""
 
     def source_engine(self, engine: str) -> str | None:
         """The engine whose offsets an engine uses: itself when measured, else its stand-in (and so on), else
@@ -103,7 +108,10 @@ class ServingModel:
 
     def efficiency(self, t: Traits) -> Efficiency:
         """The step model's efficiencies for these traits."""
-        return self.efficiency_and_slopes(t)[0]
+        eff = self._efficiencies.get(t)
+        if eff is None:
+            eff = self._efficiencies[t] = self.efficiency_and_slopes(t)[0]
+        return eff
 
     def efficiency_and_slopes(self, t: Traits) -> tuple[Efficiency, dict[str, list[tuple[str, float]]]]:
         """The efficiencies, and for each field the parameters it moves with and d field / d parameter

@@ -10,7 +10,7 @@ all-reduce, no queueing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from advisor.learned.serving.data import MAX_REQUESTS, Case, Measured, lengths_of
 from advisor.learned.serving.model import ServingModel, Traits
@@ -26,13 +26,12 @@ from advisor.physics.batching import (
     open_loop,
 )
 from advisor.physics.serving import Efficiency, iteration_s, prefill_alone_s
-from advisor.question.values import value_type
 
 QUANTILE_OF = {"mean": None, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 LOOSE = EngineLimits(max_seqs=None, token_budget=1 << 30)
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Obs:
     """One figure of one row: 'throughput' (output tokens/s), 'ttft' or 'tpot' (seconds), its statistic."""
 

@@ -13,10 +13,9 @@ from advisor.physics.batching import EngineLimits, profile_peak_bytes
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
 from advisor.physics.speed import intra_gbs, peak_flops
-from advisor.question.values import value_type
 
 
-@value_type(slots=True)
+@dataclass(frozen=True, slots=True)
 class Setup:
     """A replica, its engine's caps on this GPU, and the bytes per GPU that are neither weights nor KV."""
 
