@@ -8,6 +8,7 @@ import math
 import statistics
 from typing import TYPE_CHECKING
 
+from advisor.catalog.operations import alphabeta
 from advisor.catalog.operations.grid import (
     EXTRA_PER_DOUBLING,
     EXTRAPOLATED_SPREAD,
@@ -62,6 +63,8 @@ def collective_busbw_gbs(
     _positive(gpus=gpus, nodes=nodes, nbytes=nbytes)
     if gpus < 2:
         return Measured(math.inf, "one GPU: nothing crosses a link", "measured", 0.0)
+    if nodes > 1 and _between_servers(link):
+        return _network(op, link, gpus, nodes, nbytes, profile)
     for candidate in (op, *OP_PROXIES[op]):
         got = _collective_own(candidate, link, gpus, nodes, nbytes, profile)
         if got is not None:
@@ -137,8 +140,109 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
     return Measured(mine * statistics.median(ratios), source, "datasheet fallback", FALLBACK_SPREAD)
 
 
+# --- between servers: the measured rows where they are, NCCL's cost model on their bandwidth elsewhere ------
+RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+PLATEAU_FROM = 0.25
+"""Rows at sizes from this share of a sweep's largest size up form its bandwidth plateau (the beta)."""
+
+
+def _network(op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: str | None) -> Measured:
+    """A collective across servers: the link's own rows at exactly this op, server count and rank count;
+    elsewhere NCCL's own cost model (alphabeta: its latency per step of the algorithm it would pick, plus
+    the bytes over the bus bandwidth) on the per-GPU network bandwidth measured at the nearest server count
+    (of this link, else the nearest measured network link scaled by the nominal ratio), widened per
+    doubling of servers away from the measured count."""
+    grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
+    if grid is not None and float(gpus) in grid.axes[0]:
+        return _measured(grid, origin, (float(gpus), float(nbytes)))
+    per_gpu, source, measured_nodes, scaled = _nic_share(link, nodes, profile)
+    ppn = max(1, gpus // nodes)
+    if op in RING_OPS:
+        beta = per_gpu * ppn  # a ring's bus bandwidth: the NICs of the group's ranks on each server
+    elif op == "all_to_all":
+        beta = per_gpu * (gpus - 1) / max(gpus - ppn, 1)  # each rank's off-server share through its own
+    else:
+        beta = per_gpu  # one pair, one GPU's share of the network
+    value = alphabeta.effective_busbw_gbs(op, gpus, nodes, nbytes, beta)
+    spread = EXTRAPOLATED_SPREAD + EXTRA_PER_DOUBLING * abs(math.log2(nodes / measured_nodes))
+    basis = f"alpha-beta (NCCL latency, {link} busbw at {measured_nodes:g} servers"
+    basis += f" scaled from {scaled})" if scaled else ")"
+    return Measured(
+        value,
+        f"{source}; {alphabeta.NCCL_SOURCE}",
+        basis,
+        min(MAX_SPREAD, spread + (SCALED_SPREAD if scaled else 0.0)),
+    )
+
+
+def _nic_share(link: str, nodes: int, profile: str | None) -> tuple[float, str, float, str]:
+    """(GB/s of ring bus bandwidth per rank on a server, its source, the server count it was measured at,
+    the link it was scaled from or ''): the measured plateau of the link's ring collectives at the server
+    count nearest `nodes`, else of the measured network link of nearest nominal bandwidth scaled by the
+    nominal ratio. Past 2 servers a sweep at more servers is preferred, a peer link's if need be: on 2
+    servers NCCL's tree passes the NICs' rate (an aberration, say the nccl-tests maintainers in issue 309)."""
+    mine = nominal_gbs(link)
+    candidates = [(link, _plateaus(link, profile), 1.0)]
+    peers = sorted(
+        {r["link"] for r in table("collectives") if _between_servers(r["link"])} - {link},
+        key=lambda x: (abs(math.log((nominal_gbs(x) or 1.0) / (mine or 1.0))), x),
+    )
+    for peer in peers:
+        theirs = nominal_gbs(peer)
+        if mine and theirs:
+            candidates.append((peer, _plateaus(peer, None), mine / theirs))
+    usable = [c for c in candidates if c[1]]
+    wide = [c for c in usable if any(k > 2 for k in c[1])] if nodes > 2 else []
+    if not usable:
+        raise InputError(
+            f"link {link!r} has no measured network rows to scale from",
+            field="link",
+            value=link,
+            problem="has no measured rows",
+            accepted=", ".join(sorted(_link_nominals())),
+        )
+
+    def reach(c: tuple[str, dict[float, tuple[float, str]], float]) -> float:
+        pool = [k for k in c[1] if k > 2] if wide else list(c[1])
+        return min(abs(math.log(k / nodes)) for k in pool)
+
+    # Its own link first; among peers the nearest nominal bandwidth, then the nearest measured server count.
+    name, plateaus, ratio = min(
+        wide or usable, key=lambda c: (c[0] != link, round(abs(math.log(c[2])), 6), reach(c), c[0])
+    )
+    pool = [k for k in plateaus if k > 2] if wide else list(plateaus)
+    near = min(pool, key=lambda k: (abs(math.log(k / nodes)), k))
+    value, source = plateaus[near]
+    return value * ratio, source, near, "" if name == link else name
+
+
+@functools.lru_cache(maxsize=64)
+def _plateaus(link: str, profile: str | None) -> dict[float, tuple[float, str]]:
+    """Per server count: the large-message bus bandwidth of the link's ring collectives per rank on a server
+    (the mean of each sweep's plateau rows), with the sources."""
+    rows = [
+        r
+        for r in _rows("collectives", profile, None)[0]
+        if r["link"] == link and r["op"] in RING_OPS and r["nodes"] > 1 and r["busbw_gbs"] > 0
+    ]
+    if not rows and profile:
+        return _plateaus(link, None)
+    sweeps: dict[tuple[str, float, float, str], list[dict[str, float]]] = {}
+    for r in rows:
+        sweeps.setdefault((r["op"], r["nodes"], r["gpus"], r["source"]), []).append(r)
+    per_nodes: dict[float, list[tuple[float, str]]] = {}
+    for (_, nodes, gpus, source), sweep in sweeps.items():
+        top = max(r["nbytes"] for r in sweep)
+        plateau = [r["busbw_gbs"] for r in sweep if r["nbytes"] >= PLATEAU_FROM * top]
+        per_nodes.setdefault(nodes, []).append((statistics.fmean(plateau) / (gpus / nodes), source))
+    return {
+        k: (statistics.fmean(v for v, _ in got), "; ".join(sorted({s for _, s in got})))
+        for k, got in per_nodes.items()
+    }
+
+
 def _between_servers(link: str) -> bool:
-    return link.startswith(("ib-", "roce-", "eth-", "efa-"))
+    return link.startswith(("ib-", "roce-", "eth-", "efa-", "rdma-"))
 
 
 def _family(link: str) -> str:
@@ -183,6 +287,13 @@ LINK_NOMINAL_GBS: dict[str, tuple[float, str]] = {
 @functools.cache
 def _link_nominals() -> dict[str, tuple[float, str]]:
     out = dict(LINK_NOMINAL_GBS)
+    from advisor.catalog.loader import load_knowledge
+
+    # Every fabric of the catalogue is a link key (a per-node figure shared by the 8 GPUs of a server).
+    for name, fabric in load_knowledge().assumptions.fabric.items():
+        key = FABRIC_LINKS.get(name, name)
+        if key not in out:
+            out[key] = (fabric.gbs_per_gpu(8), f"assumptions.toml fabric.{name}: {fabric.name}")
     for g in _catalogue():
         key = link_key(g, across_nodes=False)
         if key not in LINK_NOMINAL_GBS and g.interconnect.gbs:
