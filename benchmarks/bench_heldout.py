@@ -79,6 +79,7 @@ def training_args(row: dict[str, str], mode: str) -> list[str]:
     if mode == "stated":
         for column, flag in CONFIG_FLAGS.items():
             _flag(args, flag, row.get(column, ""))
+        args += cli.fabric_args(row)  # the network the source states, where this build has its key
     return args
 
 
