@@ -155,7 +155,9 @@ def _network(op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: 
     grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
     if grid is not None and float(gpus) in grid.axes[0]:
         return _measured(grid, origin, (float(gpus), float(nbytes)))
-    per_gpu, source, measured_nodes, scaled = _nic_share(link, nodes, profile)
+    # On 2 servers NCCL's tree passes the NICs' rate for the reductions; a pair or an all-to-all never does.
+    wide = nodes > 2 or op not in RING_OPS
+    per_gpu, source, measured_nodes, scaled = _nic_share(link, nodes, profile, wide)
     ppn = max(1, gpus // nodes)
     if op in RING_OPS:
         beta = per_gpu * ppn  # a ring's bus bandwidth: the NICs of the group's ranks on each server
@@ -175,12 +177,14 @@ def _network(op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: 
     )
 
 
-def _nic_share(link: str, nodes: int, profile: str | None) -> tuple[float, str, float, str]:
+def _nic_share(
+    link: str, nodes: int, profile: str | None, prefer_wide: bool
+) -> tuple[float, str, float, str]:
     """(GB/s of ring bus bandwidth per rank on a server, its source, the server count it was measured at,
     the link it was scaled from or ''): the measured plateau of the link's ring collectives at the server
     count nearest `nodes`, else of the measured network link of nearest nominal bandwidth scaled by the
-    nominal ratio. Past 2 servers a sweep at more servers is preferred, a peer link's if need be: on 2
-    servers NCCL's tree passes the NICs' rate (an aberration, say the nccl-tests maintainers in issue 309)."""
+    nominal ratio. `prefer_wide`: a sweep past 2 servers is preferred, a peer link's if need be (on 2
+    servers NCCL's tree passes the NICs' rate: an aberration, say the nccl-tests maintainers in issue 309)."""
     mine = nominal_gbs(link)
     candidates = [(link, _plateaus(link, profile), 1.0)]
     peers = sorted(
@@ -192,7 +196,7 @@ def _nic_share(link: str, nodes: int, profile: str | None) -> tuple[float, str, 
         if mine and theirs:
             candidates.append((peer, _plateaus(peer, None), mine / theirs))
     usable = [c for c in candidates if c[1]]
-    wide = [c for c in usable if any(k > 2 for k in c[1])] if nodes > 2 else []
+    wide = [c for c in usable if any(k > 2 for k in c[1])] if prefer_wide else []
     if not usable:
         raise InputError(
             f"link {link!r} has no measured network rows to scale from",
