@@ -91,3 +91,12 @@ def test_nccl_latency_is_its_tuner_formula() -> None:
     t, choice = alphabeta.seconds("all_reduce", 64, 8, 2.0**34, 320.0)
     assert choice == "ring/Simple" and t == pytest.approx(2 * 63 / 64 * 2.0**34 / 320e9, rel=0.01)
     assert math.isclose(alphabeta.effective_busbw_gbs("all_reduce", 64, 8, 2.0**34, 320.0), 320, rel_tol=0.01)
+
+
+def test_a_runs_stated_network_is_read_from_its_own_text() -> None:
+    from advisor.learned.efficiency.runs import fabric_of_text
+
+    assert fabric_of_text("A100 40GB with 1600 Gbps node-node interconnect (RoCE), row 68") == "roce-200"
+    assert fabric_of_text("H100 (96 GB HBM2e, 400 Gb/s RDMA per GPU)") == "ib-ndr"
+    assert fabric_of_text("nvidia_a100-sxm4-80gb, 4 x 100Gb RoCE between machines") == ""  # no per-GPU rate
+    assert fabric_of_text("H100 80GB BF16, row 14") == ""
