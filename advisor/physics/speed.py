@@ -28,6 +28,7 @@ __all__ = [
 
 TFLOP = 1e12
 GBS = 1e9
+NO_TRAFFIC = Price(0.0, "", "measured")
 
 
 def compute_dtype(precision: str, gpu: Gpu) -> str:
@@ -249,6 +250,7 @@ class StepModel:
             else None
         )
         self._ops_dp: dict[tuple[object, ...], data_parallel.DpSync] = {}
+        self._optimizers: dict[tuple[float, int], Price] = {}
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
         self._nets: dict[tuple[int, int], Network] = {}
@@ -302,15 +304,21 @@ class StepModel:
         sync = self._dp_sync(layout) if layout.dp * layout.cp > 1 else None
         overlap_params = composed.megatron
 
-        def dp(compute_s: float) -> tuple[Price, str]:
+        def dp(compute_s: float) -> Price:
             if sync is None:
-                return Price(0.0, "", "measured"), ""
+                return NO_TRAFFIC
             seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params)
-            return Price(seconds, sync.source, sync.basis), _dp_note(zero, layout, overlap_params)
+            return Price(seconds, sync.source, sync.basis)
 
-        local = self.job.trainable_params / layout.model_parallel
-        optimizer = composed.prices.memory(states, local * 4.0)
-        return composed.step(layout, floor_s, dp, optimizer)
+        def note() -> str:
+            return _dp_note(zero, layout, overlap_params) if sync is not None else ""
+
+        key = (states, layout.model_parallel)
+        optimizer = self._optimizers.get(key)
+        if optimizer is None:
+            local = self.job.trainable_params / layout.model_parallel
+            optimizer = self._optimizers[key] = composed.prices.memory(states, local * 4.0)
+        return composed.step(layout, floor_s, dp, optimizer, note)
 
     def _dp_sync(self, layout: Layout) -> data_parallel.DpSync:
         """The data-parallel collectives at the measured rates (memoised on what they read of the layout)."""

@@ -210,3 +210,25 @@ def test_zero1_over_every_rank_of_a_thousand_gpus_is_slower_than_sharded_within_
     assert _internevo_step(knowledge, 8, 0) == pytest.approx(_internevo_step(knowledge, 8, 8), rel=0.02)
     every = [_internevo_step(knowledge, n, 0) for n in (8, 64, 512, 1024)]
     assert all(b < a for a, b in itertools.pairwise(every)), every
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-80gb-sxm", "h100-sxm", "l40s", "mi300x"])
+def test_the_compute_floor_bounds_every_micro_batch_from_below(knowledge, gpu_id: str) -> None:
+    from advisor.physics.step_ops import _Shape
+
+    for model, seq in (("llama-3.1-8b", 8192), ("mixtral-8x7b", 4096), ("llama-2-7b", 2000)):
+        job = _job(knowledge, model=model, seq=seq)
+        gpu = knowledge.gpu(gpu_id)
+        steps = StepModel(job, gpu, knowledge.assumptions.fabric[gpu.fabric], knowledge.assumptions, MEGATRON)
+        composed = steps.composed
+        assert composed is not None
+        shapes = ((1, 1, 1, 1, "none"), (2, 4, 1, 1, "full"), (4, 2, 2, 2, "selective"))
+        for tp, pp, cp, ep, recompute in shapes:
+            floor = composed.compute_floor("bf16", tp, pp, cp, ep, recompute, 1, 8)
+            assert floor > 0
+            for mb in (1, 2, 3, 4, 8):
+                stage = composed.slowest_stage(_Shape("bf16", tp, cp, mb, recompute, ep, 8), pp, 1)
+                assert mb * floor <= (stage.compute + stage.comm) * (1 + 1e-12), (model, tp, pp, mb)
+            # Tight: within 2x of one sequence's own stage (the peak alone is far looser on these GPUs).
+            one = composed.slowest_stage(_Shape("bf16", tp, cp, 1, recompute, ep, 8), pp, 1)
+            assert floor > 0.5 * one.compute

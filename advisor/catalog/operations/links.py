@@ -83,13 +83,7 @@ def _collective_own(
     grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
     extra = 0.0
     if grid is None:
-        measured_nodes = sorted(
-            {
-                r["nodes"]
-                for r in _rows("collectives", profile, None)[0]
-                if r["op"] == op and r["link"] == link
-            }
-        )
+        measured_nodes = _measured_nodes(op, link, profile)
         if not measured_nodes:
             return None
         near = min(measured_nodes, key=lambda x: (abs(math.log(x / nodes)), x))
@@ -101,6 +95,13 @@ def _collective_own(
     if not extra:
         return got
     return Measured(got.value, got.source, "extrapolated", min(MAX_SPREAD, got.spread + extra))
+
+
+@functools.lru_cache(maxsize=256)
+def _measured_nodes(op: str, link: str, profile: str | None) -> tuple[float, ...]:
+    """The server counts an op was measured at on a link (read once per op and link)."""
+    rows = _rows("collectives", profile, None)[0]
+    return tuple(sorted({r["nodes"] for r in rows if r["op"] == op and r["link"] == link}))
 
 
 def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: float) -> Measured:
@@ -117,7 +118,7 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
                 basis = f"scaled from {peer}" + ("" if candidate == op else f" {candidate}")
                 return Measured(got.value * mine / nominal, got.source, basis, got.spread + SCALED_SPREAD)
     ratios = []
-    for other in sorted({r["link"] for r in table("collectives")}):
+    for other in _shipped_links():
         nominal = nominal_gbs(other) if other != link else None
         for candidate in (op, *OP_PROXIES[op]):
             got = _collective_own(
@@ -188,7 +189,7 @@ def _nic_share(
     mine = nominal_gbs(link)
     candidates = [(link, _plateaus(link, profile), 1.0)]
     peers = sorted(
-        {r["link"] for r in table("collectives") if _between_servers(r["link"])} - {link},
+        {x for x in _shipped_links() if _between_servers(x)} - {link},
         key=lambda x: (abs(math.log((nominal_gbs(x) or 1.0) / (mine or 1.0))), x),
     )
     for peer in peers:
@@ -255,11 +256,18 @@ def _family(link: str) -> str:
     )
 
 
+@functools.cache
+def _shipped_links() -> tuple[str, ...]:
+    """The link keys the shipped collective rows measured."""
+    return tuple(sorted({r["link"] for r in table("collectives")}))
+
+
+@functools.lru_cache(maxsize=64)
 def _nearest_link(link: str) -> str | None:
     """The measured link of the same family (NVLink, PCIe, Infinity Fabric, network) with the nearest nominal
     bandwidth, else of the same kind (inside a server or between servers)."""
     mine = nominal_gbs(link) or 1.0
-    measured = sorted({r["link"] for r in table("collectives")} - {link})
+    measured = [x for x in _shipped_links() if x != link]
     same_kind = [x for x in measured if _between_servers(x) == _between_servers(link) and nominal_gbs(x)]
     if not same_kind:
         return None
