@@ -33,6 +33,12 @@ ORDER = (GEMM, ATTN, MEM, HEAD, TP, CPR, EPA, PPS, DPR, BUBBLE, OPT)
 # are tuned for Hopper and later; the share it hides is not published: we assume half, and every other stack
 # (and Megatron before Hopper) leaves the TP traffic exposed.
 TP_HIDDEN_MEGATRON = 0.5
+# The attention kernel a stack runs, where the GPU's rows measured it: Megatron-Core calls Transformer
+# Engine's fused attention (cuDNN's on Hopper and later); every other stack FlashAttention-2, from the
+# flash-attn package or PyTorch's SDPA, whose flash backend is FlashAttention-2 (PyTorch 2.2 release notes).
+# FlashAttention-3 (Hopper-only, a separate build) is what none of the stacks' recipes name. On H100 the three
+# differ by up to 1.6x (Shah et al., FlashAttention-3, arXiv:2407.08608, Figures 5-6: FA2, cuDNN, FA3).
+MEGATRON_ATTENTION, FLASH_ATTENTION = "cudnn", "fa2"
 TP_OVERLAP_FROM_CC = 9.0
 # Memory-bound values moved per token per layer in the forward pass, in units of the hidden size (norms:
 # 2 x read + write; residual adds: 2 x two reads + one write); the activation and rotary terms are added
@@ -230,9 +236,10 @@ class ComposedStep:
         assert job.arch is not None
         self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
-        self.prices = OpPrices(gpu, key, getattr(job, "profile", None))
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
+        kernel = MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION
+        self.prices = OpPrices(gpu, key, getattr(job, "profile", None), kernel)
         overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
         self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
         self.frozen = job.kind in ("lora", "qlora")
