@@ -12,7 +12,7 @@ from advisor.physics.op_prices import OpPrices, Price
 
 # Parameters per gradient bucket (one collective each) of the stacks' data-parallel wrappers.
 # Megatron-Core: max(40M, 1M x dp) parameters, "larger DP sizes need larger buckets to ensure collectives do
-# not become latency-bound" (NVIDIA/Megatron-LM@22e030e9528b:megatron/core/distributed/
+# not become latency-bound" (NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/distributed/
 # distributed_data_parallel_config.py, bucket_size).
 MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_RANK = 40e6, 1e6
 # DeepSpeed ZeRO: reduce_bucket_size and allgather_bucket_size default to 5e8 elements (DeepSpeed
@@ -21,6 +21,11 @@ DEEPSPEED_BUCKET_PARAMS = 5e8
 # PyTorch DistributedDataParallel: bucket_cap_mb=25 (torch.nn.parallel.DistributedDataParallel docs); the
 # bucket of every other stack (FSDP's ZeRO-3 units are its layers instead).
 DDP_BUCKET_BYTES = 25.0 * 2**20
+# ZeRO-1/2's parameter all-gather after the optimizer step waits unless the stack overlaps it with the next
+# forward pass; Megatron-Core does so only when asked (--overlap-param-gather, default False:
+# NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/training/arguments.py; overlap_param_gather = False in
+# megatron/core/distributed/distributed_data_parallel_config.py), DeepSpeed's ZeRO-1/2 does not: it waits.
+OVERLAP_PARAM_GATHER = False
 # Of a step's compute, the backward passes take two thirds (twice the forward's FLOPs).
 BACKWARD_SHARE = 2.0 / 3.0
 
@@ -114,8 +119,8 @@ def exposed(sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: b
     """Seconds of a step's data-parallel traffic the step waits for, given its compute of `m` micro-batches:
     DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3
     prefetches its gathers under all compute; the last bucket of a reduction is never hidden; ZeRO-1/2's
-    parameter gather follows the optimizer step, hidden under the next step's first forward pass only by
-    a stack that overlaps it (Megatron's overlap_param_gather)."""
+    parameter gather follows the optimizer step, hidden under the next step's first forward pass only when
+    `overlap_params` (Megatron's --overlap-param-gather; OVERLAP_PARAM_GATHER: not by default)."""
     m = max(1, m)
     backward_one = compute_s * BACKWARD_SHARE / m
     if zero == 3:

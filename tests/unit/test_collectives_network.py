@@ -100,3 +100,14 @@ def test_a_runs_stated_network_is_read_from_its_own_text() -> None:
     assert fabric_of_text("H100 (96 GB HBM2e, 400 Gb/s RDMA per GPU)") == "ib-ndr"
     assert fabric_of_text("nvidia_a100-sxm4-80gb, 4 x 100Gb RoCE between machines") == ""  # no per-GPU rate
     assert fabric_of_text("H100 80GB BF16, row 14") == ""
+
+
+def test_zero1_waits_for_its_parameter_gather_unless_the_stack_overlaps_it() -> None:
+    from advisor.physics.data_parallel import DpSync, exposed
+
+    sync = DpSync(grads=0.5, grads_last=0.01, params=0.4, params_last=0.01, gathers=0.0, source="", basis="")
+    compute = 3.0  # 4 micro-batches: the last backward pass is 0.5 s, the first forward 0.25 s
+    assert exposed(sync, 0, 4, compute, False) == pytest.approx(0.01)  # DDP: the last bucket only
+    assert exposed(sync, 1, 4, compute, False) == pytest.approx(0.01 + 0.4)  # the gather waits
+    assert exposed(sync, 1, 4, compute, True) == pytest.approx(0.01 + 0.15)  # hidden under 0.25 s forward
+    assert exposed(sync, 2, 4, compute, False) == pytest.approx(4 * 0.01 + 0.4)  # per micro-batch
