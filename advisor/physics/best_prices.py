@@ -33,10 +33,16 @@ def _best_tflops(
     from advisor.catalog import operations
 
     sizes = (base, *(p for p in POWERS if p > base)) if sweep else (base,)
-    best = 0.0
+    best, last, same = 0.0, -1.0, 0
     for x in sizes:
         dims = (x, *fixed) if at == 0 else (*fixed, x)
-        best = max(best, operations.gemm_tflops(gpu, dtype, *dims, profile=profile).value)
+        value = operations.gemm_tflops(gpu, dtype, *dims, profile=profile).value
+        best = max(best, value)
+        # Past a grid's last point the rate is held: two equal steps in a row end the sweep.
+        same = same + 1 if value == last else 0
+        if same >= 2:
+            break
+        last = value
     return best
 
 

@@ -30,11 +30,17 @@ class Price:
     basis: str
 
 
-def _ops() -> Any:
-    # Imported on first use: the tables are read lazily by the loader itself, and a CNN never asks.
-    from advisor.catalog import operations
+_OPERATIONS: list[Any] = []
 
-    return operations
+
+def _ops() -> Any:
+    # Imported on first use (the tables are read lazily by the loader itself, and a CNN never asks), then
+    # kept: a search asks thousands of times.
+    if not _OPERATIONS:
+        from advisor.catalog import operations
+
+        _OPERATIONS.append(operations)
+    return _OPERATIONS[0]
 
 
 def attention_dtype(precision: str) -> str:
