@@ -67,6 +67,26 @@ def _strip_unknown(args: list[str]) -> tuple[list[str], tuple[str, ...]]:
     return kept, tuple(dropped)
 
 
+@cache
+def fabric_keys() -> frozenset[str]:
+    """The fabric keys of this build (knowledge/assumptions.toml [fabric.*]; empty if unread)."""
+    try:
+        from advisor.catalog import load_knowledge
+
+        return frozenset(load_knowledge().assumptions.fabric)
+    except Exception:  # noqa: BLE001 - another branch's catalogue API: no fabric is passed then
+        return frozenset()
+
+
+def fabric_args(row: dict[str, str]) -> list[str]:
+    """`--fabric KEY` for a run whose source states its network (the `fabric` column), when this build has
+    the flag and the key; nothing otherwise (the tool's default fabric for the GPU answers)."""
+    key = row.get("fabric", "")
+    if key and has_flag("--fabric") and key in fabric_keys():
+        return ["--fabric", key]
+    return []
+
+
 def predict(args: list[str]) -> Answer:
     """`gpu-advisor predict ARGS --format json`; flags this build lacks are dropped and named."""
     kept, dropped = _strip_unknown(args)

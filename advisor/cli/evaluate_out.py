@@ -176,8 +176,9 @@ NOTES = [
     "error = |predicted - measured| / measured throughput; in 2x = predicted within 0.5x-2x of measured; "
     "gain = const-MFU median / model median",
     "P10-P90 cover: the interval a user is shown (around the typical P50), from the other sources' "
-    "held-out residuals, every family of source weighing the same, at the narrowest quantiles (10th-90th, "
-    "7.5th-92.5th, 5th-95th, 2.5th-97.5th) that cover 80% with each source held out from them in turn",
+    "held-out residuals, every family of source weighing the same, at the narrowest lower and upper "
+    "quantiles (2.5th-20th, 80th-97.5th) that hold each family of 10+ runs within 75-90% coverage with each "
+    "source held out from them in turn, else the pair nearest that band",
 ]
 
 

@@ -30,11 +30,17 @@ class Price:
     basis: str
 
 
-def _ops() -> Any:
-    # Imported on first use: the tables are read lazily by the loader itself, and a CNN never asks.
-    from advisor.catalog import operations
+_OPERATIONS: list[Any] = []
 
-    return operations
+
+def _ops() -> Any:
+    # Imported on first use (the tables are read lazily by the loader itself, and a CNN never asks), then
+    # kept: a search asks thousands of times.
+    if not _OPERATIONS:
+        from advisor.catalog import operations
+
+        _OPERATIONS.append(operations)
+    return _OPERATIONS[0]
 
 
 def attention_dtype(precision: str) -> str:
@@ -54,8 +60,20 @@ class OpPrices:
     profile, when given), each figure memoised: a search asks for the same shapes for thousands of layouts.
     `fabric` is the key of knowledge/assumptions.toml [fabric.*]."""
 
-    def __init__(self, gpu: Gpu, fabric: str, profile: str | None = None) -> None:
+    def __init__(
+        self, gpu: Gpu, fabric: str, profile: str | None = None, attention_kernel: str | None = None
+    ) -> None:
         self.gpu, self.fabric, self.profile = gpu, fabric, profile
+        # The stack's attention kernel where this GPU's rows measured it; else the rows it has, scaled by the
+        # two kernels' ratio on a GPU of its architecture that measured both (else the tables' own order).
+        kernels = _ops().attention.attention_kernels(gpu.id, profile) if attention_kernel else ()
+        self.kernel = attention_kernel if attention_kernel in kernels else None
+        self.kernel_peer = (
+            _ops().attention.kernel_peer(gpu.id, attention_kernel, profile)
+            if attention_kernel and self.kernel is None
+            else None
+        )
+        self.wanted_kernel = attention_kernel
         self.peak: dict[str, float] = {}
         self._gemm: dict[tuple[object, ...], Price] = {}
         self._attn: dict[tuple[Any, ...], tuple[Price, Price]] = {}
@@ -120,11 +138,12 @@ class OpPrices:
     def _attention_rate(
         self, dtype: str, seq: int, heads: int, kv_heads: int, head_dim: int, batch: int, pass_: str
     ) -> tuple[float, str, str]:
-        """The tables' TFLOP/s of one pass; a backward pass they lack is the forward's at BWD_OVER_FWD."""
+        """The tables' TFLOP/s of one pass (at the stack's kernel, measured or by a peer's kernel ratio); a
+        backward pass they lack is the forward's at BWD_OVER_FWD."""
 
-        def ask(which: str) -> Any:
+        def ask(which: str, gpu: str | None = None, kernel: str | None = None) -> Any:
             return _ops().attention_tflops(
-                self.gpu.id,
+                gpu or self.gpu.id,
                 dtype,
                 seq_len=seq,
                 heads=heads,
@@ -133,6 +152,7 @@ class OpPrices:
                 causal=True,
                 pass_=which,
                 batch=batch,
+                kernel=kernel if gpu else self.kernel,
                 profile=self.profile,
             )
 
@@ -147,6 +167,11 @@ class OpPrices:
                 r.source,
                 f"{r.basis} fwd x {BWD_OVER_FWD:.2f} (FlashAttention-2 bwd/fwd)",
             )
+        if self.kernel_peer is not None and self.wanted_kernel:
+            peer, default = self.kernel_peer
+            ratio = ask(pass_, peer, self.wanted_kernel).value / ask(pass_, peer, default).value
+            basis = f"{r.basis} x {self.wanted_kernel}/{default} on {peer}"
+            return r.value * ratio, r.source, basis
         return r.value, r.source, r.basis
 
     def bandwidth(self, nbytes: float) -> tuple[float, str, str]:

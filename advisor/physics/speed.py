@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -12,6 +11,7 @@ from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
+from advisor.physics import data_parallel
 from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
 from advisor.physics.op_prices import Price
@@ -28,6 +28,7 @@ __all__ = [
 
 TFLOP = 1e12
 GBS = 1e9
+NO_TRAFFIC = Price(0.0, "", "measured")
 
 
 def compute_dtype(precision: str, gpu: Gpu) -> str:
@@ -248,7 +249,8 @@ class StepModel:
             if compose and composes(job)
             else None
         )
-        self._ops_dp: dict[tuple[object, ...], tuple[Price, ...]] = {}
+        self._ops_dp: dict[tuple[object, ...], data_parallel.DpSync] = {}
+        self._optimizers: dict[tuple[float, int], Price] = {}
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
         self._nets: dict[tuple[int, int], Network] = {}
@@ -299,43 +301,41 @@ class StepModel:
         seq_items = layout.micro_batch * self.job.items_per_sequence
         floor_s = per_item * seq_items / (layout.tp * layout.cp * layout.pp * peak)
         m = layout.grad_accum
-        times = self._measured_dp(layout) if layout.dp * layout.cp > 1 else ()
+        sync = self._dp_sync(layout) if layout.dp * layout.cp > 1 else None
+        overlap_params = data_parallel.OVERLAP_PARAM_GATHER
 
-        def dp(compute_s: float) -> tuple[Price, str]:
-            if not times:
-                return Price(0.0, "", "measured"), ""
-            exposed = _dp_exposed(zero, m, tuple(t.seconds for t in times), compute_s)
-            hidden = "prefetched under all compute" if zero == 3 else "bucketed under the last backward pass"
-            what = {
-                3: "ZeRO-3 gathers + gradient reduce-scatter",
-                2: "gradient reduce-scatter per micro-batch",
-            }
-            note = f"{what.get(zero, 'gradient all-reduce')}, {hidden}"
-            return Price(exposed, times[0].source, times[0].basis), note
+        def dp(compute_s: float) -> Price:
+            if sync is None:
+                return NO_TRAFFIC
+            seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params)
+            return Price(seconds, sync.source, sync.basis)
 
-        local = self.job.trainable_params / layout.model_parallel
-        optimizer = composed.prices.memory(states, local * 4.0)
-        return composed.step(layout, floor_s, dp, optimizer)
+        def note() -> str:
+            return _dp_note(zero, layout, overlap_params) if sync is not None else ""
 
-    def _measured_dp(self, layout: Layout) -> tuple[Price, ...]:
-        """_dp_collectives() at the measured bus bandwidths (memoised as _dp_times)."""
+        key = (states, layout.model_parallel)
+        optimizer = self._optimizers.get(key)
+        if optimizer is None:
+            local = self.job.trainable_params / layout.model_parallel
+            optimizer = self._optimizers[key] = composed.prices.memory(states, local * 4.0)
+        return composed.step(layout, floor_s, dp, optimizer, note)
+
+    def _dp_sync(self, layout: Layout) -> data_parallel.DpSync:
+        """The data-parallel collectives at the measured rates (memoised on what they read of the layout)."""
         key = _dp_key(layout)
         got = self._ops_dp.get(key)
         if got is None:
             composed = self.composed
             assert composed is not None
-            prices: list[Price] = []
-
-            def allreduce(nbytes: float, size: int, stride: int) -> float:
-                span = size * stride
-                nodes = max(1, math.ceil(span / layout.node_size)) if span > layout.node_size else 1
-                price = composed.prices.collective("all_reduce", size, nodes, nbytes)
-                prices.append(price)
-                return price.seconds
-
-            seconds = _dp_collectives(self.job, layout, allreduce, self.a)
-            source = prices[0] if prices else Price(0.0, "", "measured")
-            got = self._ops_dp[key] = tuple(Price(t, source.source, source.basis) for t in seconds)
+            job, a = self.job, self.a
+            w = weight_bytes_per_param(layout.precision, a, training=True)
+            base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+            grads = job.trainable_params / layout.model_parallel * w
+            weights = _local_params(job, layout) * base_w
+            layers = max(1, (job.arch.layers if job.arch is not None else 1) // layout.pp)
+            got = self._ops_dp[key] = data_parallel.dp_sync(
+                layout, composed.prices, (grads, weights, layers), job.stack, composed.megatron
+            )
         return got
 
     def terms(self, layout: Layout) -> _Terms | None:
@@ -397,6 +397,21 @@ class StepModel:
 
             times = self._dps[key] = _dp_collectives(self.job, layout, allreduce, self.a)
         return times
+
+
+def _dp_note(zero: int, layout: Layout, overlap_params: bool) -> str:
+    """What the data-parallel line of a composed step is."""
+    hybrid = f" (shard {layout.shard_group})" if layout.shard_group else ""
+    if zero == 3:
+        return f"ZeRO-3 gathers + gradient reduce-scatter{hybrid}, prefetched under all compute"
+    grads = {0: "gradient all-reduce", 1: "gradient reduce-scatter", 2: "gradient reduce-scatter"}[zero]
+    when = "per micro-batch, each" if zero == 2 else "bucketed"
+    text = f"{grads}{hybrid} {when} under the last backward pass"
+    if zero:
+        text += ", then the parameter all-gather " + (
+            "under the next forward pass" if overlap_params else "after the optimizer step"
+        )
+    return text
 
 
 def _dp_key(layout: Layout) -> tuple[object, ...]:

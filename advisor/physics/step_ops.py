@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.job.shape import Arch
+from advisor.physics.best_prices import BestPrices
 from advisor.physics.op_prices import OpPrices, Price, attention_dtype, gemm_dtype
 
 GEMM, ATTN, MEM, HEAD, OPT = "GEMM compute", "attention", "memory-bound", "LM head + loss", "optimizer"
@@ -32,6 +33,12 @@ ORDER = (GEMM, ATTN, MEM, HEAD, TP, CPR, EPA, PPS, DPR, BUBBLE, OPT)
 # are tuned for Hopper and later; the share it hides is not published: we assume half, and every other stack
 # (and Megatron before Hopper) leaves the TP traffic exposed.
 TP_HIDDEN_MEGATRON = 0.5
+# The attention kernel a stack runs, where the GPU's rows measured it: Megatron-Core calls Transformer
+# Engine's fused attention (cuDNN's on Hopper and later); every other stack FlashAttention-2, from the
+# flash-attn package or PyTorch's SDPA, whose flash backend is FlashAttention-2 (PyTorch 2.2 release notes).
+# FlashAttention-3 (Hopper-only, a separate build) is what none of the stacks' recipes name. On H100 the three
+# differ by up to 1.6x (Shah et al., FlashAttention-3, arXiv:2407.08608, Figures 5-6: FA2, cuDNN, FA3).
+MEGATRON_ATTENTION, FLASH_ATTENTION = "cudnn", "fa2"
 TP_OVERLAP_FROM_CC = 9.0
 # Memory-bound values moved per token per layer in the forward pass, in units of the hidden size (norms:
 # 2 x read + write; residual adds: 2 x two reads + one write); the activation and rotary terms are added
@@ -59,11 +66,53 @@ class OpShare:
 
 
 @dataclass(frozen=True, slots=True)
+class _Tail:
+    """What follows the slowest stage's micro-batches in a step (its parts are built only when read)."""
+
+    bubble: float
+    pp: int
+    virtual: int
+    label: str
+    sends: OpShare | None
+    dp: Price
+    dp_note: Callable[[], str] = field(compare=False)
+    show_dp: bool
+    optimizer: Price
+
+    @property
+    def seconds(self) -> float:
+        sends = self.sends.seconds if self.sends is not None else 0.0
+        return math.fsum((self.bubble, sends, self.dp.seconds, self.optimizer.seconds))
+
+    def parts(self) -> tuple[OpShare, ...]:
+        out: list[OpShare] = []
+        if self.pp > 1:
+            out.append(
+                OpShare(
+                    BUBBLE,
+                    self.bubble,
+                    "1F1B schedule: (p - 1) / v idle stage times",
+                    "closed form",
+                    f"{self.pp - 1} stage times / {self.virtual} chunks, paced by {self.label}",
+                )
+            )
+        if self.sends is not None:
+            out.append(self.sends)
+        if self.show_dp:
+            out.append(
+                OpShare(DPR, self.dp.seconds, self.dp.source or "no table row", self.dp.basis, self.dp_note())
+            )
+        opt = self.optimizer
+        out.append(OpShare(OPT, opt.seconds, opt.source, opt.basis, "over the local shard"))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class StepOps:
     """A training step by operation class: what each costs on the slowest pipeline stage (m micro-batches,
     its compute scaled by `scale`), then the bubble, the sends, the exposed data-parallel traffic and the
-    optimizer step (`tail`); the parts add up to total_s. The parts are built when read: a search reads only
-    the total of thousands of steps."""
+    optimizer step (the tail); the parts add up to total_s. The parts are built when read: a search reads
+    only the total of thousands of steps."""
 
     total_s: float
     slowest_stage: str
@@ -71,8 +120,13 @@ class StepOps:
     """The slowest stage's operations for one micro-batch."""
     m: int
     scale: float
-    tail: tuple[OpShare, ...]
+    after: _Tail
     notes: tuple[str, ...] = ()
+
+    @property
+    def tail(self) -> tuple[OpShare, ...]:
+        """The bubble, the sends, the exposed data-parallel traffic and the optimizer step."""
+        return self.after.parts()
 
     @property
     def parts(self) -> tuple[OpShare, ...]:
@@ -182,9 +236,10 @@ class ComposedStep:
         assert job.arch is not None
         self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
-        self.prices = OpPrices(gpu, key, getattr(job, "profile", None))
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
+        kernel = MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION
+        self.prices = OpPrices(gpu, key, getattr(job, "profile", None), kernel)
         overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
         self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
         self.frozen = job.kind in ("lora", "qlora")
@@ -192,6 +247,9 @@ class ComposedStep:
         self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
         self._stages: dict[tuple[_Shape, int, int], _Stage] = {}
         self._sends: dict[tuple[object, ...], OpShare] = {}
+        self._by_layout: dict[tuple[object, ...], _Stage] = {}
+        self._floors: dict[tuple[object, ...], float] = {}
+        self._best: dict[frozenset[int], ComposedStep] = {}
 
     # --- one layer ------------------------------------------------------------------------------------------
     def layer(self, s: _Shape, moe: bool) -> _Acc:
@@ -321,6 +379,30 @@ class ComposedStep:
         fewest = (arch.layers // (pp * virtual)) * virtual
         return fewest * per_pass * passes * (1.0 - self.tp_hidden)
 
+    def compute_floor(
+        self, precision: str, tp: int, pp: int, cp: int, ep: int, recompute: str, virtual: int, node: int
+    ) -> float:
+        """Seconds of one sequence's compute on the slowest stage that no micro-batch beats: each stage's
+        operations at the best rates the tables give any micro-batch (best_prices), the largest of the
+        stages; the paced stage of a micro-batch of b sequences takes at least b times it (a search's
+        bound). Memoised per shape."""
+        key = (precision, tp, pp, cp, ep, recompute, virtual, node)
+        got = self._floors.get(key)
+        if got is None:
+            s = _Shape(precision, tp, cp, 1, recompute, ep, node)
+            tokens = max(1, self.job.seq_len // cp)
+            arch = self.arch
+            per_expert = max(1, tokens * arch.experts_per_token * ep // arch.experts) if arch.is_moe else 0
+            scales = frozenset({tokens, per_expert})
+            best = self._best.get(scales)
+            if best is None:  # this step on the best-rate prices, its own layer memo shared by the shapes
+                best = self._best[scales] = object.__new__(ComposedStep)
+                best.__dict__.update(self.__dict__)
+                best.prices = BestPrices(self.prices, scales)  # type: ignore[assignment]
+                best._layers, best._heads, best._stages, best._by_layout = {}, {}, {}, {}
+            got = self._floors[key] = max(best._stage_totals(s, pp, virtual)[0])
+        return got
+
     # --- the embedding, the LM head and the loss ------------------------------------------------------------
     def ends(self, s: _Shape) -> tuple[_Acc, _Acc]:
         """The first stage's embedding and the last stage's LM head and loss, per micro-batch (memoised)."""
@@ -356,7 +438,8 @@ class ComposedStep:
             got = self._stages[key] = self._slowest(s, pp, virtual)
         return got
 
-    def _slowest(self, s: _Shape, pp: int, virtual: int) -> _Stage:
+    def _stage_totals(self, s: _Shape, pp: int, virtual: int) -> tuple[list[float], list[list[int]]]:
+        """Each pipeline stage's seconds for one micro-batch, and its dense and MoE layer counts."""
         arch = self.arch
         first, last = self.ends(s)
         chunks = pp * virtual
@@ -370,21 +453,32 @@ class ComposedStep:
             counts[c % pp][0] += size - moe
             counts[c % pp][1] += moe
             start += size
-        stages = [_Acc() for _ in range(pp)]
-        for acc, (dense, moe) in zip(stages, counts, strict=True):
-            for flag, n in ((False, dense), (True, moe)):
-                if n:
-                    acc.merge(self.layer(s, flag), float(n))
-        stages[0].merge(first)
-        stages[-1].merge(last)
-        i = max(range(pp), key=lambda j: (stages[j].total, j))
+        dense_s = self.layer(s, False).total
+        moe_s = self.layer(s, True).total if any(moe for _, moe in counts) else 0.0
+        totals = [d * dense_s + e * moe_s for d, e in counts]
+        totals[0] += first.total
+        totals[-1] += last.total
+        return totals, counts
+
+    def _slowest(self, s: _Shape, pp: int, virtual: int) -> _Stage:
+        # The stages' totals first (a merged stage is built for the slowest only: the search asks hundreds).
+        totals, counts = self._stage_totals(s, pp, virtual)
+        first, last = self.ends(s)
+        i = max(range(pp), key=lambda j: (totals[j], j))
+        acc = _Acc()
+        for flag, n in ((False, counts[i][0]), (True, counts[i][1])):
+            if n:
+                acc.merge(self.layer(s, flag), float(n))
+        if i == 0:
+            acc.merge(first)
+        if i == pp - 1:
+            acc.merge(last)
         if pp == 1:
             label = "the only stage"
         elif i == pp - 1:
             label = "the last stage (its layers, the LM head and the loss)"
         else:
             label = f"stage {i + 1} of {pp}"
-        acc = stages[i]
         comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
         return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
 
@@ -392,14 +486,16 @@ class ComposedStep:
         self,
         layout: Layout,
         floor_s: float,
-        dp: Callable[[float], tuple[Price, str]],
+        dp: Callable[[float], Price],
         optimizer: Price,
+        dp_note: Callable[[], str] = str,
     ) -> StepOps:
         """The step of one layout: m micro-batches on the slowest stage, the bubble of (p - 1) / v of them,
         the pipeline's sends, the exposed data-parallel reduction and the optimizer step. `floor_s` is the
         per-micro-batch stage time no stage can beat (the job's FLOPs at peak over the stages), `dp` the
-        exposed data-parallel traffic given the step's compute."""
-        s = _Shape(
+        exposed data-parallel traffic given the step's compute (`dp_note` says what it is, asked only when
+        the parts are read)."""
+        key = (
             layout.precision,
             layout.tp,
             layout.cp,
@@ -407,8 +503,13 @@ class ComposedStep:
             layout.recompute,
             layout.ep,
             layout.node_size,
+            layout.pp,
+            layout.virtual,
         )
-        stage = self.slowest_stage(s, layout.pp, layout.virtual)
+        stage = self._by_layout.get(key)
+        if stage is None:
+            s = _Shape(*key[:7])
+            stage = self._by_layout[key] = self.slowest_stage(s, layout.pp, layout.virtual)
         m = layout.grad_accum
         compute, comm = stage.compute, stage.comm
         # No stage computes faster than its share of the job's FLOPs at peak: the search's bounds rest on it.
@@ -417,29 +518,13 @@ class ComposedStep:
         if scale > 1.0:
             notes = ("stage compute raised to the job's FLOPs at peak (the tables price it faster)",)
         paced = compute * scale + comm
-        tail: list[OpShare] = []
-        if layout.pp > 1:
-            bubble = paced * (layout.pp - 1) / layout.virtual
-            tail.append(
-                OpShare(
-                    BUBBLE,
-                    bubble,
-                    "1F1B schedule: (p - 1) / v idle stage times",
-                    "closed form",
-                    f"{layout.pp - 1} stage times / {layout.virtual} chunks, paced by {stage.label}",
-                )
-            )
-            tail.append(self._p2p(layout, m))
-        exposed, dp_note = dp(paced * m)
-        if exposed.seconds > 0 or layout.dp * layout.cp > 1:
-            tail.append(
-                OpShare(DPR, exposed.seconds, exposed.source or "no table row", exposed.basis, dp_note)
-            )
-        tail.append(
-            OpShare(OPT, optimizer.seconds, optimizer.source, optimizer.basis, "over the local shard")
-        )
-        total = paced * m + math.fsum(p.seconds for p in tail)
-        return StepOps(total, stage.label, stage.shares, m, scale, tuple(tail), notes)
+        pp = layout.pp
+        bubble = paced * (pp - 1) / layout.virtual if pp > 1 else 0.0
+        sends = self._p2p(layout, m) if pp > 1 else None
+        exposed = dp(paced * m)
+        show = exposed.seconds > 0 or layout.dp * layout.cp > 1
+        tail = _Tail(bubble, pp, layout.virtual, stage.label, sends, exposed, dp_note, show, optimizer)
+        return StepOps(paced * m + tail.seconds, stage.label, stage.shares, m, scale, tail, notes)
 
     def _p2p(self, layout: Layout, m: int) -> OpShare:
         """Activations forward and their gradients back at each stage boundary, every micro-batch and

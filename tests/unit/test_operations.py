@@ -217,8 +217,9 @@ def test_a_link_without_rows_is_scaled_from_its_family() -> None:
     assert got.basis == "scaled from pcie4"
     pcie4 = ops.collective_busbw_gbs("all_reduce", "pcie4", 2, 1, 1e9)
     assert got.value == pytest.approx(pcie4.value * 15.75 / 31.5)
-    across = ops.collective_busbw_gbs("all_reduce", "ib-ndr400", 16, 2, 1e9)
-    assert across.basis.startswith("scaled from efa-400") and across.spread > ops.SCALED_SPREAD
+    across = ops.collective_busbw_gbs("all_reduce", "ib-hdr200", 16, 2, 1e9)
+    assert across.basis.startswith("alpha-beta") and "scaled from roce-200" in across.basis
+    assert across.spread > ops.SCALED_SPREAD
 
 
 def test_an_unmeasured_op_borrows_the_nearest_ops_rows() -> None:

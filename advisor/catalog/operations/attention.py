@@ -13,6 +13,7 @@ from advisor.catalog.operations.rates import DTYPES, _rate
 from advisor.catalog.operations.tables import (
     GROUPS,
     Measured,
+    _catalogue,
     _check,
     _gpu,
     _grids,
@@ -102,6 +103,29 @@ def _attention_keys(gpu: str, profile: str | None) -> tuple[tuple[Any, ...], ...
     rows, _ = _rows("attention", profile, gpu)
     cols = GROUPS["attention"].key
     return tuple(sorted({tuple(r[c] for c in cols) for r in rows}, key=str))
+
+
+def attention_kernels(gpu: str, profile: str | None = None) -> frozenset[str]:
+    """The attention kernels a GPU's rows measured (a profile's and the shipped ones)."""
+    keys = _attention_keys(gpu, profile)
+    shipped = _attention_keys(gpu, None) if profile else ()
+    return frozenset(k[2] for k in (*keys, *shipped))
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_peer(gpu: str, kernel: str, profile: str | None = None) -> tuple[str, str] | None:
+    """For a GPU whose rows lack `kernel`: a GPU of the same architecture whose rows hold both that kernel and
+    the one this GPU's rows answer with (the first of KERNELS it has), and that kernel: (peer, kernel)."""
+    mine = attention_kernels(gpu, profile)
+    if kernel in mine or not mine:
+        return None
+    default = next(k for k in KERNELS if k in mine)
+    g = _gpu(gpu)
+    for other in _catalogue():
+        same = other.id != gpu and other.architecture == g.architecture and other.vendor == g.vendor
+        if same and {kernel, default} <= attention_kernels(other.id):
+            return other.id, default
+    return None
 
 
 def _attention_own(

@@ -8,6 +8,7 @@ import math
 import statistics
 from typing import TYPE_CHECKING
 
+from advisor.catalog.operations import alphabeta
 from advisor.catalog.operations.grid import (
     EXTRA_PER_DOUBLING,
     EXTRAPOLATED_SPREAD,
@@ -62,6 +63,8 @@ def collective_busbw_gbs(
     _positive(gpus=gpus, nodes=nodes, nbytes=nbytes)
     if gpus < 2:
         return Measured(math.inf, "one GPU: nothing crosses a link", "measured", 0.0)
+    if nodes > 1 and _between_servers(link):
+        return _network(op, link, gpus, nodes, nbytes, profile)
     for candidate in (op, *OP_PROXIES[op]):
         got = _collective_own(candidate, link, gpus, nodes, nbytes, profile)
         if got is not None:
@@ -80,13 +83,7 @@ def _collective_own(
     grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
     extra = 0.0
     if grid is None:
-        measured_nodes = sorted(
-            {
-                r["nodes"]
-                for r in _rows("collectives", profile, None)[0]
-                if r["op"] == op and r["link"] == link
-            }
-        )
+        measured_nodes = _measured_nodes(op, link, profile)
         if not measured_nodes:
             return None
         near = min(measured_nodes, key=lambda x: (abs(math.log(x / nodes)), x))
@@ -98,6 +95,13 @@ def _collective_own(
     if not extra:
         return got
     return Measured(got.value, got.source, "extrapolated", min(MAX_SPREAD, got.spread + extra))
+
+
+@functools.lru_cache(maxsize=256)
+def _measured_nodes(op: str, link: str, profile: str | None) -> tuple[float, ...]:
+    """The server counts an op was measured at on a link (read once per op and link)."""
+    rows = _rows("collectives", profile, None)[0]
+    return tuple(sorted({r["nodes"] for r in rows if r["op"] == op and r["link"] == link}))
 
 
 def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: float) -> Measured:
@@ -114,7 +118,7 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
                 basis = f"scaled from {peer}" + ("" if candidate == op else f" {candidate}")
                 return Measured(got.value * mine / nominal, got.source, basis, got.spread + SCALED_SPREAD)
     ratios = []
-    for other in sorted({r["link"] for r in table("collectives")}):
+    for other in _shipped_links():
         nominal = nominal_gbs(other) if other != link else None
         for candidate in (op, *OP_PROXIES[op]):
             got = _collective_own(
@@ -137,8 +141,113 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
     return Measured(mine * statistics.median(ratios), source, "datasheet fallback", FALLBACK_SPREAD)
 
 
+# --- between servers: the measured rows where they are, NCCL's cost model on their bandwidth elsewhere ------
+RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+PLATEAU_FROM = 0.25
+"""Rows at sizes from this share of a sweep's largest size up form its bandwidth plateau (the beta)."""
+
+
+def _network(op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: str | None) -> Measured:
+    """A collective across servers: the link's own rows at exactly this op, server count and rank count;
+    elsewhere NCCL's own cost model (alphabeta: its latency per step of the algorithm it would pick, plus
+    the bytes over the bus bandwidth) on the per-GPU network bandwidth measured at the nearest server count
+    (of this link, else the nearest measured network link scaled by the nominal ratio), widened per
+    doubling of servers away from the measured count."""
+    grid, origin = _grids("collectives", (op, link, float(nodes)), profile)
+    if grid is not None and float(gpus) in grid.axes[0]:
+        return _measured(grid, origin, (float(gpus), float(nbytes)))
+    # On 2 servers NCCL's tree passes the NICs' rate for the reductions; a pair or an all-to-all never does.
+    wide = nodes > 2 or op not in RING_OPS
+    per_gpu, source, measured_nodes, scaled = _nic_share(link, nodes, profile, wide)
+    ppn = max(1, gpus // nodes)
+    if op in RING_OPS:
+        beta = per_gpu * ppn  # a ring's bus bandwidth: the NICs of the group's ranks on each server
+    elif op == "all_to_all":
+        beta = per_gpu * (gpus - 1) / max(gpus - ppn, 1)  # each rank's off-server share through its own
+    else:
+        beta = per_gpu  # one pair, one GPU's share of the network
+    value = alphabeta.effective_busbw_gbs(op, gpus, nodes, nbytes, beta)
+    spread = EXTRAPOLATED_SPREAD + EXTRA_PER_DOUBLING * abs(math.log2(nodes / measured_nodes))
+    basis = f"alpha-beta (NCCL latency, {link} busbw at {measured_nodes:g} servers"
+    basis += f" scaled from {scaled})" if scaled else ")"
+    return Measured(
+        value,
+        f"{source}; {alphabeta.NCCL_SOURCE}",
+        basis,
+        min(MAX_SPREAD, spread + (SCALED_SPREAD if scaled else 0.0)),
+    )
+
+
+def _nic_share(
+    link: str, nodes: int, profile: str | None, prefer_wide: bool
+) -> tuple[float, str, float, str]:
+    """(GB/s of ring bus bandwidth per rank on a server, its source, the server count it was measured at,
+    the link it was scaled from or ''): the measured plateau of the link's ring collectives at the server
+    count nearest `nodes`, else of the measured network link of nearest nominal bandwidth scaled by the
+    nominal ratio. `prefer_wide`: a sweep past 2 servers is preferred, a peer link's if need be (on 2
+    servers NCCL's tree passes the NICs' rate: an aberration, say the nccl-tests maintainers in issue 309)."""
+    mine = nominal_gbs(link)
+    candidates = [(link, _plateaus(link, profile), 1.0)]
+    peers = sorted(
+        {x for x in _shipped_links() if _between_servers(x)} - {link},
+        key=lambda x: (abs(math.log((nominal_gbs(x) or 1.0) / (mine or 1.0))), x),
+    )
+    for peer in peers:
+        theirs = nominal_gbs(peer)
+        if mine and theirs:
+            candidates.append((peer, _plateaus(peer, None), mine / theirs))
+    usable = [c for c in candidates if c[1]]
+    wide = [c for c in usable if any(k > 2 for k in c[1])] if prefer_wide else []
+    if not usable:
+        raise InputError(
+            f"link {link!r} has no measured network rows to scale from",
+            field="link",
+            value=link,
+            problem="has no measured rows",
+            accepted=", ".join(sorted(_link_nominals())),
+        )
+
+    def reach(c: tuple[str, dict[float, tuple[float, str]], float]) -> float:
+        pool = [k for k in c[1] if k > 2] if wide else list(c[1])
+        return min(abs(math.log(k / nodes)) for k in pool)
+
+    # Its own link first; among peers the nearest nominal bandwidth, then the nearest measured server count.
+    name, plateaus, ratio = min(
+        wide or usable, key=lambda c: (c[0] != link, round(abs(math.log(c[2])), 6), reach(c), c[0])
+    )
+    pool = [k for k in plateaus if k > 2] if wide else list(plateaus)
+    near = min(pool, key=lambda k: (abs(math.log(k / nodes)), k))
+    value, source = plateaus[near]
+    return value * ratio, source, near, "" if name == link else name
+
+
+@functools.lru_cache(maxsize=64)
+def _plateaus(link: str, profile: str | None) -> dict[float, tuple[float, str]]:
+    """Per server count: the large-message bus bandwidth of the link's ring collectives per rank on a server
+    (the mean of each sweep's plateau rows), with the sources."""
+    rows = [
+        r
+        for r in _rows("collectives", profile, None)[0]
+        if r["link"] == link and r["op"] in RING_OPS and r["nodes"] > 1 and r["busbw_gbs"] > 0
+    ]
+    if not rows and profile:
+        return _plateaus(link, None)
+    sweeps: dict[tuple[str, float, float, str], list[dict[str, float]]] = {}
+    for r in rows:
+        sweeps.setdefault((r["op"], r["nodes"], r["gpus"], r["source"]), []).append(r)
+    per_nodes: dict[float, list[tuple[float, str]]] = {}
+    for (_, nodes, gpus, source), sweep in sweeps.items():
+        top = max(r["nbytes"] for r in sweep)
+        plateau = [r["busbw_gbs"] for r in sweep if r["nbytes"] >= PLATEAU_FROM * top]
+        per_nodes.setdefault(nodes, []).append((statistics.fmean(plateau) / (gpus / nodes), source))
+    return {
+        k: (statistics.fmean(v for v, _ in got), "; ".join(sorted({s for _, s in got})))
+        for k, got in per_nodes.items()
+    }
+
+
 def _between_servers(link: str) -> bool:
-    return link.startswith(("ib-", "roce-", "eth-", "efa-"))
+    return link.startswith(("ib-", "roce-", "eth-", "efa-", "rdma-"))
 
 
 def _family(link: str) -> str:
@@ -147,11 +256,18 @@ def _family(link: str) -> str:
     )
 
 
+@functools.cache
+def _shipped_links() -> tuple[str, ...]:
+    """The link keys the shipped collective rows measured."""
+    return tuple(sorted({r["link"] for r in table("collectives")}))
+
+
+@functools.lru_cache(maxsize=64)
 def _nearest_link(link: str) -> str | None:
     """The measured link of the same family (NVLink, PCIe, Infinity Fabric, network) with the nearest nominal
     bandwidth, else of the same kind (inside a server or between servers)."""
     mine = nominal_gbs(link) or 1.0
-    measured = sorted({r["link"] for r in table("collectives")} - {link})
+    measured = [x for x in _shipped_links() if x != link]
     same_kind = [x for x in measured if _between_servers(x) == _between_servers(link) and nominal_gbs(x)]
     if not same_kind:
         return None
@@ -183,6 +299,13 @@ LINK_NOMINAL_GBS: dict[str, tuple[float, str]] = {
 @functools.cache
 def _link_nominals() -> dict[str, tuple[float, str]]:
     out = dict(LINK_NOMINAL_GBS)
+    from advisor.catalog.loader import load_knowledge
+
+    # Every fabric of the catalogue is a link key (a per-node figure shared by the 8 GPUs of a server).
+    for name, fabric in load_knowledge().assumptions.fabric.items():
+        key = FABRIC_LINKS.get(name, name)
+        if key not in out:
+            out[key] = (fabric.gbs_per_gpu(8), f"assumptions.toml fabric.{name}: {fabric.name}")
     for g in _catalogue():
         key = link_key(g, across_nodes=False)
         if key not in LINK_NOMINAL_GBS and g.interconnect.gbs:

@@ -174,7 +174,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     if mb is None:
         mb = measured_batch(knowledge, job, gpu, run.precision) or 1
     layout = stated_layout(job, run.count, run.nodes, run.precision, max(mb, 1), run.grad_accum)
-    fabric = knowledge_fabric(knowledge, job, gpu)
+    fabric = knowledge.assumptions.fabric.get(run.fabric) or knowledge_fabric(knowledge, job, gpu)
     memory = TrainingMemoryModel(job, gpu, run.precision, a)
     per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
     traits = stack_of(knowledge, run.stack).traits(run.month)

@@ -77,6 +77,9 @@ class Run:
     row_ref: str = ""
     family: str = ""
     """vendor, paper, report or independent ('' = by its source: VENDOR_ORIGINS, else independent)."""
+    fabric: str = ""
+    """The network between servers as the source states it (a knowledge/assumptions.toml [fabric.*] key;
+    '' = not stated: the GPU's usual fabric)."""
 
     @property
     def source_family(self) -> str:
@@ -110,6 +113,33 @@ class Run:
         return f"{self.source}|{self.row_ref}|{self.workload}|{self.gpu}|{self.count}|{self.precision}"
 
 
+# A stated network: "<N> Gb/s ... per GPU" or "<N> Gbps node-node" (a server of 8 GPUs), and its kind.
+_PER_GPU = re.compile(r"(\d+)\s*Gb(?:ps|/s)\b[^,;()]{0,20}?\bper GPU", re.IGNORECASE)
+_PER_NODE = re.compile(r"(\d+)\s*Gb(?:ps|/s)\s*(?:node-node|per node|a node)", re.IGNORECASE)
+# (Gb/s per GPU, RoCE) -> the catalogue's fabric of that rate (knowledge/assumptions.toml [fabric.*]).
+FABRIC_OF_RATE = {
+    (400, False): "ib-ndr",
+    (400, True): "ib-ndr",
+    (200, False): "ib-hdr",
+    (200, True): "roce-200",
+    (50, False): "rdma-4x100",
+    (50, True): "rdma-4x100",
+}
+
+
+def fabric_of_text(*texts: str) -> str:
+    """The fabric key a run's own text states ('' when it states none, or a rate the catalogue lacks):
+    MosaicML's "1600 Gbps node-node interconnect (RoCE)" is roce-200, torchtitan's "400 Gb/s RDMA per GPU"
+    ib-ndr (the same 50 GB/s a GPU)."""
+    text = " ".join(texts)
+    roce = "roce" in text.lower()
+    if m := _PER_GPU.search(text):
+        return FABRIC_OF_RATE.get((int(m.group(1)), roce), "")
+    if m := _PER_NODE.search(text):
+        return FABRIC_OF_RATE.get((int(m.group(1)) // 8, roce), "")
+    return ""
+
+
 def stack_of_row(row: BenchmarkRow) -> str:
     """The harness of a benchmarks.csv row: Composer for MosaicML's runs, NVIDIA's NGC PyTorch examples for
     Lambda's (its harness runs DeepLearningExamples in NGC containers); a user's row may name its own."""
@@ -139,6 +169,7 @@ def run_of_row(row: BenchmarkRow, stack: str | None = None) -> Run:
         recompute=row.recompute,
         software=row.software,
         row_ref=row.row_ref,
+        fabric=fabric_of_text(row.software, row.row_ref, row.note),
     )
 
 
@@ -186,6 +217,7 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
         software=r["software"],
         row_ref=r["row_ref"],
         family=r.get("family", ""),
+        fabric=fabric_of_text(r["source_gpu"], r["table"], r["note"], r["software"]),
     ), ""
 
 

@@ -1,0 +1,137 @@
+"""Provides the data-parallel collectives of a composed training step: gradient reduction and the sharded
+optimizer's parameter gather, in the buckets each stack issues them in (every call pays the collective's
+latency), priced from the measured-operation tables, and what of them the step waits for."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advisor.job.layout import Layout
+from advisor.physics.op_prices import OpPrices, Price
+
+# Parameters per gradient bucket (one collective each) of the stacks' data-parallel wrappers.
+# Megatron-Core: max(40M, 1M x dp) parameters, "larger DP sizes need larger buckets to ensure collectives do
+# not become latency-bound" (NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/distributed/
+# distributed_data_parallel_config.py, bucket_size).
+MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_RANK = 40e6, 1e6
+# DeepSpeed ZeRO: reduce_bucket_size and allgather_bucket_size default to 5e8 elements (DeepSpeed
+# configuration docs, www.deepspeed.ai/docs/config-json/, "ZeRO Optimizations").
+DEEPSPEED_BUCKET_PARAMS = 5e8
+# PyTorch DistributedDataParallel: bucket_cap_mb=25 (torch.nn.parallel.DistributedDataParallel docs); the
+# bucket of every other stack (FSDP's ZeRO-3 units are its layers instead).
+DDP_BUCKET_BYTES = 25.0 * 2**20
+# ZeRO-1/2's parameter all-gather after the optimizer step waits unless the stack overlaps it with the next
+# forward pass; Megatron-Core does so only when asked (--overlap-param-gather, default False:
+# NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/training/arguments.py; overlap_param_gather = False in
+# megatron/core/distributed/distributed_data_parallel_config.py), DeepSpeed's ZeRO-1/2 does not: it waits.
+OVERLAP_PARAM_GATHER = False
+# Of a step's compute, the backward passes take two thirds (twice the forward's FLOPs).
+BACKWARD_SHARE = 2.0 / 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class DpSync:
+    """The data-parallel collectives of one step (seconds), before their overlap with compute."""
+
+    grads: float
+    """One reduction of the gradients (every bucket): all-reduce (DDP), reduce-scatter over the shard group
+    (ZeRO), plus the all-reduce of the shards across hybrid groups."""
+    grads_last: float
+    """Its last bucket: issued when the backward pass ends, never hidden."""
+    params: float
+    """ZeRO-1/2: the parameter all-gather over the shard group after the optimizer step."""
+    params_last: float
+    gathers: float
+    """ZeRO-3: one pass's weight gathers (a call per layer)."""
+    source: str
+    basis: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Bytes:
+    grads: float
+    weights: float
+    layers: int
+
+
+def bucket_params(stack: str, megatron: bool, dp: int, value_bytes: float) -> float:
+    """Parameters per gradient (and ZeRO parameter) bucket of a stack."""
+    if megatron:
+        return max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_RANK * dp)
+    if "deepspeed" in stack:
+        return DEEPSPEED_BUCKET_PARAMS
+    return DDP_BUCKET_BYTES / value_bytes
+
+
+def _span_nodes(size: int, stride: int, node_size: int) -> int:
+    """Servers a group of `size` ranks `stride` apart spans."""
+    span = size * stride
+    return max(1, math.ceil(span / node_size)) if span > node_size else 1
+
+
+def _bucketed(
+    prices: OpPrices, op: str, size: int, stride: int, node_size: int, nbytes: float, calls: int
+) -> tuple[Price, float]:
+    """(all `calls` collectives of `nbytes` in all, the last call's seconds)."""
+    if size <= 1 or nbytes <= 0:
+        return Price(0.0, "", "measured"), 0.0
+    calls = max(1, calls)
+    one = prices.collective(op, size, _span_nodes(size, stride, node_size), nbytes / calls)
+    return Price(one.seconds * calls, one.source, one.basis), one.seconds
+
+
+def dp_sync(
+    layout: Layout,
+    prices: OpPrices,
+    nbytes: tuple[float, float, int],
+    stack: str,
+    megatron: bool,
+) -> DpSync:
+    """The data-parallel collectives of a layout: `nbytes` = (the local gradients' bytes, the local
+    weights' bytes, the layers a rank holds)."""
+    b = _Bytes(*nbytes)
+    group, stride, node = layout.dp * layout.cp, layout.tp, layout.node_size
+    shard = layout.shard_group or group
+    value = 2.0 if layout.precision not in ("fp32", "tf32") else 4.0
+    per_bucket = bucket_params(stack, megatron, layout.dp, value) * value
+    calls = max(1, math.ceil(b.grads / per_bucket))
+    zero = layout.zero
+    if zero == 0:
+        grads, last = _bucketed(prices, "all_reduce", group, stride, node, b.grads, calls)
+        return DpSync(grads.seconds, last, 0.0, 0.0, 0.0, grads.source, grads.basis)
+    scatter_calls = b.layers if zero == 3 else calls
+    scatter, last = _bucketed(prices, "reduce_scatter", shard, stride, node, b.grads, scatter_calls)
+    seconds, last_s = scatter.seconds, last
+    if shard < group:  # hybrid: the shards all-reduced across the replicas of the shard group
+        across, across_last = _bucketed(
+            prices, "all_reduce", group // shard, stride * shard, node, b.grads / shard, scatter_calls
+        )
+        seconds, last_s = seconds + across.seconds, last + across_last
+    gather_calls = b.layers if zero == 3 else max(1, math.ceil(b.weights / per_bucket))
+    gather, gather_last = _bucketed(prices, "all_gather", shard, stride, node, b.weights, gather_calls)
+    if zero == 3:
+        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis)
+    return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
+
+
+def exposed(sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: bool) -> float:
+    """Seconds of a step's data-parallel traffic the step waits for, given its compute of `m` micro-batches:
+    DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3
+    prefetches its gathers under all compute; the last bucket of a reduction is never hidden; ZeRO-1/2's
+    parameter gather follows the optimizer step, hidden under the next step's first forward pass only when
+    `overlap_params` (Megatron's --overlap-param-gather; OVERLAP_PARAM_GATHER: not by default)."""
+    m = max(1, m)
+    backward_one = compute_s * BACKWARD_SHARE / m
+    if zero == 3:
+        total = 2.0 * m * sync.gathers + m * sync.grads
+        return max(sync.grads_last, total - compute_s)
+    if zero == 2:
+        grads = m * max(sync.grads_last, sync.grads - backward_one)
+    else:
+        grads = max(sync.grads_last, sync.grads - backward_one)
+    if zero == 0:
+        return grads
+    forward_one = compute_s * (1.0 - BACKWARD_SHARE) / m
+    params = max(sync.params_last, sync.params - forward_one) if overlap_params else sync.params
+    return grads + params
