@@ -272,8 +272,9 @@ class TrainingSearch:
     # its compute, a larger micro-batch only lengthens the bubble, latencies only add), so pruning on it is
     # exact; the search compares it with the k-th best time kept, with a margin for rounding.
     def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
-        """A cheaper, looser bound per item: compute at peak and the smallest bubble only."""
-        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        """A cheaper, looser bound per item: compute (at peak, or the composed step's floor) and the smallest
+        bubble only."""
+        per_item = self._compute_per_item(shape, recompute, count)
         g = self.global_batch(count)
         m_max = max(1, math.ceil(g / shape.dp)) if g else 1
         return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
@@ -297,13 +298,33 @@ class TrainingSearch:
         terms = self.trial_terms.get((shape, recompute))
         if terms is None:  # the terms that do not depend on the micro-batch, memoised
             count = shape.dp * shape.tp * shape.pp * shape.cp
-            per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+            per_item = self._compute_per_item(shape, recompute, count)
             floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
             terms = self.trial_terms[(shape, recompute)] = (
                 per_item,
                 floor / (shape.dp * max(self.job.items_per_sequence, 1)),
             )
         return terms[0] * (1 + (shape.pp - 1) / (m * shape.virtual)) + terms[1]
+
+    def _compute_per_item(self, shape: Shape, recompute: str, count: int) -> float:
+        """Compute seconds per item no layout of the shape beats: the job's FLOPs at peak, or, where the step
+        is composed, the slowest stage's operations at the best rates the tables give any micro-batch
+        (ComposedStep.compute_floor), which prunes far more of a search's layouts."""
+        per_item = self._flops_per_item(recompute) / (count * self.peak_or_zero)
+        composed = self.steps.composed
+        if composed is not None:
+            floor = composed.compute_floor(
+                self.precision,
+                shape.tp,
+                shape.pp,
+                shape.cp,
+                shape.ep,
+                recompute,
+                shape.virtual,
+                self.node_size,
+            )
+            per_item = max(per_item, floor / (shape.dp * max(self.job.items_per_sequence, 1)))
+        return per_item
 
     def _flops_per_item(self, recompute: str) -> float:
         flops = self.flops_per_item.get(recompute)
