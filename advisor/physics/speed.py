@@ -331,7 +331,9 @@ class StepModel:
             w = weight_bytes_per_param(layout.precision, a, training=True)
             base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
             grads = job.trainable_params / layout.model_parallel * w
-            weights = _local_params(job, layout) * base_w
+            # ZeRO-3 gathers every weight it shards (frozen base weights too); ZeRO-1/2 gathers only the
+            # parameters the optimizer updated (a LoRA step: the adapters), as many bytes as the gradients.
+            weights = _local_params(job, layout) * base_w if layout.zero == 3 else grads
             layers = max(1, (job.arch.layers if job.arch is not None else 1) // layout.pp)
             got = self._ops_dp[key] = data_parallel.dp_sync(
                 layout, composed.prices, (grads, weights, layers), job.stack, composed.megatron

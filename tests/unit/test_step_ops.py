@@ -233,3 +233,39 @@ def test_the_compute_floor_bounds_every_micro_batch_from_below(knowledge, gpu_id
             # Tight: within 2x of one sequence's own stage (the peak alone is far looser on these GPUs).
             one = composed.slowest_stage(_Shape("bf16", tp, cp, 1, recompute, ep, 8), pp, 1)
             assert floor > 0.5 * one.compute
+
+
+def test_a_lora_steps_data_parallel_traffic_is_its_adapters(knowledge) -> None:
+    # ZeRO-1 shards and all-gathers only what the optimizer updates: under LoRA the adapters (a 70B model's
+    # rank-16 attention adapters are ~0.1% of it), never the frozen base weights. Full fine-tuning gathers
+    # every weight, so its data-parallel traffic is hundreds of times larger.
+    def dp_share(kind: str) -> float:
+        w = Workload(
+            model="llama-2-70b",
+            kind=kind,
+            precision="bf16",
+            seq_len=8192,
+            batch_size=1,
+            lora_rank=16,
+            config=RunConfig(global_batch=8, stack="megatron", lora_targets="attention"),
+        )
+        job = resolve_job(knowledge, w, need_data=False)
+        gpu = knowledge.gpu("h100-sxm")
+        layout = Layout(
+            count=64,
+            nodes=8,
+            node_size=8,
+            precision="bf16",
+            tp=4,
+            cp=2,
+            dp=8,
+            sharding="zero1",
+            micro_batch=1,
+        )
+        fabric = knowledge.assumptions.fabric["ib-ndr"]
+        step = training_step(job, gpu, layout, fabric, knowledge.assumptions, 0.0, MEGATRON)
+        assert step is not None and step.ops is not None
+        return step.ops.seconds("DP gradient reduce") / step.ops.total_s
+
+    assert dp_share("lora") < 0.01
+    assert dp_share("finetune") > 10 * dp_share("lora")
