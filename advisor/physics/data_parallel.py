@@ -22,10 +22,14 @@ DEEPSPEED_BUCKET_PARAMS = 5e8
 # bucket of every other stack (FSDP's ZeRO-3 units are its layers instead).
 DDP_BUCKET_BYTES = 25.0 * 2**20
 # ZeRO-1/2's parameter all-gather after the optimizer step waits unless the stack overlaps it with the next
-# forward pass; Megatron-Core does so only when asked (--overlap-param-gather, default False:
-# NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/training/arguments.py; overlap_param_gather = False in
-# megatron/core/distributed/distributed_data_parallel_config.py), DeepSpeed's ZeRO-1/2 does not: it waits.
-OVERLAP_PARAM_GATHER = False
+# forward pass. Megatron-Core does so when asked (--overlap-param-gather, default False in
+# NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/training/arguments.py), and NeMo asks whenever data parallelism is
+# on: its MegatronCommOverlapCallback sets overlap_grad_reduce and overlap_param_gather (128M-parameter buckets)
+# for DP > 1 (NVIDIA/NeMo nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py,
+# _get_optimizer_overlap_cfgs), as the performance recipes behind the Megatron runs we know (NeMo's and
+# Megatron Bridge's performance tables, MLPerf) do; so a Megatron-style runtime overlaps it. DeepSpeed's
+# ZeRO-1/2 and the other stacks wait for it.
+OVERLAP_PARAM_GATHER_MEGATRON = True
 # Of a step's compute, the backward passes take two thirds (twice the forward's FLOPs).
 BACKWARD_SHARE = 2.0 / 3.0
 
@@ -120,7 +124,7 @@ def exposed(sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: b
     DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3
     prefetches its gathers under all compute; the last bucket of a reduction is never hidden; ZeRO-1/2's
     parameter gather follows the optimizer step, hidden under the next step's first forward pass only when
-    `overlap_params` (Megatron's --overlap-param-gather; OVERLAP_PARAM_GATHER: not by default)."""
+    `overlap_params` (Megatron's --overlap-param-gather: OVERLAP_PARAM_GATHER_MEGATRON)."""
     m = max(1, m)
     backward_one = compute_s * BACKWARD_SHARE / m
     if zero == 3:

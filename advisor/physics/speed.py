@@ -302,7 +302,7 @@ class StepModel:
         floor_s = per_item * seq_items / (layout.tp * layout.cp * layout.pp * peak)
         m = layout.grad_accum
         sync = self._dp_sync(layout) if layout.dp * layout.cp > 1 else None
-        overlap_params = data_parallel.OVERLAP_PARAM_GATHER
+        overlap_params = composed.megatron and data_parallel.OVERLAP_PARAM_GATHER_MEGATRON
 
         def dp(compute_s: float) -> Price:
             if sync is None:

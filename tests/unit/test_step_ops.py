@@ -269,3 +269,25 @@ def test_a_lora_steps_data_parallel_traffic_is_its_adapters(knowledge) -> None:
 
     assert dp_share("lora") < 0.01
     assert dp_share("finetune") > 10 * dp_share("lora")
+
+
+def test_megatron_hides_the_parameter_gather_that_other_stacks_wait_for(knowledge, monkeypatch) -> None:
+    # NeMo's MegatronCommOverlapCallback turns overlap_param_gather on whenever DP > 1: the ZeRO-1 parameter
+    # all-gather runs under the next step's first forward pass, where a stack that does not overlap waits.
+    from advisor.physics import data_parallel
+
+    job = _job(knowledge, model="llama-2-7b", seq=2048)
+    gpu = knowledge.gpu("h100-sxm")
+    layout = Layout(
+        count=64, nodes=8, node_size=8, precision="bf16", dp=64, sharding="zero1", micro_batch=1, grad_accum=2
+    )
+    fabric = knowledge.assumptions.fabric["ib-ndr"]
+
+    def dp_seconds() -> float:
+        step = training_step(job, gpu, layout, fabric, knowledge.assumptions, 0.0, MEGATRON)
+        assert step is not None and step.ops is not None
+        return step.ops.seconds("DP gradient reduce")
+
+    hidden = dp_seconds()
+    monkeypatch.setattr(data_parallel, "OVERLAP_PARAM_GATHER_MEGATRON", False)
+    assert hidden < 0.8 * dp_seconds()
