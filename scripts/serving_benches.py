@@ -63,7 +63,7 @@ def sglang_v030(src: SourceTable) -> list[dict[str, str]]:
             isl, osl = SHAREGPT_MEANS[2000][0], round(tput / rps)
             row.update(kind="offline", request_rate="inf", output_tok_s=fmt(tput), requests_s=fmt(rps))
             note = "output mean = output tok/s / req/s; input mean: " + SHAREGPT_NOTE
-        row.update(isl=fmt(isl), osl=fmt(osl), note=f"{prompts} prompts; {note}")
+        row.update(isl=fmt(isl), osl=fmt(osl), requests=str(prompts), note=f"{prompts} prompts; {note}")
         out.append(per_gpu(row))
     return out
 
@@ -92,6 +92,7 @@ def _datacrunch(src: SourceTable, model: str, tp: int) -> list[dict[str, str]]:
             requests_s=round(num(d["completed"]) / num(d["duration"]), 3),
             **lat(d, "median"),
             row_ref=f"line {i}",
+            requests=d["completed"],
             note=model_note(
                 model,
                 f"{d['completed']} prompts",
@@ -157,6 +158,7 @@ def rtx3090(src: SourceTable) -> list[dict[str, str]]:
             **lat(d, "p50"),
             engine_version=version + ("; --quant-policy 8" if kv8 else ""),
             row_ref=f"row {i} ({d['framework']} {d['variant']})",
+            requests=d["num_prompts"],
             note=f"Llama 3 8B has the Llama 3.1 8B shapes; {d['num_prompts']} prompts; {why}",
         )
         out.append(per_gpu(row))

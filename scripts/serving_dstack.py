@@ -73,6 +73,7 @@ def online_405b(src: SourceTable) -> list[dict[str, str]]:
             f"{d['enable-chunked-prefill'].lower()}, max-num-seqs {d['max-num-seqs']}"
         )
         row["max_num_seqs"] = d["max-num-seqs"]
+        row["requests"] = d["num_prompts"]
         if d["max-num-batched-tokens"] != "default":
             row["max_num_batched_tokens"] = d["max-num-batched-tokens"]
         out.append(per_gpu(row))
@@ -198,6 +199,7 @@ def r1_online(src: SourceTable) -> list[dict[str, str]]:
             requests_s=num(d["request_throughput"]),
             **lat(d),
             row_ref=f"row {i}",
+            requests=d["completed"],
             note=model_note(
                 "DeepSeek-R1",
                 f"{d['completed']} prompts; FP8 block-scaled weights as released",

@@ -70,6 +70,7 @@ def _request_row(src: SourceTable, version: str, i: int, r: dict[str, str]) -> d
         ttft_ms=ms(r["ftl_ave_s"]),
         ttft_pctl="mean",
         row_ref=f"row {i}",
+        requests=r["num_prompts"],
         note=f"{r['num_prompts']} prompts; {SHAREGPT_LENGTHS}",
     )
 

@@ -44,9 +44,12 @@ COLUMNS = [
     "max_num_seqs",
     "max_num_batched_tokens",
     "gpu_memory_utilization",
+    "requests",
 ]
 # The last three: engine flags the source records the run set away from the release's defaults (blank: the
-# defaults of knowledge/serving_engines.toml); the serving model prices such a row as it ran.
+# defaults of knowledge/serving_engines.toml); the serving model prices such a row as it ran. `requests`: how
+# many requests the run sent (its prompts), where the source states it: a closed loop's first `concurrency`
+# arrive at once, so their share of the figures depends on it.
 # offline: requests at an infinite rate, far more than one batch (maximum throughput); online: Poisson
 # arrivals at request_rate; concurrency: a closed loop keeping `concurrency` requests in flight; batch:
 # `batch` requests submitted together once and served to the end (continuous batching); static: a fixed

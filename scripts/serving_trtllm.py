@@ -76,6 +76,7 @@ def v014_online(src: SourceTable) -> list[dict[str, str]]:
             itl_pctl="mean",
             engine_version="0.14.0 (Triton tensorrtllm_backend)",
             row_ref=f"row {i}",
+            requests="500",
             note="500 requests; mean TTFT and mean ITL",
         )
         out.append(per_gpu(row))

@@ -20,7 +20,8 @@ QUEUEING = (
     "token budget, chunked or whole-prompt prefill, the waiting queue): a stated concurrency or batch as a "
     "closed loop, a stated request rate with seeded Poisson arrivals; the search sizes replicas for a rate "
     "with a mean-value analysis (the batch by Little's law, the prompt budget an M/D/1 queue, free slots "
-    "Erlang C), which agrees with the simulation on median TPOT and mean TTFT (docs/serving.md)"
+    "Erlang C), which agrees with the simulation on median TPOT and mean TTFT (docs/serving.md); a closed "
+    "loop's figures are its steady state (the first wave, every client sending at once, is left out)"
 )
 
 
@@ -151,12 +152,33 @@ def engine_note(job: Job, learned_from: str | None) -> str:
     return where + ": no measured runs of it or its stand-in; the engines' common efficiencies apply"
 
 
+def step_note(served: Served) -> str | None:
+    """How one iteration is priced: from which measured operations, and what the learned model adds."""
+    rep, eff = served.figures.setup.replica, served.figures.eff
+    ops = rep.ops
+    if ops is None:
+        return None
+    sync = f", {eff.sync_s * 1e6:.0f} us per all-reduce per doubling of the group" if rep.tp > 1 else ""
+    return (
+        "iteration composed from measured operations (docs/serving.md): per layer the GEMMs at the "
+        "iteration's tokens, attention (prefill: FlashAttention's forward rows; decode: the KV cache at the "
+        "achieved bandwidth), the memory-bound ops, the tensor-parallel all-reduces at their message size "
+        f"from NCCL rows, the LM head; {ops.basis} ({'; '.join(ops.sources)}); learned on top: the engine's "
+        f"kernels at {eff.memory:.0%} (memory-bound) and {eff.compute:.0%} (compute-bound) of the measured "
+        f"speed, {eff.step_s * 1e3:.2f} ms an iteration, {eff.per_seq_s * 1e6:.0f} us a sequence{sync}, "
+        f"{eff.request_s * 1e3:.0f} ms in the server before the first token; never faster than the roofline"
+    )
+
+
 def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
     """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed."""
     job = ctx.job
     eng, _ = engine_of(job)
     info = engine_info(eng)
     notes = [engine_note(job, served.figures.learned_from if served else None)]
+    step = step_note(served) if served is not None else None
+    if step:
+        notes.append(step)
     if served is not None:
         lim = served.figures.setup.limits
         seqs = (

@@ -638,7 +638,7 @@ class ClosedRun:
     ttft: list[float]
     tpot: list[float]
     seconds: float
-    output_tokens: int
+    output_tokens: float
     batch: float
     gaps: list[tuple[float, float]]
     """(iteration time, decoding sequences x iterations) of every run: the inter-token gaps, their weights."""
@@ -648,52 +648,130 @@ class ClosedRun:
     """Requests admitted (prefilling or decoding) on average over the run's time."""
     waiting: float = 0.0
     """Requests queued for a slot or KV blocks on average over the run's time."""
+    weights: list[float] = field(default_factory=list)
+    """How much each request counts in the latency figures, in the order of `ttft` and `e2e` (empty: each
+    once); see `counted`."""
+    tpot_weights: list[float] = field(default_factory=list)
+    """The same for `tpot` (requests of more than one output token)."""
+    completed: float = 0.0
+    """Requests completed in `seconds` (0: every simulated request)."""
+
+    def _of(self, values: list[float], weights: list[float]) -> tuple[list[float], list[float]]:
+        return (values or [0.0]), (weights if values and weights else [1.0] * max(1, len(values)))
+
+    def figures(self, which: str, q: float | None) -> float:
+        """The mean (q None) or the q-quantile of 'ttft', 'tpot' or 'e2e' over the requests as counted."""
+        values, weights = {
+            "ttft": (self.ttft, self.weights),
+            "tpot": (self.tpot, self.tpot_weights),
+            "e2e": (self.e2e, self.weights),
+        }[which]
+        xs, ws = self._of(values, weights)
+        if q is not None:
+            if not weights:  # every request once: the interpolated sample quantile
+                return quantile_of(xs, q)
+            return weighted_quantile(list(zip(xs, ws, strict=True)), q)
+        total = sum(ws)
+        return sum(x * w for x, w in zip(xs, ws, strict=True)) / total if total else 0.0
 
     def stats(self, concurrency: int) -> LoadStats:
         """Throughput, the running and waiting requests, and TTFT, TPOT, ITL and end-to-end latency at
-        P50, P90 and P99, read from the simulated requests."""
-        tpot = self.tpot or [0.0]
+        P50, P90 and P99, read from the simulated requests as counted."""
         t = self.seconds
         return LoadStats(
             loop="closed",
             concurrency=concurrency,
-            rate=len(self.ttft) / t if t else 0.0,
+            rate=(self.completed or len(self.ttft)) / t if t else 0.0,
             output_tok_s=self.output_tokens / t if t else 0.0,
             running=self.running,
             waiting=self.waiting,
-            ttft=tuple(quantile_of(self.ttft, q) for q in PERCENTILES),
-            tpot=tuple(quantile_of(tpot, q) for q in PERCENTILES),
+            ttft=tuple(self.figures("ttft", q) for q in PERCENTILES),
+            tpot=tuple(self.figures("tpot", q) for q in PERCENTILES),
             itl=tuple(weighted_quantile(self.gaps, q) for q in PERCENTILES),
-            e2e=tuple(quantile_of(self.e2e or [0.0], q) for q in PERCENTILES),
+            e2e=tuple(self.figures("e2e", q) for q in PERCENTILES),
             means=(
-                sum(self.ttft) / len(self.ttft),
-                sum(tpot) / len(tpot),
+                self.figures("ttft", None),
+                self.figures("tpot", None),
                 sum(g * w for g, w in self.gaps) / (sum(w for _, w in self.gaps) or 1.0),
-                sum(self.e2e) / len(self.e2e) if self.e2e else 0.0,
+                self.figures("e2e", None) if self.e2e else 0.0,
             ),
         )
 
     def latency(self, quantile: float) -> Latency:
         """Means and the `quantile` of TTFT and TPOT, and throughput."""
-        tpot = self.tpot or [0.0]
         t = self.seconds
         weight = sum(w for _, w in self.gaps) or 1.0
         return Latency(
             quantile,
-            sum(self.ttft) / len(self.ttft),
-            sum(tpot) / len(tpot),
-            quantile_of(self.ttft, quantile),
-            quantile_of(tpot, quantile),
+            self.figures("ttft", None),
+            self.figures("tpot", None),
+            self.figures("ttft", quantile),
+            self.figures("tpot", quantile),
             self.batch,
             self.output_tokens / t if t else 0.0,
-            len(self.ttft) / t if t else 0.0,
+            (self.completed or len(self.ttft)) / t if t else 0.0,
             sum(g * w for g, w in self.gaps) / weight,
             weighted_quantile(self.gaps, quantile),
         )
 
 
-def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
-    """Price a closed loop's schedule with the step model."""
+def counted(sched: Schedule, requests: int | None) -> list[float]:
+    """How much each simulated request counts (in the order they were sent). A closed loop's first wave (every
+    client sends at once) queues behind its own prompts, and its last wave runs as the clients stop; a run of
+    `requests` requests counts each wave once and the rest of its requests in the steady state between them
+    (`vllm bench serve`, `sglang.bench_serving` and LMDeploy's profilers count every request they send); None
+    counts the steady state alone (a service that runs on, or perf_analyzer's stable windows under
+    genai-perf). Too short a run to have a steady state (one batch sent at once) counts every request."""
+    n = len(sched.lengths)
+    wave = sum(1 for a in sched.arrival if a == 0)
+    if n <= 2 * wave:
+        return []
+    middle = 1.0 if requests is None else max(0.0, requests - 2.0 * wave) / (n - 2 * wave)
+    edge = 0.0 if requests is None else 1.0
+    return [edge] * wave + [middle] * (n - 2 * wave) + [edge] * wave
+
+
+def _steady_rate(sched: Schedule, e2e: list[float]) -> float:
+    """Requests/s between the first and the last wave, by Little's law: every client keeps one request out,
+    so `wave` clients complete one each per mean end-to-end latency."""
+    wave = sum(1 for a in sched.arrival if a == 0)
+    middle = e2e[wave : len(e2e) - wave]
+    mean = sum(middle) / len(middle) if middle else 0.0
+    return wave / mean if mean > 0 else 0.0
+
+
+EVERY = -1
+"""closed_run's `requests` for every simulated request counted once."""
+
+
+def _count(run: ClosedRun, sched: Schedule, requests: int | None) -> None:
+    """Weigh a priced closed loop's requests as `counted` does, and its throughput with them: the steady
+    state's rate (None), or a run of `requests` requests whose steady part is as long as it needs."""
+    weights = counted(sched, requests)
+    if not weights:
+        return
+    run.weights = weights
+    run.tpot_weights = [w for w, (_, osl) in zip(weights, sched.lengths, strict=True) if osl > 1]
+    rate = _steady_rate(sched, run.e2e)
+    if rate <= 0:
+        return
+    n = len(sched.lengths)
+    wave = sum(1 for a in sched.arrival if a == 0)
+    mean_out = sum(o for _, o in sched.lengths[wave : n - wave]) / (n - 2 * wave)
+    if requests is None:
+        run.seconds, run.output_tokens = 1.0, rate * mean_out
+        run.completed = rate
+        return
+    # The waves as simulated, the steady part stretched (or cut) to the run's requests.
+    extra = max(requests, 2 * wave) - n
+    run.seconds = max(run.seconds + extra / rate, 1e-9)
+    run.output_tokens = run.output_tokens + extra * mean_out
+    run.completed = float(n + extra)
+
+
+def closed_run(sched: Schedule, rep: Replica, eff: Efficiency, requests: int | None = EVERY) -> ClosedRun:
+    """Price a closed loop's schedule with the step model; its latencies count the requests as a run of
+    `requests` requests would, None the steady state (`counted`), EVERY each simulated request once."""
     ends, clock = sched.times(rep, eff)
     at = lambda it: time_at(ends, clock, sched.runs, it)  # noqa: E731
     ttft, tpot, e2e = [], [], []
@@ -718,6 +796,8 @@ def closed_run(sched: Schedule, rep: Replica, eff: Efficiency) -> ClosedRun:
     total = clock[-1] if clock else 0.0
     out_tokens = sum(o for _, o in sched.lengths)
     priced_run = ClosedRun(ttft, tpot, total, out_tokens, busy, gaps, e2e)
+    if requests != EVERY:
+        _count(priced_run, sched, requests)
     if span > 0:
         priced_run.running, priced_run.waiting = running / span, waiting / span
     return priced_run

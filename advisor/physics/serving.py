@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from advisor.job.shape import Arch
+    from advisor.physics.serving_ops import ServingOps
 
 GB = 1e9
 ACTIVATION_BYTES = 2.0  # the all-reduced activations are 16-bit in every engine, whatever the weights
@@ -103,6 +104,9 @@ class Replica:
     pp: int = 1
     weight_bytes: float = 2.0
     kv_bytes: float = 2.0
+    ops: ServingOps | None = None
+    """The replica's operations priced from the measured tables (advisor/physics/serving_ops.py); None: the
+    roofline of `hw` at the efficiencies (a replica built by hand)."""
 
     @property
     def gpus(self) -> int:
@@ -121,7 +125,12 @@ class Replica:
 
 @dataclass(frozen=True, slots=True)
 class Efficiency:
-    """What the learned model supplies: achieved shares of bandwidth and peak, and fixed costs in seconds."""
+    """What the learned model supplies: achieved shares of bandwidth and peak, and fixed costs in seconds.
+
+    On a replica priced from measured operations (`Replica.ops`) memory, compute, kv and experts are the
+    share of the measured kernels' speed an engine reaches instead (1.0: as measured), each on its part:
+    the memory-bound share of the GEMMs and the memory-bound ops, their compute-bound share and prefill
+    attention, decode attention, the routed experts."""
 
     memory: float = 0.8
     """Achieved share of bandwidth reading weights."""
@@ -138,6 +147,13 @@ class Efficiency:
     """Multiplier on the all-reduce time (custom one-shot kernels beat NCCL rings)."""
     request_s: float = 0.0
     """Time a request spends outside the GPU before its first token: API server, tokenising, scheduling."""
+    layer_s: float = 0.0
+    """Cost each layer adds to an iteration beyond its measured kernels (launch gaps, small kernels the
+    tables do not hold): measured operations only."""
+    sync_s: float = 0.0
+    """Cost each tensor-parallel all-reduce adds beyond its measured time, per doubling of the group:
+    nccl-tests times collectives back to back, an engine waits for the slowest rank after uneven kernels
+    (measured operations only)."""
 
 
 def _touched_experts(shape: Shape, tokens: float) -> float:
@@ -242,6 +258,75 @@ def pricer_of(rep: Replica, eff: Efficiency) -> StepPricer:
 
 
 def step_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
+    """`iteration_s` of one replica at one efficiency as a function of (b, ctx, p, ctx_p): composed from
+    the measured operations where the replica has them, else its roofline."""
+    if rep.ops is not None:
+        return composed_pricer(rep, eff)
+    return roofline_pricer(rep, eff)
+
+
+def composed_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
+    """One stage's iteration as the sum of its operations (advisor/physics/serving_ops.py) at the tokens it
+    runs, each part at the engine's share of the measured kernels' speed, never faster than the roofline at
+    the datasheet's peak and bandwidth; plus the engine's per-layer, per-iteration and per-sequence costs."""
+    from advisor.physics.serving_ops import GRID, STEPS
+
+    ops = rep.ops
+    assert ops is not None
+    pp = rep.pp
+    e_mem, e_cmp = eff.memory, eff.compute
+    tokens_curve = tuple(
+        gm / e_mem + gc / e_cmp + (xm / e_mem + xc / e_cmp) / eff.experts + c * eff.comm
+        for gm, gc, xm, xc, c in zip(
+            ops.gemm_memory, ops.gemm_compute, ops.experts_memory, ops.experts_compute, ops.comm, strict=True
+        )
+    )
+    head = tuple(m / e_mem + c / e_cmp for m, c in zip(ops.head_memory, ops.head_compute, strict=True))
+    fa = tuple(v / e_cmp for v in ops.fa_s_per_flop)
+    elementwise, kv, attn = ops.elementwise_s / e_mem, ops.kv_s / eff.kv, ops.attn_flops
+    fixed = ops.layers * eff.layer_s + ops.allreduces * eff.sync_s + eff.step_s
+    e_seq, last = eff.per_seq_s, len(GRID) - 1
+    log2 = math.log2
+    # The speed-of-light floor (stage_times at 100%, without collectives), its constants worked out once.
+    s, g, hw = rep.shape, rep.gpus, rep.hw
+    dense_s = (s.params - s.expert_params) * rep.weight_bytes / g / hw.bandwidth
+    experts_s = s.expert_params * rep.weight_bytes / g / hw.bandwidth
+    untouched = 1.0 - s.experts_per_token / s.experts if s.experts > 1 else 1.0
+    kv_tok = rep.kv_per_token_gpu / hw.bandwidth
+    flop_tok = 2.0 * s.active_params / g / hw.peak_flops
+    flop_ctx = 4.0 * s.layers / pp * s.attn_width / rep.tp / hw.peak_flops
+
+    def curve(values: tuple[float, ...], x: float) -> float:  # serving_ops.at, written out: the hot path
+        if x <= 1.0:
+            return values[0]
+        pos = log2(x) * STEPS
+        i = int(pos)
+        if i >= last:
+            return values[-1] * x / GRID[-1]
+        lo = values[i]
+        return lo + (values[i + 1] - lo) * (pos - i)
+
+    def price(b: float, ctx: float, p: float = 0.0, ctx_p: float = 0.0) -> float:
+        bs, ps = b / pp, p / pp
+        tokens = bs + ps
+        seqs = bs + (1.0 if ps > 0 else 0.0)
+        t = curve(tokens_curve, tokens) + elementwise * tokens + kv * bs * ctx
+        if seqs > 0:
+            t += curve(head, seqs)
+        if ps > 0 and ctx_p > 0:
+            t += attn * ps * ctx_p * curve(fa, math.sqrt(2.0 * ps * ctx_p))
+        bc, pc = bs * ctx, ps * ctx_p
+        memory = dense_s + kv_tok * (bc + pc / ATTENTION_TILE)
+        if experts_s:
+            memory += experts_s * (1.0 - untouched**tokens)
+        compute = flop_tok * tokens + flop_ctx * (bc + pc)
+        floor = memory if memory > compute else compute
+        return pp * ((t if t > floor else floor) + fixed + e_seq * seqs)
+
+    return price
+
+
+def roofline_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
     """`iteration_s` of one replica at one efficiency as a function of (b, ctx, p, ctx_p), with everything
     that does not depend on the load worked out once. Every product and sum is the one stage_times and
     priced compute, in the same order, so each result is the same float to the last bit (a unit test

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.rules import evaluate
@@ -27,6 +28,7 @@ from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
     Latency,
     LoadStats,
+    Saturation,
     capacity,
     closed_run,
     closed_schedule,
@@ -38,7 +40,7 @@ from advisor.physics.batching import (
     tpot_quantile,
 )
 from advisor.physics.memory import inference_memory, serving_usable_gb
-from advisor.physics.serving import Efficiency, prefill_alone_s, stage_times
+from advisor.physics.serving import Efficiency, Replica, prefill_alone_s, stage_times
 from advisor.question.errors import InputError
 from advisor.question.vocab import DEFAULT_ENGINE
 from advisor.search.candidates import Candidate, Miss, plan_facts
@@ -66,8 +68,11 @@ def targets_of(job: Job, use: bool = True) -> Targets:
     return Targets(job.ttft_ms / 1000.0 if job.ttft_ms else None, tpot, q)
 
 
-def prior_efficiency(ctx: Context) -> Efficiency:
-    """The documented priors when no learned serving model is shipped: decode bandwidth, prefill compute."""
+def prior_efficiency(ctx: Context, measured: bool = True) -> Efficiency:
+    """The priors when no learned serving model is shipped: the measured kernels as measured (a replica
+    priced from the tables), else the documented decode bandwidth and prefill compute shares."""
+    if measured:
+        return Efficiency(memory=1.0, compute=1.0, kv=1.0)
     eff = ctx.knowledge.assumptions.efficiency
     return Efficiency(memory=eff["decode"].p50, compute=eff["prefill"].p50, kv=eff["decode"].p50)
 
@@ -88,7 +93,7 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         moe=shape.experts > 1,
         expert_slice=shape.expert_ffn / tp,
     )
-    eff = model.efficiency(traits) if model else prior_efficiency(ctx)
+    eff = model.efficiency(traits) if model else prior_efficiency(ctx, setup.replica.ops is not None)
     # The user's results on this GPU and engine move the efficiencies themselves (calibrate).
     eff = serving_efficiency(ctx.efficiency, job, gpu.id, eng, eff)
     learned_from = model.source_engine(eng) if model else None
@@ -96,9 +101,18 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
     sat = capacity(*args)
     if sat is None:
         return None
-    sol = capacity(setup.replica, SPEED_OF_LIGHT, *args[2:])
-    assert sol is not None
+    # The speed of light is the roofline at the datasheet's figures, whatever prices the iteration.
     rep = setup.replica
+    sol = capacity(replace(rep, ops=None), SPEED_OF_LIGHT, *args[2:])
+    assert sol is not None
+    return Figures(setup, eff, sat, sol, eng, learned_from, _bound(rep, eff, sat, job))
+
+
+def _bound(rep: Replica, eff: Efficiency, sat: Saturation, job: Job) -> str:
+    """What limits a full replica's iteration: 'memory' (weights and KV reads) or 'compute'."""
+    if rep.ops is not None:  # the measured GEMMs' own split at the iteration's tokens
+        tokens = (sat.batch + sat.prefill_tokens) / rep.pp
+        return "memory" if rep.ops.memory_share(tokens) >= 0.5 else "compute"
     t = stage_times(
         rep,
         sat.batch / rep.pp,
@@ -107,10 +121,7 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         job.prompt_tokens / 2,
     )
     memory = t.weights_s / eff.memory + t.experts_s / (eff.memory * eff.experts) + t.kv_s / eff.kv
-    bound = (
-        "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
-    )
-    return Figures(setup, eff, sat, sol, eng, learned_from, bound)
+    return "memory" if memory >= (t.compute_s + t.expert_compute_s / eff.experts) / eff.compute else "compute"
 
 
 def latency_at(ctx: Context, fig: Figures, rate: float, quantile: float) -> Latency | None:
@@ -145,7 +156,8 @@ def closed_loop(
     )
     if sched is None:
         return None
-    run = closed_run(sched, s.replica, fig.eff)
+    # The steady state: the first wave (every client sending at once) is a benchmark's start-up, not the load.
+    run = closed_run(sched, s.replica, fig.eff, requests=None)
     return run.latency(quantile), run.stats(concurrency)
 
 

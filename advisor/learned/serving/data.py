@@ -60,6 +60,10 @@ class Case:
     setup: Setup
     moe: bool
     ref: str
+    requests: int | None = None
+    """Requests the run sent, where the source states it (None: counted in the steady state)."""
+    version: str | None = None
+    """The engine release the row measured (knowledge/serving_benchmarks.csv engine_version)."""
     cache: dict[str, Any] = field(default_factory=dict)
     """Schedules of closed loops (time-free, so built once per row)."""
 
@@ -153,6 +157,8 @@ def _case(knowledge: Knowledge, r: dict[str, str]) -> Case | str:
         setup=setup,
         moe=job.arch is not None and job.arch.experts > 1,
         ref=f"{r['source'].split(':')[0]} {r['row_ref']}",
+        requests=_int(r.get("requests", "")),
+        version=version,
     )
 
 

@@ -35,6 +35,12 @@ class Engine:
     """'budget': the KV cache is what the memory fraction leaves after a profiled forward at the token
     budget (vLLM); '': after the fixed working set (the engine reserves a static pool)."""
 
+    def legacy(self, version: str | None) -> bool:
+        """Whether a measured row's release predates this engine's current defaults (an older tier's)."""
+        got = release(version) if version else None
+        cutoffs = [release(str(t["before_version"])) for t in self.tiers if "before_version" in t]
+        return got is not None and any(c is not None and got < c for c in cutoffs)
+
     def limits(
         self,
         gpu_id: str,

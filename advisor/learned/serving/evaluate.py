@@ -219,6 +219,47 @@ def deepseek_lines(split: str, rows: Sequence[Row]) -> list[str]:
     return out
 
 
+BATCH_ONE_GOAL = 0.10
+"""Issue 26: time per output token at batch 1 within 10%."""
+
+
+def at_one_request(c: Case) -> bool:
+    """A row of one request in flight (batch 1 or concurrency 1) long enough to be decode-bound."""
+    return (c.batch == 1 and c.kind in ("batch", "static")) or (
+        c.kind == "concurrency" and c.concurrency == 1
+    )
+
+
+def batch_one_lines(split: str, rows: Sequence[Row]) -> list[str]:
+    """Time per output token at one request, held out: the row's TPOT (or ITL) where it was measured, else
+    its output throughput (at batch 1 and hundreds of output tokens, one token per TPOT), by engine and
+    GPU."""
+    errs: list[tuple[Case, float]] = []
+    for c in sorted(
+        {id(r.case): r.case for r in rows if at_one_request(r.case)}.values(), key=lambda c: c.ref
+    ):
+        mine = [r for r in rows if r.case is c and r.obs.stat in ("mean", "p50")]
+        pick = [r for r in mine if r.obs.quantity == "tpot"] or [
+            r for r in mine if r.obs.quantity == "throughput" and c.osl >= 64
+        ]
+        if pick:
+            errs.append((c, _error(pick[0].obs.predicted, pick[0].obs.measured)))
+    if not errs:
+        return []
+    med = statistics.median(e for _, e in errs)
+    out = [
+        f"  {split}: TPOT at one request, median error {med:.1%} over {len(errs)} rows "
+        f"(goal <= {BATCH_ONE_GOAL:.0%}: {'met' if med <= BATCH_ONE_GOAL else 'not met'})"
+    ]
+    for name, key in (("engine", lambda c: c.engine), ("GPU", lambda c: c.gpu)):
+        groups: dict[str, list[float]] = defaultdict(list)
+        for c, e in errs:
+            groups[key(c)].append(e)
+        parts = [f"{g} {statistics.median(v):.0%} ({len(v)})" for g, v in sorted(groups.items())]
+        out.append(f"    by {name}: " + ", ".join(parts))
+    return out
+
+
 def source_of_case(c: Case) -> str:
     """The repository (or document) a row comes from, without its commit and path."""
     return c.ref.split("@")[0].split(":")[0]
@@ -246,5 +287,5 @@ def evaluation_report(cases: Sequence[Case] | None = None, model: ServingModel |
     for split, key in splits:
         rows = held_out(cases, key, start)
         lines += report_lines(split, rows)
-        goals += goal_lines(split, rows) + deepseek_lines(split, rows)
+        goals += goal_lines(split, rows) + batch_one_lines(split, rows) + deepseek_lines(split, rows)
     return "\n".join([*lines, "goals (issue 28):", *goals])

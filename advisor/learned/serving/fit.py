@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 SEED = 0  # recorded in the metadata: the fit is deterministic (fixed start, no random draws)
-ENGINE_RIDGE = {"memory": 0.3, "compute": 0.3, "step": 0.3, "request": 0.01}
+ENGINE_RIDGE = {"memory": 0.3, "compute": 0.3, "step": 0.3, "request": 0.01, "comm": 0.3}
 """Residual weight on each engine offset, per term: the kernels' efficiencies are pulled toward the engines'
 common value (they are confounded with the fp8 and AMD traits, which few engines' rows separate), the time a
 request spends in the engine's API server only lightly (it is the engine's own)."""
@@ -34,6 +34,17 @@ engine held out (or never measured) gets the average, not whatever the offsets l
 that only one engine's rows identify (fp8 compute: nearly all TensorRT-LLM) drifts with that engine's offset
 and the others inherit the drift (a fold without vLLM put the common fp8 compute at 5% of peak)."""
 PRIOR_WEIGHT = 0.1  # a weak pull of every global toward its starting value, so that no term runs off to +-30
+SHARE_PRIOR_WEIGHT = 2.0
+"""The pull of the kernel shares (memory, compute, kv, experts) and of the all-reduce multiplier toward 'as
+measured': the measured tables are the model; the fit moves them only as far as many rows agree. (Left free,
+the multiplier doubles every all-reduce to buy the small-batch decodes' wait for the slowest rank, which
+`sync` prices per call, and so prices TensorRT-LLM's offline TP8 runs, whose megabyte messages run at
+nccl-tests' rate or faster, a quarter too slow.)"""
+SHARE_PARAMS = ("memory", "kv", "experts", "experts_thin", "compute")
+AMD_PRIOR_WEIGHT = 0.5
+COMM_PRIOR_WEIGHT = 0.5
+"""AMD GPUs' kernel shares are pulled less: no AMD GEMM grid is measured, so their kernels are carried from
+an NVIDIA GPU's by the roofline ratio, and the software stack (ROCm, its kernels) differs."""
 MAX_EVALUATIONS = 60
 
 
@@ -107,6 +118,15 @@ def jacobian_of(
     return np.array(jac, dtype=float).reshape(len(jac), len(names))
 
 
+def prior_weight(name: str) -> float:
+    """How hard a global is pulled toward its starting value (see SHARE_PRIOR_WEIGHT and the others)."""
+    if name in SHARE_PARAMS:
+        return SHARE_PRIOR_WEIGHT
+    if name == "comm":
+        return COMM_PRIOR_WEIGHT
+    return AMD_PRIOR_WEIGHT if name.endswith("_amd") else PRIOR_WEIGHT
+
+
 def fit(
     cases: Sequence[Case], start: ServingModel | None = None, max_nfev: int = MAX_EVALUATIONS
 ) -> ServingModel:
@@ -124,13 +144,14 @@ def fit(
     ridge = [math.sqrt(ENGINE_RIDGE[t]) for _ in engines for t in ENGINE_TERMS]
 
     start0 = initial().params
-    prior = [PRIOR_WEIGHT * start0[k] for k in GLOBALS]
+    pull = [prior_weight(k) for k in GLOBALS]
+    prior = [w * start0[k] for w, k in zip(pull, GLOBALS, strict=True)]
     names = list(GLOBALS) + [f"{e}/{t}" for e in engines for t in ENGINE_TERMS]
     n_global, per = len(GLOBALS), len(ENGINE_TERMS)
 
     def residuals(x: Sequence[float]) -> list[float]:
         model = _unpack(x, engines)
-        pulls = [PRIOR_WEIGHT * v - p for v, p in zip(x[:n_global], prior, strict=True)]
+        pulls = [w * v - p for w, v, p in zip(pull, x[:n_global], prior, strict=True)]
         offsets = x[n_global:]
         centre = [
             CENTRE_WEIGHT * sum(offsets[i * per + t] for i in range(len(engines))) / len(engines)
@@ -149,7 +170,7 @@ def fit(
             extra[i, i] = ridge[i - n_global] if i >= n_global else 0.0
         pulls = np.zeros((n_global, len(names)))
         for i in range(n_global):
-            pulls[i, i] = PRIOR_WEIGHT
+            pulls[i, i] = pull[i]
         centre = np.zeros((per if engines else 0, len(names)))
         for t in range(per if engines else 0):
             for i in range(len(engines)):

@@ -27,40 +27,50 @@ MODEL_NAME = "serving_model.json"
 GLOBALS = (
     "memory",
     "memory_amd",
-    "memory_fp8",
     "kv",
     "kv_amd",
     "experts",
     "experts_thin",
     "compute",
     "compute_amd",
-    "compute_fp8",
+    "compute_legacy",
     "step",
     "step_amd",
     "per_seq",
     "comm",
+    "comm_amd",
+    "sync",
     "request",
+    "request_legacy",
+    "layer",
 )
-ENGINE_TERMS = ("memory", "compute", "step", "request")
+ENGINE_TERMS = ("memory", "compute", "step", "request", "comm")
 STEP_UNIT_S = 1e-3  # exp(0) of the iteration cost is one millisecond
 PER_SEQ_UNIT_S = 1e-5  # exp(0) of the per-sequence cost is ten microseconds
 REQUEST_UNIT_S = 1e-2  # exp(0) of the time outside the GPU before the first token is ten milliseconds
+LAYER_UNIT_S = 1e-6  # exp(0) of the per-layer cost beyond the measured kernels is one microsecond
+SYNC_UNIT_S = 5e-6  # exp(0) of the cost an all-reduce adds beyond its measured time is five microseconds
+SHARE_MAX = 2.0
+"""The most a kernel share may reach: an engine's kernels at twice the measured ones' speed (the roofline at
+the datasheet's peak and bandwidth bounds every iteration anyway); 2 x logistic(0) = 1 is 'as measured'."""
 FIELDS = (
     # (Efficiency field, link, unit, (parameter, trait) terms, the engine offset that moves it)
-    ("memory", "logit", 1.0, (("memory", "one"), ("memory_amd", "amd"), ("memory_fp8", "fp8")), "memory"),
+    ("memory", "logit", SHARE_MAX, (("memory", "one"), ("memory_amd", "amd")), "memory"),
     (
         "compute",
         "logit",
-        1.0,
-        (("compute", "one"), ("compute_amd", "amd"), ("compute_fp8", "fp8")),
+        SHARE_MAX,
+        (("compute", "one"), ("compute_amd", "amd"), ("compute_legacy", "legacy")),
         "compute",
     ),
-    ("kv", "logit", 1.0, (("kv", "one"), ("kv_amd", "amd")), None),
-    ("experts", "logit", 1.0, (("experts", "one"), ("experts_thin", "thin")), None),
+    ("kv", "logit", SHARE_MAX, (("kv", "one"), ("kv_amd", "amd")), None),
+    ("experts", "logit", SHARE_MAX, (("experts", "one"), ("experts_thin", "thin")), None),
     ("step_s", "log", STEP_UNIT_S, (("step", "one"), ("step_amd", "amd")), "step"),
     ("per_seq_s", "log", PER_SEQ_UNIT_S, (("per_seq", "one"),), None),
-    ("comm", "log", 1.0, (("comm", "one"),), None),
-    ("request_s", "log", REQUEST_UNIT_S, (("request", "one"),), "request"),
+    ("comm", "log", 1.0, (("comm", "one"), ("comm_amd", "amd")), "comm"),
+    ("request_s", "log", REQUEST_UNIT_S, (("request", "one"), ("request_legacy", "legacy")), "request"),
+    ("layer_s", "log", LAYER_UNIT_S, (("layer", "one"),), None),
+    ("sync_s", "log", SYNC_UNIT_S, (("sync", "one"),), None),
 )
 
 
@@ -74,6 +84,10 @@ class Traits:
     moe: bool
     expert_slice: float = 0.0
     """Width of one routed expert's FFN on one tensor-parallel rank (0: a dense model)."""
+    legacy: bool = False
+    """A measured row of a release older than the engine's current defaults (knowledge/serving_engines.toml
+    `before_version` tiers: vLLM before 0.8, the V0 engine and its API server); an answer is for the current
+    release."""
 
 
 def logistic(z: float) -> float:
@@ -122,16 +136,21 @@ class ServingModel:
             "one": 1.0,
             "amd": float(t.amd),
             "fp8": float(t.fp8),
+            "legacy": float(t.legacy),
             "thin": math.log2(1024.0 / min(1024.0, t.expert_slice)) if t.expert_slice > 0 else 0.0,
         }
         values: dict[str, float] = {}
         slopes: dict[str, list[tuple[str, float]]] = {}
         for name, link, unit, terms, engine_term in FIELDS:
-            z = sum(self.params[p] * feature[f] for p, f in terms) + (
+            z = sum(self.params.get(p, 0.0) * feature[f] for p, f in terms) + (
                 e.get(engine_term, 0.0) if engine_term else 0.0
             )
-            v = logistic(z) if link == "logit" else unit * math.exp(max(-30.0, min(30.0, z)))
-            dv = v * (1.0 - v) if link == "logit" else v
+            if link == "logit":  # a share of at most `unit`
+                share = logistic(z)
+                v, dv = unit * share, unit * share * (1.0 - share)
+            else:
+                v = unit * math.exp(max(-30.0, min(30.0, z)))
+                dv = v
             values[name] = v
             slopes[name] = [(p, dv * feature[f]) for p, f in terms if feature[f]]
             if engine_term and src:
@@ -164,9 +183,9 @@ class ServingModel:
 
 
 def initial() -> ServingModel:
-    """Starting values of a fit: 80% of bandwidth, 60% of peak, 1 ms and 10 us of scheduler cost."""
+    """Starting values of a fit (and the pull every global is shrunk toward): every kernel as measured,
+    1 ms of scheduler cost an iteration, 10 us a sequence, 1 us a layer, 4 ms before the first token."""
     params = dict.fromkeys(GLOBALS, 0.0)
-    params["memory"], params["compute"], params["kv"], params["experts"] = 1.386, 0.405, 0.405, 2.0
     params["request"] = -1.0
     return ServingModel(params, {}, {}, {})
 

@@ -44,7 +44,12 @@ class Obs:
 def traits(c: Case) -> Traits:
     shape = c.setup.replica.shape
     return Traits(
-        engine=c.engine, fp8=c.fp8, amd=c.vendor == "amd", moe=c.moe, expert_slice=shape.expert_ffn / c.tp
+        engine=c.engine,
+        fp8=c.fp8,
+        amd=c.vendor == "amd",
+        moe=c.moe,
+        expert_slice=shape.expert_ffn / c.tp,
+        legacy=c.setup.engine.legacy(c.version),
     )
 
 
@@ -94,7 +99,7 @@ def _closed(c: Case, eff: Efficiency, lim: EngineLimits, baseline: bool) -> tupl
     sched = c.cache[key]
     if sched is None:
         return 0.0, lambda q: None
-    run = closed_run(sched, rep, eff)
+    run = closed_run(sched, rep, eff, c.requests if c.kind == "concurrency" else None)
     return run.latency(0.5).output_tok_s, run.latency
 
 
@@ -110,10 +115,9 @@ def observe(c: Case, eff: Efficiency, baseline: bool = False) -> list[Obs]:
     """Every figure the row measured, predicted."""
     rep, lim = c.setup.replica, limits_of(c, baseline)
     if c.kind == "ttft-bs1":
-        return [
-            Obs("ttft", m.stat, prefill_alone_s(rep, eff, c.isl, lim.token_budget), m.ms / 1000)
-            for m in c.ttft
-        ]
+        # TensorRT-LLM's engine benchmark times the prefill alone: no server, no scheduler before it.
+        alone = prefill_alone_s(rep, replace(eff, request_s=0.0), c.isl, lim.token_budget)
+        return [Obs("ttft", m.stat, alone, m.ms / 1000) for m in c.ttft]
     sat = capacity(rep, eff, lim, c.isl, c.osl, c.setup.overhead_bytes)
     tpot_alone = None
     if c.kind in ("concurrency", "batch", "static"):

@@ -12,6 +12,7 @@ from advisor.learned.serving.engines import Engine, engine
 from advisor.physics.batching import EngineLimits, profile_peak_bytes
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
+from advisor.physics.serving_ops import ServingOps, compose
 from advisor.physics.speed import intra_gbs, peak_flops
 
 
@@ -76,6 +77,7 @@ def build(
         weight_bytes=weight_bytes_per_param(precision, a, training=False),
         kv_bytes=bytes_per_kv(kv),
     )
+    rep = replace(rep, ops=measured_ops(job, gpu, rep, precision))
     eng = engine(engine_id)
     layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
@@ -89,6 +91,26 @@ def build(
     else:
         overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     return Setup(rep, limits, overhead, eng, kv)
+
+
+def measured_ops(job: Job, gpu: Gpu, rep: Replica, precision: str) -> ServingOps | None:
+    """The replica's operations priced from the measured tables (None where they hold nothing for this GPU:
+    the roofline then prices it)."""
+    assert job.arch is not None
+    try:
+        return compose(
+            job.arch,
+            gpu,
+            rep.tp,
+            rep.pp,
+            precision,
+            rep.weight_bytes,
+            rep.kv_per_token_gpu,
+            rep.shape.attn_width,
+            getattr(job, "profile", None),
+        )
+    except LookupError:
+        return None
 
 
 def with_flags(lim: EngineLimits, flags: object) -> EngineLimits:
