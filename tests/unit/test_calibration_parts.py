@@ -187,7 +187,7 @@ def test_recommend_simulates_serving_plans_with_the_profile(capsys, tmp_path: Pa
     code, out, err = cli(capsys, *ask)
     assert code == 0, err
     before = json.loads(out)
-    slow = {"output_tok_s": 700.0, "ttft_ms": 400.0, "tpot_ms": 16.0}  # every figure slower than the model
+    slow = {"output_tok_s": 700.0, "ttft_ms": 400.0, "tpot_ms": 12.0}  # every figure slower than the model
     code, _, err = cli(
         capsys, "calibrate", str(_vllm_result(tmp_path, slow, 8)), "--gpu", "h100-sxm", "--count", "1"
     )
