@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from time import monotonic
+
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import OptionList
 
 from tui.form import check
@@ -29,6 +33,26 @@ async def _workers_done(pilot: Pilot) -> None:
             return
         except WorkerCancelled:
             continue
+
+
+async def until(pilot: Pilot, done: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Pause until done() holds: the state itself, never a guess at how long it takes (a pause is shorter
+    on a loaded machine: Textual takes a process that gets no CPU for an idle one). Fails naming what."""
+    deadline = monotonic() + timeout
+    while not done():
+        assert monotonic() < deadline, f"still waiting, after {timeout:g} s, for {what}"
+        await pilot.pause(0.02)
+
+
+def scroll_settled(pilot: Pilot, view: Widget) -> bool:
+    """The view is where its latest scroll aimed, with no scroll animation running or scheduled."""
+    animator = pilot.app.animator
+    return (
+        view.scroll_y == view.scroll_target_y
+        and view.scroll_x == view.scroll_target_x
+        and not animator.is_being_animated(view, "scroll_y")
+        and not animator.is_being_animated(view, "scroll_x")
+    )
 
 
 async def changed(pilot: Pilot) -> None:

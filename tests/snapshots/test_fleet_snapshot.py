@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pilot_flows import settle, until
 from textual.pilot import Pilot
+
+from tui.widgets.fleet_views import KpiTile
 
 ROOT = Path(__file__).resolve().parents[2]
 PORTFOLIO = "tests/data/fleet-portfolio.toml"  # relative, so the path shown does not depend on the checkout
@@ -16,18 +19,17 @@ def test_fleet_screen(snap_compare, snapshot_app, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(ROOT)
 
     async def plan(pilot: Pilot) -> None:
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)
         pilot.app.action_fleet(PORTFOLIO)
-        # The screen mounts, then starts its worker, then mounts the results from the worker's message: wait
-        # for the plan itself (a wait on the workers alone can run before the worker exists, on a loaded
-        # machine), bounded so that a screen that never plans fails on its snapshot rather than hanging.
-        for _ in range(600):
-            await pilot.pause(0.05)
-            await pilot.app.workers.wait_for_complete()
-            if getattr(pilot.app.screen, "plan", None) is not None:
-                break
-        await pilot.pause()
-        await pilot.pause()
+
+        def shown() -> bool:
+            """The worker's plan handled and its KPI tiles mounted (a wait on the workers alone can run
+            before the screen has started its worker, on a loaded machine)."""
+            plan = getattr(pilot.app.screen, "plan", None)
+            tiles = pilot.app.screen.query(KpiTile)
+            return plan is not None and len(tiles) == len(plan.kpis) and all(t.is_mounted for t in tiles)
+
+        await until(pilot, shown, "the fleet plan on screen")
+        await settle(pilot)
 
     assert snap_compare(snapshot_app(), terminal_size=(130, 50), run_before=plan)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pilot_flows import scroll_settled, until
 from snapshot_flows import invalid_model_step, pick_preset, results, settle
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
+from textual.widgets import Collapsible
 
 
 def test_wizard_workload_step_80x24(snap_compare, snapshot_app) -> None:
@@ -89,14 +92,26 @@ def test_wizard_advanced_section_open(snap_compare, snapshot_app) -> None:
     """The Advanced section expanded, one stated value refused beside its field (tp 3 on 64 heads)."""
 
     async def advanced(pilot: Pilot) -> None:
-        await pick_preset(pilot, "lora-70b")
-        wizard = pilot.app.screen
-        wizard.query_one("#advanced").collapsed = False  # type: ignore[attr-defined]
-        wizard.apply_values({"tp": "3", "zero": "3", "optimizer": "adamw-8bit"})  # type: ignore[attr-defined]
+        wizard = await pick_preset(pilot, "lora-70b")
+        step = wizard.query_one("#step-1", VerticalScroll)
+        before = step.scroll_target_y
+        wizard.query_one("#advanced", Collapsible).collapsed = False
+        wizard.apply_values({"tp": "3", "zero": "3", "optimizer": "adamw-8bit"})
+        # Opening the section scrolls the step to it, animated, a refresh or two later (Textual's
+        # Collapsible). The scroll to tp below, worked out while that one runs, starts from a fraction of a
+        # row, and the scrollbar's thumb shows the fraction: the flake under load, where a pause is shorter
+        # than the animation. So wait for that scroll to have run and ended.
+        await until(
+            pilot,
+            lambda: step.scroll_target_y != before and scroll_settled(pilot, step),
+            "the step scrolled to the opened section",
+        )
+        tp = wizard.query_one("#tp")
+        tp.focus(scroll_visible=False)  # focusing would start a scroll of its own, animated
+        tp.scroll_visible(top=True, animate=False, immediate=True)
+        aimed = step.scroll_y
         await settle(pilot)
-        wizard.query_one("#tp").focus()
-        wizard.query_one("#tp").scroll_visible(top=True, animate=False)
-        await settle(pilot)
+        assert step.scroll_y == aimed and scroll_settled(pilot, step), "the step scrolled again after tp's"
 
     assert snap_compare(snapshot_app(), terminal_size=(100, 32), run_before=advanced)
 

@@ -16,12 +16,15 @@ from textual.widgets import Button, DataTable, Input, Static
 
 from tui.widgets.fleet_views import KpiTiles, WeekChart, cost_rows, job_rows, summary
 from tui.widgets.footer import Footer
+from tui.widgets.table_fill import fill_table
 
 if TYPE_CHECKING:
     from advisor.fleet.plan import FleetPlan
     from tui.engine import Engine
 
 DEFAULT_FILE = "examples/lab-portfolio.toml"
+JOB_COLUMNS = ("workload", "owner", "class", "GPUs each", "hours", "arrives", "deadline")
+COST_COLUMNS = ("owner", "class", "GPU-hours", "hardware", "power", "maintenance", "space", "total")
 
 
 @dataclass
@@ -86,12 +89,8 @@ class FleetScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Set the tables' columns; plan at once when a file was given."""
-        self.query_one("#fleet-jobs", DataTable).add_columns(
-            "workload", "owner", "class", "GPUs each", "hours", "arrives", "deadline"
-        )
-        self.query_one("#fleet-costs", DataTable).add_columns(
-            "owner", "class", "GPU-hours", "hardware", "power", "maintenance", "space", "total"
-        )
+        self.query_one("#fleet-jobs", DataTable).add_columns(*JOB_COLUMNS)
+        self.query_one("#fleet-costs", DataTable).add_columns(*COST_COLUMNS)
         if self.path:
             self.run_plan()
         else:
@@ -130,12 +129,8 @@ class FleetScreen(Screen[None]):
             return
         self.plan = plan = message.plan
         status.update(summary(plan))
-        jobs = self.query_one("#fleet-jobs", DataTable)
-        jobs.clear()
-        jobs.add_rows(job_rows(plan))
-        costs = self.query_one("#fleet-costs", DataTable)
-        costs.clear()
-        costs.add_rows(cost_rows(plan))
+        fill_table(self.query_one("#fleet-jobs", DataTable), JOB_COLUMNS, job_rows(plan))
+        fill_table(self.query_one("#fleet-costs", DataTable), COST_COLUMNS, cost_rows(plan))
         for old in self.query(KpiTiles):
             old.remove()
         self.query_one("#fleet-body").mount(KpiTiles(plan), after=self.query_one("#fleet-kpi-heading"))
