@@ -24,8 +24,8 @@ DDP_BUCKET_BYTES = 25.0 * 2**20
 # ZeRO-1/2's parameter all-gather after the optimizer step waits unless the stack overlaps it with the next
 # forward pass. Megatron-Core does so when asked (--overlap-param-gather, default False in
 # NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/training/arguments.py), and NeMo asks whenever data parallelism is
-# on: its MegatronCommOverlapCallback sets overlap_grad_reduce and overlap_param_gather (128M-parameter buckets)
-# for DP > 1 (NVIDIA/NeMo nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py,
+# on: its MegatronCommOverlapCallback sets overlap_grad_reduce and overlap_param_gather (128M-parameter
+# buckets) for DP > 1 (NVIDIA/NeMo nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py,
 # _get_optimizer_overlap_cfgs), as the performance recipes behind the Megatron runs we know (NeMo's and
 # Megatron Bridge's performance tables, MLPerf) do; so a Megatron-style runtime overlaps it. DeepSpeed's
 # ZeRO-1/2 and the other stacks wait for it.
