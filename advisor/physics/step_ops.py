@@ -482,6 +482,22 @@ class ComposedStep:
         comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
         return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
 
+    def stage_of(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> _Stage:
+        """The slowest stage of (precision, tp, cp, micro-batch, recompute, ep, server size, pp, chunks per
+        stage), memoised."""
+        stage = self._by_layout.get(key)
+        if stage is None:
+            s = _Shape(*key[:7])
+            stage = self._by_layout[key] = self.slowest_stage(s, key[7], key[8])
+        return stage
+
+    def stage_seconds(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> float:
+        """One micro-batch on the slowest stage (stage_of's key): its compute at the tables' rates and its
+        exposed communication. A step of m micro-batches takes at least (m + (p - 1) / v) times it, as its
+        compute is never taken below the tables' rates (a search's bound of one trial)."""
+        stage = self.stage_of(key)
+        return stage.compute + stage.comm
+
     def step(
         self,
         layout: Layout,
@@ -495,21 +511,19 @@ class ComposedStep:
         per-micro-batch stage time no stage can beat (the job's FLOPs at peak over the stages), `dp` the
         exposed data-parallel traffic given the step's compute (`dp_note` says what it is, asked only when
         the parts are read)."""
-        key = (
-            layout.precision,
-            layout.tp,
-            layout.cp,
-            layout.micro_batch,
-            layout.recompute,
-            layout.ep,
-            layout.node_size,
-            layout.pp,
-            layout.virtual,
+        stage = self.stage_of(
+            (
+                layout.precision,
+                layout.tp,
+                layout.cp,
+                layout.micro_batch,
+                layout.recompute,
+                layout.ep,
+                layout.node_size,
+                layout.pp,
+                layout.virtual,
+            )
         )
-        stage = self._by_layout.get(key)
-        if stage is None:
-            s = _Shape(*key[:7])
-            stage = self._by_layout[key] = self.slowest_stage(s, layout.pp, layout.virtual)
         m = layout.grad_accum
         compute, comm = stage.compute, stage.comm
         # No stage computes faster than its share of the job's FLOPs at peak: the search's bounds rest on it.

@@ -156,6 +156,7 @@ class TrainingSearch:
         self._recomputes = self._recompute_options()
         self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
         self.shape_bounds: dict[Shape, float] = {}
+        self.stage_bounds: dict[tuple[Shape, str, int], float] = {}
         self.batches: dict[tuple[int, int, int, int], list[int]] = {}
         self.tokens_per_gpu = self.a.defaults.pretrain_global_batch_tokens_per_gpu.value
 
@@ -536,13 +537,49 @@ class TrainingSearch:
                     continue
                 variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
                 for mb in self.micro_batches(shape, mb_max):
-                    if (
-                        self.prune
-                        and shape.pp > 1
-                        and self._pruned(self._cx_threshold(res, cx), shape, recompute, mb)
-                    ):
+                    if self.prune and self._trial_pruned(self._cx_threshold(res, cx), shape, recompute, mb):
                         continue
                     self._try(base, recompute, mb, (variant, cx), count, res)
+
+    def _trial_pruned(self, threshold: float, shape: Shape, recompute: str, mb: int) -> bool:
+        """Whether one micro-batch's trial cannot beat the threshold: its pipeline's bound, then (a composed
+        step) its slowest stage at this micro-batch, which prunes most trials of a large search before their
+        data-parallel traffic and memory are worked out."""
+        if threshold == math.inf:
+            return False
+        if shape.pp > 1 and self._trial_bound(shape, recompute, mb) > threshold:
+            return True
+        return self._stage_bound(shape, recompute, mb) > threshold
+
+    def _stage_bound(self, shape: Shape, recompute: str, mb: int) -> float:
+        """Seconds per item no trial of this micro-batch beats: its slowest stage's compute at the tables'
+        rates and exposed communication, (m + (p - 1) / v) times (ComposedStep.stage_seconds); 0 where the
+        step is not composed (memoised)."""
+        key = (shape, recompute, mb)
+        bound = self.stage_bounds.get(key)
+        if bound is None:
+            composed = self.steps.composed
+            bound = 0.0
+            if composed is not None:
+                g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
+                m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+                stage = composed.stage_seconds(
+                    (
+                        self.precision,
+                        shape.tp,
+                        shape.cp,
+                        mb,
+                        recompute,
+                        shape.ep,
+                        self.node_size,
+                        shape.pp,
+                        shape.virtual,
+                    )
+                )
+                items = mb * m * shape.dp * max(self.job.items_per_sequence, 1)
+                bound = stage * (m + (shape.pp - 1) / shape.virtual) / items
+            self.stage_bounds[key] = bound
+        return bound
 
     def _pruned(self, threshold: float, shape: Shape, recompute: str, mb: int = 0) -> bool:
         """Whether the bound of a policy (or of one micro-batch of it) exceeds the threshold; nothing exceeds
