@@ -425,12 +425,15 @@ class TrainingSearch:
     def refusal(self, count: int) -> Miss | None:
         """The miss of a count that cannot fit (cannot_fit): the global batch when no shape takes it, else a
         memory miss whose wording, from the leanest layout, is searched for only when it is read."""
+        # Whether any shape takes the global batch does not depend on their order: the shapes are ranked
+        # (their compute bounds worked out) only to word the batch's refusal as the search would.
+        if any(self._batch_ok(shape, count, _CountResult()) for shape in self.shapes(count)):
+            return LazyMemoryMiss(
+                self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
+            )
         res = _CountResult()
         for _, shape in self._ranked(count):
-            if self._batch_ok(shape, count, res):
-                return LazyMemoryMiss(
-                    self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
-                )
+            self._batch_ok(shape, count, res)
         return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
