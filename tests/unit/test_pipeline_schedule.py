@@ -1,5 +1,5 @@
-"""The pipeline schedule searched where the user states none (interleaved 1F1B on Megatron-Core and torchtitan),
-its memory, its layer split and the micro-batches it allows."""
+"""The pipeline schedule searched where the user states none (interleaved 1F1B on Megatron-Core and
+torchtitan), its memory, its layer split and the micro-batches it allows."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def test_the_chunks_per_stage_the_search_tries(knowledge) -> None:
 
 
 def test_megatron_splits_the_layers_with_the_embedding_and_the_loss() -> None:
-    # 126 layers in 64 chunks: 128 slots, the first and last chunk one layer fewer (they hold the embedding and
-    # the loss); 80 layers in 8 chunks: evenly; 61 in 16: the first chunks a layer larger.
+    # 126 layers in 64 chunks: 128 slots, the first and last chunk one layer fewer (they hold the embedding
+    # and the loss); 80 layers in 8 chunks: evenly; 61 in 16: the first chunks a layer larger.
     sizes = chunk_sizes(126, 64)
     assert sum(sizes) == 126 and sizes[0] == sizes[-1] == 1 and set(sizes[1:-1]) == {2}
     assert chunk_sizes(80, 8) == [10] * 8
@@ -114,8 +114,8 @@ def test_a_large_megatron_pretraining_runs_interleaved(knowledge) -> None:
 
 
 def test_interleaved_micro_batches_come_in_groups_of_pp(knowledge) -> None:
-    # A stated global batch keeps only the micro-batches whose count per step divides by pp; a global batch the
-    # tool chooses is rounded up to a multiple of pp instead.
+    # A stated global batch keeps only the micro-batches whose count per step divides by pp; a global batch
+    # the tool chooses is rounded up to a multiple of pp instead.
     stated = _search(knowledge, "llama-2-70b", "h100-sxm", "megatron", global_batch=44)
     shape = next(
         v for s in stated.shapes(32) for v in stated.schedules(s) if (v.tp, v.pp, v.virtual) == (8, 4, 2)

@@ -98,8 +98,16 @@ EXACT_CASES = [
         "h100-sxm",
         (128, 512, 1024),
     ),
-    ({"model": "llama-3.1-70b", "kind": "pretrain", "config": {"stack": "torchtitan"}}, "h100-sxm", (32, 256)),
-    ({"model": "llama-3.1-8b", "kind": "pretrain", "config": {"stack": "megatron"}}, "a100-80gb-sxm", (8, 64)),
+    (
+        {"model": "llama-3.1-70b", "kind": "pretrain", "config": {"stack": "torchtitan"}},
+        "h100-sxm",
+        (32, 256),
+    ),
+    (
+        {"model": "llama-3.1-8b", "kind": "pretrain", "config": {"stack": "megatron"}},
+        "a100-80gb-sxm",
+        (8, 64),
+    ),
 ]
 
 
