@@ -46,6 +46,7 @@ CONFIG_FLAGS = {
     "stack": "--stack",
     "lora_rank": "--lora-rank",
     "lora_targets": "--lora-targets",
+    "pp_schedule": "--pp-schedule",
 }
 MODES = ("stated", "typed")
 

@@ -94,7 +94,9 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
             source = "given" if job.global_batch_given else "chosen"
         elif key in ("optimizer", "lora_rank"):
             source = "given" if key in job.given_workload else "default"
-        elif key == "grad_accum":
+        elif key == "grad_accum" or (
+            key == "pp_schedule" and key not in given and _schedule_searched(job, lay)
+        ):
             source = "chosen"
         else:
             source = "given" if key in given else ("default" if key in _DEFAULTED else "chosen")
@@ -119,6 +121,14 @@ def serving_configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         value=job.config.engine or DEFAULT_ENGINE, source="given" if job.config.engine else "default"
     )
     return out
+
+
+def _schedule_searched(job: Job, lay: Layout) -> bool:
+    """Whether the search chose the pipeline schedule: a pipeline on a stack that runs interleaved 1F1B."""
+    from advisor.catalog.stacks import shipped_stacks
+
+    stack = shipped_stacks().get(job.stack)
+    return lay.pp > 1 and stack is not None and stack.interleaved
 
 
 _DEFAULTED = ("pp_schedule", "master_weights", "offload", "stack", "lora_targets")

@@ -233,7 +233,7 @@ def _predict_training(
         speed_of_light=sol,
         step_breakdown=breakdown,
         configuration=configuration(ctx.job, cand.layout),
-        alternatives=tuple(alternative_out(c, e, step.p50) for c, e in timed[1:]),
+        alternatives=tuple(alternative_out(c, e, step.p50, cand.step.items) for c, e in timed[1:]),
         goodput=goodput_out(good),
         notes=notes + ((eff.note,) if eff.note else ()),
     )
@@ -248,16 +248,21 @@ def _near_limit_note(memory: Memory) -> str:
     )
 
 
-def alternative_out(cand: Candidate, eff: Interval, chosen_step_s: float) -> AlternativeOut:
-    """A runner-up layout with its P50 step time against the chosen one's."""
+def alternative_out(
+    cand: Candidate, eff: Interval, chosen_step_s: float, chosen_items: float = 0.0
+) -> AlternativeOut:
+    """A runner-up layout with its P50 step time, and how much slower it is than the chosen one's per item
+    (`chosen_items` per step: a layout whose micro-batches round the global batch up does more per step;
+    0 compares the steps)."""
     assert cand.step is not None
     t = cand.step.total_s / eff.p50
+    per = cand.step.items / chosen_items if chosen_items and cand.step.items else 1.0
     return AlternativeOut(
         parallelism=cand.layout.label(),
         layout=layout_out(cand.layout),
         memory_per_gpu_gb=round(cand.memory.central_gb, 2),
         step_time_s=t,
-        slower=round(t / chosen_step_s, 3) if chosen_step_s else 1.0,
+        slower=round(t / (chosen_step_s * per), 3) if chosen_step_s else 1.0,
     )
 
 

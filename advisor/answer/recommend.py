@@ -460,7 +460,8 @@ def _step_and_alternatives(s: Scored) -> tuple[Interval | None, tuple]:
         return None, ()
     step = s.eff.inverted(cand.step.total_s)
     alternatives = tuple(
-        alternative_out(c, e, step.p50) for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
+        alternative_out(c, e, step.p50, cand.step.items)
+        for c, e in zip(cand.alternatives, s.alt_effs, strict=True)
     )
     return step, alternatives
 

@@ -164,7 +164,8 @@ class AlternativeOut:
     step_time_s: float
     """P50 step time."""
     slower: float
-    """Its P50 step time over the chosen layout's (1.25 = 25% slower)."""
+    """Its P50 time per item over the chosen layout's (1.25 = 25% slower; the same as the steps' ratio where
+    both steps process the same global batch)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

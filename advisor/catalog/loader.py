@@ -349,7 +349,8 @@ class Knowledge:
     # --- lookups ------------------------------------------------------------------------------------------
     def gpu(self, name: str) -> Gpu:
         """Resolve a GPU id or alias (case-insensitive); InputError names the accepted ids."""
-        found = self._gpu_index.get(normalise_id(name))
+        # An id as the catalogue spells it (what the operation tables ask thousands of times) is found as is.
+        found = self._gpu_index.get(name) or self._gpu_index.get(normalise_id(name))
         if found is None:
             raise _unknown("GPU", "gpu", name, [g.id for g in self.gpus], self._gpu_index)
         return found

@@ -44,6 +44,7 @@ def _schema() -> Any:
         zero_stated: list[int]
         recompute: Literal["search", "none", "selective", "full"]
         recompute_full_from_params: PosFloat | None = None
+        interleaved: bool = False
         flash_attention: Month
         compiled: Month
         te_fp8: Month
@@ -69,6 +70,9 @@ class Stack:
     zero_stated: tuple[int, ...]
     recompute: str
     recompute_full_from_params: float | None
+    interleaved: bool
+    """Whether the stack runs an interleaved 1F1B pipeline (v model chunks per stage), so that the search
+    chooses v where the user does not state a schedule."""
     since: dict[str, str]
     """Trait -> the month ('YYYY-MM') it arrived in this stack, '' when it never did."""
     note: str
@@ -121,6 +125,7 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
             zero_stated=tuple(spec.zero_stated),
             recompute=spec.recompute,
             recompute_full_from_params=spec.recompute_full_from_params,
+            interleaved=spec.interleaved,
             since={t: getattr(spec, t) for t in TRAITS},
             note=spec.note,
         )

@@ -4,6 +4,7 @@ step composed on them is a lower bound of the step at every micro-batch (what a 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from advisor.physics.op_prices import OpPrices, Price
@@ -29,21 +30,51 @@ def _best_tflops(
     sweep: bool = True,
 ) -> float:
     """The highest TFLOP/s the tables give a GEMM whose dimension `at` (0: m, 2: k) is `base` or more and the
-    other two are `fixed`, over `base` and every power of two above it (read once per process)."""
+    other two are `fixed`, over `base` and every power of two above it (read once per process). A GPU whose
+    rate is an increasing function of one grid's (gemm_curve: its own, or a peer's scaled) takes it at that
+    grid's best size, found once for every GPU on the grid."""
     from advisor.catalog import operations
 
-    sizes = (base, *(p for p in POWERS if p > base)) if sweep else (base,)
-    best, last, same = 0.0, -1.0, 0
-    for x in sizes:
+    curve = operations.gemm_curve(gpu, dtype, profile) if sweep else None
+    if curve is not None:
+        x = _best_size(curve, fixed, at, base)
         dims = (x, *fixed) if at == 0 else (*fixed, x)
-        value = operations.gemm_tflops(gpu, dtype, *dims, profile=profile).value
-        best = max(best, value)
-        # Past a grid's last point the rate is held: two equal steps in a row end the sweep.
+        return float(operations.gemm_tflops(gpu, dtype, *dims, profile=profile).value)
+
+    def rate(dims: tuple[int, int, int]) -> float:
+        return float(operations.gemm_tflops(gpu, dtype, *dims, profile=profile).value)
+
+    return max(_sweep(rate, fixed, at, base, sweep))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _best_size(curve: tuple[str, str, str | None], fixed: tuple[int, int], at: int, base: int) -> int:
+    """The size of the dimension `at` (`base` or a power of two above it) where a grid's rate is highest."""
+    from advisor.catalog import operations
+
+    def rate(dims: tuple[int, int, int]) -> float:
+        return float(operations.grid_tflops(curve, *dims))
+
+    values = _sweep(rate, fixed, at, base, True)
+    sizes = (base, *(p for p in POWERS if p > base))
+    return sizes[values.index(max(values))]
+
+
+def _sweep(
+    rate: Callable[[tuple[int, int, int]], float], fixed: tuple[int, int], at: int, base: int, sweep: bool
+) -> list[float]:
+    """The rates at `base` and each power of two above it, in order, until the rate is held: past a grid's
+    last point two equal steps in a row end the sweep."""
+    out: list[float] = []
+    last, same = -1.0, 0
+    for x in (base, *(p for p in POWERS if p > base)) if sweep else (base,):
+        value = rate((x, *fixed) if at == 0 else (*fixed, x))
+        out.append(value)
         same = same + 1 if value == last else 0
         if same >= 2:
             break
         last = value
-    return best
+    return out
 
 
 class BestPrices:

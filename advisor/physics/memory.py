@@ -538,16 +538,17 @@ class TrainingMemoryModel:
         overhead = overhead_central(1 if count > 1 else 0, self.a)
         return weights + grads + master + opt + adapters + overhead
 
-    def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
+    def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1, virtual: int = 1) -> float:
         """Activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what autograd
-        holds at the peak, before the allocator's reserve."""
-        key = (recompute, tp, cp, pp)
+        holds at the peak, before the allocator's reserve (`virtual`: model chunks per stage of an interleaved
+        schedule)."""
+        key = (recompute, tp, cp, pp, virtual)
         cached = self._per_seq.get(key)
         if cached is None:
-            cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp)
+            cached = self._per_seq[key] = self._per_sequence(recompute, tp, cp, pp, virtual)
         return cached
 
-    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int) -> float:
+    def _per_sequence(self, recompute: str, tp: int, cp: int, pp: int, virtual: int) -> float:
         job = self.job
         if job.arch is None:
             return job.activation_bytes_per_item * job.items_per_sequence
@@ -558,32 +559,41 @@ class TrainingMemoryModel:
             tp * cp
         )  # sequence parallelism with TP, and context parallelism, split every token's activations
         first = self.layers * kept * self.act_scale / split
+        # Interleaving keeps more micro-batches in flight on the first stage: its activations grow by
+        # 1 + (p - 1) / (p v) (Korthikanti et al., arXiv:2205.05198 sec. 4.2.3; Megatron-LM's own estimate,
+        # NVIDIA/Megatron-LM@00caa53af309:megatron/training/theoretical_memory_usage.py).
+        interleaved = 1.0 + (pp - 1) / (pp * virtual) if pp > 1 and virtual > 1 else 1.0
         working = working * self.act_scale / split
         loss = self.loss_seq / (tp if self.loss_tp else 1) / cp
         # Backward frees the logits and loss before it recomputes the last block, so with recomputation the
         # working set and the loss are never held together.
         tail = loss + working if recompute == "none" else max(loss, working)
         # 1F1B keeps p micro-batches of L/p layers on the first stage (L layers in all); the last, the loss
-        return max(first + working, first / pp + tail) if pp > 1 else first + tail
+        return max(first * interleaved + working, first / pp + tail) if pp > 1 else first + tail
 
-    def per_sequence_bytes(self, recompute: str, tp: int, cp: int = 1, pp: int = 1) -> float:
+    def per_sequence_bytes(
+        self, recompute: str, tp: int, cp: int = 1, pp: int = 1, virtual: int = 1
+    ) -> float:
         """Central activation bytes per sequence (or item) of micro-batch, with the allocator's reserve
         (memoised)."""
-        key = (recompute, tp, cp, pp)
+        key = (recompute, tp, cp, pp, virtual)
         cached = self._per_seq_bytes.get(key)
         if cached is None:
-            cached = self._per_seq_bytes[key] = self.per_sequence(recompute, tp, cp, pp) * (1.0 + self.frag)
+            per = self.per_sequence(recompute, tp, cp, pp, virtual)
+            cached = self._per_seq_bytes[key] = per * (1.0 + self.frag)
         return cached
 
     def nominal_bytes(self, layout: Layout) -> float:
         """The central estimate of the peak on the GPU (the total of components())."""
-        act = self.per_sequence_bytes(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        act = self.per_sequence_bytes(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
+        act *= layout.micro_batch
         return self.fixed_bytes(layout) + act
 
     def components(self, layout: Layout, usable_gb: float) -> Memory:
         """The full breakdown of a layout, each component's central estimate, and what sits in host memory."""
         st = self.states(layout)
-        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+        act = self.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
+        act *= layout.micro_batch
         comps = [("weights", st["weights"][0] + self._gathered(layout))]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
         comps += [(n, st[n][0]) for n in names if st[n][0] or n != "master_weights"]

@@ -91,7 +91,8 @@ class _Tail:
                 OpShare(
                     BUBBLE,
                     self.bubble,
-                    "1F1B schedule: (p - 1) / v idle stage times",
+                    ("interleaved " if self.virtual > 1 else "")
+                    + "1F1B schedule: (p - 1) / v idle stage times",
                     "closed form",
                     f"{self.pp - 1} stage times / {self.virtual} chunks, paced by {self.label}",
                 )
@@ -245,7 +246,8 @@ class ComposedStep:
         self.frozen = job.kind in ("lora", "qlora")
         self._layers: dict[tuple[_Shape, bool], _Acc] = {}
         self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
-        self._stages: dict[tuple[_Shape, int, int], _Stage] = {}
+        self._stages: dict[tuple[_Shape, tuple[tuple[int, int], ...]], _Stage] = {}
+        self._counts: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         self._sends: dict[tuple[object, ...], OpShare] = {}
         self._by_layout: dict[tuple[object, ...], _Stage] = {}
         self._floors: dict[tuple[object, ...], float] = {}
@@ -376,7 +378,8 @@ class ComposedStep:
         else:
             per_pass = 2.0 * 2.0 * share * nbytes / p.best_busbw("all_reduce", tp, 1)
         passes = 2.0 + (1.0 if recompute == "full" else 0.0)
-        fewest = (arch.layers // (pp * virtual)) * virtual
+        sizes = chunk_sizes(arch.layers, pp * virtual)
+        fewest = min(sum(sizes[stage::pp]) for stage in range(pp))
         return fewest * per_pass * passes * (1.0 - self.tp_hidden)
 
     def compute_floor(
@@ -430,29 +433,36 @@ class ComposedStep:
 
     # --- stages and the step -------------------------------------------------------------------------------
     def slowest_stage(self, s: _Shape, pp: int, virtual: int) -> _Stage:
-        """The pipeline stage that sets the pace (memoised): its operations for one micro-batch, and which it
-        is."""
-        key = (s, pp, virtual)
+        """The pipeline stage that sets the pace (memoised on the layers each stage holds: the schedules that
+        split them alike share it): its operations for one micro-batch, and which it is."""
+        key = (s, self.layer_counts(pp, virtual))
         got = self._stages.get(key)
         if got is None:
             got = self._stages[key] = self._slowest(s, pp, virtual)
         return got
 
-    def _stage_totals(self, s: _Shape, pp: int, virtual: int) -> tuple[list[float], list[list[int]]]:
+    def layer_counts(self, pp: int, virtual: int) -> tuple[tuple[int, int], ...]:
+        """Each pipeline stage's dense and MoE layers (chunk_sizes, chunk c on stage c mod pp; memoised)."""
+        key = (pp, virtual)
+        got = self._counts.get(key)
+        if got is None:
+            arch = self.arch
+            counts = [[0, 0] for _ in range(pp)]
+            start = 0
+            for c, size in enumerate(chunk_sizes(arch.layers, pp * virtual)):
+                moe = max(0, start + size - max(start, arch.dense_layers)) if arch.is_moe else 0
+                counts[c % pp][0] += size - moe
+                counts[c % pp][1] += moe
+                start += size
+            got = self._counts[key] = tuple((d, e) for d, e in counts)
+        return got
+
+    def _stage_totals(
+        self, s: _Shape, pp: int, virtual: int
+    ) -> tuple[list[float], tuple[tuple[int, int], ...]]:
         """Each pipeline stage's seconds for one micro-batch, and its dense and MoE layer counts."""
-        arch = self.arch
         first, last = self.ends(s)
-        chunks = pp * virtual
-        # Megatron's split: layers in contiguous chunks, the first chunks one larger when they do not divide;
-        # chunk c runs on stage c mod pp (interleaved: v chunks per stage).
-        sizes = [arch.layers // chunks + (1 if c < arch.layers % chunks else 0) for c in range(chunks)]
-        counts = [[0, 0] for _ in range(pp)]  # dense and MoE layers per stage
-        start = 0
-        for c, size in enumerate(sizes):
-            moe = max(0, start + size - max(start, arch.dense_layers)) if arch.is_moe else 0
-            counts[c % pp][0] += size - moe
-            counts[c % pp][1] += moe
-            start += size
+        counts = self.layer_counts(pp, virtual)
         dense_s = self.layer(s, False).total
         moe_s = self.layer(s, True).total if any(moe for _, moe in counts) else 0.0
         totals = [d * dense_s + e * moe_s for d, e in counts]
@@ -482,6 +492,22 @@ class ComposedStep:
         comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
         return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
 
+    def stage_of(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> _Stage:
+        """The slowest stage of (precision, tp, cp, micro-batch, recompute, ep, server size, pp, chunks per
+        stage), memoised."""
+        stage = self._by_layout.get(key)
+        if stage is None:
+            s = _Shape(*key[:7])
+            stage = self._by_layout[key] = self.slowest_stage(s, key[7], key[8])
+        return stage
+
+    def stage_seconds(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> float:
+        """One micro-batch on the slowest stage (stage_of's key): its compute at the tables' rates and its
+        exposed communication. A step of m micro-batches takes at least (m + (p - 1) / v) times it, as its
+        compute is never taken below the tables' rates (a search's bound of one trial)."""
+        stage = self.stage_of(key)
+        return stage.compute + stage.comm
+
     def step(
         self,
         layout: Layout,
@@ -495,21 +521,19 @@ class ComposedStep:
         per-micro-batch stage time no stage can beat (the job's FLOPs at peak over the stages), `dp` the
         exposed data-parallel traffic given the step's compute (`dp_note` says what it is, asked only when
         the parts are read)."""
-        key = (
-            layout.precision,
-            layout.tp,
-            layout.cp,
-            layout.micro_batch,
-            layout.recompute,
-            layout.ep,
-            layout.node_size,
-            layout.pp,
-            layout.virtual,
+        stage = self.stage_of(
+            (
+                layout.precision,
+                layout.tp,
+                layout.cp,
+                layout.micro_batch,
+                layout.recompute,
+                layout.ep,
+                layout.node_size,
+                layout.pp,
+                layout.virtual,
+            )
         )
-        stage = self._by_layout.get(key)
-        if stage is None:
-            s = _Shape(*key[:7])
-            stage = self._by_layout[key] = self.slowest_stage(s, layout.pp, layout.virtual)
         m = layout.grad_accum
         compute, comm = stage.compute, stage.comm
         # No stage computes faster than its share of the job's FLOPs at peak: the search's bounds rest on it.
@@ -529,36 +553,57 @@ class ComposedStep:
     def _p2p(self, layout: Layout, m: int) -> OpShare:
         """Activations forward and their gradients back at each stage boundary, every micro-batch and
         chunk (memoised on what it reads of the layout)."""
-        key = (
-            layout.precision,
-            layout.tp,
-            layout.cp,
-            layout.dp,
-            layout.micro_batch,
-            layout.node_size,
-            layout.nodes > 1,
-            layout.virtual,
-            m,
+        return self.sends(
+            (
+                layout.precision,
+                layout.tp,
+                layout.cp,
+                layout.dp,
+                layout.micro_batch,
+                layout.node_size,
+                layout.nodes > 1,
+                layout.virtual,
+                m,
+            )
         )
+
+    def sends(self, key: tuple[str, int, int, int, int, int, bool, int, int]) -> OpShare:
+        """A pipeline's sends of a step (_p2p) by (precision, tp, cp, dp, micro-batch, server size, more than
+        one server, chunks per stage, micro-batches), memoised: a search's bound of one trial reads it."""
         got = self._sends.get(key)
         if got is None:
-            got = self._sends[key] = self._send(layout, m)
+            got = self._sends[key] = self._send(*key)
         return got
 
-    def _send(self, layout: Layout, m: int) -> OpShare:
-        tokens = max(1, self.job.seq_len // layout.cp) * layout.micro_batch
-        act = 2.0 if layout.precision not in ("fp32", "tf32") else 4.0
-        msg = tokens * self.arch.hidden * act / layout.tp
-        stride = layout.tp * layout.cp * layout.dp
-        nodes = 2 if stride >= layout.node_size and layout.nodes > 1 else 1
+    def _send(
+        self, precision: str, tp: int, cp: int, dp: int, mb: int, node_size: int, across: bool, v: int, m: int
+    ) -> OpShare:
+        tokens = max(1, self.job.seq_len // cp) * mb
+        act = 2.0 if precision not in ("fp32", "tf32") else 4.0
+        msg = tokens * self.arch.hidden * act / tp
+        stride = tp * cp * dp
+        nodes = 2 if stride >= node_size and across else 1
         one = self.prices.collective("send_recv", 2, nodes, msg)
         return OpShare(
             PPS,
-            2.0 * m * layout.virtual * one.seconds,
+            2.0 * m * v * one.seconds,
             one.source,
             one.basis,
             f"{msg / 2**20:,.0f} MiB per send, {'across' if nodes > 1 else 'within'} servers",
         )
+
+
+def chunk_sizes(layers: int, chunks: int) -> list[int]:
+    """The transformer layers of each pipeline chunk (chunk c runs on stage c mod pp; interleaved: v chunks
+    per stage), as Megatron splits them: evenly; where they do not divide but the layers plus the embedding
+    and the loss do, those two count as a layer each, so that the first and the last chunk hold one layer
+    fewer (Megatron-LM's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split,
+    as Megatron Bridge's Llama 3.1 405B and Qwen3 235B recipes split 126 and 94 layers; torchtitan's default
+    split weighs them so too); otherwise the first chunks one layer larger."""
+    if layers % chunks and chunks > 1 and (layers + 2) % chunks == 0:
+        size = (layers + 2) // chunks
+        return [size - 1, *([size] * (chunks - 2)), size - 1]
+    return [layers // chunks + (1 if c < layers % chunks else 0) for c in range(chunks)]
 
 
 def _gemms(arch: Arch, tokens: int, tp: int, ep: int, moe: bool) -> list[tuple[int, int, int, int]]:

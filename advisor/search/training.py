@@ -145,8 +145,11 @@ class TrainingSearch:
         self.peak_or_zero = self.peak or 0.0
         self.bounds: dict[tuple[Shape, str], float] = {}
         self.flops_per_item: dict[str, float] = {}
-        self.floors: dict[tuple[int, int, int, int, str], float] = {}
+        self.floors: dict[tuple[int, int, int, int, str, int], float] = {}
         self._shapes: dict[int, list[Shape]] = {}
+        self._virtuals: dict[int, tuple[int, ...]] = {}
+        self._schedules: dict[Shape, tuple[Shape, ...]] = {}
+        self._quick: dict[Shape, float] = {}
         self.getters = _fact_getters(self.tested, gpu)
         # When the hard rules test no fact of a trial's own (its recomputation or micro-batch), a rule that
         # refuses one trial of a sharded shape refuses them all: judged once per shape and sharding.
@@ -156,18 +159,25 @@ class TrainingSearch:
         self._recomputes = self._recompute_options()
         self.trial_terms: dict[tuple[Shape, str], tuple[float, float]] = {}
         self.shape_bounds: dict[Shape, float] = {}
-        self.batches: dict[tuple[int, int, int, int], list[int]] = {}
+        self.stage_bounds: dict[tuple[Shape, str, int], float] = {}
+        self.batches: dict[tuple[int, int, int, int, int], list[int]] = {}
         self.tokens_per_gpu = self.a.defaults.pretrain_global_batch_tokens_per_gpu.value
+        self._global: dict[int, int] = {}
+        self.quick: dict[tuple[Shape, str], float] = {}
+        self.p2p_floors: dict[Shape, float] = {}
 
     # --- the options each dimension may take -------------------------------------------------------------
     def global_batch(self, count: int) -> int:
         """Sequences per optimizer step at this count: the user's, else the default, which for pre-training
         grows with the GPUs to at least defaults.pretrain_global_batch_tokens_per_gpu tokens per GPU (runs on
         thousands of GPUs grow their batch: Llama 3's 16M tokens on 16K GPUs)."""
-        job, g = self.job, self.job.global_batch_seqs
-        if not g or job.global_batch_given or job.kind != "pretrain":
-            return g
-        return max(g, math.ceil(count * self.tokens_per_gpu / max(job.seq_len, 1)))
+        got = self._global.get(count)
+        if got is None:
+            job, got = self.job, self.job.global_batch_seqs
+            if got and not job.global_batch_given and job.kind == "pretrain":
+                got = max(got, math.ceil(count * self.tokens_per_gpu / max(job.seq_len, 1)))
+            self._global[count] = got
+        return got
 
     def recomputes(self) -> tuple[str, ...]:
         """Recomputation policies to try, cheapest first (fixed for the search: asked per sharding)."""
@@ -213,6 +223,84 @@ class TrainingSearch:
                     out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
         return out
 
+    def schedules(self, shape: Shape) -> tuple[Shape, ...]:
+        """The shape under each pipeline schedule the search tries (virtuals()), the shape's own (plain 1F1B,
+        or the stated schedule) first, then by their bound: the schedule is chosen within a shape, as its
+        micro-batch is (the rules and the sharding read neither), the likeliest first so that it prunes the
+        others (memoised, with the smallest of their quick bounds, quick_bound())."""
+        got = self._schedules.get(shape)
+        if got is None:
+            count = shape.dp * shape.tp * shape.pp * shape.cp
+            own = self.compute_bound(shape, self.recomputes()[0], count) + self._p2p_floor(shape)
+            others = self._schedule_bounds(shape, count)
+            others.sort(key=lambda kv: kv[0])
+            got = self._schedules[shape] = (shape, *(v for _, v in others))
+            self._quick[shape] = min(own, others[0][0]) if others else own
+        return got
+
+    def _schedule_bounds(self, shape: Shape, count: int) -> list[tuple[float, Shape]]:
+        """Each searched schedule of the shape with its compute_bound() at the cheapest recomputation plus its
+        _p2p_floor(), the same arithmetic with what the schedules share worked out once: the compute per item
+        of each split of the layers over the stages (most schedules split them alike, step_ops.chunk_sizes),
+        the micro-batches per step (rounded up to a multiple of pp for all of them) and the sends' floor per
+        chunk."""
+        others = [n for n in self.virtuals(shape.pp) if n != shape.virtual]
+        if not others:
+            return []
+        tp, pp, cp, ep, dp, _ = shape
+        cheapest, composed = self.recomputes()[0], self.steps.composed
+        m = self.accum(Shape(tp, pp, cp, ep, dp, others[0]), 1, self.global_batch(count))
+        shared: dict[object, tuple[float, float]] = {}
+        out = []
+        for n in others:
+            each = Shape(tp, pp, cp, ep, dp, n)
+            split = composed.layer_counts(pp, n) if composed is not None else None
+            got = shared.get(split)
+            if got is None:
+                got = shared[split] = (
+                    self._compute_per_item(each, cheapest, count),
+                    self._p2p_floor(each) / n,
+                )
+            per_item, sends = got
+            out.append((per_item * (1 + (pp - 1) / (m * n)) + sends * n, each))
+        return out
+
+    def quick_bound(self, shape: Shape) -> float:
+        """The smallest compute bound (compute_bound() and the pipeline's sends) of the shape's schedules at
+        the cheapest recomputation: what the count's shapes are ranked by."""
+        got = self._quick.get(shape)
+        if got is None:
+            self.schedules(shape)
+            got = self._quick[shape]
+        return got
+
+    def virtuals(self, pp: int) -> tuple[int, ...]:
+        """The model chunks per pipeline stage to try: the stated schedule's; else, for a stack that runs an
+        interleaved 1F1B schedule (Stack.interleaved), plain 1F1B and every v whose pp x v chunks split the
+        layers evenly, or the layers with the embedding and the loss counted as one each (Megatron-LM's
+        rules: the layers per stage divisible by the layers per chunk, --account-for-embedding- and
+        -loss-in-pipeline-split; step_ops.chunk_sizes); plain 1F1B elsewhere (memoised)."""
+        if pp == 1:
+            return (1,)
+        if self.cfg.pp_schedule:
+            return (self.virtual,)
+        got = self._virtuals.get(pp)
+        if got is None:
+            arch = self.job.arch
+            got = (1,)
+            if arch is not None and self.stack.interleaved:
+                n = arch.layers
+                got = (
+                    1,
+                    *(v for v in range(2, (n + 2) // pp + 1) if not n % (pp * v) or not (n + 2) % (pp * v)),
+                )
+            self._virtuals[pp] = got
+        return got
+
+    def searched_schedule(self, shape: Shape) -> bool:
+        """Whether the shape's interleaved schedule is the search's choice (not the user's)."""
+        return shape.virtual > 1 and not self.cfg.pp_schedule
+
     def _options(self, count: int) -> tuple[list[int], list[int], list[int], list[int]]:
         """The tp, pp, cp and ep sizes to try: the stated one, else those the model allows and the stack
         searches (a dimension the stack does not search stays 1 unless stated; check_config has checked a
@@ -243,11 +331,28 @@ class TrainingSearch:
         """Micro-batches to try up to what memory allows (memoised on what they depend on; not to be
         changed by the caller)."""
         g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
-        key = (shape.dp, shape.cp, mb_max, g)
+        interleaved = shape.pp if self.searched_schedule(shape) else 0
+        key = (shape.dp, shape.cp, mb_max, g, interleaved)
         options = self.batches.get(key)
         if options is None:
-            options = self.batches[key] = self._micro_batches(shape, mb_max, g)
+            options = self._micro_batches(shape, mb_max, g)
+            if interleaved and g and self.job.global_batch_given:
+                # The interleaved schedule runs its micro-batches in groups of pp (Megatron-Core refuses a
+                # last group smaller than pp; PyTorch's Interleaved1F1B wants a multiple of the ranks): a
+                # stated global batch keeps the micro-batches it allows.
+                options = [mb for mb in options if math.ceil(g / (mb * shape.dp)) % shape.pp == 0]
+            self.batches[key] = options
         return options
+
+    def accum(self, shape: Shape, mb: int, g: int) -> int:
+        """Micro-batches per step at a micro-batch size: the global batch over the data-parallel ranks,
+        rounded up (a step then does more work, ranked per item); a searched interleaved schedule's rounded
+        up to a multiple of pp, where the global batch is the tool's choice (a stated one keeps only the
+        micro-batches that divide it so, micro_batches())."""
+        m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+        if shape.virtual > 1 and not self.cfg.pp_schedule and m % shape.pp:
+            m += shape.pp - m % shape.pp
+        return m
 
     def _micro_batches(self, shape: Shape, mb_max: int, g: int) -> list[int]:
         job = self.job
@@ -273,11 +378,14 @@ class TrainingSearch:
     # exact; the search compares it with the k-th best time kept, with a margin for rounding.
     def compute_bound(self, shape: Shape, recompute: str, count: int) -> float:
         """A cheaper, looser bound per item: compute (at peak, or the composed step's floor) and the smallest
-        bubble only."""
-        per_item = self._compute_per_item(shape, recompute, count)
-        g = self.global_batch(count)
-        m_max = max(1, math.ceil(g / shape.dp)) if g else 1
-        return per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+        bubble only (memoised)."""
+        key = (shape, recompute)
+        got = self.quick.get(key)
+        if got is None:
+            per_item = self._compute_per_item(shape, recompute, count)
+            m_max = self.accum(shape, 1, self.global_batch(count))
+            got = self.quick[key] = per_item * (1 + (shape.pp - 1) / (m_max * shape.virtual))
+        return got
 
     def bound_per_item(self, shape: Shape, recompute: str) -> float:
         """The lower bound as seconds per item: compute_bound plus the model-parallel bandwidth floor."""
@@ -285,24 +393,45 @@ class TrainingSearch:
         bound = self.bounds.get(key)
         if bound is None:
             count = shape.dp * shape.tp * shape.pp * shape.cp
-            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
-            bound = self.bounds[key] = self.compute_bound(shape, recompute, count) + floor / (
-                shape.dp * max(self.job.items_per_sequence, 1)
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute, shape.virtual)
+            bound = self.bounds[key] = (
+                self.compute_bound(shape, recompute, count)
+                + floor / (shape.dp * max(self.job.items_per_sequence, 1))
+                + self._p2p_floor(shape)
             )
         return bound
+
+    def _p2p_floor(self, shape: Shape) -> float:
+        """Seconds per item of a pipeline's sends no micro-batch beats (a composed step): 2 v sends of each
+        sequence's activations per stage boundary, latency-free, at the best bus bandwidth the tables give a
+        send at any size; what makes more chunks per stage cost more (memoised)."""
+        got = self.p2p_floors.get(shape)
+        if got is None:
+            got = 0.0
+            composed = self.steps.composed
+            if composed is not None and shape.pp > 1:
+                count = shape.dp * shape.tp * shape.pp * shape.cp
+                stride = shape.tp * shape.cp * shape.dp
+                nodes = 2 if stride >= self.node_size and count > self.node_size else 1
+                act = 2.0 if self.precision not in ("fp32", "tf32") else 4.0
+                per_seq = max(1, self.job.seq_len // shape.cp) * composed.arch.hidden * act / shape.tp
+                best = composed.prices.best_busbw("send_recv", 2, nodes)
+                got = 2.0 * shape.virtual * per_seq / best / (shape.dp * max(self.job.items_per_sequence, 1))
+            self.p2p_floors[shape] = got
+        return got
 
     def _trial_bound(self, shape: Shape, recompute: str, mb: int) -> float:
         """The bound of one micro-batch size: its bubble follows its own number of micro-batches."""
         g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
-        m = max(1, math.ceil(g / (mb * shape.dp))) if g else 1
+        m = self.accum(shape, mb, g)
         terms = self.trial_terms.get((shape, recompute))
         if terms is None:  # the terms that do not depend on the micro-batch, memoised
             count = shape.dp * shape.tp * shape.pp * shape.cp
             per_item = self._compute_per_item(shape, recompute, count)
-            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute)
+            floor = self._comm_floor(shape.tp, shape.pp, shape.cp, shape.ep, recompute, shape.virtual)
             terms = self.trial_terms[(shape, recompute)] = (
                 per_item,
-                floor / (shape.dp * max(self.job.items_per_sequence, 1)),
+                floor / (shape.dp * max(self.job.items_per_sequence, 1)) + self._p2p_floor(shape),
             )
         return terms[0] * (1 + (shape.pp - 1) / (m * shape.virtual)) + terms[1]
 
@@ -333,18 +462,17 @@ class TrainingSearch:
             flops = self.flops_per_item[recompute] = training_flops_per_item(self.job, probe, self.a)
         return flops
 
-    def _comm_floor(self, tp: int, pp: int, cp: int, ep: int, recompute: str) -> float:
+    def _comm_floor(self, tp: int, pp: int, cp: int, ep: int, recompute: str, virtual: int = 1) -> float:
         """Latency-free tensor- and expert-parallel seconds of one sequence per data-parallel rank: the real
         traffic is linear in the micro-batch plus latencies, and a rank runs at least g/dp sequences a step
         (memoised across counts: it does not depend on the data-parallel size)."""
         if self.job.arch is None or tp * ep == 1:
             return 0.0
-        key = (tp, pp, cp, ep, recompute)
+        key = (tp, pp, cp, ep, recompute, virtual)
         floor = self.floors.get(key)
         composed = self.steps.composed
         if floor is None and composed is not None:
             # The step composed from measured operations: its own TP floor (its EP traffic has none here).
-            virtual = self.virtual if pp > 1 else 1
             floor = self.floors[key] = composed.tp_floor(self.precision, tp, pp, cp, recompute, virtual)
         if floor is None:
             from advisor.physics.speed import _model_comm
@@ -396,11 +524,10 @@ class TrainingSearch:
         return res
 
     def _ranked(self, count: int) -> list[tuple[float, Shape]]:
-        """The count's shapes by their compute bound at the cheapest recomputation (ties in enumeration
-        order)."""
-        cheapest = self.recomputes()[0]
+        """The count's shapes by their compute bound at the cheapest recomputation and their pipeline's sends
+        (ties in enumeration order): a schedule of more chunks per stage ranks by what it costs too."""
         ranked = sorted(
-            ((self.compute_bound(s, cheapest, count), i, s) for i, s in enumerate(self.shapes(count))),
+            ((self.quick_bound(s), i, s) for i, s in enumerate(self.shapes(count))),
             key=lambda x: (x[0], x[1]),
         )
         return [(quick, shape) for quick, _, shape in ranked]
@@ -424,18 +551,23 @@ class TrainingSearch:
     def refusal(self, count: int) -> Miss | None:
         """The miss of a count that cannot fit (cannot_fit): the global batch when no shape takes it, else a
         memory miss whose wording, from the leanest layout, is searched for only when it is read."""
+        # Whether any shape takes the global batch does not depend on their order: the shapes are ranked
+        # (their compute bounds worked out) only to word the batch's refusal as the search would.
+        if any(self._batch_ok(shape, count, _CountResult()) for shape in self.shapes(count)):
+            return LazyMemoryMiss(
+                self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
+            )
         res = _CountResult()
         for _, shape in self._ranked(count):
-            if self._batch_ok(shape, count, res):
-                return LazyMemoryMiss(
-                    self.gpu.id, count, 1.0 / count, lambda: self.miss(count, self.search_count(count))
-                )
+            self._batch_ok(shape, count, res)
         return res.batch_miss
 
     def _shape_bound(self, shape: Shape) -> float:
         bound = self.shape_bounds.get(shape)
         if bound is None:  # memoised: a shape recurs at one count only, but refusal and search both rank it
-            bound = self.shape_bounds[shape] = min(self.bound_per_item(shape, r) for r in self.recomputes())
+            bound = self.shape_bounds[shape] = min(
+                self.bound_per_item(v, r) for r in self.recomputes() for v in self.schedules(shape)
+            )
         return bound
 
     @staticmethod
@@ -456,6 +588,19 @@ class TrainingSearch:
     def _cx_threshold(cls, res: _CountResult, cx: tuple[int, ...]) -> float:
         """_shape_threshold() of a shape of complexity `cx` (the max() written out: asked per trial)."""
         kth, simplest = cls._threshold(res), cls._simplest_threshold(res, cx)
+        return simplest if simplest > kth else kth
+
+    @classmethod
+    def _variant_threshold(cls, res: _CountResult, variant: tuple[Any, ...], cx: tuple[int, ...]) -> float:
+        """_cx_threshold() of a trial of one variant (shape, sharding, recomputation): a kept variant is
+        replaced only by a faster trial of its own (its micro-batch or schedule), so its kept time is the
+        threshold then, not the k-th best."""
+        kth = cls._threshold(res)
+        for kept in res.found:
+            if kept.variant == variant:
+                kth = kept.time * (1.0 + BOUND_MARGIN)
+                break
+        simplest = cls._simplest_threshold(res, cx)
         return simplest if simplest > kth else kth
 
     @staticmethod
@@ -505,44 +650,109 @@ class TrainingSearch:
         zeros = self.zeros(shape)
         if self.dominance and 0 in zeros and 1 in zeros:
             zeros = [z for z in zeros if z]  # ZeRO-1 moves the same bytes as DDP, reads fewer, holds less
-        zero1_mb: dict[str, int] = {}
+        schedules = self.schedules(shape)
+        zero1_mb: dict[int, dict[str, int]] = {s.virtual: {} for s in schedules}
         cx = complexity(shape.tp, shape.pp, shape.cp, shape.ep)
         for zero in zeros:
-            base = Layout(  # by position, in the order of Layout's fields (faster than by name)
-                count,
-                nodes,
-                self.node_size,
-                self.precision,
-                shape.tp,
-                shape.pp,
-                shape.dp,
-                SHARDING[zero] if shape.dp * shape.cp > 1 else "none",
-                "none",
-                1,
-                1,
-                shape.cp,
-                shape.ep,
-                self.cfg.shard_group or 0,
-                shape.virtual,
-            )
+            sharding = SHARDING[zero] if shape.dp * shape.cp > 1 else "none"
+            base = self._base(shape, count, nodes, sharding)
             hard = self._verdict(base) if self.per_base else None
             if hard is not None:
-                self._refused(shape, zero, base, zero1_mb, res, hard, count)
+                self._refused(shape, zero, base, zero1_mb[shape.virtual], res, hard, count)
                 continue
-            for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
-                # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
-                # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
-                if self.prune and self._pruned(self._cx_threshold(res, cx), shape, recompute):
+            for each in schedules:
+                at = base if each is shape else self._base(each, count, nodes, sharding)
+                self._search_policies(each, zero, at, zero1_mb[each.virtual], (cx, count), res)
+
+    def _base(self, shape: Shape, count: int, nodes: int, sharding: str) -> Layout:
+        """A shape's layout before its recomputation and batch."""
+        return Layout(  # by position, in the order of Layout's fields (faster than by name)
+            count,
+            nodes,
+            self.node_size,
+            self.precision,
+            shape.tp,
+            shape.pp,
+            shape.dp,
+            sharding,
+            "none",
+            1,
+            1,
+            shape.cp,
+            shape.ep,
+            self.cfg.shard_group or 0,
+            shape.virtual,
+        )
+
+    def _search_policies(
+        self,
+        shape: Shape,
+        zero: int,
+        base: Layout,
+        zero1_mb: dict[str, int],
+        at: tuple[tuple[int, ...], int],
+        res: _CountResult,
+    ) -> None:
+        """The trials of one shape, schedule and sharding: each recomputation policy that fits, at each
+        micro-batch, those whose bound cannot beat the threshold skipped (`at`: complexity and count)."""
+        cx, count = at
+        for recompute, mb_max in self._policies(shape, zero, base, zero1_mb, res):
+            # The bookkeeping above runs for every policy, so the dominance rules see what the exhaustive
+            # search sees; only the trials of a policy whose bound exceeds the k-th best are skipped.
+            variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
+            if self.prune and self._pruned(self._variant_threshold(res, variant, cx), shape, recompute):
+                continue
+            for mb in self.micro_batches(shape, mb_max):
+                threshold = self._variant_threshold(res, variant, cx)
+                if self.prune and self._trial_pruned(threshold, shape, recompute, mb):
                     continue
-                variant = (shape.tp, shape.pp, shape.cp, shape.ep, base.sharding, recompute)
-                for mb in self.micro_batches(shape, mb_max):
-                    if (
-                        self.prune
-                        and shape.pp > 1
-                        and self._pruned(self._cx_threshold(res, cx), shape, recompute, mb)
-                    ):
-                        continue
-                    self._try(base, recompute, mb, (variant, cx), count, res)
+                self._try(base, recompute, mb, (variant, cx), count, res)
+
+    def _trial_pruned(self, threshold: float, shape: Shape, recompute: str, mb: int) -> bool:
+        """Whether one micro-batch's trial cannot beat the threshold: its pipeline's bound, then (a composed
+        step) its slowest stage at this micro-batch, which prunes most trials of a large search before their
+        data-parallel traffic and memory are worked out."""
+        if threshold == math.inf:
+            return False
+        if shape.pp > 1 and self._trial_bound(shape, recompute, mb) > threshold:
+            return True
+        return self._stage_bound(shape, recompute, mb) > threshold
+
+    def _stage_bound(self, shape: Shape, recompute: str, mb: int) -> float:
+        """Seconds per item no trial of this micro-batch beats: its slowest stage's compute at the tables'
+        rates and exposed communication, (m + (p - 1) / v) times (ComposedStep.stage_seconds), and the
+        pipeline's sends (2 m v of them: what more chunks per stage cost); 0 where the step is not composed
+        (memoised)."""
+        key = (shape, recompute, mb)
+        bound = self.stage_bounds.get(key)
+        if bound is None:
+            composed = self.steps.composed
+            bound = 0.0
+            if composed is not None:
+                g = self.global_batch(shape.dp * shape.tp * shape.pp * shape.cp)
+                m = self.accum(shape, mb, g)
+                stage = composed.stage_seconds(
+                    (
+                        self.precision,
+                        shape.tp,
+                        shape.cp,
+                        mb,
+                        recompute,
+                        shape.ep,
+                        self.node_size,
+                        shape.pp,
+                        shape.virtual,
+                    )
+                )
+                items = mb * m * shape.dp * max(self.job.items_per_sequence, 1)
+                sends = 0.0
+                if shape.pp > 1:
+                    nodes = math.ceil(shape.dp * shape.tp * shape.pp * shape.cp / self.node_size)
+                    at = (self.precision, shape.tp, shape.cp, shape.dp, mb, self.node_size, nodes > 1)
+                    sends = composed.sends((*at, shape.virtual, m)).seconds
+                bound = (stage * (m + (shape.pp - 1) / shape.virtual) + sends) / items
+            self.stage_bounds[key] = bound
+        return bound
 
     def _pruned(self, threshold: float, shape: Shape, recompute: str, mb: int = 0) -> bool:
         """Whether the bound of a policy (or of one micro-batch of it) exceeds the threshold; nothing exceeds
@@ -588,7 +798,7 @@ class TrainingSearch:
         g = self.global_batch(base.count)
         accum = max(1, math.ceil(g / (batch * base.dp))) if g else 1  # so the refusal shows the global batch
         for recompute in self._recomputes:
-            per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp)
+            per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp, shape.virtual)
             mb_max = int(room // per) if per > 0 else 1 << 20
             need = self.room_total - room + per * batch
             if res.leanest is None or need < res.leanest[0]:
@@ -616,7 +826,7 @@ class TrainingSearch:
         per shape, sharding and recomputation, and its complexity)."""
         variant, cx = kind
         g = self.global_batch(base.count)
-        accum = max(1, math.ceil(g / (mb * base.dp))) if g else 1
+        accum = self.accum(Shape(base.tp, base.pp, base.cp, base.ep, base.dp, base.virtual), mb, g)
         layout = Layout(
             base.count,
             base.nodes,
@@ -640,7 +850,7 @@ class TrainingSearch:
         if hard is not None:
             res.constraint_miss = res.constraint_miss or self._constraint_miss(hard, count)
             return
-        per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp)
+        per = self.model.per_sequence(recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
         step = self.steps.step(layout, per)
         if step is None:
             return
@@ -727,7 +937,7 @@ class TrainingSearch:
         layout = res.leanest[1]
         if not self.model.components(layout, self.usable).near_limit:
             return None
-        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
+        per = self.model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
         step = self.steps.step(layout, per)
         return None if step is None else _Found(step.total_s / step.items, 0, layout, step)
 

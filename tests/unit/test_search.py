@@ -86,6 +86,28 @@ EXACT_CASES = [
         (16, 64),
     ),
     ({"model": "llama-3.1-70b", "kind": "pretrain", "config": {"zero": 3}}, "b200", (8, 64, 1024)),
+    # Interleaved 1F1B searched (Megatron-Core, torchtitan): the chunks per stage, a stated global batch's
+    # micro-batches in groups of pp, a chosen one rounded up to them.
+    (
+        {
+            "model": "llama-3.1-405b",
+            "kind": "pretrain",
+            "seq_len": 8192,
+            "config": {"stack": "megatron", "global_batch": 512},
+        },
+        "h100-sxm",
+        (128, 512, 1024),
+    ),
+    (
+        {"model": "llama-3.1-70b", "kind": "pretrain", "config": {"stack": "torchtitan"}},
+        "h100-sxm",
+        (32, 256),
+    ),
+    (
+        {"model": "llama-3.1-8b", "kind": "pretrain", "config": {"stack": "megatron"}},
+        "a100-80gb-sxm",
+        (8, 64),
+    ),
 ]
 
 

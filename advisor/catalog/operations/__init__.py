@@ -16,7 +16,7 @@ from advisor.catalog.operations.grid import (
     Grid,
 )
 from advisor.catalog.operations.links import COLLECTIVE_OPS, collective_busbw_gbs, link_key, nominal_gbs
-from advisor.catalog.operations.rates import DTYPES, gemm_tflops, memory_gbs
+from advisor.catalog.operations.rates import DTYPES, gemm_curve, gemm_tflops, grid_tflops, memory_gbs
 from advisor.catalog.operations.tables import Measured, peak_tflops, table
 
 __all__ = [
@@ -35,7 +35,9 @@ __all__ = [
     "attention_tflops",
     "clear_cache",
     "collective_busbw_gbs",
+    "gemm_curve",
     "gemm_tflops",
+    "grid_tflops",
     "link_key",
     "memory_gbs",
     "nominal_gbs",
@@ -53,3 +55,4 @@ def clear_cache() -> None:
                 and getattr(value, "__module__", "") == module.__name__
             ):
                 value.cache_clear()
+    rates._MEDIANS.clear()

@@ -7,6 +7,7 @@ import functools
 import math
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.catalog.operations.grid import FALLBACK_SPREAD, SCALED_SPREAD
@@ -77,40 +78,105 @@ def _measured_gpus(table_name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(line.split(",", 1)[0] for line in _lines(table_name)[1]))
 
 
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Where a GPU's rate comes from, which does not depend on the query: a grid's answer (`grid`: the GPU and
+    dtype whose rows answer) times `factor`, or the median achieved/peak ratio of every measured GPU times
+    `factor` (`grid` None, `median` the dtype asked), with the basis it is stated on."""
+
+    grid: tuple[str, str] | None
+    factor: float
+    per: float
+    """The answer is the grid's (or the median's) x factor / per (the fallbacks' own order of arithmetic)."""
+    basis: str | None
+    """None: the grid's own (measured, interpolated, extrapolated)."""
+    spread: float
+    """Added to the answer's spread."""
+    median: str = ""
+    suffix: str = ""
+    """Appended to the basis (the dtype a fallback came from, the dtype the GPU runs instead)."""
+
+
+def _fallback_route(
+    gpu: Gpu,
+    table_name: str,
+    has: Callable[[str], bool],
+    peak: Callable[[Gpu], float | None],
+    what: str,
+    mine: float | None = None,
+) -> _Route:
+    """A GPU without its own rows: a measured peer's achieved/peak ratio times this GPU's peak (`mine`, else
+    peak(gpu)), else the median ratio of every measured GPU (`has`: whether a GPU has rows); LookupError
+    when this GPU has no peak or no GPU has rows."""
+    mine = mine if mine is not None else peak(gpu)
+    if mine is None:
+        raise LookupError(f"{gpu.id}: no datasheet {what}")
+    for peer in _peers(gpu.id, table_name, what):
+        p = peak(peer)
+        if p and has(peer.id):
+            return _Route((peer.id, what), mine, p, f"scaled from {peer.id}", SCALED_SPREAD)
+    if not any(has(other) and peak(_gpu(other)) for other in _measured_gpus(table_name)):
+        raise LookupError(f"{gpu.id}: no measured {what} of any GPU")
+    return _Route(None, mine, 1.0, "datasheet fallback", FALLBACK_SPREAD, median=what)
+
+
+def _apply(
+    route: _Route,
+    gpu: Gpu,
+    table_name: str,
+    own: Callable[[str, str], Measured | None],
+    key: tuple[object, ...] | None = None,
+) -> Measured:
+    """A route's answer to one query (`own` answers it from a GPU's own rows; `key` names the query, the same
+    for every GPU, so that a datasheet fallback's median is worked out once per query)."""
+    if route.grid is not None:
+        got = own(*route.grid)
+        assert got is not None, "a route reads only a grid that exists"
+        value, source, spread = got.value * route.factor / route.per, got.source, got.spread
+        basis = route.basis if route.basis is not None else got.basis
+    else:
+        d = route.median
+        memo = (table_name, d, key) if key is not None else None
+        median = _MEDIANS.get(memo) if memo is not None else None
+        if median is None:
+            median = _median_ratio(table_name, _own_for(own, d), _peak_of(d))
+            if memo is not None:
+                _MEDIANS[memo] = median
+        ratio, spread, count = median
+        value, basis = route.factor * ratio / route.per, route.basis or ""
+        source = f"knowledge/gpus.toml {gpu.id} {d} x median achieved/peak of {count} measured GPUs"
+    return Measured(value, source, basis + route.suffix, spread + route.spread)
+
+
 def _fallback(
     gpu: Gpu,
     table_name: str,
     own: Callable[[str], Measured | None],
     peak: Callable[[Gpu], float | None],
     what: str,
-    mine: float | None = None,
 ) -> Measured:
-    """A GPU without its own rows: a measured peer's achieved/peak ratio times this GPU's peak (`mine`, else
-    peak(gpu)), else the median ratio of every measured GPU."""
-    mine = mine if mine is not None else peak(gpu)
-    if mine is None:
-        raise LookupError(f"{gpu.id}: no datasheet {what}")
-    candidates = _measured_gpus(table_name)
-    for peer in _peers(gpu.id, table_name, what):
-        got = own(peer.id)
-        p = peak(peer)
-        if got is not None and p:
-            return Measured(
-                got.value * mine / p, got.source, f"scaled from {peer.id}", got.spread + SCALED_SPREAD
-            )
+    """_fallback_route() answered at once (`own`: a GPU's rows at the one query)."""
+    route = _fallback_route(gpu, table_name, lambda gid: own(gid) is not None, peak, what)
+    return _apply(route, gpu, table_name, lambda gid, _what: own(gid))
+
+
+_MEDIANS: dict[tuple[object, ...], tuple[float, float, int]] = {}
+"""The median achieved/peak ratio over the measured GPUs, per table, dtype and query (the datasheet
+fallback of a dozen GPUs asks each the same shapes)."""
+
+
+def _median_ratio(
+    table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
+) -> tuple[float, float, int]:
+    """(median achieved/peak, the largest spread, how many GPUs) over every GPU with rows."""
     ratios, spreads = [], []
-    for other_id in candidates:
+    for other_id in _measured_gpus(table_name):
         other = _gpu(other_id)
         got, p = own(other_id), peak(other)
         if got is not None and p:
             ratios.append(got.value / p)
             spreads.append(got.spread)
-    if not ratios:
-        raise LookupError(f"{gpu.id}: no measured {what} of any GPU")
-    source = f"knowledge/gpus.toml {gpu.id} {what} x median achieved/peak of {len(ratios)} measured GPUs"
-    return Measured(
-        mine * statistics.median(ratios), source, "datasheet fallback", max(spreads) + FALLBACK_SPREAD
-    )
+    return statistics.median(ratios), max(spreads), len(ratios)
 
 
 def _runnable(gpu: Gpu, dtype: str) -> str:
@@ -123,41 +189,44 @@ def _runnable(gpu: Gpu, dtype: str) -> str:
     return next(d for d in DTYPES if peak_tflops(gpu, d))
 
 
+def _route(gpu: Gpu, dtype: str, table_name: str, has: Callable[[str, str], bool]) -> _Route:
+    """Where a TFLOP/s rate of one GPU comes from (`has`: whether a GPU has rows of a dtype): its own rows,
+    its rows of a kernel-equivalent dtype scaled by the datasheet ratio, a measured peer's, else the datasheet
+    fallback."""
+    run = _runnable(gpu, dtype)
+    reason = "" if run == dtype else f" ({dtype} not executed on {gpu.architecture}: {run} rate)"
+    chain = DTYPE_PROXIES[run]
+    if has(gpu.id, run):
+        return _Route((gpu.id, run), 1.0, 1.0, None, 0.0, suffix=reason)
+    for proxy in chain:
+        p_run, p_proxy = peak_tflops(gpu, run), peak_tflops(gpu, proxy)
+        if p_run and p_proxy and has(gpu.id, proxy):
+            basis = f"scaled from {gpu.id} {proxy}"
+            return _Route((gpu.id, proxy), p_run / p_proxy, 1.0, basis, SCALED_SPREAD, suffix=reason)
+    for d in (run, *chain):
+        try:
+            got = _fallback_route(gpu, table_name, _has_for(has, d), _peak_for(d), d, peak_tflops(gpu, run))
+        except LookupError:
+            continue
+        suffix = (f" {d}" if d != run else "") + reason
+        return _Route(got.grid, got.factor, got.per, got.basis, got.spread, got.median, suffix)
+    raise LookupError(f"{gpu.id}: no {table_name} rate for {dtype}")
+
+
 def _rate(
     gpu: Gpu,
     dtype: str,
     table_name: str,
     own: Callable[[str, str], Measured | None],
+    key: tuple[object, ...] | None = None,
 ) -> Measured:
-    """A TFLOP/s rate of one GPU: its own rows, its rows of a kernel-equivalent dtype scaled by the datasheet
-    ratio, a measured peer's, else the datasheet fallback."""
-    run = _runnable(gpu, dtype)
-    reason = "" if run == dtype else f" ({dtype} not executed on {gpu.architecture}: {run} rate)"
-    got = own(gpu.id, run)
-    chain = DTYPE_PROXIES[run]
-    for proxy in chain if got is None else ():
-        base, p_run, p_proxy = own(gpu.id, proxy), peak_tflops(gpu, run), peak_tflops(gpu, proxy)
-        if base is not None and p_run and p_proxy:
-            got = _scaled(base, p_run / p_proxy, f"scaled from {gpu.id} {proxy}")
-            break
-    for d in (run, *chain) if got is None else ():
-        try:
-            got = _fallback(
-                gpu,
-                table_name,
-                _own_for(own, d),
-                _peak_for(d),
-                d,
-                peak_tflops(gpu, run),
-            )
-        except LookupError:
-            continue
-        if d != run:
-            got = Measured(got.value, got.source, f"{got.basis} {d}", got.spread)
-        break
-    if got is None:
-        raise LookupError(f"{gpu.id}: no {table_name} rate for {dtype}")
-    return Measured(got.value, got.source, got.basis + reason, got.spread) if reason else got
+    """A TFLOP/s rate of one GPU at one query (`own`: a GPU's own rows of a dtype at it): _route() applied."""
+    route = _route(gpu, dtype, table_name, lambda gid, d: own(gid, d) is not None)
+    return _apply(route, gpu, table_name, own, key)
+
+
+def _has_for(has: Callable[[str, str], bool], dtype: str) -> Callable[[str], bool]:
+    return lambda gpu_id: has(gpu_id, dtype)
 
 
 def _own_for(own: Callable[[str, str], Measured | None], dtype: str) -> Callable[[str], Measured | None]:
@@ -168,10 +237,6 @@ def _peak_for(dtype: str) -> Callable[[Gpu], float | None]:
     return lambda gpu: peak_tflops(gpu, dtype)
 
 
-def _scaled(base: Measured, factor: float, basis: str) -> Measured:
-    return Measured(base.value * factor, base.source, basis, base.spread + SCALED_SPREAD)
-
-
 # --- the API ------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1 << 16)
 def gemm_tflops(gpu: str, dtype: str, m: int, n: int, k: int, profile: str | None = None) -> Measured:
@@ -180,13 +245,44 @@ def gemm_tflops(gpu: str, dtype: str, m: int, n: int, k: int, profile: str | Non
     _positive(m=m, n=n, k=k)
     g = _gpu(gpu)
     query = (float(m), float(n), float(k))
-    got = _rate(g, dtype, "gemm", _gemm_own(profile, query))
+    got = _apply(_gemm_route(gpu, dtype, profile), g, "gemm", _gemm_own(profile, query), (profile, query))
     if got.basis.startswith(("scaled from", "datasheet fallback")):
         # Too few rows of its own for a grid: they level a curve, the shipped one when a profile has them.
         shape_from = None if profile and _rows("gemm", profile, g.id)[1] else profile
-        base = got if shape_from == profile else _rate(g, dtype, "gemm", _gemm_own(None, query))
-        got = _anchored(g, dtype, base, profile, shape_from)
+        if shape_from != profile:
+            route = _gemm_route(gpu, dtype, None)
+            got = _apply(route, g, "gemm", _gemm_own(None, query), (None, query))
+        got = _anchored(g, dtype, got, profile, shape_from)
     return got
+
+
+def gemm_curve(gpu: str, dtype: str, profile: str | None = None) -> tuple[str, str, str | None] | None:
+    """The grid (GPU, dtype, profile) whose answer a GPU's GEMM rate is an increasing function of, at every
+    shape (its own, a proxy dtype's or a peer's, times constants, levelled and capped at the peak), or None
+    where it is a median over several GPUs: a rate's best shape along a dimension is that grid's."""
+    route = _gemm_route(gpu, dtype, profile)
+    levelled = (route.basis or "").startswith(("scaled from", "datasheet fallback"))
+    if levelled and profile and _rows("gemm", profile, _gpu(gpu).id)[1]:
+        route, profile = _gemm_route(gpu, dtype, None), None  # the shipped curve, as gemm_tflops levels it
+    return (*route.grid, profile) if route.grid is not None else None
+
+
+def grid_tflops(curve: tuple[str, str, str | None], m: int, n: int, k: int) -> float:
+    """A gemm_curve() grid's own answer at a shape."""
+    got = _gemm_at(curve[0], curve[1], curve[2], (float(m), float(n), float(k)))
+    assert got is not None, "a curve names a grid that exists"
+    return got.value
+
+
+@functools.lru_cache(maxsize=1024)
+def _gemm_route(gpu: str, dtype: str, profile: str | None) -> _Route:
+    """_route() of a GPU's GEMM rate, worked out once: whether a GPU has a grid does not depend on the shape
+    (a search asks thousands of shapes of each GPU)."""
+
+    def has(gpu_id: str, d: str) -> bool:
+        return _grids("gemm", (gpu_id, d), profile)[0] is not None
+
+    return _route(_gpu(gpu), dtype, "gemm", has)
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,10 +306,17 @@ def _level(
 
 def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, str], Measured | None]:
     def own(gpu_id: str, dtype: str) -> Measured | None:
-        grid, origin = _grids("gemm", (gpu_id, dtype), profile)
-        return _measured(grid, origin, query) if grid else None
+        return _gemm_at(gpu_id, dtype, profile, query)
 
     return own
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _gemm_at(gpu_id: str, dtype: str, profile: str | None, query: tuple[float, ...]) -> Measured | None:
+    """One GPU's own grid at a shape (None: no grid). Memoised: the GPUs scaled from one measured peer, and
+    the datasheet fallbacks' median over every measured GPU, ask each peer's grid the same shapes."""
+    grid, origin = _grids("gemm", (gpu_id, dtype), profile)
+    return _measured(grid, origin, query) if grid else None
 
 
 def _anchored(gpu: Gpu, dtype: str, base: Measured, profile: str | None, shape_from: str | None) -> Measured:

@@ -176,7 +176,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     layout = stated_layout(job, run.count, run.nodes, run.precision, max(mb, 1), run.grad_accum)
     fabric = knowledge.assumptions.fabric.get(run.fabric) or knowledge_fabric(knowledge, job, gpu)
     memory = TrainingMemoryModel(job, gpu, run.precision, a)
-    per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp)
+    per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
     traits = stack_of(knowledge, run.stack).traits(run.month)
     # A run of a non-LLM harness keeps the speed-of-light step of the models it is fitted with.
     step = training_step(job, gpu, layout, fabric, a, per_seq, traits, run.stack not in NON_LLM_STACKS)

@@ -220,6 +220,7 @@ def estimate(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = No
     layout = row_layout(knowledge, row)
     device = model.nominal_bytes(layout)
     reserved = device - overhead_central(comm_groups(layout), a)
-    act = model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp) * layout.micro_batch
+    act = model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
+    act *= layout.micro_batch
     allocated = reserved - act * model.frag
     return Estimate(device / GB, reserved / GB, allocated / GB, usable_gb(gpu, a, a.memory.headroom.value))
