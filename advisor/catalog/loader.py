@@ -101,18 +101,56 @@ def cached_records(
     folder = cache_dir()
     stem = f"{name}.records."
     cached = folder / f"{stem}{_digest(key).hexdigest()[:24]}.json" if folder else None
-    if cached is not None:
-        try:
-            records = json.loads(cached.read_bytes(), object_hook=decode_object)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # absent, or written by another version: rebuild it
-        else:
-            with contextlib.suppress(OSError):
-                os.utime(cached)  # most recently used: the last to be pruned
-            return records
-    records = build((parse or parse_toml)(raw, name))
-    if cached is not None:
+    records = _read_cache(cached)
+    if records is _MISSING:
+        records = build((parse or parse_toml)(raw, name))
+        if cached is not None:
+            _write_cache(cached, records, stem)
+    return records
+
+
+def cached_part(root: Traversable, name: str, part: str, salt: bytes, build: Callable[[], Any]) -> Any:
+    """What `build` derives from one part of a large knowledge file (a GPU's rows of a measured-operation
+    table), cached like cached_records() but keyed by the file's digest (worked out once per process, for
+    every part), `part` and `salt` (the source of the code that derives it); None without a cache folder,
+    where the caller derives what it needs on use."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    stem = f"{name.replace('/', '_')}.{part or 'all'}."
+    key = _digest(_file_digest(root, name) + _schema_key() + salt + part.encode()).hexdigest()[:24]
+    cached = folder / f"{stem}{key}.json"
+    records = _read_cache(cached)
+    if records is _MISSING:
+        records = build()
         _write_cache(cached, records, stem)
+    return records
+
+
+def _file_digest(root: Traversable, name: str) -> bytes:
+    """A knowledge file's digest, read once per process (a command asks it for each part it reads)."""
+    key = (str(root), name)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = _digest(_read_bytes(root, name)).digest()
+    return _DIGESTS[key]
+
+
+_DIGESTS: dict[tuple[str, str], bytes] = {}
+
+
+_MISSING = object()
+
+
+def _read_cache(cached: Path | None) -> Any:
+    """A cache entry's records, or _MISSING."""
+    if cached is None:
+        return _MISSING
+    try:
+        records = json.loads(cached.read_bytes(), object_hook=decode_object)
+    except (OSError, ValueError, KeyError, TypeError):
+        return _MISSING  # absent, or written by another version: rebuild it
+    with contextlib.suppress(OSError):
+        os.utime(cached)  # most recently used: the last to be pruned
     return records
 
 

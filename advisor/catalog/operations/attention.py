@@ -21,6 +21,7 @@ from advisor.catalog.operations.tables import (
     _positive,
     _rows,
     _short,
+    shipped_keys,
     table,
 )
 
@@ -100,7 +101,9 @@ class _AttentionQuery:
 
 @functools.lru_cache(maxsize=256)
 def _attention_keys(gpu: str, profile: str | None) -> tuple[tuple[Any, ...], ...]:
-    rows, _ = _rows("attention", profile, gpu)
+    rows, origin = _rows("attention", profile, gpu) if profile else ((), "")
+    if not origin:
+        return tuple(sorted(set(shipped_keys("attention", gpu)), key=str))
     cols = GROUPS["attention"].key
     return tuple(sorted({tuple(r[c] for c in cols) for r in rows}, key=str))
 

@@ -16,8 +16,8 @@ from advisor.catalog.operations.tables import (
     _check,
     _gpu,
     _grids,
-    _lines,
     _measured,
+    _measured_gpus,
     _positive,
     _rows,
     _short,
@@ -71,11 +71,6 @@ def _peak_of(what: str) -> Callable[[Gpu], float | None]:
     if what in DTYPES:
         return _peak_for(what)
     return lambda gpu: gpu.memory_bw_gbs
-
-
-@functools.cache
-def _measured_gpus(table_name: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(line.split(",", 1)[0] for line in _lines(table_name)[1]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.operations.grid import Grid
+from advisor.catalog.operations.stored import Groups, stored_groups
 from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
@@ -79,8 +80,15 @@ def table(name: str) -> tuple[dict[str, Any], ...]:
 @functools.lru_cache(maxsize=256)
 def _gpu_rows(name: str, gpu: str) -> tuple[dict[str, Any], ...]:
     """The shipped rows of one GPU (its lines start with its id): a predict parses only the GPUs it asks."""
-    prefix = gpu + ","
-    return _parse(name, [line for line in _lines(name)[1] if line.startswith(prefix)])
+    return _parse(name, _lines_by_gpu(name).get(gpu, ()))
+
+
+@functools.cache
+def _lines_by_gpu(name: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in _lines(name)[1]:
+        out.setdefault(line.split(",", 1)[0], []).append(line)
+    return out
 
 
 def _profile_payload(name: str) -> dict[str, Any]:
@@ -190,17 +198,68 @@ MIN_GRID_POINTS = 4
 def _grids(kind: str, key: tuple[Any, ...], profile: str | None) -> tuple[Grid | None, str]:
     """The grid of one group of rows, keyed by kind and the group's columns; with the profile it came from."""
     spec = GROUPS[kind]
-    gpu = key[0] if spec.per_gpu else None
-    rows, origin = _rows(spec.table, profile, gpu)
-    if origin or spec.per_gpu:
-        mine = [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
+    if profile:
+        rows, origin = _rows(spec.table, profile, key[0] if spec.per_gpu else None)
+        if origin:
+            grid = _grid(_matching(rows, spec, key), spec.axes, spec.value, spec.below, spec.one_source)
+            if grid is None and kind != "gemm":
+                # Too few profile points for a grid: the shipped rows (a GEMM's few rows level them instead).
+                return _grids(kind, key, None)
+            return grid, origin
+    stored = _stored(spec.table, key[0] if spec.per_gpu else "")
+    if stored is None:
+        return _built(kind, key), ""
+    return stored.get((kind, *key)), ""
+
+
+def _matching(rows: Sequence[dict[str, Any]], spec: GroupSpec, key: tuple[Any, ...]) -> list[dict[str, Any]]:
+    return [r for r in rows if all(_same(r[c], v) for c, v in zip(spec.key, key, strict=True))]
+
+
+def _built(kind: str, key: tuple[Any, ...]) -> Grid | None:
+    """The grid of one group of the shipped rows, built from them."""
+    spec = GROUPS[kind]
+    if spec.per_gpu:
+        mine = _matching(_gpu_rows(spec.table, key[0]), spec, key)
     else:
         mine = _shipped_groups(kind).get(tuple(_norm(v) for v in key), [])
-    grid = _grid(mine, spec.axes, spec.value, spec.below, spec.one_source)
-    if grid is None and origin and kind != "gemm":
-        # Too few profile points for a grid: the shipped rows (a GEMM's few rows level them instead).
-        return _grids(kind, key, None)
-    return grid, origin
+    return _grid(mine, spec.axes, spec.value, spec.below, spec.one_source)
+
+
+@functools.lru_cache(maxsize=256)
+def _stored(table_name: str, part: str) -> Groups | None:
+    """Every group of one GPU's shipped rows of a table (every group for a table not split by GPU) with its
+    grid, precompiled in the knowledge cache (None: no cache, each grid is built on use). A GPU without rows
+    has no groups and no entry."""
+    if part and part not in _measured_gpus(table_name):
+        return {}
+    return stored_groups(table_name, part, functools.partial(_part_groups, table_name, part))
+
+
+def _part_groups(table_name: str, part: str) -> list[tuple[tuple[Any, ...], Grid | None]]:
+    """Every group of a table's part, keyed (kind, *key), with the grid _built() gives it."""
+    out = []
+    for kind, spec in GROUPS.items():
+        if spec.table == table_name:
+            rows = _gpu_rows(table_name, part) if spec.per_gpu else table(table_name)
+            keys = dict.fromkeys(tuple(_norm(r[c]) for c in spec.key) for r in rows)
+            out += [((kind, *key), _built(kind, key)) for key in keys]
+    return out
+
+
+@functools.cache
+def _measured_gpus(table_name: str) -> tuple[str, ...]:
+    """The GPUs with rows in a shipped table, in their first row's order."""
+    return tuple(_lines_by_gpu(table_name))
+
+
+def shipped_keys(kind: str, gpu: str) -> list[tuple[Any, ...]]:
+    """The group keys of one GPU's shipped rows of a kind (split by GPU), in the rows' order."""
+    spec = GROUPS[kind]
+    stored = _stored(spec.table, gpu)
+    if stored is None:
+        return list(dict.fromkeys(tuple(_norm(r[c]) for c in spec.key) for r in _gpu_rows(spec.table, gpu)))
+    return [key[1:] for key in stored if key[0] == kind]
 
 
 @functools.cache

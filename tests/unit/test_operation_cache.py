@@ -1,0 +1,101 @@
+"""The measured-operation grids precompiled into the knowledge cache (advisor/catalog/operations/stored.py):
+each stored grid is the one built from the rows, value for value, and a command reads them instead of the
+rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from advisor.catalog import operations as ops
+from advisor.catalog.operations import tables
+
+TABLES = {spec.table for spec in tables.GROUPS.values()}
+
+
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    ops.clear_cache()
+    yield
+    ops.clear_cache()
+
+
+def _parts(table: str) -> list[str]:
+    per_gpu = any(spec.per_gpu for spec in tables.GROUPS.values() if spec.table == table)
+    return list(tables._measured_gpus(table)) if per_gpu else [""]
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_stored_grids_are_the_built_ones(table: str, fresh: None, tmp_path: Path, monkeypatch) -> None:
+    """Every group of every GPU's rows: the grid read back from a cache entry equals the grid built from the
+    rows (axes, measured points, every filled log value, source, scaling below the grid)."""
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
+    groups = 0
+    for part in _parts(table):
+        written = tables._stored(table, part)  # built and written
+        tables._stored.cache_clear()
+        read = tables._stored(table, part)  # read back from the entry
+        assert written is not None and read is not None
+        assert written == read
+        for key, grid in read.items():
+            assert grid == tables._built(key[0], key[1:]), key
+            groups += 1
+    assert groups > 0
+    assert any(p.suffix == ".json" for p in (tmp_path / "gpu-advisor").iterdir())
+
+
+def test_without_a_cache_grids_are_built_on_use(fresh: None, monkeypatch) -> None:
+    monkeypatch.setenv("GPU_ADVISOR_NO_CACHE", "1")
+    assert tables._stored("gemm", "h100-sxm") is None
+    grid, origin = tables._grids("gemm", ("h100-sxm", "bf16"), None)
+    assert grid is not None and origin == ""
+    assert grid == tables._built("gemm", ("h100-sxm", "bf16"))
+
+
+def test_a_gpu_without_rows_has_no_entry(fresh: None, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
+    assert tables._stored("gemm", "t4") == {}
+    assert tables._grids("gemm", ("t4", "fp16"), None) == (None, "")
+    assert not (tmp_path / "gpu-advisor").exists()
+
+
+PROBE = """
+import json
+from advisor.catalog.operations import attention_tflops, gemm_tflops, tables
+parsed = []
+parse = tables._parse
+tables._parse = lambda name, lines: parsed.append(len(lines)) or parse(name, lines)
+got = [
+    gemm_tflops("h100-sxm", "bf16", 4096, 4096, 4096),
+    gemm_tflops("l4", "bf16", 1024, 8192, 4096),
+    attention_tflops(
+        "h100-sxm", "bf16", seq_len=4096, heads=32, kv_heads=8, head_dim=128, causal=True, pass_="fwd_bwd"
+    ),
+]
+print(json.dumps([[m.value, m.source, m.basis, m.spread] for m in got]))
+print(sum(parsed))
+"""
+
+
+def test_a_warm_process_answers_the_same_without_parsing_rows(tmp_path: Path) -> None:
+    """A second process reads the grids from the cache: the same answers as the first, which built them, and
+    as a process with no cache; the warm one parses no rows."""
+    env = {**os.environ, "GPU_ADVISOR_CACHE_DIR": str(tmp_path)}
+    env.pop("GPU_ADVISOR_NO_CACHE", None)
+
+    def run(extra: dict[str, str]) -> list[str]:
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE], env={**env, **extra}, capture_output=True, text=True, check=True
+        )
+        return out.stdout.splitlines()
+
+    cold, warm, uncached = run({}), run({}), run({"GPU_ADVISOR_NO_CACHE": "1"})
+    assert json.loads(cold[0]) == json.loads(warm[0]) == json.loads(uncached[0])
+    assert int(cold[1]) > 0 and int(uncached[1]) > 0
+    assert warm[1] == "0"
