@@ -35,16 +35,24 @@ def risk_aware(ranked: list[Scored], objective: str, error: float) -> list[Score
     memory (or, balanced, as safe on fewer nodes). Plans are settled most-preferred first, so a plan moved
     down takes the place of the last plan it yields to: the order stays a ranking (no cycles)."""
     balanced = objective == "balanced"
-    standing = {id(s): _standing(s, balanced) for s in ranked}
-    if len(set(standing.values())) < 2:
+    standing = [_standing(s, balanced) for s in ranked]
+    if len(set(standing)) < 2:
         return ranked  # every plan stands the same: nothing to move
-    place = {id(s): float(i) for i, s in enumerate(ranked)}
-    for s in sorted(ranked, key=lambda s: (standing[id(s)], place[id(s)])):
-        mine = standing[id(s)]
-        yields = [place[id(q)] for q in ranked if standing[id(q)] < mine and within(q, s, error)]
-        if yields and max(yields) > place[id(s)]:
-            place[id(s)] = max(yields) + 1e-6 * (1 + place[id(s)] / (len(ranked) + 1))
-    return sorted(ranked, key=lambda s: place[id(s)])
+    place = [float(i) for i in range(len(ranked))]
+    # Each plan's cost and time read once: the comparisons below are within()'s, over every pair.
+    costs = [s.cost.mid for s in ranked]
+    times = [s.time_key for s in ranked]
+    for i in sorted(range(len(ranked)), key=lambda i: (standing[i], place[i])):
+        mine, cost_cap, time_cap = standing[i], costs[i] * (1.0 + error), times[i] * (1.0 + error)
+        yields = [
+            place[j]
+            for j in range(len(ranked))
+            if standing[j] < mine and costs[j] <= cost_cap and times[j] <= time_cap
+        ]
+        if yields and max(yields) > place[i]:
+            place[i] = max(yields) + 1e-6 * (1 + place[i] / (len(ranked) + 1))
+    order = sorted(range(len(ranked)), key=lambda i: place[i])
+    return [ranked[i] for i in order]
 
 
 def _limits_text(constraints: Constraints) -> str:
