@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.answer.report import ConfigValue, GoodputOut, LayoutOut, MemoryOut
+from advisor.answer.plan_out import ConfigValue, GoodputOut, LayoutOut, MemoryOut
 from advisor.job.layout import ZERO_STAGE, Layout
 from advisor.job.resolve import Job
 from advisor.physics.goodput import Goodput

@@ -14,15 +14,7 @@ from advisor.answer.configuration import (
     memory_out,
     serving_configuration,
 )
-from advisor.answer.report import (
-    AlternativeOut,
-    ConfigValue,
-    GoodputOut,
-    LayoutOut,
-    LoadOut,
-    MemoryOut,
-    Throughput,
-)
+from advisor.answer.plan_out import AlternativeOut, ConfigValue, GoodputOut, LayoutOut, MemoryOut, Throughput
 from advisor.answer.step_out import StepBreakdown, step_breakdown
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
@@ -42,6 +34,7 @@ from advisor.search.context import Context
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
 
 if TYPE_CHECKING:  # serving modules are imported where a serving answer is made, not by training ones
+    from advisor.answer.report import LoadOut
     from advisor.search.serving import Served
 
 

@@ -6,19 +6,21 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from advisor.catalog.userdata import data_dir, locked, read_stored, write_text_atomic
+from advisor.catalog.profiles import RUNS_FILE as RUNS_FILE
+from advisor.catalog.profiles import check_profile_name as check_profile_name
+from advisor.catalog.profiles import default_profile as default_profile
+from advisor.catalog.profiles import list_profiles as list_profiles
+from advisor.catalog.profiles import profiles_dir as profiles_dir
+from advisor.catalog.userdata import locked, read_stored, write_text_atomic
 from advisor.question.checks import shown
 from advisor.question.errors import InputError
 from advisor.question.records import Check, dump, validate
 
-RUNS_FILE = "runs.json"
 STORE_FORMAT: Literal[1] = 1
-_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,31 +79,6 @@ class StoredRuns:
     name: str
     runs: list[StoredRun]
     serving_fits: dict[str, ServingFit] = field(default_factory=dict)
-
-
-def check_profile_name(name: str) -> str:
-    """name when it is a profile name (lowercase letters, digits, '.', '_', '-'; 64 at most)."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
-        raise InputError(
-            f"profile: {shown(name)} is not a profile name; accepted lowercase letters, digits, '.', '_' "
-            "and '-', starting with a letter or digit, at most 64 characters (e.g. h100-sxm-torchtitan)",
-            field="profile",
-            value=name,
-            problem="is not a profile name",
-            accepted="lowercase letters, digits, '.', '_' and '-', at most 64 characters",
-        )
-    return name
-
-
-def default_profile(gpu: str, key: str) -> str:
-    """The profile a run goes to, and an answer reads, when none is named: one per GPU type and stack or
-    engine."""
-    return f"{gpu}-{key}".lower()
-
-
-def profiles_dir() -> Path:
-    """Where the named profiles live."""
-    return data_dir() / "profiles"
 
 
 def _path(name: str) -> Path:
@@ -194,14 +171,6 @@ def reset_profile(name: str) -> list[str]:
             folder.rmdir()
         _read.cache_clear()
     return removed
-
-
-def list_profiles() -> list[str]:
-    """The profiles that hold calibration runs."""
-    root = profiles_dir()
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if _NAME.fullmatch(p.name) and (p / RUNS_FILE).is_file())
 
 
 def profile_text(name: str) -> str:

@@ -24,7 +24,7 @@ def efficiency_model(knowledge: Knowledge, *, prior: bool = False) -> Efficiency
 
 def with_calibration(model: EfficiencyModel) -> EfficiencyModel:
     """model with the user's calibration runs applied on top, when any profile holds runs (else model)."""
-    from advisor.catalog.run_store import list_profiles
+    from advisor.catalog.profiles import list_profiles
 
     if not list_profiles():
         return model
