@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +183,8 @@ def _nearest_attention_key(
 @functools.lru_cache(maxsize=64)
 def _pass_ratio(have: str, want: str, dtype: str) -> float | None:
     """The median ratio of `want`-pass to `have`-pass TFLOP/s over the shipped rows measured both ways."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
     by: dict[tuple[Any, ...], dict[str, float]] = {}
     for r in table("attention"):
         if r["dtype"] == dtype and r["pass"] in (have, want):

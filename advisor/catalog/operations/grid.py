@@ -7,7 +7,6 @@ import bisect
 import functools
 import itertools
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,6 +42,8 @@ class Grid:
 
     @classmethod
     def of(cls, points: dict[tuple[float, ...], list[float]], source: str, below: Sequence[float]) -> Grid:
+        import statistics  # on use: a warm command reads the stored grids, built on a cache miss
+
         dims = len(next(iter(points)))
         axes = tuple(tuple(sorted({p[i] for p in points})) for i in range(dims))
         merged = {p: statistics.fmean(v) for p, v in points.items()}

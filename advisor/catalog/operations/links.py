@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from typing import TYPE_CHECKING
 
 from advisor.catalog.operations import alphabeta
@@ -108,6 +107,8 @@ def _collective_fallback(op: str, link: str, gpus: int, nodes: int, nbytes: floa
     """A link without rows: the measured link of its kind (inside a server, or between servers) with the
     nearest nominal bandwidth, scaled by the nominal ratio; else its nominal bandwidth times the median
     achieved/nominal ratio of the measured links."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
     mine = nominal_gbs(link)
     peer = _nearest_link(link) if mine else None
     if peer is not None and mine:
@@ -225,6 +226,8 @@ def _nic_share(
 def _plateaus(link: str, profile: str | None) -> dict[float, tuple[float, str]]:
     """Per server count: the large-message bus bandwidth of the link's ring collectives per rank on a server
     (the mean of each sweep's plateau rows), with the sources."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
     rows = [
         r
         for r in _rows("collectives", profile, None)[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -164,6 +163,8 @@ def _median_ratio(
     table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
 ) -> tuple[float, float, int]:
     """(median achieved/peak, the largest spread, how many GPUs) over every GPU with rows."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
     ratios, spreads = [], []
     for other_id in _measured_gpus(table_name):
         other = _gpu(other_id)
@@ -285,6 +286,8 @@ def _level(
     gpu_id: str, dtype: str, profile: str | None, shape_from: str | None
 ) -> tuple[float, int, str] | None:
     """(median measured/curve ratio, rows, their sources) of a GPU's few rows of its runnable dtype."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
     gpu = _gpu(gpu_id)
     run = _runnable(gpu, dtype)
     rows = [r for r in _rows("gemm", profile, gpu_id)[0] if r["dtype"] == run]

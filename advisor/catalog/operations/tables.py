@@ -3,7 +3,6 @@ and the Measured answer record."""
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
 from collections.abc import Sequence
@@ -51,6 +50,8 @@ def _lines(name: str) -> tuple[list[str], tuple[str, ...]]:
 
 
 def _parse(name: str, lines: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    import csv  # on use: a warm command reads the stored grids, not the rows
+
     columns = _lines(name)[0]
     return tuple(_typed(dict(zip(columns, fields, strict=True))) for fields in csv.reader(lines))
 
