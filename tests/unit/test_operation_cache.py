@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog import operations as ops
-from advisor.catalog.operations import tables
+from advisor.catalog.operations import attention, links, tables
 
 TABLES = {spec.table for spec in tables.GROUPS.values()}
 
@@ -62,12 +62,13 @@ def test_a_gpu_without_rows_has_no_entry(fresh: None, tmp_path: Path, monkeypatc
     monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
     assert tables._stored("gemm", "t4") == {}
     assert tables._grids("gemm", ("t4", "fp16"), None) == (None, "")
-    assert not (tmp_path / "gpu-advisor").exists()
+    names = [p.name for p in (tmp_path / "gpu-advisor").iterdir()]
+    assert names and all(n.startswith("operations_gemm.csv.index.") for n in names)  # which GPUs have rows
 
 
 PROBE = """
 import json
-from advisor.catalog.operations import attention_tflops, gemm_tflops, tables
+from advisor.catalog.operations import attention_tflops, collective_busbw_gbs, gemm_tflops, tables
 parsed = []
 parse = tables._parse
 tables._parse = lambda name, lines: parsed.append(len(lines)) or parse(name, lines)
@@ -77,6 +78,13 @@ got = [
     attention_tflops(
         "h100-sxm", "bf16", seq_len=4096, heads=32, kv_heads=8, head_dim=128, causal=True, pass_="fwd_bwd"
     ),
+    attention_tflops(
+        "b200", "bf16", seq_len=8192, heads=64, kv_heads=8, head_dim=64, causal=True, pass_="bwd"
+    ),
+    collective_busbw_gbs("all_reduce", "ib-ndr400", 64, 8, 2**28),
+    collective_busbw_gbs("all_gather", "ib-ndr400", 256, 32, 2**26),
+    collective_busbw_gbs("all_to_all", "efa-400", 64, 8, 2**24),
+    collective_busbw_gbs("reduce_scatter", "nvlink4", 8, 1, 2**20),
 ]
 print(json.dumps([[m.value, m.source, m.basis, m.spread] for m in got]))
 print(sum(parsed))
@@ -99,3 +107,34 @@ def test_a_warm_process_answers_the_same_without_parsing_rows(tmp_path: Path) ->
     assert json.loads(cold[0]) == json.loads(warm[0]) == json.loads(uncached[0])
     assert int(cold[1]) > 0 and int(uncached[1]) > 0
     assert warm[1] == "0"
+
+
+def test_the_gpus_with_rows_are_stored(fresh: None, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
+    for table in sorted(TABLES):
+        stored = tables._measured_gpus(table)
+        tables._measured_gpus.cache_clear()
+        assert stored == tables._measured_gpus(table) == tuple(tables._lines_by_gpu(table))
+
+
+def test_stored_derived_figures_are_the_computed_ones(fresh: None, tmp_path: Path, monkeypatch) -> None:
+    """The pass ratios, each link's plateaus, servers measured and links measured: read back from the cache
+    as computed from the rows."""
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
+    assert attention._stored_pass_ratios() is not None
+    attention._stored_pass_ratios.cache_clear()
+    ratios = attention._stored_pass_ratios()
+    assert ratios and any(r is not None for r in ratios.values())
+    for (have, want, dtype), ratio in ratios.items():
+        assert ratio == attention._pass_ratio_of(have, want, dtype)
+    assert links._stored_plateaus() is not None
+    links._stored_plateaus.cache_clear()
+    plateaus = links._stored_plateaus()
+    assert plateaus and any(plateaus.values())
+    rows = tables.table("collectives")
+    assert set(plateaus) == {r["link"] for r in rows} == set(links._shipped_links())
+    for link, got in plateaus.items():
+        assert got == links._plateaus_of(link, None)
+        for op in {r["op"] for r in rows}:
+            nodes = {r["nodes"] for r in rows if r["op"] == op and r["link"] == link}
+            assert links._measured_nodes(op, link, None) == tuple(sorted(nodes))

@@ -9,6 +9,7 @@ from typing import Any
 
 from advisor.catalog.operations.grid import EXTRAPOLATED_SPREAD, PROXY_HEADS_SPREAD, SCALED_SPREAD
 from advisor.catalog.operations.rates import DTYPES, _rate
+from advisor.catalog.operations.stored import stored_value
 from advisor.catalog.operations.tables import (
     GROUPS,
     Measured,
@@ -183,6 +184,25 @@ def _nearest_attention_key(
 @functools.lru_cache(maxsize=64)
 def _pass_ratio(have: str, want: str, dtype: str) -> float | None:
     """The median ratio of `want`-pass to `have`-pass TFLOP/s over the shipped rows measured both ways."""
+    stored = _stored_pass_ratios()
+    if stored is not None and (have, want, dtype) in stored:
+        return stored[(have, want, dtype)]
+    return _pass_ratio_of(have, want, dtype)
+
+
+@functools.cache
+def _stored_pass_ratios() -> dict[tuple[str, str, str], float | None] | None:
+    """Every pass ratio of every dtype, from the knowledge cache (None: no cache)."""
+
+    def build() -> list[list[Any]]:
+        passes = ATTENTION_PASSES
+        return [[h, w, d, _pass_ratio_of(h, w, d)] for h in passes for w in passes for d in DTYPES if h != w]
+
+    stored = stored_value("attention", "pass_ratios", build)
+    return None if stored is None else {(h, w, d): ratio for h, w, d, ratio in stored}
+
+
+def _pass_ratio_of(have: str, want: str, dtype: str) -> float | None:
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
     by: dict[tuple[Any, ...], dict[str, float]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.operations import alphabeta
 from advisor.catalog.operations.grid import (
@@ -15,6 +15,7 @@ from advisor.catalog.operations.grid import (
     MAX_SPREAD,
     SCALED_SPREAD,
 )
+from advisor.catalog.operations.stored import stored_value
 from advisor.catalog.operations.tables import (
     Measured,
     _catalogue,
@@ -24,7 +25,7 @@ from advisor.catalog.operations.tables import (
     _measured,
     _positive,
     _rows,
-    table,
+    shipped_keys,
 )
 from advisor.question.errors import InputError
 
@@ -99,7 +100,9 @@ def _collective_own(
 @functools.lru_cache(maxsize=256)
 def _measured_nodes(op: str, link: str, profile: str | None) -> tuple[float, ...]:
     """The server counts an op was measured at on a link (read once per op and link)."""
-    rows = _rows("collectives", profile, None)[0]
+    rows, origin = _rows("collectives", profile, None) if profile else ((), "")
+    if not origin:  # the shipped rows' groups (op, link, servers)
+        return tuple(sorted({k[2] for k in shipped_keys("collectives") if k[0] == op and k[1] == link}))
     return tuple(sorted({r["nodes"] for r in rows if r["op"] == op and r["link"] == link}))
 
 
@@ -226,6 +229,27 @@ def _nic_share(
 def _plateaus(link: str, profile: str | None) -> dict[float, tuple[float, str]]:
     """Per server count: the large-message bus bandwidth of the link's ring collectives per rank on a server
     (the mean of each sweep's plateau rows), with the sources."""
+    if not profile:
+        stored = _stored_plateaus()
+        if stored is not None:
+            return dict(stored.get(link, {}))
+    return _plateaus_of(link, profile)
+
+
+@functools.cache
+def _stored_plateaus() -> dict[str, dict[float, tuple[float, str]]] | None:
+    """Every shipped link's plateaus, from the knowledge cache (None: no cache)."""
+
+    def build() -> dict[str, list[list[Any]]]:
+        return {link: [[k, *v] for k, v in _plateaus_of(link, None).items()] for link in _shipped_links()}
+
+    stored = stored_value("collectives", "plateaus", build)
+    if stored is None:
+        return None
+    return {link: {k: (v, source) for k, v, source in rows} for link, rows in stored.items()}
+
+
+def _plateaus_of(link: str, profile: str | None) -> dict[float, tuple[float, str]]:
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
     rows = [
@@ -262,7 +286,7 @@ def _family(link: str) -> str:
 @functools.cache
 def _shipped_links() -> tuple[str, ...]:
     """The link keys the shipped collective rows measured."""
-    return tuple(sorted({r["link"] for r in table("collectives")}))
+    return tuple(sorted({k[1] for k in shipped_keys("collectives")}))
 
 
 @functools.lru_cache(maxsize=64)

@@ -16,7 +16,7 @@ Groups = dict[tuple[Any, ...], Grid | None]
 """A table part's groups: (kind, *the group's key) -> its grid (None: too few points for one)."""
 
 # The code that derives a stored entry: an edit to any of them must not read entries it did not write.
-DERIVED_BY = ("tables.py", "grid.py", "stored.py")
+DERIVED_BY = ("tables.py", "grid.py", "stored.py", "attention.py", "links.py")
 
 
 def stored_groups(
@@ -34,6 +34,22 @@ def stored_groups(
     if entries is None:
         return None
     return {tuple(key): None if raw is None else _decode(raw) for key, raw in entries}
+
+
+def stored_gpus(table: str, build: Callable[[], Iterable[str]]) -> tuple[str, ...] | None:
+    """The GPUs with rows in a shipped table (`build` lists them from the rows), from the knowledge cache;
+    None without a cache folder."""
+    gpus = stored_value(table, "index", lambda: list(build()))
+    return None if gpus is None else tuple(gpus)
+
+
+def stored_value(table: str, part: str, build: Callable[[], Any]) -> Any:
+    """What `build` derives from a whole shipped table (plain JSON data: a median over its rows, each link's
+    plateau), from the knowledge cache; None without a cache folder."""
+    from advisor.catalog.common import shipped_root
+    from advisor.catalog.loader import cached_part
+
+    return cached_part(shipped_root(), f"operations/{table}.csv", part, _salt(), build)
 
 
 @functools.cache

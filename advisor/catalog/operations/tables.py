@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.operations.grid import Grid
-from advisor.catalog.operations.stored import Groups, stored_groups
+from advisor.catalog.operations.stored import Groups, stored_gpus, stored_groups
 from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
@@ -250,16 +250,20 @@ def _part_groups(table_name: str, part: str) -> list[tuple[tuple[Any, ...], Grid
 
 @functools.cache
 def _measured_gpus(table_name: str) -> tuple[str, ...]:
-    """The GPUs with rows in a shipped table, in their first row's order."""
-    return tuple(_lines_by_gpu(table_name))
+    """The GPUs with rows in a shipped table, in their first row's order (stored: a warm command reads no
+    rows of the GPUs it does not ask)."""
+    stored = stored_gpus(table_name, functools.partial(_lines_by_gpu, table_name))
+    return stored if stored is not None else tuple(_lines_by_gpu(table_name))
 
 
-def shipped_keys(kind: str, gpu: str) -> list[tuple[Any, ...]]:
-    """The group keys of one GPU's shipped rows of a kind (split by GPU), in the rows' order."""
+def shipped_keys(kind: str, gpu: str = "") -> list[tuple[Any, ...]]:
+    """The group keys of the shipped rows of a kind (of one GPU for a table split by GPU), in the rows'
+    order."""
     spec = GROUPS[kind]
     stored = _stored(spec.table, gpu)
     if stored is None:
-        return list(dict.fromkeys(tuple(_norm(r[c]) for c in spec.key) for r in _gpu_rows(spec.table, gpu)))
+        rows = _gpu_rows(spec.table, gpu) if spec.per_gpu else table(spec.table)
+        return list(dict.fromkeys(tuple(_norm(r[c]) for c in spec.key) for r in rows))
     return [key[1:] for key in stored if key[0] == kind]
 
 
