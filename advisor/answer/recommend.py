@@ -789,8 +789,10 @@ def _front_points(front: list[Scored], top: list[Scored]) -> tuple[FrontPoint, .
 
 def _calibration_notes(ctx: Context, top: list) -> list[str]:
     """Which plans the user's calibration runs moved, naming the profile (answer/calibration_answer.py)."""
-    if not top:
-        return []
+    from advisor.catalog.profiles import list_profiles
+
+    if not top or not list_profiles():
+        return []  # no profile holds runs: nothing calibrated, and the calibration modules stay unimported
     from advisor.answer.calibration_answer import training_profile_notes
 
     return training_profile_notes(ctx, sorted({s.cand.gpu.id for s in top}))
