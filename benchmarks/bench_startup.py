@@ -63,6 +63,18 @@ COMMANDS: dict[str, list[str]] = {
         "--count",
         "8",
     ],
+    # Issue 26's: an 8B model on 8 GPUs of a catalogued type.
+    "predict 8B pretrain x8": [
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--workload",
+        "pretrain",
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "8",
+    ],
     "recommend": ["recommend", "--model", "llama-2-70b", "--workload", "finetune", "--budget", "20000"],
     "recommend json": [
         "recommend",
@@ -189,8 +201,9 @@ GOALS: dict[str, tuple[float, str]] = {
 }
 
 
-def wheel_python(work: Path) -> str:
-    """This checkout as a wheel, bytecode compiled, in a fresh venv under work: that venv's python."""
+def wheel_python(work: Path, tree: Path = ROOT) -> str:
+    """A checkout (this one by default) as a wheel, bytecode compiled, in a fresh venv under work: that venv's
+    python."""
     dist = work / "dist"
     subprocess.run(
         [
@@ -203,7 +216,7 @@ def wheel_python(work: Path) -> str:
             "-q",
             "-w",
             str(dist),
-            str(ROOT),
+            str(tree),
         ],
         check=True,
         cwd=work,
@@ -228,11 +241,11 @@ def wheel_python(work: Path) -> str:
     return str(python)
 
 
-def cpu_seconds(code: str, env: dict[str, str]) -> float:
+def cpu_seconds(code: str, env: dict[str, str], python: list[str] | None = None) -> float:
     """CPU seconds (user + system) one `python -c code` child takes, output discarded."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(
-        [*PYTHON, "-c", code],
+        [*(python or PYTHON), "-c", code],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -245,6 +258,18 @@ def cpu_seconds(code: str, env: dict[str, str]) -> float:
 def median_cpu(code: str, env: dict[str, str], repeats: int) -> float:
     cpu_seconds(code, env)  # warm-up: fills the knowledge cache and the OS file cache
     return statistics.median(cpu_seconds(code, env) for _ in range(repeats))
+
+
+def side_by_side(code: str, trees: list[tuple[list[str], dict[str, str]]], repeats: int) -> list[float]:
+    """Median CPU seconds of one `python -c code` in each tree's install (its python and environment), the
+    runs interleaved so that the host's load weighs on every tree alike."""
+    runs: list[list[float]] = [[] for _ in trees]
+    for python, env in trees:
+        cpu_seconds(code, env, python)  # warm-up
+    for _ in range(repeats):
+        for i, (python, env) in enumerate(trees):
+            runs[i].append(cpu_seconds(code, env, python))
+    return [statistics.median(r) for r in runs]
 
 
 def instructions(code: str, env: dict[str, str]) -> int:
@@ -286,7 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also count each command's instructions under valgrind (load-independent; slow)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="another checkout (main's, say) measured side by side as a wheel install: its ratios first",
+    )
     opts = parser.parse_args(argv)
+    if opts.against:
+        return compare(Path(opts.against).resolve(), opts.repeats, not opts.no_examples)
     with tempfile.TemporaryDirectory() as cache:
         if opts.install == "wheel":
             PYTHON[:] = [wheel_python(Path(cache))]
@@ -330,6 +362,32 @@ def main(argv: list[str] | None = None) -> int:
         ok = results[name] <= limit
         missed += not ok
         print(f"  {name:<24} {results[name]:5.2f}x {base} (goal <= {limit:g}x): {'met' if ok else 'MISSED'}")
+    return 0
+
+
+def compare(other: Path, repeats: int, examples: bool) -> int:
+    """Every command in two wheel installs, the other checkout's and this one's, their runs interleaved:
+    each tree's ratio to its own `python -c pass`, the other's first."""
+    with tempfile.TemporaryDirectory() as work:
+        trees = []
+        for name, tree in (("against", other), ("this", ROOT)):
+            folder = Path(work) / name
+            folder.mkdir()
+            python = [wheel_python(folder, tree)]
+            env = {**os.environ, "GPU_ADVISOR_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": ""}
+            env["GPU_ADVISOR_TODAY"] = "2025-06-01"
+            env.pop("GPU_ADVISOR_NO_CACHE", None)
+            trees.append((python, env))
+        os.chdir(work)
+        floors = side_by_side("pass", trees, repeats)
+        print(f"wheel installs, CPU median of {repeats} interleaved runs; python -c pass: ", end="")
+        print(f"{floors[0] * 1000:.0f} ms ({other}) and {floors[1] * 1000:.0f} ms (this tree)")
+        for name, args in {**COMMANDS, **(EXAMPLES if examples else {})}.items():
+            cpus = side_by_side(CLI.format(args=args), trees, repeats)
+            before, after = cpus[0] / floors[0], cpus[1] / floors[1]
+            goal = GOALS.get(name)
+            mark = f"   (goal <= {goal[0]:g}x)" if goal else ""
+            print(f"  {name:<24} {before:5.1f}x -> {after:5.1f}x python  ({after / before - 1:+.0%}){mark}")
     return 0
 
 
