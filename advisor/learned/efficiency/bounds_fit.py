@@ -83,7 +83,7 @@ def sample_efficiency(model: ExportedModel, s: Sample) -> float:
     typical family (or the trees), bounded."""
     if s.family == "llm" and model.linear is not None:
         log50 = model.linear.predict_log(llm_inputs(s.features, math.log(s.sol / s.mfu_sol), TYPICAL))
-        offsets = model.linear.interval
+        offsets = model.linear.interval_of(s.features)
     else:
         log50 = model.predict_log(s.features)
         offsets = model.interval.get(s.family, model.interval["all"])

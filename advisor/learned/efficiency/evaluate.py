@@ -76,8 +76,13 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) of values with weights (step function, as split conformal uses)."""
-    pairs = sorted(zip(values, weights, strict=True))
-    total = sum(weights)
+    return sorted_quantile(sorted(zip(values, weights, strict=True)), q)
+
+
+def sorted_quantile(pairs: Sequence[tuple[float, float]], q: float) -> float:
+    """weighted_quantile() of (value, weight) pairs already sorted (a caller asking many levels of one set
+    sorts it once)."""
+    total = sum(w for _, w in pairs)
     acc = 0.0
     for v, w in pairs:
         acc += w

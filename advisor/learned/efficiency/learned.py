@@ -15,7 +15,7 @@ from advisor.learned.efficiency.base import Interval, Query
 from advisor.learned.efficiency.bounds import MIN_HALF, Bounds, Where, soft_min
 from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
-from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs, unknown_note
 from advisor.learned.efficiency.prior import PriorEfficiency
 from advisor.physics.speed import peak_flops
 
@@ -105,7 +105,7 @@ class LearnedEfficiency:
         if llm and self.model.linear is not None:
             inputs = llm_inputs(x, math.log(sol / mfu_sol), TYPICAL)
             beyond = self.model.linear.outside(inputs)
-            log50, offsets = self.model.linear.predict_log(inputs), self.model.linear.interval
+            log50, offsets = self.model.linear.predict_log(inputs), self.model.linear.interval_of(x)
             point = (x[_PARAMS], math.log(max(q.job.seq_len, 1)), x[_TOKENS], x[_COUNT])
         else:
             beyond = self.model.outside(x)
@@ -121,6 +121,8 @@ class LearnedEfficiency:
         )
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
         p10, p50, p90, note = self.bounds.interval(log50, offsets, where, widen)
+        if llm and self.model.linear is not None:
+            note = "; ".join(filter(None, (note, unknown_note(x, self.model.linear.widen))))
         if composed:
             p10, p50, p90 = below_speed_of_light(p10, p50, p90, q.step.total_s / q.step.sol_s)
         return Interval(p10, p50, p90, note=note)

@@ -55,6 +55,37 @@ TYPICAL = 0.0
 """The vendor input of a prediction: a typical run, not a vendor's tuned one."""
 _COLUMN = {name: FEATURES.index(name) for name in INPUTS if name in FEATURES}
 _BITS = FEATURES.index("precision_bits")
+_COMPILED, _MEGATRON = FEATURES.index("compiled"), FEATURES.index("stack_megatron")
+_NODES = FEATURES.index("nodes_log2")
+# The servers a step spans count against what the step knows from here: its collectives are measured up to 8
+# servers and NCCL's cost model beyond, without congestion or stragglers; 64 servers weigh as an eager stack.
+SERVER_DOUBLINGS = 6.0
+
+
+def eager(features: Sequence[float]) -> float:
+    """1 where the stack runs its memory-bound operations eagerly (neither compiled or fused kernels nor a
+    Megatron-style runtime), 0 elsewhere: the composed step prices norms, activations and rotary embeddings
+    as fused kernels (physics/step_ops.py), so an eager stack's extra passes are what it does not know."""
+    return 1.0 if features[_COMPILED] == 0.0 and features[_MEGATRON] == 0.0 else 0.0
+
+
+def unknown(features: Sequence[float]) -> float:
+    """What the composed step does not know of a plan, which the interval's width reads: an eager stack
+    (eager()), plus the doublings of the servers it spans over SERVER_DOUBLINGS (one server: 0, 64: 1)."""
+    return eager(features) + max(0.0, features[_NODES]) / SERVER_DOUBLINGS
+
+
+def unknown_note(features: Sequence[float], widen: float) -> str:
+    """Why a plan's interval is wider than a compiled one-server plan's (unknown()), or '' when it is not."""
+    why = []
+    if eager(features):
+        why.append("an eager stack (the step prices fused norms and activations)")
+    servers = 2.0 ** max(0.0, features[_NODES])
+    if servers > 1.0:
+        why.append(f"{servers:,.0f} servers (collectives between servers measured at 2-8, modelled beyond)")
+    if widen <= 0.0 or not why:
+        return ""
+    return f"interval {1.0 + widen * unknown(features):.1f}x as wide: {' and '.join(why)}"
 
 
 def llm_inputs(features: Sequence[float], log_sol_over_mfu: float, vendor: float = TYPICAL) -> list[float]:
@@ -88,6 +119,15 @@ class LinearLogModel:
     interval: tuple[float, float]
     """Log-residual P10 and P90 of held-out-source predictions, every source weighted equally."""
     meta: dict[str, Any]
+    widen: float = 0.0
+    """A plan's interval is (1 + widen x unknown()) times the interval: wider for an eager stack and for
+    more servers; chosen with the interval by leave-one-source-out (llm_eval.levels_for)."""
+
+    def interval_of(self, features: Sequence[float]) -> tuple[float, float]:
+        """The log-residual P10 and P90 of one plan (its feature vector), as wide as what the step does not
+        know of it (unknown())."""
+        k = 1.0 + self.widen * unknown(features)
+        return self.interval[0] * k, self.interval[1] * k
 
     def predict_log(self, x: Sequence[float]) -> float:
         """Predicted log efficiency."""
@@ -115,6 +155,7 @@ class LinearLogModel:
             "lo": list(self.lo),
             "hi": list(self.hi),
             "interval": list(self.interval),
+            "interval_widen": self.widen,
             "meta": self.meta,
         }
 
@@ -134,6 +175,7 @@ class LinearLogModel:
             hi,
             (float(d["interval"][0]), float(d["interval"][1])),
             dict(d.get("meta", {})),
+            float(d.get("interval_widen", 0.0)),
         )
         n = len(INPUTS)
         if model.inputs != INPUTS or any(
@@ -148,12 +190,15 @@ class LinearLogModel:
             *model.lo,
             *model.hi,
             *model.interval,
+            model.widen,
         ]
-        if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale):
-            raise ValueError("linear LLM model: a parameter that is not a finite number (or a scale <= 0)")
-        # Terms of a log efficiency: past |50| a stored file would overflow every prediction instead.
-        if any(abs(v) > 50.0 for v in (model.intercept, *model.coef, *model.interval)):
+        if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale) or model.widen < 0:
             raise ValueError(
-                "linear LLM model: an intercept, weight or interval past |50| (not a log efficiency)"
+                "linear LLM model: a parameter that is not a finite number (or a scale <= 0, a widening < 0)"
+            )
+        # Terms of a log efficiency: past |50| a stored file would overflow every prediction instead.
+        if any(abs(v) > 50.0 for v in (model.intercept, *model.coef, *model.interval, model.widen)):
+            raise ValueError(
+                "linear LLM model: an intercept, weight, interval or widening past |50| (not log efficiency)"
             )
         return model

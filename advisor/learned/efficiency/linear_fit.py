@@ -140,10 +140,14 @@ def _median_beta(X: Array, y: Array, mean: Array, scale: Array, free: tuple[str,
 
 
 def fit_linear(
-    samples: Sequence[Sample], lam: float | Candidate, interval: tuple[float, float] = (0.0, 0.0)
+    samples: Sequence[Sample],
+    lam: float | Candidate,
+    interval: tuple[float, float] = (0.0, 0.0),
+    widen: float = 0.0,
 ) -> LinearLogModel:
     """The candidate's fit on the LLM runs given: Huber ridge (intercept unpenalised; inputs outside a
-    physical candidate's free ones held at 0), or the physical medians."""
+    physical candidate's free ones held at 0), or the physical medians; with the interval (and its widening
+    for an eager stack) given."""
     import numpy as np
 
     cand = lam if isinstance(lam, Candidate) else Candidate(lam)
@@ -175,6 +179,7 @@ def fit_linear(
             "median": cand.median,
             **({"free": list(cand.free)} if cand.free is not None else {}),
         },
+        widen,
     )
 
 

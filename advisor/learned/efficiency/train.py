@@ -27,7 +27,7 @@ from advisor.learned.efficiency.evaluate import Scores, conformal_offsets, evalu
 from advisor.learned.efficiency.features import FEATURES, Sample
 from advisor.learned.efficiency.gbdt import ExportedModel, Tree
 from advisor.learned.efficiency.linear import LinearLogModel
-from advisor.learned.efficiency.linear_fit import choose_lambda, fit_linear
+from advisor.learned.efficiency.linear_fit import Candidate, choose_lambda, fit_linear
 from advisor.learned.efficiency.llm_eval import LayoutRank, llm_evaluation
 from advisor.learned.efficiency.runs import Run
 
@@ -141,6 +141,25 @@ def evaluation(
     return llm.scores + others, notes, llm.ranks
 
 
+def _llm_record(chosen: Candidate, linear: LinearLogModel, figures: dict[Candidate, float]) -> dict[str, Any]:
+    """The metadata of the LLM model: the estimator chosen, its terms, its interval and widening, and every
+    candidate's held-out figure."""
+    return {
+        "kind": "chosen by leave-one-source-out (source-balanced; the simplest within one standard "
+        "error of the best) among the physical estimators and the Huber ridge at each penalty; "
+        "P50 at the typical (non-vendor) family",
+        "estimator": chosen.name,
+        "inputs": list(linear.inputs),
+        "lambda": linear.meta["lambda"],
+        "huber": linear.meta["huber"],
+        "coef": [round(c, 5) for c in linear.coef],
+        "intercept": round(linear.intercept, 5),
+        "interval": [round(v, 4) for v in linear.interval],
+        "interval_widen": linear.widen,
+        "held_out_source_median_by_candidate": {c.name: round(v, 4) for c, v in figures.items()},
+    }
+
+
 def train(
     knowledge: Knowledge, extra: Sequence[Run] = (), extra_weight: float = 1.0, with_cv: bool = True
 ) -> tuple[ExportedModel, dict[str, Any], list[Scores]]:
@@ -160,7 +179,7 @@ def train(
     llm_rows = [s for s in samples if s.family == "llm"]
     chosen, figures = choose_lambda(llm_rows)
     held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else chosen)
-    linear = fit_linear(llm_rows, chosen, held.interval)
+    linear = fit_linear(llm_rows, chosen, held.interval, held.widen)
     if with_cv:
         others, interval = other_scores(samples, weights)
         scores = held.scores + others
@@ -180,18 +199,7 @@ def train(
         "stack_traits": {k: list(v.traits()) for k, v in sorted(stacks_of(knowledge).items())},
         "calibration_rows": len(extra),
         "llm_error": round(held.error, 4),
-        "llm_model": {
-            "kind": "chosen by leave-one-source-out (source-balanced; the simplest within one standard "
-            "error of the best) among the physical estimators and the Huber ridge at each penalty; "
-            "P50 at the typical (non-vendor) family",
-            "estimator": chosen.name,
-            "inputs": list(linear.inputs),
-            "lambda": linear.meta["lambda"],
-            "huber": linear.meta["huber"],
-            "coef": [round(c, 5) for c in linear.coef],
-            "intercept": round(linear.intercept, 5),
-            "held_out_source_median_by_candidate": {c.name: round(v, 4) for c, v in figures.items()},
-        },
+        "llm_model": _llm_record(chosen, linear, figures),
         "versions": {
             "gpu-advisor": __version__,
             "python": platform.python_version(),

@@ -1,0 +1,154 @@
+"""The LLM interval's width by what the composed step does not know of a plan: an eager stack (memory-bound
+passes the step prices as fused kernels) and the servers it spans widen it, by a factor chosen with the
+interval by leave-one-source-out so that every family of source is covered within 75-90%."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from advisor.job.inputs import RunConfig, Workload
+from advisor.learned.efficiency.features import FEATURES
+from advisor.learned.efficiency.linear import LinearLogModel, eager, unknown, unknown_note
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _features(compiled: float, megatron: float, servers: int = 1) -> list[float]:
+    x = [0.0] * len(FEATURES)
+    x[FEATURES.index("compiled")] = compiled
+    x[FEATURES.index("stack_megatron")] = megatron
+    x[FEATURES.index("nodes_log2")] = math.log2(servers)
+    return x
+
+
+def test_what_the_step_does_not_know_of_a_plan() -> None:
+    assert eager(_features(0.0, 0.0)) == 1.0
+    assert eager(_features(1.0, 0.0)) == 0.0  # compiled or fused kernels (composer, torchtitan)
+    assert eager(_features(0.0, 1.0)) == 0.0  # a Megatron-style runtime (nanotron)
+    # One server: only the stack counts; 64 servers (past the 8 the collectives were measured at) count as
+    # much as an eager stack.
+    assert unknown(_features(1.0, 1.0, 1)) == 0.0
+    assert unknown(_features(1.0, 1.0, 64)) == pytest.approx(1.0)
+    assert unknown(_features(0.0, 0.0, 8)) == pytest.approx(1.5)
+    assert unknown_note(_features(1.0, 1.0), 4.0) == ""
+    assert unknown_note(_features(0.0, 0.0, 8), 0.0) == ""  # no widening chosen: nothing to say
+    note = unknown_note(_features(1.0, 0.0, 64), 4.0)
+    assert note.startswith("interval 5.0x as wide: 64 servers"), note
+
+
+def test_the_widening_is_stored_and_read_back(knowledge) -> None:
+    from advisor.learned.efficiency.learned import load_learned
+    from advisor.learned.efficiency.prior import PriorEfficiency
+
+    shipped = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
+    assert shipped is not None and shipped.model.linear is not None
+    linear = shipped.model.linear
+    again = LinearLogModel.from_dict(linear.to_dict())
+    assert again.widen == linear.widen
+    lo, hi = linear.interval
+    k = 1.0 + linear.widen
+    assert linear.interval_of(_features(0.0, 0.0)) == pytest.approx((lo * k, hi * k))
+    assert linear.interval_of(_features(1.0, 1.0, 64)) == pytest.approx((lo * k, hi * k))
+    assert linear.interval_of(_features(1.0, 1.0)) == pytest.approx((lo, hi))
+    older = {k: v for k, v in linear.to_dict().items() if k != "interval_widen"}
+    assert LinearLogModel.from_dict(older).widen == 0.0  # an artifact from before: one width
+    for bad in (-1.0, float("nan"), 1e6):
+        with pytest.raises(ValueError, match="widening"):
+            LinearLogModel.from_dict({**linear.to_dict(), "interval_widen": bad})
+
+
+def test_a_plan_on_an_eager_stack_has_a_wider_interval(knowledge) -> None:
+    # Llama 3.1 8B pre-trained on 8 H100: the same plan's P90 / P10 on an eager PyTorch FSDP stack against
+    # torchtitan (compiled): the held-out runs of eager stacks scatter about twice as far.
+    from advisor.answer.predict import predict
+    from advisor.learned.efficiency.learned import load_learned
+    from advisor.learned.efficiency.prior import PriorEfficiency
+
+    model = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
+    assert model is not None and model.model.linear is not None
+    assert model.model.linear.widen > 0.0
+    spans, outs = {}, {}
+    for stack in ("fsdp", "torchtitan"):
+        w = Workload(
+            model="llama-3.1-8b",
+            kind="pretrain",
+            seq_len=8192,
+            config=RunConfig(stack=stack, tp=1, pp=1, zero=3, recompute="full"),
+        )
+        out = predict(knowledge, w, "h100-sxm", 8, efficiency=model)
+        assert out.throughput is not None and out.throughput.p10 and out.throughput.p90
+        spans[stack], outs[stack] = out.throughput.p90 / out.throughput.p10, out
+    assert spans["fsdp"] > 1.25 * spans["torchtitan"]
+    assert any("interval 5.0x as wide: an eager stack" in n for n in outs["fsdp"].notes)
+    assert not any("as wide" in n for n in outs["torchtitan"].notes)  # one server, compiled: nothing unknown
+
+
+def test_the_shipped_interval_covers_every_family_near_the_band() -> None:
+    # The shipped model's own held-out figures (`gpu-advisor model train` writes them): each family of source
+    # with 10 or more runs covered by the interval a user is shown, each source held out, within 5 points of
+    # the 75-90% goal (one width for every plan: vendor 96%, paper 100%, independent 61%; widened: 79%, 94%,
+    # 73%: stas00's DeepSpeed runs with CPU offload, 0.17-1.85x their composed step, stay out of reach).
+    meta = tomllib.loads((ROOT / "knowledge" / "efficiency_model.meta.toml").read_text(encoding="utf-8"))
+    assert meta["llm_model"]["interval_widen"] > 0.0
+    cv = meta["cv"]
+    seen = 0
+    for family in ("vendor", "paper", "report", "independent"):
+        line = cv.get(f"llm by source / family: {family}")
+        if line is None or line["rows"] < 10:
+            continue
+        seen += 1
+        assert 0.70 <= line["coverage_p10_p90"] <= 0.95, (family, line["coverage_p10_p90"])
+    assert seen >= 3
+
+
+def _rows_by_stack(spread: float) -> tuple[list, dict[int, float]]:
+    """Six sources, ten runs each: three of compiled stacks (vendor), three of eager ones (independent), whose
+    residuals scatter spread times as far around the same P50."""
+    from types import SimpleNamespace
+
+    rows, typical = [], {}
+    for k in range(6):
+        compiled = k % 2 == 0
+        for j in range(10):
+            resid = 0.03 * (j - 4.5) * (1.0 if compiled else spread) + 0.01 * (k - 2.5)
+            rows.append(
+                SimpleNamespace(
+                    efficiency=0.5 * math.exp(resid),
+                    composed=False,
+                    features=_features(1.0 if compiled else 0.0, 0.0),
+                    row=SimpleNamespace(
+                        origin=f"s{k}", source_family="vendor" if compiled else "independent"
+                    ),
+                )
+            )
+            typical[len(rows) - 1] = math.log(0.5)
+    return rows, typical
+
+
+def test_the_widening_is_chosen_where_eager_runs_scatter_further() -> None:
+    from advisor.learned.efficiency.llm_eval import COVER_BAND, by_source, levels_for, offsets, width
+
+    def cover(rows, typical, levels, widen) -> dict[str, float]:  # each source against the others' offsets
+        got: dict[str, list[bool]] = {}
+        for key in sorted({r.row.origin for r in rows}):
+            lo, hi = offsets(rows, typical, by_source, (key,), levels, widen)
+            for i, r in enumerate(rows):
+                if r.row.origin == key:
+                    k, resid = width(r, widen), math.log(r.efficiency) - typical[i]
+                    got.setdefault(r.row.source_family, []).append(lo * k - 1e-12 <= resid <= hi * k + 1e-12)
+        return {f: sum(v) / len(v) for f, v in got.items()}
+
+    rows, typical = _rows_by_stack(4.0)
+    levels, widen = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
+    assert widen > 0.0
+    assert all(COVER_BAND[0] <= c <= COVER_BAND[1] for c in cover(rows, typical, levels, widen).values())
+    # One width for both: the levels that hold the eager runs' family cover every compiled run.
+    unwidened = cover(rows, typical, levels, 0.0)
+    assert unwidened["vendor"] > COVER_BAND[1] or unwidened["independent"] < COVER_BAND[0]
+    # The same spread on every stack: nothing to widen by.
+    rows, typical = _rows_by_stack(1.0)
+    assert levels_for(rows, typical, by_source)[1] == 0.0  # type: ignore[arg-type]
