@@ -41,7 +41,7 @@ from pathlib import Path
 from advisor.answer.calibration_runs import figures, prediction_shares
 from advisor.answer.predict import predict
 from advisor.catalog import load_knowledge
-from advisor.job.inputs import Workload
+from advisor.job.inputs import RunConfig, Workload
 from advisor.learned.calibration import priors as priors_module
 from advisor.learned.calibration.multiplier import (
     NOISE,
@@ -217,7 +217,7 @@ def deployments(knowledge) -> list[Deployment]:
             prompt_tokens=int(float(r["isl"])),
             output_tokens=int(float(r["osl"])),
             batch_size=max(1, conc // max(1, count // tp)),
-            config={"engine": r["engine"], "tp": tp, "pp": int(r["pp"] or 1)},
+            config=RunConfig(engine=r["engine"], tp=tp, pp=int(r["pp"] or 1)),
         )
         measured = {"output_tok_s": float(r["output_tok_s"])}
         for col, pctl, name in (
