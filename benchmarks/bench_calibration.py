@@ -19,7 +19,8 @@ groups.
 
 Serving: each deployment of knowledge/serving_benchmarks.csv measured at several concurrencies (same source,
 model, GPU, count, TP, engine, lengths, precision): fit the engine's efficiency multipliers on one result
-(advisor/learned/calibration/serving.py, the scheduler simulated exactly at that load), then simulate the
+(advisor/learned/calibration/serving.py, the scheduler simulated exactly at that load, with the defaults of
+the engine release the result states, as --stack-version gives it), then simulate the
 others at them; output throughput, mean TTFT and mean TPOT (the published figures are means: compared with
 the simulated requests' means) before and after. The multipliers' prior spreads are the spread between
 deployments of the multipliers fitted on all of each deployment's results.
@@ -32,6 +33,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -41,7 +43,7 @@ from pathlib import Path
 from advisor.answer.calibration_runs import figures, prediction_shares
 from advisor.answer.predict import predict
 from advisor.catalog import load_knowledge
-from advisor.job.inputs import Workload
+from advisor.job.inputs import RunConfig, Workload
 from advisor.learned.calibration import priors as priors_module
 from advisor.learned.calibration.multiplier import (
     NOISE,
@@ -203,6 +205,13 @@ class Deployment:
     """(concurrency, workload, gpu, count, measured), by concurrency."""
 
 
+def _release(text: str) -> str | None:
+    """The engine release a result states ('0.7.3.dev138 (ROCm 6.3)' -> '0.7.3.dev138'), as a user of
+    calibrate states it with --stack-version: the deployment is simulated with that release's scheduler."""
+    word = (text or "").split(" ")[0]
+    return word if re.fullmatch(r"[0-9][0-9A-Za-z.+_-]{0,31}", word) else None
+
+
 def deployments(knowledge) -> list[Deployment]:
     rows = list(csv.DictReader((knowledge.root / "serving_benchmarks.csv").open(encoding="utf-8")))
     found: dict[str, Deployment] = {}
@@ -217,7 +226,8 @@ def deployments(knowledge) -> list[Deployment]:
             prompt_tokens=int(float(r["isl"])),
             output_tokens=int(float(r["osl"])),
             batch_size=max(1, conc // max(1, count // tp)),
-            config={"engine": r["engine"], "tp": tp, "pp": int(r["pp"] or 1)},
+            config=RunConfig(engine=r["engine"], tp=tp, pp=int(r["pp"] or 1)),
+            stack_version=_release(r["engine_version"]),
         )
         measured = {"output_tok_s": float(r["output_tok_s"])}
         for col, pctl, name in (

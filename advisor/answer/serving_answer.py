@@ -186,10 +186,17 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
             if lim.max_seqs
             else "running sequences as memory allows"
         )
+        release = f" {job.stack_version}" if job.stack_version else ""
+        mixing = (
+            "prompt chunks ride in the decodes' iterations"
+            if lim.chunked
+            else "prefill first, in iterations of its own while the decodes wait"
+        )
         notes.append(
-            f"{info.name}'s defaults on this GPU: {seqs}, {lim.token_budget} tokens per iteration, "
-            f"{lim.memory_fraction:.0%} of {'the GPU' if lim.fraction_of == 'total' else 'free memory'} for "
-            f"weights and KV cache ({info.source})"
+            f"{info.name}{release}'s defaults on this GPU: {seqs}, {lim.token_budget} tokens per iteration, "
+            f"{mixing}, {lim.memory_fraction:.0%} of "
+            f"{'the GPU' if lim.fraction_of == 'total' else 'free memory'} for weights and KV cache "
+            f"({info.source})"
         )
     q = job.slo_percentile
     targets = []

@@ -147,7 +147,8 @@ class Workload:
     profile: str | None = None
     """The calibration profile whose runs correct the figures (None: the GPU's and stack's default)."""
     stack_version: str | None = None
-    """The version of the stack or engine the user runs (a drift warning when newer than the runs)."""
+    """The version of the stack or engine the user runs (a drift warning when newer than the runs; serving
+    simulates that engine release's scheduler, knowledge/serving_engines.toml `before_version` tiers)."""
 
     given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The fields a door received (advisor/job/door.py records them); not part of the value."""

@@ -49,9 +49,12 @@ class EngineLimits:
     cache takes memory_fraction of what the weights leave (TensorRT-LLM, LMDeploy)."""
     chunked: bool = True
     """True: prompt chunks ride in the decodes' iterations (chunked prefill, in-flight batching); False:
-    whole prompts are prefilled in iterations of their own while every decode waits (vLLM V0 without
-    chunked prefill: vllm/core/scheduler.py _schedule_default schedules no decodes when prefills are
-    scheduled)."""
+    prefill runs first, in iterations of its own of up to `token_budget` tokens (a longer prompt over
+    several), while every running decode waits (vLLM V0 without chunked prefill: vllm/core/scheduler.py
+    _schedule_default schedules no decodes when prefills are scheduled; SGLang without
+    --enable-mixed-chunk: Scheduler.run_step runs a new prefill batch whenever one can be formed). In a
+    closed loop of equal requests this keeps the clients in waves: a wave is prefilled before any of it
+    decodes, so it finishes, and returns, together, and its TTFT grows with the wave's size."""
 
 
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:

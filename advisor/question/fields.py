@@ -754,7 +754,8 @@ _ALL_FIELDS: tuple[Field, ...] = (
         W,
         "Stack version",
         "--stack-version",
-        "your stack's or engine's version, e.g. 0.8.5 (warns if newer than the measured runs)",
+        "your stack's or engine's version, e.g. 0.8.5 (warns if newer than the measured runs; "
+        "serving is simulated with that engine release's scheduler defaults)",
         metavar="VERSION",
         example="0.8.5",
     ),

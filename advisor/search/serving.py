@@ -81,7 +81,9 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
     """The replica of tp x pp `gpu`s, or None when the GPU has no peak or not one sequence fits."""
     job, a = ctx.job, ctx.knowledge.assumptions
     eng, _ = engine_of(job)
-    setup = build(job, gpu, tp, pp, precision, eng, a)
+    # A stated engine release (--stack-version) is simulated with that release's scheduler defaults and
+    # priced with what the fit learned of its release (vLLM V0's prefill share and API server time).
+    setup = build(job, gpu, tp, pp, precision, eng, a, engine_version=job.stack_version)
     if setup is None:
         return None
     model = load_model()
@@ -92,6 +94,7 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
         amd=gpu.vendor == "amd",
         moe=shape.experts > 1,
         expert_slice=shape.expert_ffn / tp,
+        legacy=setup.engine.legacy(job.stack_version),
     )
     eff = model.efficiency(traits) if model else prior_efficiency(ctx, setup.replica.ops is not None)
     # The user's results on this GPU and engine move the efficiencies themselves (calibrate).
