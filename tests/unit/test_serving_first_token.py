@@ -75,7 +75,8 @@ SGLANG_8B = dict(
 
 def test_sglang_ttft_grows_with_concurrency(knowledge) -> None:
     """The published closed loops (dstack's DeepSeek-R1 on SGLang: 3.9 s at 4, 36 s at 128) grow TTFT with
-    the clients; so does the simulation once prefill runs first (on main it stayed within 10% from 4 to 64)."""
+    the clients; so does the simulation once prefill runs first (before, it stayed within 10% from 4 to
+    64)."""
     low = _mean_ttft(knowledge, "h100-sxm", 1, 8, **SGLANG_8B)
     high = _mean_ttft(knowledge, "h100-sxm", 1, 64, **SGLANG_8B)
     assert high > 3.0 * low
