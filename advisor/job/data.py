@@ -215,12 +215,12 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
         if moe:
             return (
                 "megatron",
-                "a mixture of experts pre-trains with expert parallelism (Megatron-Core)",
+                "a mixture of experts pre-trains with expert parallelism, as Megatron-Core runs it",
             )
         if precision == "fp8":
             return (
                 "megatron",
-                "FP8 training needs Transformer Engine's FP8 kernels (Megatron-Core)",
+                "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
             )
         return (
             "fsdp",
