@@ -181,7 +181,7 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
     c = workload.config
     stack = c.stack
     if stack is None and kind != "inference" and shape.arch is not None:
-        stack, why = default_stack(kind, c)
+        stack, why = default_stack(kind, c, moe=shape.arch.is_moe, precision=workload.precision)
         assumed.append(
             Assumed(
                 text=f"training stack: {stack} ({why})",
@@ -198,18 +198,30 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
     }
 
 
-def default_stack(kind: str, c: RunConfig) -> tuple[Stack, str]:
+def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "auto") -> tuple[Stack, str]:
     """The stack a typical run of this kind uses when none is named, and why: a typical PyTorch FSDP stack
     for pre-training; for fine-tuning, TRL's SFTTrainer, the Hugging Face Trainer as fine-tuning toolkits
     run it (gradient checkpointing on: SFTConfig's default, as in axolotl's examples, LLaMA-Factory,
     torchtune and Unsloth, and in 25 of the 36 shipped fine-tuning runs that state it); Megatron only where a
     stated layout needs pipeline or expert parallelism (or, for pre-training, any model parallelism), which
-    those cannot run."""
+    those cannot run, and for pre-training what the FSDP stack cannot run as asked: a mixture of experts
+    (its experts split by expert parallelism, which that stack never chooses: knowledge/training_stacks.toml)
+    and FP8 (its GEMMs need FP8 kernels, Transformer Engine's in Megatron-Core/NeMo; that stack has none)."""
     if (c.pp or 1) > 1 or (c.ep or 1) > 1:
         return "megatron", "the stated pipeline or expert parallelism needs a Megatron-style stack"
     if kind == "pretrain":
         if (c.tp or 1) > 1 or (c.cp or 1) > 1:
             return "megatron", "the stated tensor or context parallelism, as Megatron runs it"
+        if moe:
+            return (
+                "megatron",
+                "a mixture of experts pre-trains with expert parallelism, as Megatron-Core runs it",
+            )
+        if precision == "fp8":
+            return (
+                "megatron",
+                "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
+            )
         return (
             "fsdp",
             "a typical PyTorch FSDP stack: eager modules, SDPA attention, no compile or FP8 kernels",

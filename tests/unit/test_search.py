@@ -280,13 +280,16 @@ def test_a_repicked_plan_is_judged_with_the_memory_the_search_used(
 ) -> None:
     """with_rules (a plan the efficiency model re-picks) judges "recomputation needed" on the usable memory
     the search fitted it in: these cases fit without recomputation on the card's nominal GB, not on what
-    CUDA hands out, so the nominal figure said "not needed" of a plan the search had to recompute."""
+    CUDA hands out, so the nominal figure said "not needed" of a plan the search had to recompute (the
+    FSDP stack held: typed, a mixture of experts pre-trains on Megatron, whose expert parallelism fits
+    without recomputation)."""
     import dataclasses
 
     from advisor.search.training import with_rules
 
     g = knowledge.gpu(gpu)
-    ctx = _ctx(knowledge, model=model, kind=kind, precision="bf16")
+    stack = RunConfig(stack="fsdp") if kind == "pretrain" else RunConfig()
+    ctx = _ctx(knowledge, model=model, kind=kind, precision="bf16", config=stack)
     cands, _ = search_training(ctx, g, "bf16", g.gpus_per_node, [count])
     judged = [c for c in cands if c.facts and c.layout.recompute != "none"]
     assert judged

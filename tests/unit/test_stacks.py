@@ -56,6 +56,39 @@ def test_the_default_stack_is_a_typical_one_and_is_said(knowledge) -> None:
     assert _job(knowledge, model="llama-3.1-70b", kind="finetune", config=RunConfig(pp=4)).stack == "megatron"
 
 
+def test_a_typed_pretraining_the_fsdp_stack_cannot_run_as_asked_defaults_to_megatron(knowledge) -> None:
+    # A mixture of experts needs expert parallelism, which the FSDP stack never chooses; FP8 needs FP8
+    # kernels, which it lacks (knowledge/training_stacks.toml): the typed answer must not be a stack that
+    # cannot run what was typed. BF16 dense pre-training keeps the typical FSDP stack.
+    moe = _job(knowledge, model="qwen3-30b-a3b", kind="pretrain")
+    assert moe.stack == "megatron"
+    assert any("training stack: megatron" in a.text and "expert parallelism" in a.text for a in moe.assumed)
+    fp8 = _job(knowledge, model="llama-3.1-8b", kind="pretrain", precision="fp8")
+    assert fp8.stack == "megatron" and any("Transformer Engine" in a.text for a in fp8.assumed)
+    assert _job(knowledge, model="llama-3.1-8b", kind="pretrain", precision="bf16").stack == "fsdp"
+    assert _job(knowledge, model="qwen3-30b-a3b", kind="finetune").stack == "trl"
+
+
+def test_a_typed_moe_pretraining_is_as_fast_as_the_vendor_recipe_it_can_express(knowledge) -> None:
+    # Megatron-Bridge 25.09, Qwen3-30B-A3B on 8 B200 in FP8: EP8, micro-batch 1, global batch 512. Typed, the
+    # tool used to pick the FSDP stack without expert parallelism, 0.71x its own answer for that recipe.
+    typed = predict(
+        knowledge, Workload(model="qwen3-30b-a3b", kind="pretrain", precision="fp8", seq_len=4096), "b200", 8
+    )
+    recipe = RunConfig(ep=8, zero=0, global_batch=512, recompute="none", stack="megatron")
+    stated = predict(
+        knowledge,
+        Workload(
+            model="qwen3-30b-a3b", kind="pretrain", precision="fp8", seq_len=4096, batch_size=1, config=recipe
+        ),
+        "b200",
+        8,
+    )
+    assert typed.layout.ep > 1
+    assert typed.throughput is not None and stated.throughput is not None
+    assert typed.throughput.value >= 0.9 * stated.throughput.value
+
+
 @pytest.mark.parametrize(
     "stack,config,field",
     [
