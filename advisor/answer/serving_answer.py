@@ -196,7 +196,7 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
             f"{info.name}{release}'s defaults on this GPU: {seqs}, {lim.token_budget} tokens per iteration, "
             f"{mixing}, {lim.memory_fraction:.0%} of "
             f"{'the GPU' if lim.fraction_of == 'total' else 'free memory'} for weights and KV cache "
-            f"({info.source})"
+            f"({info.source_for(job.stack_version)})"
         )
     q = job.slo_percentile
     targets = []

@@ -23,6 +23,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from advisor.physics.prefill_first import cycle, cycle_s, prefill_batch_s
 from advisor.physics.serving import Efficiency, Replica, StepPricer, iteration_s, pricer_of
 
 Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
@@ -122,8 +123,11 @@ def saturation_load(
     if osl <= 1:
         return cap, 0.0, float(min(budget, cap * isl))
     decode_iters = osl - 1.0
-    # Slots: each request also holds one for its prefill iteration; budget: b + b x isl / (osl - 1) <= budget.
-    b = min(cap * decode_iters / (decode_iters + 1.0), budget * decode_iters / (decode_iters + isl))
+    # Slots: each request also holds one for its prefill iteration; budget: b + b x isl / (osl - 1) <= budget
+    # where the prompts ride in the decodes' iterations (prefill first, the budget bounds the prefills only).
+    b = cap * decode_iters / (decode_iters + 1.0)
+    if lim.chunked:
+        b = min(b, budget * decode_iters / (decode_iters + isl))
     return cap, b, b * isl / decode_iters
 
 
@@ -139,10 +143,20 @@ def prompt_mix(b: float, p: float, isl: float, budget: int) -> tuple[float, floa
 
 
 def mixed_iteration_s(
-    rep: Replica, eff: Efficiency, b: float, ctx: float, p: float, isl: float, budget: int
+    rep: Replica,
+    eff: Efficiency,
+    b: float,
+    ctx: float,
+    p: float,
+    isl: float,
+    budget: int,
+    chunked: bool = True,
 ) -> float:
-    """Mean iteration time when `p` prompt tokens per iteration ride along `b` decodes (see prompt_mix)."""
-    return _mixed(pricer_of(rep, eff), b, ctx, p, isl, budget)
+    """Mean iteration time when `p` prompt tokens per iteration ride along `b` decodes (see prompt_mix);
+    where prefill runs first (`chunked` False), the mean time between two decode iterations with the
+    prefill batches between them (advisor/physics/prefill_first.py)."""
+    price = pricer_of(rep, eff)
+    return _mixed(price, b, ctx, p, isl, budget) if chunked else cycle_s(price, b, ctx, p, isl, budget)
 
 
 def _mixed(price: StepPricer, b: float, ctx: float, p: float, isl: float, budget: int) -> float:
@@ -177,7 +191,7 @@ def capacity(
     if load is None:
         return None
     cap, b, p = load
-    tau = mixed_iteration_s(rep, eff, b, isl + osl / 2.0, p, isl, lim.token_budget)
+    tau = mixed_iteration_s(rep, eff, b, isl + osl / 2.0, p, isl, lim.token_budget, lim.chunked)
     return saturation(cap, b, p, tau, isl, osl)
 
 
@@ -225,16 +239,17 @@ class LoadStats:
 
 
 def _fixed_point(
-    rep: Replica, eff: Efficiency, isl: float, osl: float, rate: float, budget: int
+    rep: Replica, eff: Efficiency, isl: float, osl: float, rate: float, budget: int, chunked: bool = True
 ) -> float | None:
-    """Mean iteration time at `rate` by Little's law (the root of f(tau) = tau, by bisection), or None when
-    there is none (over capacity)."""
+    """Mean iteration time (prefill first: the mean cycle) at `rate` by Little's law (the root of
+    f(tau) = tau, by bisection), or None when there is none (over capacity)."""
     ctx = isl + osl / 2.0
     price = pricer_of(rep, eff)
     decoding, prompts = rate * (osl - 1.0), rate * isl  # per second: b and p are these x tau
+    mean = _mixed if chunked else cycle_s
 
     def f(tau: float) -> float:
-        return _mixed(price, decoding * tau, ctx, prompts * tau, isl, budget) - tau
+        return mean(price, decoding * tau, ctx, prompts * tau, isl, budget) - tau
 
     lo, first = 0.0, price(1.0, ctx, 0.0, 0.0)
     hi = first
@@ -287,12 +302,15 @@ def steady_state(
 ) -> Steady | None:
     """The steady state at `rate` requests/s of Poisson arrivals (None when the replica cannot keep up)."""
     cap = batch_cap(rep, lim, isl, osl, overhead_bytes)
-    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget) if cap >= 1 and rate > 0 else None
+    ok = cap >= 1 and rate > 0
+    tau = _fixed_point(rep, eff, isl, osl, rate, lim.token_budget, lim.chunked) if ok else None
     if tau is None:
         return None
     b, p = rate * max(osl - 1.0, 0.0) * tau, rate * isl * tau
-    budget = lim.token_budget - b
-    if budget <= 0 or p >= budget:
+    # Prefill first: prompts have the whole budget (the decodes wait); the cycle already prices a prompt
+    # load that overflows one prefill batch.
+    budget = lim.token_budget - b if lim.chunked else float(lim.token_budget)
+    if budget <= 0 or (lim.chunked and p >= budget):
         return None
     chunks = math.ceil(isl / budget)
     hold = (max(osl - 1.0, 0.0) + chunks) * tau  # how long a request holds a slot
@@ -309,17 +327,33 @@ def tpot_quantile(
     Poisson), never below the mean iteration."""
     tau, b, p = st[0], st[1], st[2]
     z = Z.get(round(q, 2), 0.0)
-    tpot_q = mixed_iteration_s(
-        rep, eff, b + z * math.sqrt(b), isl + osl / 2.0, p + z * math.sqrt(p * isl), isl, lim.token_budget
-    )
+    b_q, p_q = b + z * math.sqrt(b), p + z * math.sqrt(p * isl)
+    tpot_q = mixed_iteration_s(rep, eff, b_q, isl + osl / 2.0, p_q, isl, lim.token_budget, lim.chunked)
     return max(tau, tpot_q)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstToken:
+    """The first token in an open loop's steady state (seconds), and the gap a prompt opens in the stream."""
+
+    mean_s: float
+    q_s: float
+    """At the percentile asked for."""
+    own_s: float
+    """The request's own prefill (its chunks, or its prefill batch)."""
+    gap_s: float
+    """The gap between two tokens of a decoding request when a prompt is prefilled between them."""
+    share: float
+    """Share of the gaps that carry a prompt."""
 
 
 def first_token(
     rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
-) -> tuple[float, float, float]:
-    """(mean TTFT, TTFT at the percentile, the iteration that carries a prompt chunk) in the steady state:
-    the residual iteration, the prompt budget's M/D/1 queue, Erlang C for a free slot, the prompt's chunks."""
+) -> FirstToken:
+    """The first token in the steady state: the residual iteration, the prompt budget's M/D/1 queue, Erlang
+    C for a free slot, the prompt's chunks; where prefill runs first, see _first_token_stalled."""
+    if not lim.chunked:
+        return _first_token_stalled(rep, eff, lim, isl, osl, st, q)
     tau, b, p, budget, chunks, hold, slots, cap = st
     with_chunk = iteration_s(rep, eff, b, isl + osl / 2.0, min(isl, budget), isl / 2.0)
     own = chunks * with_chunk
@@ -336,7 +370,30 @@ def first_token(
         + exp_tail_quantile(c, w_slot_given, q)
         + own
     )
-    return ttft, ttft_q, with_chunk
+    share = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
+    return FirstToken(ttft, ttft_q, own, with_chunk, share)
+
+
+def _first_token_stalled(
+    rep: Replica, eff: Efficiency, lim: EngineLimits, isl: float, osl: float, st: Steady, q: float
+) -> FirstToken:
+    """Prefill first: a prompt waits out the iteration it arrives in (a decode iteration or a prefill batch,
+    sampled by length), a free slot (Erlang C), then its own prefill batch, with the prompts that arrived
+    beside it; it never waits behind the decodes."""
+    _, b, p, _, _, hold, slots, cap = st
+    cyc = cycle(pricer_of(rep, eff), b, isl + osl / 2.0, p, isl, lim.token_budget)
+    own = cyc.batch_s if cyc.batches else prefill_alone_s_of(rep, eff, isl, lim.token_budget)
+    c = erlang_c(cap, slots)
+    w_slot_given = hold / (cap - slots)
+    ttft = eff.request_s + cyc.residual_s + c * w_slot_given + own
+    longest = max(cyc.decode_s, cyc.batch_s)
+    ttft_q = eff.request_s + q * longest + exp_tail_quantile(c, w_slot_given, q) + own
+    return FirstToken(ttft, ttft_q, own, cyc.decode_s + cyc.batch_s, min(1.0, cyc.batches))
+
+
+def prefill_alone_s_of(rep: Replica, eff: Efficiency, isl: float, budget: int) -> float:
+    """One prompt prefilled alone (no decodes, no server time)."""
+    return prefill_batch_s(pricer_of(rep, eff), isl, isl, budget)
 
 
 def open_loop(
@@ -353,14 +410,13 @@ def open_loop(
     st = steady_state(rep, eff, lim, isl, osl, rate, overhead_bytes)
     if st is None:
         return None
-    tau, b, p, _, chunks = st[:5]
+    tau, b, _, _, chunks = st[:5]
     q = quantile
-    ttft, ttft_q, with_chunk = first_token(rep, eff, lim, isl, osl, st, q)
-    with_prefill = prompt_mix(b, p, isl, lim.token_budget)[0]  # share of iterations that carry a chunk
-    itl_q = with_chunk if q > 1.0 - with_prefill else iteration_s(rep, eff, b, isl + osl / 2.0)
+    ft = first_token(rep, eff, lim, isl, osl, st, q)
+    itl_q = ft.gap_s if q > 1.0 - ft.share else iteration_s(rep, eff, b, isl + osl / 2.0)
     running = b + rate * chunks * tau
     tpot_q = tpot_quantile(rep, eff, lim, isl, osl, st, q)
-    return Latency(q, ttft, tau, ttft_q, tpot_q, running, rate * osl, rate, tau, itl_q)
+    return Latency(q, ft.mean_s, tau, ft.q_s, tpot_q, running, rate * osl, rate, tau, itl_q)
 
 
 def open_stats(
@@ -381,7 +437,7 @@ def open_stats(
     got = [lat for lat in lats if lat is not None]
     mean = got[0]
     tau, b, chunks = st[0], st[1], st[4]
-    own = chunks * first_token(rep, eff, lim, isl, osl, st, 0.5)[2]
+    own = first_token(rep, eff, lim, isl, osl, st, 0.5).own_s
     queued = rate * max(0.0, mean.ttft_s - eff.request_s - tau / 2.0 - own)
     decode = max(osl - 1.0, 0.0)
     return LoadStats(

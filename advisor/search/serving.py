@@ -222,7 +222,7 @@ def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bo
         # As met(): a figure passes when it is <= its target (so a NaN fails).
         if tpot_s is not None and not tpot_quantile(rep, eff, lim, isl, osl, st, q) <= tpot_s:
             return False
-        return ttft_s is None or first_token(rep, eff, lim, isl, osl, st, q)[1] <= ttft_s
+        return ttft_s is None or first_token(rep, eff, lim, isl, osl, st, q).q_s <= ttft_s
 
     return meets
 

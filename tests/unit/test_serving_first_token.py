@@ -75,8 +75,7 @@ SGLANG_8B = dict(
 
 def test_sglang_ttft_grows_with_concurrency(knowledge) -> None:
     """The published closed loops (dstack's DeepSeek-R1 on SGLang: 3.9 s at 4, 36 s at 128) grow TTFT with
-    the clients; so does the simulation once prefill runs first (before, it stayed within 10% from 4 to
-    64)."""
+    the clients; so does the simulation once prefill runs first (before: within 10% from 4 to 64)."""
     low = _mean_ttft(knowledge, "h100-sxm", 1, 8, **SGLANG_8B)
     high = _mean_ttft(knowledge, "h100-sxm", 1, 64, **SGLANG_8B)
     assert high > 3.0 * low
@@ -106,6 +105,12 @@ def test_a_stated_release_is_simulated_with_its_scheduler(knowledge) -> None:
     note = next(n for n in p.notes if "defaults on this GPU" in n)
     assert "vLLM 0.7.3's defaults" in note and "at most 256 running sequences" in note
     assert "prefill first" in note
+    # The note cites where release 0.7.3's defaults are read (release_source), not the current release's.
+    eng = engine("vllm")
+    assert eng.release_source and eng.release_source != eng.source
+    assert eng.release_source in note and eng.source not in note
+    now = predict(knowledge, Workload(kind="inference", concurrency=64, **DEEPSEEK), "mi300x", 8)
+    assert eng.source in next(n for n in now.notes if "defaults on this GPU" in n)
 
 
 @pytest.mark.parametrize("cap", [8, 16])

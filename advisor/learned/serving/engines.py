@@ -34,6 +34,13 @@ class Engine:
     profile: str = ""
     """'budget': the KV cache is what the memory fraction leaves after a profiled forward at the token
     budget (vLLM); '': after the fixed working set (the engine reserves a static pool)."""
+    release_source: str = ""
+    """Where the older releases' defaults (the `before_version` tiers) are read, when they have a source."""
+
+    def source_for(self, version: str | None) -> str:
+        """The source of the defaults an answer for `version` uses: the older release's where that release
+        predates the current defaults and its source is stated, else the current one."""
+        return self.release_source if self.release_source and self.legacy(version) else self.source
 
     def legacy(self, version: str | None) -> bool:
         """Whether a measured row's release predates this engine's current defaults (an older tier's)."""
@@ -115,6 +122,7 @@ def engines() -> dict[str, Engine]:
             supports=dict(d.get("supports", {})),
             launch=dict(d.get("launch", {})),
             profile=str(d.get("profile", "")),
+            release_source=str(d.get("release_source", "")),
         )
     return out
 
