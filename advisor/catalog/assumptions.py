@@ -160,7 +160,6 @@ class CommFigures:
     pcie_gen5_gbs: Figure
     host_memory_ddr4_gbs: Figure
     host_memory_ddr5_gbs: Figure
-    torch_cpu_adam_slowdown: Figure
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

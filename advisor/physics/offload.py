@@ -10,11 +10,6 @@ from advisor.physics.op_prices import Price
 
 GBS = 1e9
 FP32 = 4.0
-# Stacks whose offloaded optimizer is PyTorch's own Adam on the CPU (FSDP's CPUOffload steps the optimizer
-# the user built over the parameters it keeps on the CPU: torchtune's and torchtitan's cpu offload, Composer's
-# and Lightning's FSDP); every other stack is priced at DeepSpeed's CPU Adam (the Hugging Face family's
-# toolkits offload through a DeepSpeed config).
-TORCH_CPU_OPTIMIZER_STACKS = ("fsdp", "pytorch-fsdp", "torchtune", "torchtitan", "composer", "litgpt")
 
 
 def offloaded(job: Job) -> bool:
@@ -56,8 +51,9 @@ def pcie_gen(gpu: Gpu) -> int:
 
 def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) -> Price:
     """The exposed seconds of one offloaded optimizer step per GPU: the Adam step over the local shard at
-    this GPU's share of the host's memory bandwidth (DeepSpeed's CPU Adam; PyTorch's CPU Adam x its stated
-    slowdown), then the updated `w`-byte parameters sent up over PCIe, which the next forward waits for.
+    this GPU's share of the host's memory bandwidth (a floor: every stack's CPU Adam, DeepSpeed's or
+    PyTorch's, at the host's peak), then the updated `w`-byte parameters sent up over PCIe, which the next
+    forward waits for.
     The gradients sent down stream in buckets under the backward pass (ZeRO-Offload sec. 4.1) and are not
     counted; DeepSpeed's one-step delayed parameter update, which would hide the CPU step, is off by
     default and not assumed."""
@@ -65,9 +61,6 @@ def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) 
     bw, bw_source = host_bandwidth(gpu, a)
     cpu_s = local * cpu_bytes_per_param(job, a) * host_share(layout) / (bw * GBS)
     sources = [bw_source]
-    if job.stack in TORCH_CPU_OPTIMIZER_STACKS:
-        cpu_s *= a.comm.torch_cpu_adam_slowdown.value
-        sources.append(f"comm.torch_cpu_adam_slowdown [{a.comm.torch_cpu_adam_slowdown.source}]")
     up_s = local * w / (pcie_gbs(gpu, a) * GBS)
     sources.append(f"comm.pcie_gen{pcie_gen(gpu)}_gbs [pcie]")
     return Price(cpu_s + up_s, "assumptions.toml " + ", ".join(sources), "host memory peak + PCIe nominal")
