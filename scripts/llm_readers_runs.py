@@ -258,6 +258,8 @@ def mlengineering_rows(src: SourceTable) -> list[dict[str, str]]:
             vp=1,
             sharding=f"zero{r['zero']}",
             recompute="full" if ckpt else "none",
+            # The sweeps state "CPU-offload" (offload_optimizer); the decomposition table does not say.
+            offload="optimizer" if offload == "on" else "",
             micro_batch=1,
             global_batch=8,
             grad_accum=1,
@@ -297,6 +299,7 @@ def tinyllama_rows(src: SourceTable) -> list[dict[str, str]]:
         vp=1,
         sharding="fsdp-full",
         recompute="none",
+        offload="none",  # pretrain/tinyllama.py: FSDPStrategy(..., cpu_offload=False)
         micro_batch=mbs,
         global_batch=r["global_batch_seqs"],
         grad_accum=int(r["global_batch_seqs"]) // (mbs * gpus),

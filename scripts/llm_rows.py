@@ -31,6 +31,7 @@ COLUMNS = [
     "dp",
     "sharding",
     "recompute",
+    "offload",
     "micro_batch",
     "global_batch",
     "grad_accum",

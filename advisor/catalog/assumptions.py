@@ -152,12 +152,14 @@ class GoodputFigures:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommFigures:
-    """Link latencies and PCIe bandwidths."""
+    """Link latencies, PCIe bandwidths, and the host's memory bandwidth an offloaded optimizer runs at."""
 
     intra_node_latency_s: Figure
     pcie_gen3_gbs: Figure
     pcie_gen4_gbs: Figure
     pcie_gen5_gbs: Figure
+    host_memory_ddr4_gbs: Figure
+    host_memory_ddr5_gbs: Figure
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
-from advisor.physics import data_parallel
+from advisor.physics import data_parallel, offload
 from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
 from advisor.physics.op_prices import Price
@@ -250,7 +250,8 @@ class StepModel:
             else None
         )
         self._ops_dp: dict[tuple[object, ...], data_parallel.DpSync] = {}
-        self._optimizers: dict[tuple[float, int], Price] = {}
+        self._optimizers: dict[tuple[float, int, int, int], Price] = {}
+        self.offload = offload.offloaded(job)
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
         self._nets: dict[tuple[int, int], Network] = {}
@@ -313,12 +314,24 @@ class StepModel:
         def note() -> str:
             return _dp_note(zero, layout, overlap_params) if sync is not None else ""
 
-        key = (states, layout.model_parallel)
+        return composed.step(layout, floor_s, dp, self._optimizer(layout, states), note, self.offload)
+
+    def _optimizer(self, layout: Layout, states: float) -> Price:
+        """The optimizer step: on the GPU, its states through memory at the measured rate; offloaded, on the
+        host CPU and the parameters sent back (memoised per shard)."""
+        key = (states, layout.model_parallel, layout.shard_ranks if layout.zero >= 1 else 1, layout.count)
         optimizer = self._optimizers.get(key)
         if optimizer is None:
-            local = self.job.trainable_params / layout.model_parallel
-            optimizer = self._optimizers[key] = composed.prices.memory(states, local * 4.0)
-        return composed.step(layout, floor_s, dp, optimizer, note)
+            composed = self.composed
+            assert composed is not None
+            if self.offload:
+                w = weight_bytes_per_param(layout.precision, self.a, training=True)
+                optimizer = offload.offload_price(self.job, layout, self.gpu, self.a, w)
+            else:
+                local = self.job.trainable_params / layout.model_parallel
+                optimizer = composed.prices.memory(states, local * 4.0)
+            self._optimizers[key] = optimizer
+        return optimizer
 
     def _dp_sync(self, layout: Layout) -> data_parallel.DpSync:
         """The data-parallel collectives at the measured rates (memoised on what they read of the layout)."""

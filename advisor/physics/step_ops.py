@@ -17,6 +17,7 @@ from advisor.physics.best_prices import BestPrices
 from advisor.physics.op_prices import OpPrices, Price, attention_dtype, gemm_dtype
 
 GEMM, ATTN, MEM, HEAD, OPT = "GEMM compute", "attention", "memory-bound", "LM head + loss", "optimizer"
+OFFLOAD = "optimizer (CPU offload)"
 TP, CPR, EPA, PPS, DPR, BUBBLE = (
     "TP/SP collectives",
     "CP ring",
@@ -26,7 +27,7 @@ TP, CPR, EPA, PPS, DPR, BUBBLE = (
     "pipeline bubble",
 )
 COMM = (TP, CPR, EPA, PPS, DPR)
-ORDER = (GEMM, ATTN, MEM, HEAD, TP, CPR, EPA, PPS, DPR, BUBBLE, OPT)
+ORDER = (GEMM, ATTN, MEM, HEAD, TP, CPR, EPA, PPS, DPR, BUBBLE, OPT, OFFLOAD)
 # Megatron-Core with Transformer Engine overlaps the sequence-parallel all-gathers and reduce-scatters with
 # the GEMMs they feed (tp_comm_overlap, userbuffers; "Communication Overlap", Megatron Bridge docs,
 # docs.nvidia.com/nemo/megatron-bridge/latest/training/communication-overlap.html, read 2026-12). Its presets
@@ -78,6 +79,8 @@ class _Tail:
     dp_note: Callable[[], str] = field(compare=False)
     show_dp: bool
     optimizer: Price
+    offload: bool = False
+    """The optimizer step runs on the host CPU (its line says so)."""
 
     @property
     def seconds(self) -> float:
@@ -104,7 +107,11 @@ class _Tail:
                 OpShare(DPR, self.dp.seconds, self.dp.source or "no table row", self.dp.basis, self.dp_note())
             )
         opt = self.optimizer
-        out.append(OpShare(OPT, opt.seconds, opt.source, opt.basis, "over the local shard"))
+        if self.offload:
+            note = "Adam over the local shard in host memory, then the parameters up over PCIe"
+            out.append(OpShare(OFFLOAD, opt.seconds, opt.source, opt.basis, note))
+        else:
+            out.append(OpShare(OPT, opt.seconds, opt.source, opt.basis, "over the local shard"))
         return tuple(out)
 
 
@@ -515,12 +522,13 @@ class ComposedStep:
         dp: Callable[[float], Price],
         optimizer: Price,
         dp_note: Callable[[], str] = str,
+        offload: bool = False,
     ) -> StepOps:
         """The step of one layout: m micro-batches on the slowest stage, the bubble of (p - 1) / v of them,
         the pipeline's sends, the exposed data-parallel reduction and the optimizer step. `floor_s` is the
         per-micro-batch stage time no stage can beat (the job's FLOPs at peak over the stages), `dp` the
         exposed data-parallel traffic given the step's compute (`dp_note` says what it is, asked only when
-        the parts are read)."""
+        the parts are read; `offload`: the optimizer step runs on the host CPU)."""
         stage = self.stage_of(
             (
                 layout.precision,
@@ -547,7 +555,8 @@ class ComposedStep:
         sends = self._p2p(layout, m) if pp > 1 else None
         exposed = dp(paced * m)
         show = exposed.seconds > 0 or layout.dp * layout.cp > 1
-        tail = _Tail(bubble, pp, layout.virtual, stage.label, sends, exposed, dp_note, show, optimizer)
+        label = stage.label
+        tail = _Tail(bubble, pp, layout.virtual, label, sends, exposed, dp_note, show, optimizer, offload)
         return StepOps(paced * m + tail.seconds, stage.label, stage.shares, m, scale, tail, notes)
 
     def _p2p(self, layout: Layout, m: int) -> OpShare:

@@ -25,6 +25,7 @@ def run_config(run: Run) -> RunConfig:
             zero=run.zero if run.count > 1 else None,
             shard_group=run.shard_group,
             recompute=run.recompute,
+            offload=run.offload,
             global_batch=run.global_batch,
             pp_schedule=f"interleaved:{run.virtual}" if run.virtual > 1 and run.pp > 1 else None,
             stack=run.stack if run.stack in STACKS else None,

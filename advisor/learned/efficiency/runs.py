@@ -73,6 +73,8 @@ class Run:
     zero: int | None = None
     shard_group: int | None = None
     recompute: str | None = None
+    offload: str | None = None
+    """none | optimizer | params, as the source states it (None: not stated)."""
     software: str = ""
     row_ref: str = ""
     family: str = ""
@@ -214,6 +216,7 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
         zero=SHARDING_ZERO.get(r["sharding"]),
         shard_group=(count // int(r["nodes"]) if hsdp else None),  # HSDP shards within a node
         recompute=r["recompute"] or None,
+        offload=r.get("offload") or None,
         software=r["software"],
         row_ref=r["row_ref"],
         family=r.get("family", ""),

@@ -1,0 +1,66 @@
+"""Prices an optimizer offloaded to the host CPU: the Adam step in host memory, the parameters sent back."""
+
+from __future__ import annotations
+
+from advisor.catalog.assumptions import Assumptions
+from advisor.catalog.gpus import Gpu
+from advisor.job.layout import Layout
+from advisor.job.resolve import Job
+from advisor.physics.op_prices import Price
+
+GBS = 1e9
+FP32 = 4.0
+
+
+def offloaded(job: Job) -> bool:
+    """Whether the job's optimizer step runs on the host CPU (ZeRO-Offload, ZeRO-Infinity, FSDP offload)."""
+    return job.training and job.offload in ("optimizer", "params")
+
+
+def host_share(layout: Layout) -> int:
+    """The GPUs of this step that share one host's memory bandwidth (each runs its own optimizer shard)."""
+    return max(1, min(layout.count, layout.node_size))
+
+
+def cpu_bytes_per_param(job: Job, a: Assumptions) -> float:
+    """Host-memory bytes the offloaded step touches per local parameter: the fp32 master weights, the
+    optimizer states and the fp32 gradients, each read and written once (ZeRO-Offload keeps all of them on
+    the host, arXiv:2101.06840 sec. 4.1)."""
+    return 2.0 * (a.optimizer.master_weights.value + a.optimizer.bytes_of(job.optimizer) + FP32)
+
+
+def host_bandwidth(gpu: Gpu, a: Assumptions) -> tuple[float, str]:
+    """The host's memory bandwidth (GB/s, whole 2-socket host) and where it is stated: DDR5 beside a PCIe
+    gen-5 GPU, DDR4 otherwise."""
+    c = a.comm
+    if (gpu.pcie_gen or 4) >= 5:
+        return c.host_memory_ddr5_gbs.value, f"comm.host_memory_ddr5_gbs [{c.host_memory_ddr5_gbs.source}]"
+    return c.host_memory_ddr4_gbs.value, f"comm.host_memory_ddr4_gbs [{c.host_memory_ddr4_gbs.source}]"
+
+
+def pcie_gbs(gpu: Gpu, a: Assumptions) -> float:
+    """The GPU's x16 host link, one direction (PCI-SIG's rate of its generation; gen 4 if not catalogued)."""
+    c = a.comm
+    return {3: c.pcie_gen3_gbs, 4: c.pcie_gen4_gbs}.get(pcie_gen(gpu), c.pcie_gen5_gbs).value
+
+
+def pcie_gen(gpu: Gpu) -> int:
+    """The PCIe generation priced: the catalogue's, within the generations assumptions.toml states (3-5)."""
+    return min(max(gpu.pcie_gen or 4, 3), 5)
+
+
+def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) -> Price:
+    """The exposed seconds of one offloaded optimizer step per GPU: the Adam step over the local shard at
+    this GPU's share of the host's memory bandwidth (a floor: every stack's CPU Adam, DeepSpeed's or
+    PyTorch's, at the host's peak), then the updated `w`-byte parameters sent up over PCIe, which the next
+    forward waits for.
+    The gradients sent down stream in buckets under the backward pass (ZeRO-Offload sec. 4.1) and are not
+    counted; DeepSpeed's one-step delayed parameter update, which would hide the CPU step, is off by
+    default and not assumed."""
+    local = job.trainable_params / layout.model_parallel / (layout.shard_ranks if layout.zero >= 1 else 1)
+    bw, bw_source = host_bandwidth(gpu, a)
+    cpu_s = local * cpu_bytes_per_param(job, a) * host_share(layout) / (bw * GBS)
+    sources = [bw_source]
+    up_s = local * w / (pcie_gbs(gpu, a) * GBS)
+    sources.append(f"comm.pcie_gen{pcie_gen(gpu)}_gbs [pcie]")
+    return Price(cpu_s + up_s, "assumptions.toml " + ", ".join(sources), "host memory peak + PCIe nominal")
