@@ -10,10 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from calibrate_cli import LOGS, MEGATRON_8B, cli, predicted
 
-from advisor.cli.main import main
-
-LOGS = Path(__file__).parents[1] / "data" / "run_logs"
 TITAN = [
     str(LOGS / "torchtitan_llama3_8b.log"),
     "--gpu",
@@ -45,12 +43,6 @@ TITAN_PREDICT = [
 ]
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def profiles() -> Path:
     return Path(os.environ["GPU_ADVISOR_DATA_DIR"]) / "profiles"
 
@@ -58,12 +50,6 @@ def profiles() -> Path:
 def same_figure(out: str) -> list[str]:
     """The predict flags calibrate printed for a run's exact configuration."""
     return re.search(r"the same figure: gpu-advisor predict (.*)", out).group(1).split()
-
-
-def predicted(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
-    code, out, _ = cli(capsys, "predict", *args, "--format", "json")
-    assert code == 0
-    return json.loads(out)
 
 
 def test_torchtitan_log_calibrates_and_predict_gives_what_calibrate_printed(capsys) -> None:
@@ -291,24 +277,7 @@ def test_issue_27_runs_csv_moves_that_layout_and_most_of_the_others(capsys) -> N
     assert code == 0, out
     exact = predicted(capsys, *same_figure(out))["throughput"]["value"] / 8
     assert abs(exact / 3699 - 1) < 0.03
-    common = [
-        "--gpu",
-        "h100-sxm",
-        "--count",
-        "8",
-        "--model",
-        "llama-3.1-8b",
-        "--seq-len",
-        "8192",
-        "--workload",
-        "pretrain",
-        "--stack",
-        "megatron",
-        "--micro-batch",
-        "1",
-        "--recompute",
-        "full",
-    ]
+    common = MEGATRON_8B
     other = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]
     cli(capsys, "calibrate", "--reset", "--profile", "h100-sxm-megatron")
     uncalibrated = predicted(capsys, *common, "--tp", "2", "--pp", "2")["throughput"]["value"]

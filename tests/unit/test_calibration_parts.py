@@ -11,42 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+from calibrate_cli import LOGS, cli, predicted
+from calibrate_cli import MEGATRON_8B as MEGATRON_8B_FLAGS
 
-from advisor.cli.main import main
-
-LOGS = Path(__file__).parents[1] / "data" / "run_logs"
-MEGATRON_8B = [
-    "--gpu",
-    "h100-sxm",
-    "--count",
-    "8",
-    "--model",
-    "llama-3.1-8b",
-    "--seq-len",
-    "8192",
-    "--workload",
-    "pretrain",
-    "--stack",
-    "megatron",
-    "--micro-batch",
-    "1",
-    "--recompute",
-    "full",
-    "--global-batch",
-    "128",
-]
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def predicted(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
-    code, out, err = cli(capsys, "predict", *args, "--format", "json")
-    assert code == 0, err
-    return json.loads(out)
+MEGATRON_8B = [*MEGATRON_8B_FLAGS, "--global-batch", "128"]
 
 
 def per_gpu(pred: dict) -> float:
