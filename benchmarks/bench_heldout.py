@@ -7,9 +7,9 @@ overall; Kendall's tau of the layout order within each group that varies only th
 (benchmarks/heldout_serving_runs.csv): output throughput, TTFT and TPOT per loop kind (closed, open,
 offline, static batch), within 2x. Refusals are listed.
 
-Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2]   (seconds on one core)
+Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2|heldout3]   (seconds, one core)
 --runs picks the run set: benchmarks/<runs>_training_runs.csv and <runs>_serving_runs.csv (default heldout;
-heldout2 is the sealed second set, docs/heldout.md).
+heldout2 and heldout3 are the sealed second and third sets, docs/heldout.md).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ CONFIG_FLAGS = {
     "tp": "--tp",
     "pp": "--pp",
     "cp": "--cp",
+    "ep": "--ep",
     "dp": "--dp",
     "zero": "--zero",
     "shard_group": "--shard-group",
@@ -69,6 +70,8 @@ def shape_of(row: dict[str, str]) -> dict[str, int]:
 def model_args(row: dict[str, str]) -> list[str]:
     if row.get("model"):
         return ["--model", row["model"]]
+    if row.get("model_params"):  # a source that states only the parameter count (heldout3's Modalities rows)
+        return ["--params", row["model_params"]]
     return [arg for k, v in shape_of(row).items() for arg in (f"--{k.replace('_', '-')}", str(v))]
 
 
@@ -101,8 +104,16 @@ def _peaks() -> dict[str, dict[str, float]]:
 PEAKS = _peaks()
 
 
+def count_of(text: str) -> float:
+    """A parameter count as written in a CSV cell: 2.7B, 350M, 1.2T or a plain number."""
+    scale = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}.get(text[-1:].upper(), 1.0)
+    return float(text[:-1] if scale != 1.0 else text) * scale
+
+
 def params_of(row: dict[str, str]) -> float | None:
     """Parameters per token (active ones for a mixture of experts), from the catalogue or shape counter."""
+    if row.get("model_params"):
+        return count_of(row["model_params"])
     try:
         if row.get("model"):
             from advisor.catalog import load_knowledge
@@ -353,7 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--runs",
         default=DEFAULT_RUNS,
-        help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv (default heldout; heldout2)",
+        help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv "
+        "(default heldout; heldout2, heldout3)",
     )
     args = parser.parse_args(argv)
     training_csv, serving_csv = run_files(args.runs)

@@ -1,8 +1,9 @@
-"""Both held-out run sets parse: every row has a source and family, configs name catalogue ids."""
+"""The three held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import sys
 import tomllib
@@ -18,12 +19,16 @@ SERVING = ROOT / "benchmarks" / "heldout_serving_runs.csv"
 # The sealed second set (docs/heldout.md): scored only at the end; its sources are unused by knowledge/.
 TRAINING2 = ROOT / "benchmarks" / "heldout2_training_runs.csv"
 SERVING2 = ROOT / "benchmarks" / "heldout2_serving_runs.csv"
+# The sealed third set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
+TRAINING3 = ROOT / "benchmarks" / "heldout3_training_runs.csv"
+SERVING3 = ROOT / "benchmarks" / "heldout3_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"}
 LOOPS = {"closed", "open", "offline", "static"}
 SHAPE_KEYS = {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}
+PARAMS = re.compile(r"^\d+(\.\d+)?[KMBT]?$")  # a stated parameter count, e.g. 2.7B (held as --params)
 LOAD_COLUMN = {"closed": "concurrency", "open": "request_rate", "static": "batch"}
 
 
@@ -65,12 +70,15 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
             f"row {row['id']}: model {row['model']!r} is not in the catalogue"
         )
         return
+    if row.get("model_params"):
+        assert PARAMS.match(row["model_params"]), f"row {row['id']}: parameter count {row['model_params']!r}"
+        return
     shape = dict(part.split("=") for part in row.get("model_shape", "").split(";") if part)
-    assert set(shape) >= SHAPE_KEYS, f"row {row['id']}: neither a catalogue model nor a full shape"
+    assert set(shape) >= SHAPE_KEYS, f"row {row['id']}: no catalogue model, parameter count or full shape"
     assert all(int(v) > 0 for v in shape.values())
 
 
-@pytest.mark.parametrize("path", [TRAINING, TRAINING2], ids=["heldout", "heldout2"])
+@pytest.mark.parametrize("path", [TRAINING, TRAINING2, TRAINING3], ids=["heldout", "heldout2", "heldout3"])
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
@@ -91,9 +99,13 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
             assert ways[0] * ways[1] * ways[2] * ways[3] == int(row["count"]), (
                 f"row {row['id']}: layout != count"
             )
+        if row.get("ep"):  # experts are spread within the data-parallel ranks
+            assert int(row["count"]) % int(row["ep"]) == 0, f"row {row['id']}: ep does not divide the count"
+        if row.get("master_weights"):
+            assert row["master_weights"] in {"true", "false"}, f"row {row['id']}: {row['master_weights']!r}"
 
 
-@pytest.mark.parametrize("path", [SERVING, SERVING2], ids=["heldout", "heldout2"])
+@pytest.mark.parametrize("path", [SERVING, SERVING2, SERVING3], ids=["heldout", "heldout2", "heldout3"])
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
@@ -148,6 +160,27 @@ def test_heldout2_source_ids_are_new() -> None:
     first = {r["source_id"] for r in _rows(TRAINING) + _rows(SERVING)}
     second = {r["source_id"] for r in _rows(TRAINING2) + _rows(SERVING2)}
     assert not first & second, f"source ids shared with the first set: {sorted(first & second)}"
+
+
+def test_heldout3_sources_appear_nowhere_else() -> None:
+    """The third sealed set is held out from everything: no origin (repository or URL) of a heldout3 row
+    appears in a file under knowledge/, in external_validation.csv, or in the first or second set."""
+    seen = _text_of(
+        [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
+        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING, TRAINING2, SERVING2]
+    )
+    rows = _rows(TRAINING3) + _rows(SERVING3)
+    held = {_origin(r["source"]) for r in rows}
+    assert len(held) >= 8, f"only {len(held)} distinct origins in the third set"
+    assert all("@" in r["source"] or "://" in r["source"] for r in rows), "a source without a commit or URL"
+    leaked = sorted(s for s in held if s in seen)
+    assert not leaked, f"heldout3 origins also used elsewhere: {leaked}"
+
+
+def test_heldout3_source_ids_are_new() -> None:
+    earlier = {r["source_id"] for r in _rows(TRAINING) + _rows(SERVING) + _rows(TRAINING2) + _rows(SERVING2)}
+    third = {r["source_id"] for r in _rows(TRAINING3) + _rows(SERVING3)}
+    assert not earlier & third, f"source ids shared with an earlier set: {sorted(earlier & third)}"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
