@@ -262,10 +262,13 @@ def _results(knowledge, base, rows):
 
 
 def fit_serving_priors(knowledge, base, deps: list[Deployment]) -> dict[str, float]:
-    """Each log multiplier's spread between deployments: the root mean square of the multipliers fitted on
-    all of each deployment's results under a wide prior (at least 0.1)."""
+    """Each log multiplier's spread between deployments: the root mean square of the multipliers that
+    reproduce all of each deployment's results (every figure at its repeatability, each block of the fit
+    from its own figures) under a wide prior (at least 0.1)."""
     wide = dict.fromkeys(KNOBS, 3.0)
-    fitted = [f.mean for d in deps if (f := fit(_results(knowledge, base, d.rows), wide)) is not None]
+    fitted = [
+        f.mean for d in deps if (f := fit(_results(knowledge, base, d.rows), wide, exact=True)) is not None
+    ]
     return {
         k: round(max(0.1, math.sqrt(statistics.fmean(m[i] ** 2 for m in fitted))), 3)
         for i, k in enumerate(KNOBS)

@@ -2,13 +2,17 @@
 serving model's efficiencies (decode bandwidth share, prefill compute share, per-iteration cost, time before
 the first token), so the scheduler simulation carries them to every other load, length and replica shape.
 
-One result (throughput, TTFT and TPOT at a concurrency) is three numbers; the four multipliers are read from
-them as the maximum a posteriori under a prior per multiplier (fitted on the published results: priors.py):
-TPOT moves the decode bandwidth share and the per-iteration cost (their split set by the prior and by how the
-batch changes the iteration), TTFT the prefill rate and the time before the first token. The fit is
-Gauss-Newton on log figures with finite differences of the simulation, on all of a profile's results on one
-GPU and engine together, done when a result is calibrated (or the profile refreshed) and kept in the profile;
-several results at different loads separate what one cannot (bandwidth from per-iteration cost).
+Each measured figure moves the multipliers it physically informs (GROUPS): TPOT and throughput the decode
+ones (bandwidth share, per-iteration cost), TTFT the prefill ones (compute share, time before the first
+token), so a first token the model misses is never paid for by the decode speed, nor the reverse. A result
+that publishes TTFT and TPOT is not read again through its throughput (Little's law ties the three). Each
+figure counts with what one result can tell of efficiencies shared across loads (figure_noise: the residual
+multiplier's prior spread of that figure), so one result moves a multiplier by the share its prior spread
+(fitted on the published results: priors.py) justifies, and the residual multiplier reproduces the rest.
+The fit is Gauss-Newton on log figures with finite differences of the simulation, block by block, on all
+of a profile's results on one GPU and engine together, done when a result is calibrated (or the profile
+refreshed) and kept in the profile; several results at different loads separate what one cannot
+(bandwidth from per-iteration cost).
 """
 
 from __future__ import annotations
@@ -39,8 +43,6 @@ STEP = 0.05
 BOUND = 3.0
 """No multiplier beyond e^3 (20x) either way."""
 ITERATIONS = 8
-STARTS = ((0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, -1.0, 0.0))
-"""Where the fit starts: no change, and the per-iteration cost up (e: +8.6 ms) or down."""
 OVERHEAD_UNIT_S = 5e-3
 """The per-iteration cost's multiplier moves it by this many seconds per unit (e: +8.6 ms, e^-1: -3.2 ms)."""
 
@@ -97,6 +99,57 @@ Figures = Callable[[Sequence[float]], Mapping[str, float]]
 Result = tuple[Figures, Mapping[str, float]]
 """One measured result: how to simulate it, and what it measured."""
 
+FIGURE = {
+    "output_tok_s": "throughput",
+    "ttft_ms": "ttft",
+    "tpot_ms": "tpot",
+    "mean_ttft_ms": "ttft",
+    "mean_tpot_ms": "tpot",
+}
+"""Each measured metric's figure (its residual prior in priors.py)."""
+GROUPS = ((("memory", "overhead"), ("throughput", "tpot")), (("compute", "request"), ("ttft",)))
+"""Which figures move which multipliers: decode speed (bandwidth share, per-iteration cost) is read from TPOT
+and throughput, prefill (compute share, time before the first token) from TTFT. A TTFT the model misses
+(a queue, a tokenizer) must not be paid for by the decode efficiency, nor a TPOT miss by the prefill."""
+ROUNDS = 2
+"""Decode, then prefill, twice: each block fitted with the other's multipliers held where they are."""
+
+
+def reads(results: Sequence[Result]) -> list[set[str]]:
+    """The metrics each result's efficiencies are read from: all it measured, but its throughput where it
+    also measured TPOT and TTFT (a closed loop's throughput is concurrency x output / (TTFT + output x TPOT):
+    the same evidence again, which would count the decode speed twice)."""
+    out = []
+    for _, measured in results:
+        got = {k for k in METRICS if measured.get(k, 0.0) > 0}
+        figs = {FIGURE[k] for k in got}
+        if {"tpot", "ttft"} <= figs:
+            got.discard("output_tok_s")
+        out.append(got)
+    return out
+
+
+def figure_noise(metric: str) -> float:
+    """What one result's figure cannot tell the engine's shared efficiencies from, in log: its repeatability,
+    and what is particular to the deployment and load the result measured (the residual multiplier's prior
+    spread for that figure, tau and SPREAD: priors.py). One result moves a multiplier by what it can tell."""
+    p = prior(FIGURE[metric])
+    return math.sqrt(NOISE**2 + p["tau"] ** 2 + p["spread"] ** 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """One block of the fit: the multipliers it frees (KNOBS indices), the figures it reads (indices into the
+    observed names), their logs and noise, and the prior precision."""
+
+    results: Sequence[Result]
+    names: list[tuple[int, str]]
+    free: tuple[int, ...]
+    rows: tuple[int, ...]
+    y: list[float]
+    weight: list[float]
+    p0: list[list[float]]
+
 
 def _observed(results: Sequence[Result]) -> tuple[list[tuple[int, str]], list[float]]:
     """(result, metric) of every figure the results measured, and their logs."""
@@ -118,105 +171,154 @@ def _simulated(
     return out
 
 
-def fit(results: Sequence[Result], sd: Mapping[str, float] | None = None) -> KnobFit | None:
+def fit(
+    results: Sequence[Result], sd: Mapping[str, float] | None = None, exact: bool = False
+) -> KnobFit | None:
     """The multipliers of highest posterior given measured results (sd: the spread of each log multiplier,
-    the shipped priors unless given); None when the simulation gives no figure for one of them. The
-    simulation has kinks (a share at its cap, a cost at zero) where Gauss-Newton stalls: it starts from no
-    change and from the per-iteration cost up or down, and keeps the best."""
+    the shipped priors unless given), each block of GROUPS read from its own figures with the others held;
+    None when the simulation gives no figure for one of them. Each figure counts with figure_noise, so one
+    result moves a multiplier only by what it can tell, and the residual multiplier reproduces the rest
+    (exact: every figure at its repeatability NOISE, the multipliers that reproduce the results, as the
+    priors' refit measures each published deployment's)."""
     p0 = prior_precision(sd)
     names, y = _observed(results)
-    best: tuple[float, KnobFit] | None = None
-    for start in STARTS:
-        got = _descend(results, list(start), names, y, p0)
-        if got is not None and (best is None or got[0] < best[0]):
-            best = got
-    return best[1] if best is not None else None
+    theta = [0.0] * len(KNOBS)
+    if not names or _simulated(results, theta, names) is None:
+        return None
+    blocks = _blocks(results, names, y, p0, exact)
+    for _ in range(ROUNDS):
+        for block in blocks:
+            theta = _best_start(block, theta)
+    at = _simulated(results, theta, names)
+    if at is None:
+        return None
+    precision = [list(row) for row in p0]
+    for block in blocks:  # the blocks' information, each on the multipliers it frees
+        jac = _jacobian(block, theta, [at[j] for j in block.rows])
+        normal = _normal(block, jac)
+        for a, i in enumerate(block.free):
+            for b, k in enumerate(block.free):
+                precision[i][k] += normal[a][b] - p0[i][k]
+    return KnobFit(tuple(theta), tuple(tuple(row) for row in precision))
 
 
-def _descend(
+def _blocks(
     results: Sequence[Result],
-    theta: list[float],
     names: list[tuple[int, str]],
     y: list[float],
     p0: list[list[float]],
-) -> tuple[float, KnobFit] | None:
-    """Gauss-Newton from theta: (the posterior's objective, the fit) at the end."""
-    at = _simulated(results, theta, names)
-    if at is None or not names:
+    exact: bool,
+) -> list[_Block]:
+    """The blocks of GROUPS that have a figure to read, each with its figures' logs and weights."""
+    weight = [1.0 / (NOISE if exact else figure_noise(k)) ** 2 for _, k in names]
+    read = reads(results)
+    blocks = []
+    for knobs, figs in GROUPS:
+        rows = tuple(j for j, (i, k) in enumerate(names) if FIGURE[k] in figs and k in read[i])
+        if rows:
+            free = tuple(KNOBS.index(k) for k in knobs)
+            blocks.append(
+                _Block(results, names, free, rows, [y[j] for j in rows], [weight[j] for j in rows], p0)
+            )
+    return blocks
+
+
+def _best_start(block: _Block, theta: list[float]) -> list[float]:
+    """The block's multipliers of highest posterior, the others held at theta. The simulation has kinks (a
+    share at its cap, a cost at zero) where Gauss-Newton stalls: it starts from where theta is and from the
+    per-iteration cost up or down (when the block frees it), and keeps the best."""
+    starts = [list(theta)]
+    over = KNOBS.index("overhead")
+    if over in block.free:
+        for shift in (1.0, -1.0):
+            moved = list(theta)
+            moved[over] = shift
+            starts.append(moved)
+    best: tuple[float, list[float]] | None = None
+    for start in starts:
+        got = _descend(block, start)
+        if got is not None and (best is None or got[0] < best[0]):
+            best = got
+    return best[1] if best is not None else theta
+
+
+def _sub(block: _Block, theta: Sequence[float]) -> list[float] | None:
+    """The logs of the block's simulated figures at theta."""
+    at = _simulated(block.results, theta, block.names)
+    return None if at is None else [at[j] for j in block.rows]
+
+
+def _descend(block: _Block, theta: list[float]) -> tuple[float, list[float]] | None:
+    """Gauss-Newton on the block's multipliers from theta: (the posterior's objective, theta) at the end."""
+    at = _sub(block, theta)
+    if at is None:
         return None
-    jac = _jacobian(results, theta, at, names)
     for _ in range(ITERATIONS):
-        step = solve(_normal(jac, p0), _gradient(jac, p0, theta, y, at))
-        moved, got = _line_search(results, theta, step, names, y, at, p0)
+        jac = _jacobian(block, theta, at)
+        step = solve(_normal(block, jac), _gradient(block, jac, theta, at))
+        moved, got = _line_search(block, theta, step, at)
         if moved is None:
             break
         done = max(abs(a - b) for a, b in zip(moved, theta, strict=True)) < 1e-3
         theta, at = moved, got
-        jac = _jacobian(results, theta, at, names)
         if done:
             break
-    objective = _objective(theta, at, y, p0)
-    return objective, KnobFit(tuple(theta), tuple(tuple(r) for r in _normal(jac, p0)))
+    return _objective(block, theta, at), theta
 
 
-def _normal(jac: list[list[float]], p0: list[list[float]]) -> list[list[float]]:
-    """J'J / NOISE^2 + P0: the posterior precision of the linearised problem."""
-    n, w = len(p0), 1.0 / NOISE**2
-    return [[w * sum(row[i] * row[j] for row in jac) + p0[i][j] for j in range(n)] for i in range(n)]
-
-
-def _gradient(
-    jac: list[list[float]],
-    p0: list[list[float]],
-    theta: Sequence[float],
-    y: Sequence[float],
-    at: Sequence[float],
-) -> list[float]:
-    """J'(y - f) / NOISE^2 - P0 theta: the Gauss-Newton right-hand side."""
-    n, w = len(p0), 1.0 / NOISE**2
+def _normal(block: _Block, jac: list[list[float]]) -> list[list[float]]:
+    """J'WJ + P0 over the block's multipliers: the posterior precision of the linearised problem."""
+    n = len(block.free)
     return [
-        w * sum(row[i] * (yk - fk) for row, yk, fk in zip(jac, y, at, strict=True))
-        - sum(p0[i][j] * theta[j] for j in range(n))
-        for i in range(n)
+        [
+            sum(w * row[a] * row[b] for w, row in zip(block.weight, jac, strict=True))
+            + block.p0[block.free[a]][block.free[b]]
+            for b in range(n)
+        ]
+        for a in range(n)
     ]
 
 
-def _objective(
-    theta: Sequence[float], at: Sequence[float], y: Sequence[float], p0: list[list[float]]
-) -> float:
-    data = sum((a - b) ** 2 for a, b in zip(at, y, strict=True)) / NOISE**2
-    return data + sum(p0[i][i] * t * t for i, t in enumerate(theta))
+def _gradient(
+    block: _Block, jac: list[list[float]], theta: Sequence[float], at: Sequence[float]
+) -> list[float]:
+    """J'W(y - f) - P0 theta over the block's multipliers: the Gauss-Newton right-hand side."""
+    return [
+        sum(w * row[a] * (yk - fk) for w, row, yk, fk in zip(block.weight, jac, block.y, at, strict=True))
+        - block.p0[i][i] * theta[i]
+        for a, i in enumerate(block.free)
+    ]
+
+
+def _objective(block: _Block, theta: Sequence[float], at: Sequence[float]) -> float:
+    data = sum(w * (a - b) ** 2 for w, a, b in zip(block.weight, at, block.y, strict=True))
+    return data + sum(block.p0[i][i] * t * t for i, t in enumerate(theta))
 
 
 def _line_search(
-    results: Sequence[Result],
-    theta: list[float],
-    step: list[float],
-    names: list[tuple[int, str]],
-    y: list[float],
-    at: list[float],
-    p0: list[list[float]],
+    block: _Block, theta: list[float], step: list[float], at: list[float]
 ) -> tuple[list[float] | None, list[float]]:
     """The Gauss-Newton step, halved until the posterior improves (the simulation is not smooth)."""
-    best = _objective(theta, at, y, p0)
+    best = _objective(block, theta, at)
     scale = 1.0
     for _ in range(6):
-        cand = [max(-BOUND, min(BOUND, t + scale * s)) for t, s in zip(theta, step, strict=True)]
-        got = _simulated(results, cand, names)
-        if got is not None and _objective(cand, got, y, p0) < best:
+        cand = list(theta)
+        for a, i in enumerate(block.free):
+            cand[i] = max(-BOUND, min(BOUND, theta[i] + scale * step[a]))
+        got = _sub(block, cand)
+        if got is not None and _objective(block, cand, got) < best:
             return cand, got
         scale /= 2.0
     return None, at
 
 
-def _jacobian(
-    results: Sequence[Result], theta: list[float], at: list[float], names: list[tuple[int, str]]
-) -> list[list[float]]:
-    """d log figure / d log multiplier by forward differences (a figure the simulation loses: slope 0)."""
+def _jacobian(block: _Block, theta: Sequence[float], at: list[float]) -> list[list[float]]:
+    """d log figure / d log multiplier of the block's figures and multipliers by forward differences (a
+    figure the simulation loses: slope 0)."""
     cols = []
-    for i in range(len(KNOBS)):
+    for i in block.free:
         moved = list(theta)
         moved[i] += STEP
-        got = _simulated(results, moved, names)
-        cols.append([(g - a) / STEP for g, a in zip(got, at, strict=True)] if got else [0.0] * len(names))
-    return [[cols[i][k] for i in range(len(KNOBS))] for k in range(len(names))]
+        got = _sub(block, moved)
+        cols.append([(g - a) / STEP for g, a in zip(got, at, strict=True)] if got else [0.0] * len(at))
+    return [[col[k] for col in cols] for k in range(len(at))]
