@@ -156,9 +156,21 @@ R1_VERSIONS = {
 }
 
 
+R1_VLLM_MAX_MODEL_LEN = {
+    ("mi300x", "concurrency"): 32768,
+    ("mi300x", "batch"): 32768,
+    ("h200", "batch"): 32768,
+}
+"""--max-model-len of the vLLM runs where Deepseek-R1/README.md states it: the vLLM-Mi300 server task and the
+offline benchmark_throughput.py command (--max-model-len=32768); the vLLM-H200 server task sets none (the
+model's 163,840)."""
+
+
 def _r1(src: SourceTable, gpu_label: str, backend: str, **kw: object) -> dict[str, str]:
     gpu = "h200" if gpu_label == "h200" else "mi300x"
     engine = "trtllm" if backend == "trt-llm" else backend
+    if engine == "vllm" and (gpu, kw["kind"]) in R1_VLLM_MAX_MODEL_LEN:
+        kw["max_model_len"] = R1_VLLM_MAX_MODEL_LEN[(gpu, str(kw["kind"]))]
     return base(
         src,
         engine,

@@ -45,11 +45,14 @@ COLUMNS = [
     "max_num_batched_tokens",
     "gpu_memory_utilization",
     "requests",
+    "max_model_len",
 ]
-# The last three: engine flags the source records the run set away from the release's defaults (blank: the
-# defaults of knowledge/serving_engines.toml); the serving model prices such a row as it ran. `requests`: how
-# many requests the run sent (its prompts), where the source states it: a closed loop's first `concurrency`
-# arrive at once, so their share of the figures depends on it.
+# max_num_seqs, max_num_batched_tokens, gpu_memory_utilization and max_model_len: engine flags the source
+# records the run set away from the release's defaults (blank: the defaults of serving_engines.toml); the
+# serving model prices such a row as it ran (max_model_len matters where the engine schedules whole
+# prompts up to it: vLLM V0 without chunked prefill). `requests`: how many requests the run sent (its
+# prompts), where the source states it: a closed loop's first `concurrency` arrive at once, so their share of
+# the figures depends on it.
 # offline: requests at an infinite rate, far more than one batch (maximum throughput); online: Poisson
 # arrivals at request_rate; concurrency: a closed loop keeping `concurrency` requests in flight; batch:
 # `batch` requests submitted together once and served to the end (continuous batching); static: a fixed

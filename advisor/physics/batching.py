@@ -68,6 +68,13 @@ def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
     return max(0.0, room) / rep.kv_per_token_gpu
 
 
+RESIDUAL_STREAM_BYTES = 4.0
+"""Bytes per token and hidden unit that tensor parallelism does not split in an inference forward: the hidden
+states and the residual (16-bit) each decoder layer passes on, full width on every rank (vLLM's decoder
+layers return (hidden_states, residual); a row-parallel projection all-reduces its output to full width:
+vllm/model_executor/models/llama.py LlamaDecoderLayer.forward, vllm/model_executor/layers/linear.py
+RowParallelLinear)."""
+
 MOE_CHUNK_TOKENS = 32768
 """vLLM's fused MoE runs a forward's tokens in chunks of this many (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE,
 default 32768 in the V0 releases): its intermediate caches are sized for one chunk."""
@@ -76,11 +83,12 @@ default 32768 in the V0 releases): its intermediate caches are sized for one chu
 def profile_peak_bytes(rep: Replica, lim: EngineLimits, vocab: int, per_token_hidden: float) -> float:
     """Peak activations per GPU of the forward an engine profiles before sizing its KV cache (vLLM: one
     pass of `token_budget` tokens and `max_seqs` sampled sequences; what it leaves is the cache): one
-    layer's working set (per_token_hidden bytes per token and hidden unit over tp), a mixture of experts'
-    routed copies (top-k x hidden outputs, top-k x 3 x expert width / tp inputs and activations, 16-bit,
-    per chunk of MOE_CHUNK_TOKENS), and the sampler's fp32 logits for every sequence."""
+    layer's working set (per_token_hidden bytes per token and hidden unit over tp) on top of the residual
+    stream every rank holds at full width (RESIDUAL_STREAM_BYTES), a mixture of experts' routed copies
+    (top-k x hidden outputs, top-k x 3 x expert width / tp inputs and activations, 16-bit, per chunk of
+    MOE_CHUNK_TOKENS), and the sampler's fp32 logits for every sequence."""
     s, tp, tokens = rep.shape, rep.tp, float(lim.token_budget)
-    peak = per_token_hidden * tokens * s.hidden / tp
+    peak = (per_token_hidden / tp + RESIDUAL_STREAM_BYTES) * tokens * s.hidden
     if s.experts > 1:
         routed = min(tokens, MOE_CHUNK_TOKENS) * s.experts_per_token
         peak += routed * (s.hidden + 3.0 * s.expert_ffn / tp) * 2.0

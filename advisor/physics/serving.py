@@ -389,3 +389,18 @@ def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> 
 def bytes_per_kv(kv_precision: str) -> float:
     """Stored bytes of one KV-cache value."""
     return 1.0 if kv_precision in ("fp8", "int8", "nvfp4") else 2.0
+
+
+def mla_absorbed_bytes(arch: Arch, tp: int, weight_bytes: float) -> float:
+    """Weight bytes per GPU an engine that absorbs MLA's up-projections for decode holds beside the raw
+    weights it prefills with (vLLM's V0 MLA backends: knowledge/serving_engines.toml mla_absorbed_ref):
+    W_UV_O (heads / tp x kv_lora_rank x hidden per layer) at the weights' precision (fp8 weights are
+    requantized), and for quantized weights kv_b_proj dequantized to 16 bits (kv_lora_rank x heads / tp x
+    (nope + value head dims)). W_Q_UK (q_lora_rank x heads / tp x kv_lora_rank) is left out: the catalogue
+    does not hold q_lora_rank (about a fifth of W_UV_O for DeepSeek-V3). 0 for a model without MLA."""
+    if not arch.kv_lora_rank:
+        return 0.0
+    heads = arch.heads / tp
+    uv_o = heads * arch.kv_lora_rank * arch.hidden * weight_bytes
+    kv_b = heads * arch.kv_lora_rank * 2.0 * arch.head_dim * ACTIVATION_BYTES if weight_bytes < 2 else 0.0
+    return arch.layers * (uv_o + kv_b)

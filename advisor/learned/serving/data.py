@@ -131,6 +131,7 @@ def _case(knowledge: Knowledge, r: dict[str, str]) -> Case | str:
         max_num_seqs=_int(r.get("max_num_seqs", "")),
         max_batched_tokens=_int(r.get("max_num_batched_tokens", "")),
         gpu_memory_utilization=_num(r.get("gpu_memory_utilization", "")),
+        max_model_len=_int(r.get("max_model_len", "")),
     )
     setup = build(job, gpu, tp, pp, r["precision"], r["engine"], a, kv, version, flags)
     if setup is None:

@@ -12,6 +12,9 @@ from advisor.physics.batching import EngineLimits
 from advisor.question.vocab import DEFAULT_ENGINE, ENGINES
 
 ENGINES_FILE = "serving_engines.toml"
+MIN_BUDGET = 2048
+"""vLLM V0's smallest token budget without chunked prefill (vllm/config.py SchedulerConfig:
+max(max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048))."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,14 @@ class Engine:
     budget (vLLM); '': after the fixed working set (the engine reserves a static pool)."""
     release_source: str = ""
     """Where the older releases' defaults (the `before_version` tiers) are read, when they have a source."""
+    mla_absorbed_before: str = ""
+    """Releases older than this keep MLA's absorbed decode weights beside the raw prefill weights (vLLM's
+    V0 MLA backends); '' for none."""
+
+    def absorbs_mla(self, version: str | None) -> bool:
+        """Whether a measured row's release holds MLA's absorbed decode weights as well as the raw ones."""
+        got, cutoff = release(version), release(self.mla_absorbed_before or None)
+        return got is not None and cutoff is not None and got < cutoff
 
     def source_for(self, version: str | None) -> str:
         """The source of the defaults an answer for `version` uses: the older release's where that release
@@ -55,14 +66,20 @@ class Engine:
         version: str | None = None,
         vendor: str = "nvidia",
         mla: bool = False,
+        max_model_len: int | None = None,
     ) -> EngineLimits:
         """The caps this engine sets on this GPU (the first tier whose conditions hold); `version` (a
-        measured row's engine version) selects an older release's defaults, an answer's None the current."""
+        measured row's engine version) selects an older release's defaults, an answer's None the current.
+        A tier whose budget is the served context (`context_budget`: vLLM V0 without chunked prefill
+        schedules, and profiles, max(max_model_len, 2048) tokens) takes a stated `max_model_len`."""
         for tier in self.tiers:
             if _applies(tier, gpu_id, memory_gb) and _applies_to_release(tier, version, vendor, mla):
+                budget = int(tier["token_budget"])
+                if tier.get("context_budget") and max_model_len:
+                    budget = max(int(max_model_len), MIN_BUDGET)
                 return EngineLimits(
                     max_seqs=tier.get("max_seqs"),
-                    token_budget=int(tier["token_budget"]),
+                    token_budget=budget,
                     reserve=self.reserve,
                     memory_fraction=self.memory_fraction,
                     fraction_of=self.fraction_of,
@@ -123,6 +140,7 @@ def engines() -> dict[str, Engine]:
             launch=dict(d.get("launch", {})),
             profile=str(d.get("profile", "")),
             release_source=str(d.get("release_source", "")),
+            mla_absorbed_before=str(d.get("mla_absorbed_before", "")),
         )
     return out
 

@@ -11,7 +11,7 @@ from advisor.job.resolve import Job
 from advisor.learned.serving.engines import Engine, engine
 from advisor.physics.batching import EngineLimits, profile_peak_bytes
 from advisor.physics.memory import inference_terms, weight_bytes_per_param
-from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, shape_of_arch
+from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, mla_absorbed_bytes, shape_of_arch
 from advisor.physics.serving_ops import ServingOps, compose
 from advisor.physics.speed import intra_gbs, peak_flops
 
@@ -34,6 +34,9 @@ class EngineFlags:
     max_num_seqs: int | None = None
     max_batched_tokens: int | None = None
     gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    """The served context (--max-model-len): where an engine schedules whole prompts up to it (vLLM V0
+    without chunked prefill), its token budget and the forward it profiles."""
 
 
 def default_kv_precision(precision: str) -> str:
@@ -82,14 +85,17 @@ def build(
     layout = Layout(count=tp * pp, nodes=1, node_size=max(tp, 1), precision=precision, tp=tp, pp=pp)
     terms = inference_terms(job, gpu, layout, a, job.prompt_tokens + job.output_tokens)
     mla = bool(job.arch.kv_lora_rank)
+    context = getattr(flags, "max_model_len", None)
     limits = with_flags(
-        eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla), flags or job.config
+        eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla, context), flags or job.config
     )
     if eng.profile == "budget":  # the engine sizes its cache after profiling a forward at its token budget
         working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations.per_layer_coeff.value)
         overhead = working + sum(hi for name, _, hi in terms.fixed if name == "overhead")
     else:
         overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
+    if eng.absorbs_mla(engine_version):  # absorbed decode weights beside the raw ones, before the cache
+        overhead += mla_absorbed_bytes(job.arch, tp, rep.weight_bytes)
     return Setup(rep, limits, overhead, eng, kv)
 
 
