@@ -4,7 +4,10 @@ first token), so the scheduler simulation carries them to every other load, leng
 
 Each measured figure moves the multipliers it physically informs (GROUPS): TPOT and throughput the decode
 ones (bandwidth share, per-iteration cost), TTFT the prefill ones (prefill speed, time before the first
-token), so a first token the model misses is never paid for by the decode speed, nor the reverse. A result
+token), so a first token the model misses is never paid for by the decode speed, nor the reverse. Slower
+than the model, the two costs are read as time that stalls nothing: a first token late by time off the GPU
+(seconds, REQUEST_UNIT_S), an iteration bounded by host time its kernels hide once they take longer
+(HOST_UNIT_S). A result
 that publishes TTFT and TPOT is not read again through its throughput (Little's law ties the three). Each
 figure counts with what one result can tell of efficiencies shared across loads (figure_noise: the residual
 multiplier's prior spread of that figure), so one result moves a multiplier by the share its prior spread
@@ -29,7 +32,8 @@ from advisor.physics.serving import Efficiency
 KNOBS = ("memory", "prefill", "overhead", "request")
 """The multipliers, in this order: decode bandwidth share (weights and KV), prefill speed (the prompt tokens'
 part of an iteration, Efficiency.prefill: never the decode's compute share), the per-iteration and
-per-sequence costs, the time a request spends before the GPU sees it."""
+per-sequence costs (above 1: a host time an iteration, Efficiency.host_s), the time a request spends before
+the GPU sees it."""
 KNOB_WORDS = {
     "memory": "decode bandwidth share",
     "prefill": "prefill speed",
@@ -54,6 +58,9 @@ BOUND = 3.0
 ITERATIONS = 8
 OVERHEAD_UNIT_S = 5e-3
 """The per-iteration cost's multiplier moves it by this many seconds per unit (e: +8.6 ms, e^-1: -3.2 ms)."""
+HOST_UNIT_S = 0.02
+"""The per-iteration cost's multiplier, above 1, sets a host time an iteration of this many seconds per unit
+(e: 34 ms, e^2: 128 ms) that overlaps the GPU's work."""
 REQUEST_UNIT_S = 0.25
 """The time before the first token's multiplier, above 1, adds this many seconds per unit (e: +0.43 s, e^3:
 +4.8 s): a first token seconds late (a tokenizer, an API server's queue) is time off the GPU that no
@@ -99,14 +106,18 @@ def adjusted(eff: Efficiency, log_factors: Sequence[float]) -> Efficiency:
         # Prefill alone moves (a first token the model misses must not slow the decodes' compute-bound
         # part); never faster than its compute share at the cap.
         "prefill": min(eff.prefill * f, cap / eff.compute),
-        # The per-iteration cost moves in units of OVERHEAD_UNIT_S, not of the learned cost (about 1 ms): an
-        # engine whose scheduler or sampler takes 20 ms more an iteration is one multiplier away.
-        "step_s": max(0.0, eff.step_s + OVERHEAD_UNIT_S * (o - 1.0)),
-        "per_seq_s": eff.per_seq_s * o,
         "request_s": eff.request_s * r if r < 1.0 else eff.request_s + REQUEST_UNIT_S * (r - 1.0),
     }
-    if hasattr(eff, "layer_s"):  # the per-layer cost of a model priced from measured operations
-        changes["layer_s"] = eff.layer_s * o
+    if o > 1.0:
+        # A slower iteration than the model's is read as host time the GPU's work hides once it is longer
+        # (dstack's DeepSeek-R1: TPOT 2x the model's at 4 clients, as the model's at 128).
+        changes["host_s"] = eff.host_s + HOST_UNIT_S * (o - 1.0)
+    else:
+        # Faster: the learned costs, in units of OVERHEAD_UNIT_S for the per-iteration one (about 1 ms).
+        changes["step_s"] = max(0.0, eff.step_s + OVERHEAD_UNIT_S * (o - 1.0))
+        changes["per_seq_s"] = eff.per_seq_s * o
+        if hasattr(eff, "layer_s"):  # the per-layer cost of a model priced from measured operations
+            changes["layer_s"] = eff.layer_s * o
     return dataclasses.replace(eff, **changes)
 
 
