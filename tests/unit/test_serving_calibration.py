@@ -157,3 +157,26 @@ def test_a_first_token_miss_on_a_long_prompt_does_not_stall_the_decodes(
     after32 = predict(knowledge, _where(32, 4096)[0], "h100-sxm", 1, None, calibrated)
     assert abs(after32.serving_tpot_ms.p50 / before32.serving_tpot_ms.p50 - 1) < 0.05
     assert after32.serving_ttft_ms.p50 > 1.2 * before32.serving_ttft_ms.p50  # the first token did move
+
+
+def test_a_fit_of_other_multipliers_is_not_applied_until_refreshed(capsys, tmp_path: Path, knowledge) -> None:
+    """A profile's fit kept by a calibrate whose multipliers were named otherwise (the prefill compute share
+    before the prefill speed: its mean would be misread) is left out until calibrate --refresh refits it."""
+    import dataclasses
+
+    from advisor.catalog.run_store import load_serving_fit, store_serving_fit
+    from advisor.learned.calibration.serving_profile import profile_fit, serving_base_name
+
+    measured = _slow_first_token(knowledge, 10.0)
+    args = ["--gpu", "h100-sxm", "--count", "1", "--model", "llama-3.1-8b", "--trust"]
+    code, out, err = cli(capsys, "calibrate", str(_sglang_result(tmp_path, measured)), *args)
+    assert code == 0, err + out
+    name = "h100-sxm-sglang"
+    assert profile_fit(name, "h100-sxm", "sglang") is not None
+    kept = load_serving_fit(name, "h100-sxm", "sglang")
+    assert kept is not None
+    store_serving_fit(name, "h100-sxm", "sglang", dataclasses.replace(kept, base_model=serving_base_name()))
+    assert profile_fit(name, "h100-sxm", "sglang") is None
+    code, out, err = cli(capsys, "calibrate", "--refresh", "--profile", name)
+    assert code == 0, err + out
+    assert profile_fit(name, "h100-sxm", "sglang") is not None
