@@ -268,7 +268,7 @@ def serving_group_fit(
     """The multipliers on the engine's efficiencies fitted jointly on results of one GPU and engine, each
     simulated exactly at its deployment and load (advisor/learned/calibration/serving.py), with each run's
     figures at them; None when the simulation gives no figure for one of them."""
-    from advisor.learned.calibration.serving import fit
+    from advisor.learned.calibration.serving import fit, fit_name
 
     wheres = [where_of(r) for r in runs]
     results = [
@@ -279,7 +279,7 @@ def serving_group_fit(
     if found is None:
         return None
     return ServingFit(
-        base_model=base_model,
+        base_model=fit_name(base_model),
         runs=[r.id for r in runs],
         mean=list(found.mean),
         precision=[list(row) for row in found.precision],

@@ -154,6 +154,12 @@ class Efficiency:
     """Cost each tensor-parallel all-reduce adds beyond its measured time, per doubling of the group:
     nccl-tests times collectives back to back, an engine waits for the slowest rank after uneven kernels
     (measured operations only)."""
+    host_s: float = 0.0
+    """Host time of one iteration (scheduler, sampling, launches) that runs while the GPU works: an
+    iteration takes at least this long, and hides it once its kernels take longer (a calibration's)."""
+    prefill: float = 1.0
+    """Speed multiplier on the prompt tokens' part of an iteration (what they add to its decodes' time): a
+    calibration's, so a first token the engine takes longer over moves prefill and never the decode."""
 
 
 def _touched_experts(shape: Shape, tokens: float) -> float:
@@ -260,9 +266,35 @@ def pricer_of(rep: Replica, eff: Efficiency) -> StepPricer:
 def step_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
     """`iteration_s` of one replica at one efficiency as a function of (b, ctx, p, ctx_p): composed from
     the measured operations where the replica has them, else its roofline."""
-    if rep.ops is not None:
-        return composed_pricer(rep, eff)
-    return roofline_pricer(rep, eff)
+    price = composed_pricer(rep, eff) if rep.ops is not None else roofline_pricer(rep, eff)
+    # At 1.0 and 0.0 the pricer itself, so uncalibrated figures stay the same floats to the last bit.
+    if eff.prefill != 1.0:
+        price = prefill_scaled(price, eff.prefill)
+    return price if eff.host_s <= 0.0 else host_bound(price, eff.host_s)
+
+
+def host_bound(price: StepPricer, host_s: float) -> StepPricer:
+    """price, never under the host's time an iteration: the two overlap (smooth_max), so a host-bound
+    engine at a small batch runs at its host's pace and at a large one at its kernels'."""
+
+    def bounded(b: float, ctx: float, p: float = 0.0, ctx_p: float = 0.0) -> float:
+        return smooth_max(price(b, ctx, p, ctx_p), host_s)
+
+    return bounded
+
+
+def prefill_scaled(price: StepPricer, speed: float) -> StepPricer:
+    """price with the prompt tokens' part of each iteration (its time beyond the same decodes alone) at
+    `speed` x: prefill's own kernels, attention and the sequence it adds, never the decodes' share, the
+    weights' read both share, nor the per-iteration cost."""
+
+    def scaled(b: float, ctx: float, p: float = 0.0, ctx_p: float = 0.0) -> float:
+        if p <= 0:
+            return price(b, ctx, p, ctx_p)
+        decode = price(b, ctx, 0.0, 0.0)
+        return decode + (price(b, ctx, p, ctx_p) - decode) / speed
+
+    return scaled
 
 
 def composed_pricer(rep: Replica, eff: Efficiency) -> StepPricer:

@@ -21,7 +21,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "throughput": {"tau": 0.05, "spread": 0.3, "length": 0.5},
     "ttft": {"tau": 0.5, "spread": 0.8, "length": 0.25},
     "tpot": {"tau": 0.05, "spread": 0.3, "length": 0.5},
-    "serving_knobs": {"memory": 0.3, "compute": 0.8, "overhead": 1.0, "request": 1.0},
+    "serving_knobs": {"memory": 0.3, "prefill": 0.8, "overhead": 1.0, "request": 1.0},
 }
 
 

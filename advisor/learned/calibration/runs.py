@@ -42,7 +42,12 @@ def run_set(profile: str, kind: str, gpu: str, key: str, base_model: str) -> Run
         return None
     fresh = tuple(r for r in every if r.base_model == base_model)
     fits = load_serving_fit(profile, gpu, key) if kind == "serving" else None
-    fitted = fits.fitted if fits is not None and fits.base_model == base_model else {}
+    if fits is not None:
+        from advisor.learned.calibration.serving import fit_name
+
+        fitted = fits.fitted if fits.base_model == fit_name(base_model) else {}
+    else:
+        fitted = {}
     ratios: dict[str, tuple[tuple[dict[str, float], float], ...]] = {}
     for metric in METRICS[kind]:
         pairs = [(r.point, x) for r in fresh if (x := log_ratio(r, metric, fitted.get(r.id))) is not None]

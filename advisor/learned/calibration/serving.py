@@ -1,10 +1,13 @@
 """Provides the serving calibration: a user's measured results on one GPU and engine as multipliers on the
-serving model's efficiencies (decode bandwidth share, prefill compute share, per-iteration cost, time before
-the first token), so the scheduler simulation carries them to every other load, length and replica shape.
+serving model's efficiencies (decode bandwidth share, prefill speed, per-iteration cost, time before the
+first token), so the scheduler simulation carries them to every other load, length and replica shape.
 
 Each measured figure moves the multipliers it physically informs (GROUPS): TPOT and throughput the decode
-ones (bandwidth share, per-iteration cost), TTFT the prefill ones (compute share, time before the first
-token), so a first token the model misses is never paid for by the decode speed, nor the reverse. A result
+ones (bandwidth share, per-iteration cost), TTFT the prefill ones (prefill speed, time before the first
+token), so a first token the model misses is never paid for by the decode speed, nor the reverse. Slower
+than the model, the two costs are read as time that stalls nothing: a first token late by time off the GPU
+(seconds, REQUEST_UNIT_S), an iteration bounded by host time its kernels hide once they take longer
+(HOST_UNIT_S). A result
 that publishes TTFT and TPOT is not read again through its throughput (Little's law ties the three). Each
 figure counts with what one result can tell of efficiencies shared across loads (figure_noise: the residual
 multiplier's prior spread of that figure), so one result moves a multiplier by the share its prior spread
@@ -26,15 +29,25 @@ from advisor.learned.calibration.multiplier import solve
 from advisor.learned.calibration.priors import prior
 from advisor.physics.serving import Efficiency
 
-KNOBS = ("memory", "compute", "overhead", "request")
-"""The multipliers, in this order: decode bandwidth share (weights and KV), prefill compute share, the
-per-iteration and per-sequence costs, the time a request spends before the GPU sees it."""
+KNOBS = ("memory", "prefill", "overhead", "request")
+"""The multipliers, in this order: decode bandwidth share (weights and KV), prefill speed (the prompt tokens'
+part of an iteration, Efficiency.prefill: never the decode's compute share), the per-iteration and
+per-sequence costs (above 1: a host time an iteration, Efficiency.host_s), the time a request spends before
+the GPU sees it."""
 KNOB_WORDS = {
     "memory": "decode bandwidth share",
-    "compute": "prefill compute share",
+    "prefill": "prefill speed",
     "overhead": "per-iteration cost",
     "request": "time before the first token",
 }
+
+
+def fit_name(base_model: str) -> str:
+    """What a kept fit is named by: the serving model it moved and its multipliers, so a fit of other
+    multipliers (a prefill compute share, before the prefill speed) is fitted again, never misread."""
+    return f"{base_model}; multipliers {'/'.join(KNOBS)}"
+
+
 NOISE = 0.02
 """Run-to-run repeatability of one measured figure, in log."""
 METRICS = ("output_tok_s", "ttft_ms", "tpot_ms", "mean_ttft_ms", "mean_tpot_ms")
@@ -45,6 +58,14 @@ BOUND = 3.0
 ITERATIONS = 8
 OVERHEAD_UNIT_S = 5e-3
 """The per-iteration cost's multiplier moves it by this many seconds per unit (e: +8.6 ms, e^-1: -3.2 ms)."""
+HOST_UNIT_S = 0.02
+"""The per-iteration cost's multiplier, above 1, sets a host time an iteration of this many seconds per unit
+(e: 34 ms, e^2: 128 ms) that overlaps the GPU's work."""
+REQUEST_UNIT_S = 0.25
+"""The time before the first token's multiplier, above 1, adds this many seconds per unit (e: +0.43 s, e^3:
++4.8 s): a first token seconds late (a tokenizer, an API server's queue) is time off the GPU that no
+multiplier of the learned few milliseconds could reach, so the fit could only slow prefill, which stalls
+every decode behind it. Below 1 it scales the learned time down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +98,26 @@ def share_cap() -> float:
 
 def adjusted(eff: Efficiency, log_factors: Sequence[float]) -> Efficiency:
     """The efficiencies moved by the multipliers (KNOBS order), every share kept under the model's cap."""
-    m, c, o, r = (math.exp(max(-BOUND, min(BOUND, x))) for x in log_factors)
+    m, f, o, r = (math.exp(max(-BOUND, min(BOUND, x))) for x in log_factors)
     cap = share_cap()
     changes = {
         "memory": min(cap, eff.memory * m),
         "kv": min(cap, eff.kv * m),
-        "compute": min(cap, eff.compute * c),
-        # The per-iteration cost moves in units of OVERHEAD_UNIT_S, not of the learned cost (about 1 ms): an
-        # engine whose scheduler or sampler takes 20 ms more an iteration is one multiplier away.
-        "step_s": max(0.0, eff.step_s + OVERHEAD_UNIT_S * (o - 1.0)),
-        "per_seq_s": eff.per_seq_s * o,
-        "request_s": eff.request_s * r,
+        # Prefill alone moves (a first token the model misses must not slow the decodes' compute-bound
+        # part); never faster than its compute share at the cap.
+        "prefill": min(eff.prefill * f, cap / eff.compute),
+        "request_s": eff.request_s * r if r < 1.0 else eff.request_s + REQUEST_UNIT_S * (r - 1.0),
     }
-    if hasattr(eff, "layer_s"):  # the per-layer cost of a model priced from measured operations
-        changes["layer_s"] = eff.layer_s * o
+    if o > 1.0:
+        # A slower iteration than the model's is read as host time the GPU's work hides once it is longer
+        # (dstack's DeepSeek-R1: TPOT 2x the model's at 4 clients, as the model's at 128).
+        changes["host_s"] = eff.host_s + HOST_UNIT_S * (o - 1.0)
+    else:
+        # Faster: the learned costs, in units of OVERHEAD_UNIT_S for the per-iteration one (about 1 ms).
+        changes["step_s"] = max(0.0, eff.step_s + OVERHEAD_UNIT_S * (o - 1.0))
+        changes["per_seq_s"] = eff.per_seq_s * o
+        if hasattr(eff, "layer_s"):  # the per-layer cost of a model priced from measured operations
+            changes["layer_s"] = eff.layer_s * o
     return dataclasses.replace(eff, **changes)
 
 
@@ -107,9 +134,9 @@ FIGURE = {
     "mean_tpot_ms": "tpot",
 }
 """Each measured metric's figure (its residual prior in priors.py)."""
-GROUPS = ((("memory", "overhead"), ("throughput", "tpot")), (("compute", "request"), ("ttft",)))
+GROUPS = ((("memory", "overhead"), ("throughput", "tpot")), (("prefill", "request"), ("ttft",)))
 """Which figures move which multipliers: decode speed (bandwidth share, per-iteration cost) is read from TPOT
-and throughput, prefill (compute share, time before the first token) from TTFT. A TTFT the model misses
+and throughput, prefill (its speed, time before the first token) from TTFT. A TTFT the model misses
 (a queue, a tokenizer) must not be paid for by the decode efficiency, nor a TPOT miss by the prefill."""
 ROUNDS = 2
 """Decode, then prefill, twice: each block fitted with the other's multipliers held where they are."""

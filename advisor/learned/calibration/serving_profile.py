@@ -73,7 +73,7 @@ def profile_fit(profile: str, gpu: str, engine: str) -> KnobFit | None:
     """The multipliers fitted on a profile's results on a GPU and engine; None when there are none, or they
     were fitted on other runs or by another serving model (calibrate --refresh fits them again)."""
     from advisor.catalog.run_store import load_serving_fit
-    from advisor.learned.calibration.serving import KnobFit
+    from advisor.learned.calibration.serving import KnobFit, fit_name
 
     # The store reads a file once while it is unchanged, so a search that prices many replica shapes of
     # one GPU pays only the check below per shape.
@@ -81,7 +81,7 @@ def profile_fit(profile: str, gpu: str, engine: str) -> KnobFit | None:
     if got is None:
         return None
     runs, _ = serving_runs(profile, gpu, engine)
-    if got.base_model != serving_base_name() or sorted(got.runs) != sorted(r.id for r in runs):
+    if got.base_model != fit_name(serving_base_name()) or sorted(got.runs) != sorted(r.id for r in runs):
         return None
     return KnobFit(tuple(got.mean), tuple(tuple(row) for row in got.precision))
 
@@ -111,7 +111,7 @@ def serving_efficiency(model: Any, job: Job, gpu: str, engine: str, eff: Efficie
 
 
 def factor_words(fit: KnobFit) -> str:
-    """'decode bandwidth share x0.91, prefill compute share x0.42, ...' (the multipliers that moved)."""
+    """'decode bandwidth share x0.91, prefill speed x0.42, ...' (the multipliers that moved)."""
     from advisor.learned.calibration.serving import KNOB_WORDS, KNOBS
 
     parts = [f"{KNOB_WORDS[k]} x{v:.2f}" for k, v in zip(KNOBS, fit.factors().values(), strict=True)]
