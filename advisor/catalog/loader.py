@@ -61,6 +61,7 @@ def _schema_key() -> bytes:
         "common.py",
         "assumptions.py",
         "rules.py",
+        "rule_nodes.py",
         "gpus.py",
         "models.py",
         "prices.py",
