@@ -62,7 +62,7 @@ class Setup:
         self.knowledge, self.portfolio, self.shapes = knowledge, portfolio, shapes
         t = load_tco(knowledge)
         self.tco_figures = t
-        self.hours_per_month = knowledge.assumptions.cost.hours_per_month.value
+        self.hours_per_month = knowledge.assumptions.cost["hours_per_month"].value
         self.failures_per_gpu_hour = t.operations.hardware_failure_rate_per_month.value / self.hours_per_month
         self.curve = load_power_curve()
         self.pue = t.power.pue.value

@@ -60,15 +60,15 @@ def checkpoint_interval_h(
     """Young's optimum checkpoint interval and the job's mean time between interruptions, in hours."""
     a, t = knowledge.assumptions, load_tco(knowledge)
     failures_per_hour = (
-        plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost.hours_per_month.value
+        plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost["hours_per_month"].value
     )
     if constraints.pricing == "spot":
         instances = plan.instances or plan.nodes
         failures_per_hour += (
-            instances * a.cost.spot_interruptions_per_month.value / a.cost.hours_per_month.value
+            instances * a.cost["spot_interruptions_per_month"].value / a.cost["hours_per_month"].value
         )
     mtbi = 1.0 / failures_per_hour
-    write_h = a.defaults.checkpoint_write_s.value / 3600.0
+    write_h = a.defaults["checkpoint_write_s"].value / 3600.0
     return math.sqrt(2.0 * write_h * mtbi), mtbi
 
 
@@ -305,7 +305,7 @@ def _fault_tolerance(
     """Restart policy and the checkpoint interval, never longer than the job itself."""
     op = load_tco(knowledge).operations
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
-    write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
+    write_s = knowledge.assumptions.defaults["checkpoint_write_s"].value
     if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
         ckpt = (
             f"at the end only: the job (P50 {plan.hours_p50 * 60:.0f} min) "
