@@ -20,7 +20,7 @@ from advisor.question.records import dump
 
 if TYPE_CHECKING:
     from advisor.answer.report import Report
-    from advisor.cli.output import Target
+    from advisor.cli.writes import Target
     from advisor.learned.efficiency.base import EfficiencyModel
     from advisor.ops.launch import LaunchArtefacts
 
@@ -226,7 +226,7 @@ def _write_recommendation(
 ) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
-    from advisor.cli.output import Target, write_all
+    from advisor.cli.writes import Target, write_all
 
     targets = (
         [Target(Path(args.output).expanduser(), text if text.endswith("\n") else text + "\n", "-o")]
@@ -264,7 +264,7 @@ def _benchmark_targets(args: argparse.Namespace, report: Report, knowledge: Know
         print(f"--benchmark-script {folder}: no plan fits, so there is no run to write", file=sys.stderr)
         return []
     from advisor.answer.benchmark import benchmark_for
-    from advisor.cli.output import Target
+    from advisor.cli.writes import Target
 
     files = benchmark_for(knowledge or load_knowledge(), report)
     return [
@@ -275,7 +275,7 @@ def _benchmark_targets(args: argparse.Namespace, report: Report, knowledge: Know
 
 def artefact_targets(launch: LaunchArtefacts, folder: Path) -> list[Target]:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
-    from advisor.cli.output import Target
+    from advisor.cli.writes import Target
 
     files = {
         launch.framework_config_name: launch.framework_config,
