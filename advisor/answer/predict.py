@@ -34,7 +34,7 @@ from advisor.search.context import Context
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
 
 if TYPE_CHECKING:  # serving modules are imported where a serving answer is made, not by training ones
-    from advisor.answer.report import LoadOut
+    from advisor.answer.serving_out import LoadOut
     from advisor.search.serving import Served
 
 

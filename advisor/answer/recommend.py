@@ -25,7 +25,6 @@ from advisor.answer.report import (
     PriceOut,
     Report,
     RuleOut,
-    ServingOut,
     Suggestion,
     Throughput,
 )
@@ -59,7 +58,8 @@ from advisor.search.cost import (
 from advisor.search.links import offer_groups, with_link
 from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
-if TYPE_CHECKING:  # the operations modules load only when a plan needs them
+if TYPE_CHECKING:  # the operations modules load only when a plan needs them (the serving records likewise)
+    from advisor.answer.serving_out import ServingOut
     from advisor.ops.launch import LaunchArtefacts
     from advisor.ops.plan import OpsPlan
     from advisor.ops.tco import TcoOut

@@ -226,6 +226,9 @@ def _write_recommendation(
 ) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
+    if not (args.output or args.artefacts or getattr(args, "benchmark_script", None)):
+        print(text)  # nothing to write: the file writes' module is not imported
+        return
     from advisor.cli.writes import Target, write_all
 
     targets = (
