@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
+    alternative_out,
     configuration,
     goodput_out,
     layout_out,
     memory_out,
     serving_configuration,
 )
-from advisor.answer.predict import alternative_out
 from advisor.answer.report import (
     FrontPoint,
     JobOut,
