@@ -20,6 +20,7 @@ from advisor.question.records import dump
 
 if TYPE_CHECKING:
     from advisor.answer.report import Report
+    from advisor.catalog.models import ModelSpec
     from advisor.cli.writes import Target
     from advisor.learned.efficiency.base import EfficiencyModel
     from advisor.ops.launch import LaunchArtefacts
@@ -41,9 +42,10 @@ def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
-def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
+def model_spec_fields(args: argparse.Namespace) -> ModelSpec | None:
     """The model read from --config or built from --layers ... (None when neither is given), as
-    Workload.spec."""
+    Workload.spec: the record itself, which the door takes as it is (a dict would be judged by pydantic,
+    imported for it alone; Workload checks the spec's sizes and shape either way)."""
     values = _values(args)
     shape = values_of(values, "spec")
     ways = [
@@ -75,7 +77,7 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
                 f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
             )
         spec = spec_from_shape(**shape)
-    return dump(spec, mode="python", exclude_defaults=True)
+    return spec
 
 
 SHAPE_NEEDED = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
