@@ -4,15 +4,14 @@ offers refreshed by `gpu-advisor prices update` in the user data directory, whic
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from advisor.catalog.common import PosFloat, PosInt
 from advisor.catalog.dates import DAYS_PER_MONTH, age_months, today  # noqa: F401  (re-exported)
-
-if TYPE_CHECKING:  # the refreshed offers' file record: declared only where the file exists or is written
-    from advisor.catalog.user_prices import UserPrices
+from advisor.question.records import validate
 
 Pricing = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
 USER_PRICES = "prices.json"
@@ -40,6 +39,16 @@ class Offer:
         return self.usd_per_hour / self.gpus
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserPrices:
+    """The file `prices update` writes: offers with their date and where they were read."""
+
+    schema_version: Literal[1] = 1
+    fetched: dt.date
+    source: str
+    offers: tuple[Offer, ...]
+
+
 def user_prices_path() -> Path:
     """Where refreshed offers live (the user data directory)."""
     from advisor.catalog.userdata import data_dir
@@ -48,6 +57,10 @@ def user_prices_path() -> Path:
 
 
 _CACHE: dict[tuple[str, int, int], UserPrices | None] = {}
+
+
+def _parse_user_prices(text: str) -> UserPrices:
+    return validate(UserPrices, json.loads(text))
 
 
 def load_user_prices(path: Path | None = None) -> UserPrices | None:
@@ -64,7 +77,5 @@ def load_user_prices(path: Path | None = None) -> UserPrices | None:
     except OSError:
         return None
     if key not in _CACHE:
-        from advisor.catalog.user_prices import parse_user_prices
-
-        _CACHE[key] = read_stored(path, parse_user_prices)  # validated by pydantic only when the file exists
+        _CACHE[key] = read_stored(path, _parse_user_prices)  # validated by pydantic only when the file exists
     return _CACHE[key]

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.prices import Offer, Pricing, load_user_prices, today
+from advisor.catalog.prices import Offer, Pricing, UserPrices, load_user_prices, today
 from advisor.catalog.skypilot import SHARED_NAME, gpu_of
-from advisor.catalog.user_prices import UserPrices
 from advisor.question.checks import shown
 from advisor.question.errors import AdvisorError, InputError
 
