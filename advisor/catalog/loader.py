@@ -62,6 +62,7 @@ def _schema_key() -> bytes:
         "assumptions.py",
         "rules.py",
         "rule_nodes.py",
+        "rule_vocab.py",
         "gpus.py",
         "models.py",
         "prices.py",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from advisor.catalog.common import NON_EMPTY
-from advisor.catalog.rules import _ORDERED_OPS, FIELDS, Op
+from advisor.catalog.rule_vocab import FIELDS, ORDERED_OPS, Op
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,7 +26,7 @@ class Condition:
         if self.op in ("in", "not_in") and not isinstance(self.value, list | tuple | frozenset):
             raise ValueError(f"op {self.op!r} needs a list value")
         values = self.value if self.op in ("in", "not_in") else [self.value]
-        if self.op in _ORDERED_OPS and kind in (str, bool):
+        if self.op in ORDERED_OPS and kind in (str, bool):
             raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
         for v in values:
             ok = (
