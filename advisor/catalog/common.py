@@ -101,8 +101,9 @@ def record_type(tag: str) -> Any:
 class Figures:
     """Validates a section of sourced figures, declared as a typing.TypedDict (a dict whose keys mypy checks,
     declared in a tenth of a record type's time), as a dict holding exactly its keys, each validated as its
-    annotated type: pydantic's own TypedDict support needs typing_extensions' on Python 3.11, whose import
-    costs more than the record types it saves. Optional keys are declared in a base class with total=False."""
+    annotated type: pydantic's own TypedDict support needs typing_extensions' on Python 3.11, whose import on
+    every command would take back about half of what the sections save. Optional keys are declared in a base
+    class with total=False."""
 
     __slots__ = ()
 
