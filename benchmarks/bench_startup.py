@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     opts = parser.parse_args(argv)
     if opts.against:
-        return compare(Path(opts.against).resolve(), opts.repeats, not opts.no_examples)
+        return compare(Path(opts.against).resolve(), opts.repeats, not opts.no_examples, opts.instructions)
     with tempfile.TemporaryDirectory() as cache:
         if opts.install == "wheel":
             PYTHON[:] = [wheel_python(Path(cache))]
@@ -365,9 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def compare(other: Path, repeats: int, examples: bool) -> int:
+def compare(other: Path, repeats: int, examples: bool, count_instructions: bool = False) -> int:
     """Every command in two wheel installs, the other checkout's and this one's, their runs interleaved:
-    each tree's ratio to its own `python -c pass`, the other's first."""
+    each tree's ratio to its own `python -c pass`, the other's first (with `count_instructions`, also each
+    tree's instructions under callgrind, which do not move with the host's load)."""
     with tempfile.TemporaryDirectory() as work:
         trees = []
         for name, tree in (("against", other), ("this", ROOT)):
@@ -382,13 +383,27 @@ def compare(other: Path, repeats: int, examples: bool) -> int:
         floors = side_by_side("pass", trees, repeats)
         print(f"wheel installs, CPU median of {repeats} interleaved runs; python -c pass: ", end="")
         print(f"{floors[0] * 1000:.0f} ms ({other}) and {floors[1] * 1000:.0f} ms (this tree)")
+        floors_ir = [tree_instructions("pass", t) for t in trees] if count_instructions else []
         for name, args in {**COMMANDS, **(EXAMPLES if examples else {})}.items():
             cpus = side_by_side(CLI.format(args=args), trees, repeats)
             before, after = cpus[0] / floors[0], cpus[1] / floors[1]
             goal = GOALS.get(name)
             mark = f"   (goal <= {goal[0]:g}x)" if goal else ""
-            print(f"  {name:<24} {before:5.1f}x -> {after:5.1f}x python  ({after / before - 1:+.0%}){mark}")
+            ir = ""
+            if floors_ir:
+                code = CLI.format(args=args)
+                was, now = (tree_instructions(code, t) / f for t, f in zip(trees, floors_ir, strict=True))
+                ir = f"; instructions {was:5.1f}x -> {now:5.1f}x ({now / was - 1:+.0%})"
+            change = f"({after / before - 1:+.0%})"
+            print(f"  {name:<24} {before:5.1f}x -> {after:5.1f}x python  {change}{ir}{mark}")
     return 0
+
+
+def tree_instructions(code: str, tree: tuple[list[str], dict[str, str]]) -> int:
+    """instructions() of one `python -c code` in one tree's install (its python and environment)."""
+    python, env = tree
+    PYTHON[:] = python
+    return instructions(code, env)
 
 
 if __name__ == "__main__":

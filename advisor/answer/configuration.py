@@ -3,14 +3,18 @@ output."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.answer.plan_out import ConfigValue, GoodputOut, LayoutOut, MemoryOut
+from advisor.answer.plan_out import AlternativeOut, ConfigValue, GoodputOut, LayoutOut, MemoryOut
 from advisor.job.layout import ZERO_STAGE, Layout
 from advisor.job.resolve import Job
 from advisor.physics.goodput import Goodput
 from advisor.physics.memory import Memory
 from advisor.question.vocab import DEFAULT_ENGINE
+
+if TYPE_CHECKING:
+    from advisor.learned.efficiency.base import Interval
+    from advisor.search.candidates import Candidate
 
 ZERO_OF = {"none": 0, "ddp": 0, **ZERO_STAGE}
 
@@ -29,6 +33,24 @@ def layout_out(lay: Layout) -> LayoutOut:
         ep=lay.ep,
         shard_group=lay.shard_group,
         virtual=lay.virtual,
+    )
+
+
+def alternative_out(
+    cand: Candidate, eff: Interval, chosen_step_s: float, chosen_items: float = 0.0
+) -> AlternativeOut:
+    """A runner-up layout with its P50 step time, and how much slower it is than the chosen one's per item
+    (`chosen_items` per step: a layout whose micro-batches round the global batch up does more per step;
+    0 compares the steps)."""
+    assert cand.step is not None
+    t = cand.step.total_s / eff.p50
+    per = cand.step.items / chosen_items if chosen_items and cand.step.items else 1.0
+    return AlternativeOut(
+        parallelism=cand.layout.label(),
+        layout=layout_out(cand.layout),
+        memory_per_gpu_gb=round(cand.memory.central_gb, 2),
+        step_time_s=t,
+        slower=round(t / (chosen_step_s * per), 3) if chosen_step_s else 1.0,
     )
 
 

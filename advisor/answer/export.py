@@ -45,7 +45,7 @@ def export_record(
             "efficiency_source": report.efficiency_source,
             "memory_headroom": report.constraints.headroom
             if report.constraints.headroom is not None
-            else a.memory.headroom.value,
+            else a.memory["headroom"].value,
             "job": data["job"],
         },
         "chosen": plans[0] if plans else None,

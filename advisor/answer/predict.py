@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from advisor.answer.configuration import (
+    alternative_out,
     configuration,
     goodput_out,
     layout_out,
@@ -29,12 +30,12 @@ from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
-from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
+from advisor.search.candidates import efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
 
 if TYPE_CHECKING:  # serving modules are imported where a serving answer is made, not by training ones
-    from advisor.answer.report import LoadOut
+    from advisor.answer.serving_out import LoadOut
     from advisor.search.serving import Served
 
 
@@ -238,24 +239,6 @@ def _near_limit_note(memory: Memory) -> str:
         f"{memory.usable_gb:.1f} usable, within the error measured on published peaks (their P25-P75), so "
         "the chance of running out is between a quarter and three quarters: answered for the leanest layout "
         "holding the given values"
-    )
-
-
-def alternative_out(
-    cand: Candidate, eff: Interval, chosen_step_s: float, chosen_items: float = 0.0
-) -> AlternativeOut:
-    """A runner-up layout with its P50 step time, and how much slower it is than the chosen one's per item
-    (`chosen_items` per step: a layout whose micro-batches round the global batch up does more per step;
-    0 compares the steps)."""
-    assert cand.step is not None
-    t = cand.step.total_s / eff.p50
-    per = cand.step.items / chosen_items if chosen_items and cand.step.items else 1.0
-    return AlternativeOut(
-        parallelism=cand.layout.label(),
-        layout=layout_out(cand.layout),
-        memory_per_gpu_gb=round(cand.memory.central_gb, 2),
-        step_time_s=t,
-        slower=round(t / (chosen_step_s * per), 3) if chosen_step_s else 1.0,
     )
 
 

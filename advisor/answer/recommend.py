@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.answer.caveats import with_caveats
 from advisor.answer.configuration import (
+    alternative_out,
     configuration,
     goodput_out,
     layout_out,
     memory_out,
     serving_configuration,
 )
-from advisor.answer.predict import alternative_out
 from advisor.answer.report import (
     FrontPoint,
     JobOut,
@@ -25,7 +25,6 @@ from advisor.answer.report import (
     PriceOut,
     Report,
     RuleOut,
-    ServingOut,
     Suggestion,
     Throughput,
 )
@@ -59,7 +58,8 @@ from advisor.search.cost import (
 from advisor.search.links import offer_groups, with_link
 from advisor.search.training import layout_margin, preferred, search_training, with_rules
 
-if TYPE_CHECKING:  # the operations modules load only when a plan needs them
+if TYPE_CHECKING:  # the operations modules load only when a plan needs them (the serving records likewise)
+    from advisor.answer.serving_out import ServingOut
     from advisor.ops.launch import LaunchArtefacts
     from advisor.ops.plan import OpsPlan
     from advisor.ops.tco import TcoOut
@@ -114,9 +114,9 @@ def _score(
         run = Interval(*(good.wall_hours(h) for h in (useful.p10, useful.p50, useful.p90)))
         good = good.over(useful.p50)
         lo, mid, hi = (
-            a.defaults.startup_overhead_h.range[0],
-            a.defaults.startup_overhead_h.value,
-            a.defaults.startup_overhead_h.range[1],
+            a.defaults["startup_overhead_h"].range[0],
+            a.defaults["startup_overhead_h"].value,
+            a.defaults["startup_overhead_h"].range[1],
         )
         hours = Interval(run.p10 + lo, run.p50 + mid, run.p90 + hi)
         notes: list[str] = []
@@ -141,9 +141,9 @@ def _with_failure_rate(a: Assumptions, factor: float) -> Assumptions:
     """The assumptions with the interruptions per GPU-hour scaled by factor (the same ones at 1)."""
     if factor == 1.0:
         return a
-    fig = a.goodput.interruptions_per_gpu_hour
+    fig = a.goodput["interruptions_per_gpu_hour"]
     rate = dataclasses.replace(fig, value=fig.value * factor)
-    return dataclasses.replace(a, goodput=dataclasses.replace(a.goodput, interruptions_per_gpu_hour=rate))
+    return dataclasses.replace(a, goodput={**a.goodput, "interruptions_per_gpu_hour": rate})
 
 
 def _score_serving(
@@ -155,7 +155,7 @@ def _score_serving(
     a, job, c = ctx.knowledge.assumptions, ctx.job, ctx.constraints
     served = cand.serving
     assert served is not None
-    month = a.cost.hours_per_month.value
+    month = a.cost["hours_per_month"].value
     ttft = serving_interval(served, "ttft", served.ttft_s * 1000.0)
     tpot = serving_interval(served, "tpot", served.tpot_s * 1000.0)
     latency = Interval(
@@ -198,7 +198,7 @@ def _limits(ctx: Context, s: Scored) -> Miss | None:
     if c.budget_usd is not None:
         spend = s.cost.high
         if c.budget_period == "month" and ctx.job.training:
-            spend = s.cost.high / max(1.0, s.hours.p90 / a.cost.hours_per_month.value)
+            spend = s.cost.high / max(1.0, s.hours.p90 / a.cost["hours_per_month"].value)
         if spend > c.budget_usd:
             what = "per month" if c.budget_period == "month" or not ctx.job.training else ""
             return Miss(

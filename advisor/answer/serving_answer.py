@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.answer.report import LoadOut, Percentiles, ServingOut
+from advisor.answer.serving_out import LoadOut, Percentiles, ServingOut
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import Interval
 from advisor.learned.serving.engines import engine as engine_info

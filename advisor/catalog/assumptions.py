@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypedDict, cast
 
-from advisor.catalog.common import NonNegFloat, PosFloat, Source
+from advisor.catalog.common import FIGURES, NonNegFloat, PosFloat, Source
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,8 +25,7 @@ class Figure:
         return (self.value if self.low is None else self.low, self.value if self.high is None else self.high)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryFigures:
+class MemoryFigures(TypedDict):
     """Runtime overheads and the error bars of each memory component."""
 
     headroom: Figure
@@ -46,8 +45,7 @@ class MemoryFigures:
     serving_memory_fraction: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ActivationFigures:
+class ActivationFigures(TypedDict):
     """Korthikanti et al.'s per-layer activation terms."""
 
     per_layer_coeff: Figure
@@ -106,8 +104,7 @@ class StackMemory:
             raise ValueError(f"no source for trait(s) {', '.join(missing)} (sources: trait = source key)")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PrecisionFigures:
+class PrecisionFigures(TypedDict):
     """Bits per parameter of quantised weights, scales included."""
 
     nf4_bits: Figure
@@ -115,8 +112,7 @@ class PrecisionFigures:
     int8_bits: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OptimizerFigures:
+class OptimizerFigures(TypedDict):
     """Bytes per trainable parameter of optimizer states."""
 
     adamw: Figure
@@ -128,21 +124,20 @@ class OptimizerFigures:
     adafactor: Figure
     master_weights: Figure
 
-    def bytes_of(self, optimizer: str) -> float:
-        """Bytes per trainable parameter of an optimizer's states (its CLI name, e.g. 'adamw-8bit')."""
-        return float(getattr(self, optimizer.replace("-", "_")).value)
+
+def optimizer_bytes(figures: OptimizerFigures, optimizer: str) -> float:
+    """Bytes per trainable parameter of an optimizer's states (its CLI name, e.g. 'adamw-8bit')."""
+    return float(figures[optimizer.replace("-", "_")].value)  # type: ignore[literal-required]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NetworkFigures:
+class NetworkFigures(TypedDict):
     """The rail-optimised fat tree: pod size at full bisection, oversubscription between pods."""
 
     pod_gpus: Figure
     oversubscription: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoodputFigures:
+class GoodputFigures(TypedDict):
     """Interruptions at scale and what each costs."""
 
     interruptions_per_gpu_hour: Figure
@@ -150,8 +145,7 @@ class GoodputFigures:
     restart_h: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommFigures:
+class CommFigures(TypedDict):
     """Link latencies, PCIe bandwidths, and the host's memory bandwidth an offloaded optimizer runs at."""
 
     intra_node_latency_s: Figure
@@ -194,8 +188,7 @@ class Prior:
             raise ValueError("needs 0 < p10 <= p50 <= p90 <= 1")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CostFigures:
+class CostFigures(TypedDict):
     """Volatility coefficients, storage price, billing hours and spot interruption rates."""
 
     volatility_static: Figure
@@ -206,8 +199,7 @@ class CostFigures:
     spot_interruptions_per_month: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Defaults:
+class Defaults(TypedDict):
     """Starting values of user inputs; every output labels them as assumed."""
 
     pretrain_tokens_per_param: Figure
@@ -237,19 +229,19 @@ class Assumptions:
 
     schema_version: Literal[1]
     sources: dict[str, Source]
-    memory: MemoryFigures
-    activations: ActivationFigures
-    precision: PrecisionFigures
-    optimizer: OptimizerFigures
-    comm: CommFigures
+    memory: Annotated[MemoryFigures, FIGURES]
+    activations: Annotated[ActivationFigures, FIGURES]
+    precision: Annotated[PrecisionFigures, FIGURES]
+    optimizer: Annotated[OptimizerFigures, FIGURES]
+    comm: Annotated[CommFigures, FIGURES]
     loss: dict[str, Figure]
     stack: dict[str, StackMemory]
-    network: NetworkFigures
-    goodput: GoodputFigures
+    network: Annotated[NetworkFigures, FIGURES]
+    goodput: Annotated[GoodputFigures, FIGURES]
     fabric: dict[str, Fabric]
     efficiency: dict[str, Prior]
-    cost: CostFigures
-    defaults: Defaults
+    cost: Annotated[CostFigures, FIGURES]
+    defaults: Annotated[Defaults, FIGURES]
 
     def __post_init__(self) -> None:
         absent = [r for r in PRIOR_REGIMES if r not in self.efficiency]
@@ -275,5 +267,5 @@ class Assumptions:
             self.network,
             self.goodput,
         ):
-            keys |= {getattr(section, f.name).source for f in fields(section)}
+            keys |= {figure.source for figure in cast("dict[str, Figure]", section).values()}
         return keys

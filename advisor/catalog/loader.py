@@ -61,6 +61,8 @@ def _schema_key() -> bytes:
         "common.py",
         "assumptions.py",
         "rules.py",
+        "rule_nodes.py",
+        "rule_vocab.py",
         "gpus.py",
         "models.py",
         "prices.py",

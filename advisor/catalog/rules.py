@@ -8,61 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from advisor.catalog.common import NON_EMPTY, EntryId
+from advisor.catalog.common import EntryId
+from advisor.catalog.rule_vocab import FIELDS
 
-# The closed vocabulary of facts a rule may test, with the type each holds. Scope is the prefix:
-# job facts are fixed for a run, gpu facts per GPU type, plan facts per candidate plan.
-FIELDS: dict[str, type] = {
-    "workload.kind": str,  # pretrain | finetune | lora | qlora | inference
-    "workload.training": bool,
-    "workload.params_b": float,  # total parameters, billions
-    "workload.model_kind": str,  # llm | encoder | vit | cnn | rnn | speech | recsys
-    "workload.image_model": bool,  # cnn or vit
-    "workload.sequence_model": bool,  # llm, encoder, rnn, speech
-    "workload.seq_len": int,
-    "workload.optimizer": str,
-    "workload.recompute_given": bool,  # the user stated the recomputation policy
-    "constraints.deployment": str,  # cloud | on-prem
-    "constraints.pricing": str,  # on-demand | spot | reserved
-    "constraints.objective": str,
-    "constraints.has_deadline": bool,
-    "constraints.has_budget": bool,
-    "gpu.id": str,
-    "gpu.vendor": str,
-    "gpu.architecture": str,
-    "gpu.memory_gb": float,
-    "gpu.bf16": bool,
-    "gpu.fp8": bool,
-    "gpu.flash_attention": bool,
-    "gpu.compute_capability": float,
-    "gpu.interconnect": str,  # nvswitch | nvlink-bridge | pcie | infinity-fabric
-    "gpu.nvlink_domain": int,
-    "gpu.fabric": str,
-    "gpu.fabric_gbps_per_gpu": float,
-    "gpu.rdma_between_instances": bool,  # separate instances share an RDMA fabric (knowledge/capacity.toml)
-    "gpu.consumer": bool,  # GeForce parts
-    "plan.precision": str,
-    "plan.count": int,
-    "plan.nodes": int,
-    "plan.tp": int,
-    "plan.tp_outside_nvlink": bool,  # tp larger than the GPU's NVLink domain
-    "plan.pp": int,
-    "plan.mp_across_nodes": bool,  # a tensor/pipeline/context/expert-parallel group spans instances
-    "plan.dp": int,
-    "plan.sharding": str,  # none | ddp | zero1 | zero2 | zero3
-    "plan.recompute": str,  # none | selective | full
-    "plan.micro_batch": int,
-    "plan.grad_accum": int,  # micro-batches per optimizer step (per pipeline, with pipeline parallelism)
-    "plan.bubble_pct": int,  # the pipeline bubble, % of the step: the step model's bubble time / step time
-    "plan.recompute_needed": bool,  # the plan does not fit at its micro-batch without its recomputation
-    "plan.memory_fraction": float,  # upper estimate / capacity
-    "plan.dominant": str,  # the largest memory component
-    "plan.comm_fraction": float,  # exposed communication / step time at speed of light
-    "plan.hours": float,  # P50 hours of the job
-}
-
-Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in"]
-_ORDERED_OPS = {"lt", "le", "gt", "ge"}
 _PLACEHOLDER = re.compile(r"\{([a-z_]+\.[a-z_0-9]+)\}")
 
 
@@ -72,70 +20,19 @@ def scope_of(field: str) -> str:
     return {"workload": "job", "constraints": "job", "gpu": "gpu", "plan": "plan"}[head]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Condition:
-    """One test of a fact against a value, typed by FIELDS."""
-
-    field: str
-    op: Op
-    value: Any
-
-    def __post_init__(self) -> None:
-        if self.field not in FIELDS:
-            raise ValueError(f"unknown field {self.field!r}; known: {', '.join(sorted(FIELDS))}")
-        kind = FIELDS[self.field]
-        if self.op in ("in", "not_in") and not isinstance(self.value, list | tuple | frozenset):
-            raise ValueError(f"op {self.op!r} needs a list value")
-        values = self.value if self.op in ("in", "not_in") else [self.value]
-        if self.op in _ORDERED_OPS and kind in (str, bool):
-            raise ValueError(f"op {self.op!r} does not apply to {kind.__name__} field {self.field!r}")
-        for v in values:
-            ok = (
-                isinstance(v, int | float) and not isinstance(v, bool)
-                if kind in (int, float)
-                else isinstance(v, kind)
-            )
-            if not ok:
-                raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AllOf:
-    """True when every child is true."""
-
-    all: Annotated[tuple[Node, ...], NON_EMPTY]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnyOf:
-    """True when at least one child is true."""
-
-    any: Annotated[tuple[Node, ...], NON_EMPTY]
-
-
-def _node_kind(value: Any) -> str:
-    """Which node a tree element is."""
-    if isinstance(value, dict):
-        return "all" if "all" in value else "any" if "any" in value else "condition"
-    return "all" if isinstance(value, AllOf) else "any" if isinstance(value, AnyOf) else "condition"
-
-
-class _NodeChoice:
-    """Validates a tree element as the one node its keys name, so that a bad condition reports its own error,
-    not three union ones (pydantic is imported only when a rules file is validated)."""
+class _Tree:
+    """Validates a rule's condition tree as rule_nodes' records (pydantic, only when a rules file is read) and
+    keeps it as plain data: evaluating a rule needs no record type for its tree."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        from pydantic import Discriminator, Tag
+        from advisor.catalog.rule_nodes import tree_schema
 
-        tagged = (
-            Annotated[Condition, Tag("condition")]
-            | Annotated[AllOf, Tag("all")]
-            | Annotated[AnyOf, Tag("any")]
-        )
-        return handler.generate_schema(Annotated[tagged, Discriminator(_node_kind)])
+        return tree_schema(handler)
 
 
-Node = Annotated[Condition | AllOf | AnyOf, _NodeChoice()]
+Node = Annotated[dict[str, Any], _Tree()]
+"""A condition tree as plain data: {"field": ..., "op": ..., "value": ...}, {"all": [node, ...]} or
+{"any": [node, ...]} (advisor/catalog/rule_nodes.py holds its schema)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +41,8 @@ class Rule:
 
     id: EntryId
     kind: Literal["constraint", "preference", "advice"]
-    when: Node
+    when: Node = field(hash=False)
+    """The condition: plain data, hashed by its rule's other fields."""
     explanation: str
     source: str
     message: str
@@ -208,9 +106,9 @@ class Firing:
 
 
 def _fields(node: Node) -> list[str]:
-    if isinstance(node, Condition):
-        return [node.field]
-    children = node.all if isinstance(node, AllOf) else node.any
+    if "field" in node:
+        return [node["field"]]
+    children = node["all"] if "all" in node else node["any"]
     return [f for child in children for f in _fields(child)]
 
 
@@ -241,18 +139,21 @@ _MISSING = object()
 def compile_node(node: Node) -> Callable[[dict[str, Any]], bool]:
     """The condition tree as closures: true when every `all` child / some `any` child holds (a missing fact
     makes its test false)."""
-    if isinstance(node, Condition):
-        field, fn = node.field, _OPS[node.op]
-        value = frozenset(node.value) if node.op in ("in", "not_in") else node.value
+    if "field" in node:
+        field, op, value = node["field"], node["op"], node["value"]
+        fn = _OPS[op]
+        if op in ("in", "not_in"):
+            value = frozenset(value)
 
         def test(facts: dict[str, Any]) -> bool:
             fact = facts.get(field, _MISSING)
             return fact is not _MISSING and fn(fact, value)
 
         return test
-    children = tuple(compile_node(c) for c in (node.all if isinstance(node, AllOf) else node.any))
+    every = "all" in node
+    children = tuple(compile_node(c) for c in (node["all"] if every else node["any"]))
     # Loops rather than all()/any() over a generator: the same short-circuit, without a generator per test.
-    if isinstance(node, AllOf):
+    if every:
 
         def test_all(facts: dict[str, Any]) -> bool:
             for child in children:  # noqa: SIM110  (no generator per test)

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, fields
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, TypedDict, cast
 
 from advisor.catalog.assumptions import Figure
-from advisor.catalog.common import Source
+from advisor.catalog.common import FIGURES, Source
 from advisor.catalog.loader import Knowledge, cached_records, validate
 from advisor.question.errors import KnowledgeError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hardware:
+# Each section is a typing.TypedDict (catalog/common.Figures), its optional figures in a base class with
+# total=False: typing.NotRequired is not recognised under `from __future__ import annotations` on Python 3.11.
+class _HardwareOptional(TypedDict, total=False):
+    network_eth_per_node_usd: Figure
+    install_fraction: Figure
+
+
+class Hardware(_HardwareOptional):
     """Non-GPU hardware prices."""
 
     server_8gpu_sxm_usd: Figure
@@ -21,37 +27,37 @@ class Hardware:
     workstation_usd: Figure
     network_ib_per_gpu_usd: Figure
     residual_value_fraction: Figure
-    network_eth_per_node_usd: Figure | None = None
-    install_fraction: Figure | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Power:
+class _PowerOptional(TypedDict, total=False):
+    off_peak_usd_kwh: Figure
+
+
+class Power(_PowerOptional):
     """Tariffs, PUE and non-GPU server power."""
 
     electricity_usd_kwh: Figure
     pue: Figure
     server_overhead_w_per_gpu: Figure
-    off_peak_usd_kwh: Figure | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Space:
+class Space(TypedDict):
     """Data-centre space."""
 
     colocation_usd_per_kw_month: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Staff:
+class _StaffOptional(TypedDict, total=False):
+    gpus_per_engineer: Figure
+
+
+class Staff(_StaffOptional):
     """Operations staff."""
 
     engineer_usd_year: Figure
-    gpus_per_engineer: Figure | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Operations:
+class Operations(TypedDict):
     """The field guides' operations policy figures and measured failure rates."""
 
     maintenance_fraction_per_year: Figure
@@ -74,8 +80,7 @@ class Operations:
     rack_space_reserve_fraction: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Lease:
+class Lease(TypedDict):
     """Financing terms."""
 
     annual_rate: Figure
@@ -83,8 +88,7 @@ class Lease:
     lease_to_purchase_ratio: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PowerCap:
+class PowerCap(TypedDict):
     """A measured power-capping study and the guide's example policy."""
 
     cap_fraction: Figure
@@ -97,8 +101,7 @@ class PowerCap:
     guide_night_end_hour: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Shares:
+class Shares(TypedDict):
     """The guide's typical shares of TCO."""
 
     hardware: Figure
@@ -108,8 +111,7 @@ class Shares:
     network: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Spot:
+class Spot(TypedDict):
     """Preemption notices."""
 
     aws_notice_s: Figure
@@ -122,15 +124,15 @@ class TcoFigures:
 
     schema_version: Literal[1]
     sources: dict[str, Source]
-    hardware: Hardware
-    power: Power
-    space: Space
-    staff: Staff
-    operations: Operations
-    lease: Lease
-    power_cap: PowerCap
-    typical_shares: Shares
-    spot: Spot
+    hardware: Annotated[Hardware, FIGURES]
+    power: Annotated[Power, FIGURES]
+    space: Annotated[Space, FIGURES]
+    staff: Annotated[Staff, FIGURES]
+    operations: Annotated[Operations, FIGURES]
+    lease: Annotated[Lease, FIGURES]
+    power_cap: Annotated[PowerCap, FIGURES]
+    typical_shares: Annotated[Shares, FIGURES]
+    spot: Annotated[Spot, FIGURES]
     missing: dict[str, str] = field(default_factory=dict)
 
     def source_keys(self) -> set[str]:
@@ -147,10 +149,7 @@ class TcoFigures:
             self.typical_shares,
             self.spot,
         ):
-            for f in fields(section):
-                fig = getattr(section, f.name)
-                if fig is not None:
-                    keys.add(fig.source)
+            keys |= {fig.source for fig in cast("dict[str, Figure]", section).values()}
         return keys
 
 

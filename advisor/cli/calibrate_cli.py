@@ -111,7 +111,7 @@ def _reset(profile: str) -> int:
 
 def _export(profile: str, path: str, force: bool) -> int:
     from advisor.catalog.run_store import profile_text
-    from advisor.cli.output import Target, write_all
+    from advisor.cli.writes import Target, write_all
 
     write_all([Target(Path(path).expanduser(), profile_text(profile), "--export")], force)
     print(f"wrote profile {profile} to {path}", file=sys.stderr)

@@ -20,7 +20,8 @@ from advisor.question.records import dump
 
 if TYPE_CHECKING:
     from advisor.answer.report import Report
-    from advisor.cli.output import Target
+    from advisor.catalog.models import ModelSpec
+    from advisor.cli.writes import Target
     from advisor.learned.efficiency.base import EfficiencyModel
     from advisor.ops.launch import LaunchArtefacts
 
@@ -41,9 +42,10 @@ def workload_fields(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
-def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
+def model_spec_fields(args: argparse.Namespace) -> ModelSpec | None:
     """The model read from --config or built from --layers ... (None when neither is given), as
-    Workload.spec."""
+    Workload.spec: the record itself, which the door takes as it is (a dict would be judged by pydantic,
+    imported for it alone; Workload checks the spec's sizes and shape either way)."""
     values = _values(args)
     shape = values_of(values, "spec")
     ways = [
@@ -75,7 +77,7 @@ def model_spec_fields(args: argparse.Namespace) -> dict[str, Any] | None:
                 f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
             )
         spec = spec_from_shape(**shape)
-    return dump(spec, mode="python", exclude_defaults=True)
+    return spec
 
 
 SHAPE_NEEDED = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
@@ -226,7 +228,10 @@ def _write_recommendation(
 ) -> None:
     """Print the answer, or write -o and --artefacts together: every file checked first, all written or
     none."""
-    from advisor.cli.output import Target, write_all
+    if not (args.output or args.artefacts or getattr(args, "benchmark_script", None)):
+        print(text)  # nothing to write: the file writes' module is not imported
+        return
+    from advisor.cli.writes import Target, write_all
 
     targets = (
         [Target(Path(args.output).expanduser(), text if text.endswith("\n") else text + "\n", "-o")]
@@ -264,7 +269,7 @@ def _benchmark_targets(args: argparse.Namespace, report: Report, knowledge: Know
         print(f"--benchmark-script {folder}: no plan fits, so there is no run to write", file=sys.stderr)
         return []
     from advisor.answer.benchmark import benchmark_for
-    from advisor.cli.output import Target
+    from advisor.cli.writes import Target
 
     files = benchmark_for(knowledge or load_knowledge(), report)
     return [
@@ -275,7 +280,7 @@ def _benchmark_targets(args: argparse.Namespace, report: Report, knowledge: Know
 
 def artefact_targets(launch: LaunchArtefacts, folder: Path) -> list[Target]:
     """The chosen plan's launch artefacts as files to write into folder (launch.sh executable)."""
-    from advisor.cli.output import Target
+    from advisor.cli.writes import Target
 
     files = {
         launch.framework_config_name: launch.framework_config,

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
 import sys
 from typing import Any
 
-from advisor.question.records import dump
+# dataclasses and json are imported where they are used: every `--help` builds this module's parser.
 
 
 def add_fleet_parser(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +74,8 @@ def run_fleet(args: argparse.Namespace) -> int:
 
 
 def _portfolio(args: argparse.Namespace, knowledge: Any) -> Any:
+    import dataclasses
+
     from advisor.fleet.portfolio import load_portfolio
     from advisor.question.errors import InputError
 
@@ -103,6 +103,8 @@ def _portfolio(args: argparse.Namespace, knowledge: Any) -> Any:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    import json
+
     from advisor.catalog import load_knowledge
     from advisor.cli.output import emit
     from advisor.fleet.export import clean, fleet_toml
@@ -127,7 +129,10 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    import json
+
     from advisor.fleet.validation import validate
+    from advisor.question.records import dump
 
     hours = _count(args.hours, "--hours", 100, 10_000_000)
     result = validate(args.trace) if hours is None else validate(args.trace, float(hours), float(hours))

@@ -22,9 +22,11 @@ def _volatility(args: argparse.Namespace, knowledge: Knowledge) -> tuple[float, 
     if given is not None:
         return given, given, given, "given"
     a = knowledge.assumptions.cost
-    fig = {"static": a.volatility_static, "fluctuating": a.volatility_fluctuating, "high": a.volatility_high}[
-        args.demand or "static"
-    ]
+    fig = {
+        "static": a["volatility_static"],
+        "fluctuating": a["volatility_fluctuating"],
+        "high": a["volatility_high"],
+    }[args.demand or "static"]
     return fig.range[0], fig.value, fig.range[1], f"{args.demand or 'static'} demand ({fig.source})"
 
 
@@ -44,7 +46,7 @@ def user_cost(args: argparse.Namespace, knowledge: Knowledge) -> dict:
         raise InputError(f"cost: give {', '.join(missing)} (or --guide-example, or --scenario NAME)")
     gb = _num(args, "storage_gb") or 0.0
     months = _num(args, "storage_months")
-    months = hours / knowledge.assumptions.cost.hours_per_month.value if months is None else months
+    months = hours / knowledge.assumptions.cost["hours_per_month"].value if months is None else months
     rate = _num(args, "storage_usd_gb_month")
     basis = "given"
     if rate is None:

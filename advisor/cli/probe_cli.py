@@ -4,13 +4,9 @@ collectives) with PyTorch and stores it as a named node profile; --list shows th
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
-
-from advisor.cli.output import json_text, table
 
 EPILOG = """examples:
   gpu-advisor probe                      measure this node (about two minutes), store it as <gpu>-<host>
@@ -53,7 +49,12 @@ def _count(text: str) -> int:
 
 def probe_cli(args: argparse.Namespace) -> int:
     """Measure and store (or, with --list, show what is stored)."""
+    # Imported here: every `--help` builds this parser, and these cost it a third of its CPU.
+    import datetime as dt
+    import socket
+
     from advisor.catalog.node_profile import check_name, exists, save_operations
+    from advisor.cli.output import json_text
     from advisor.question.errors import InputError
 
     fmt = args.format or "table"
@@ -118,6 +119,8 @@ def _best(rows: Sequence[dict[str, Any]], key: str, value: str) -> list[tuple[st
 def summary(payload: dict[str, Any]) -> str:
     """The measured table in a few lines: the best GEMM and attention per dtype/kernel, copy bandwidth,
     and each collective's bus bandwidth at its largest message; then the notes."""
+    from advisor.cli.output import table
+
     lines = [
         f"profile {payload['name']}: {payload['gpus']} x {payload['gpu']} on {payload['host']}, "
         f"{payload['measured_on']}, torch {payload['torch']} {payload['cuda']}".rstrip()
@@ -143,6 +146,7 @@ def summary(payload: dict[str, Any]) -> str:
 
 def _list(fmt: str) -> int:
     from advisor.catalog.node_profile import list_profiles, load_profile, profiles_dir
+    from advisor.cli.output import json_text, table
 
     found = [p for p in (load_profile(n) for n in list_profiles()) if p is not None]
     sections = ("gemm", "attention", "memory", "collectives")

@@ -66,8 +66,8 @@ def attribution(setup: Setup, design: Design, runs: list[RunFigures], weeks: flo
     (its own row), so that the rows add up to the cluster's cost."""
     years = setup.portfolio.sizing.years
     scale = years * 52.0 / weeks  # simulated weeks to the whole period
-    tariff = setup.tco_figures.power.electricity_usd_kwh.value
-    share = setup.tco_figures.operations.maintenance_fraction_per_year.value
+    tariff = setup.tco_figures.power["electricity_usd_kwh"].value
+    share = setup.tco_figures.operations["maintenance_fraction_per_year"].value
     used = _mean_gpu_hours(runs)
     rows: list[Attribution] = []
     for part in design.parts:

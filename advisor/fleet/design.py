@@ -62,19 +62,21 @@ class Setup:
         self.knowledge, self.portfolio, self.shapes = knowledge, portfolio, shapes
         t = load_tco(knowledge)
         self.tco_figures = t
-        self.hours_per_month = knowledge.assumptions.cost.hours_per_month.value
-        self.failures_per_gpu_hour = t.operations.hardware_failure_rate_per_month.value / self.hours_per_month
+        self.hours_per_month = knowledge.assumptions.cost["hours_per_month"].value
+        self.failures_per_gpu_hour = (
+            t.operations["hardware_failure_rate_per_month"].value / self.hours_per_month
+        )
         self.curve = load_power_curve()
-        self.pue = t.power.pue.value
-        self.overhead_w = t.power.server_overhead_w_per_gpu.value
+        self.pue = t.power["pue"].value
+        self.overhead_w = t.power["server_overhead_w_per_gpu"].value
 
     def fractions(self, gpu_id: str, training: bool) -> tuple[float, float]:
         """Power-limit fractions by day and at night: the guide's training cap (800 W) where it binds, and
         its 90% night cap on top."""
         pc = self.tco_figures.power_cap
         tdp = self.knowledge.gpu(gpu_id).tdp_w or 0
-        day = min(1.0, pc.guide_training_cap_w.value / tdp) if training and tdp else 1.0
-        night = day * pc.guide_night_cap_fraction.value if self.portfolio.policy.night_cap else day
+        day = min(1.0, pc["guide_training_cap_w"].value / tdp) if training and tdp else 1.0
+        night = day * pc["guide_night_cap_fraction"].value if self.portfolio.policy.night_cap else day
         return day, night
 
     def night_cap(self, gpu_id: str, training: bool) -> tuple[NightCap, float]:
@@ -83,7 +85,9 @@ class Setup:
         day, night = self.fractions(gpu_id, training)
         day_speed = self.curve.at(day)[0]
         factor = self.curve.at(night)[0] / day_speed
-        return NightCap(factor, pc.guide_night_start_hour.value, pc.guide_night_end_hour.value), day_speed
+        return NightCap(
+            factor, pc["guide_night_start_hour"].value, pc["guide_night_end_hour"].value
+        ), day_speed
 
     def draw(self, part: Part, training: bool) -> Draw:
         """W per busy GPU by day and at night (GPU at its measured relative power + the server's share)."""

@@ -96,7 +96,7 @@ def _verdict(ok: bool) -> str:
 
 def _wait_kpis(setup: Setup, runs: list[RunFigures]) -> list[Kpi]:
     """The guide's queue-wait target on the median wait of each training class that ran."""
-    target = setup.tco_figures.operations.max_queue_wait_min.value
+    target = setup.tco_figures.operations["max_queue_wait_min"].value
     out = []
     for cls in ("urgent", "regular"):
         ci = Ci.of([r.wait_p50_min.get(cls, math.nan) for r in runs])
@@ -124,8 +124,8 @@ def _kpis(setup: Setup, runs: list[RunFigures]) -> list[Kpi]:
             name="GPU utilisation",
             value=util,
             unit="fraction",
-            target=f">= {op.target_utilization.value:.0%}",
-            verdict=_verdict(util.mean >= op.target_utilization.value),
+            target=f">= {op['target_utilization'].value:.0%}",
+            verdict=_verdict(util.mean >= op["target_utilization"].value),
             note="GPUs allocated to jobs and replicas",
         ),
     ]
@@ -143,9 +143,9 @@ def _kpis(setup: Setup, runs: list[RunFigures]) -> list[Kpi]:
             name="GPU failures",
             value=fails,
             unit="per GPU-month",
-            target=f"< {op.hardware_failure_target_per_month.value:.1%} a month",
-            verdict=_verdict(fails.mean < op.hardware_failure_target_per_month.value),
-            note=f"simulated at the measured {op.hardware_failure_rate_per_month.value:.2%}/GPU-month "
+            target=f"< {op['hardware_failure_target_per_month'].value:.1%} a month",
+            verdict=_verdict(fails.mean < op["hardware_failure_target_per_month"].value),
+            note=f"simulated at the measured {op['hardware_failure_rate_per_month'].value:.2%}/GPU-month "
             "(Llama 3, 16,384 H100s): the guide's target is below what was measured at scale",
         ),
         Kpi(
@@ -181,7 +181,7 @@ def _waits(runs: list[RunFigures]) -> dict[str, dict[str, Ci]]:
 
 
 def _ratio(setup: Setup, design: Design, runs: list[RunFigures]) -> dict[str, Any]:
-    share = setup.tco_figures.operations.hybrid_train_share.value
+    share = setup.tco_figures.operations["hybrid_train_share"].value
     train = statistics.fmean(r.train_gpu_hours for r in runs)
     infer = statistics.fmean(r.inference_gpu_hours for r in runs)
     out: dict[str, Any] = {
@@ -198,7 +198,7 @@ def _ratio(setup: Setup, design: Design, runs: list[RunFigures]) -> dict[str, An
 def _reserve(setup: Setup, design: Design) -> dict[str, Any]:
     load = setup.mean_load(design)
     needed = 1.0 - load / design.gpus
-    guide = setup.tco_figures.operations.elastic_reserve_fraction.value
+    guide = setup.tco_figures.operations["elastic_reserve_fraction"].value
     return {
         "mean_load_gpus": round(load, 2),
         "needed_fraction": round(needed, 4),
@@ -238,14 +238,17 @@ def _notes(setup: Setup) -> tuple[str, ...]:
     return (
         "each job's GPUs, hours, checkpoints and FLOPs come from the per-job model (recommend's search, "
         "efficiency model and goodput), the smallest count that meets its deadline (or turnaround)",
-        f"night cap {pc.guide_night_cap_fraction.value:.0%} {pc.guide_night_start_hour.value:02.0f}:00-"
-        f"{pc.guide_night_end_hour.value:02.0f}:00 and the guide's {pc.guide_training_cap_w.value:.0f} W "
+        f"night cap {pc['guide_night_cap_fraction'].value:.0%} "
+        f"{pc['guide_night_start_hour'].value:02.0f}:00-"
+        f"{pc['guide_night_end_hour'].value:02.0f}:00 and the guide's "
+        f"{pc['guide_training_cap_w'].value:.0f} W "
         f"training cap, their effect on speed and power from measured sweeps: {setup.curve.source_ref()}; "
         "the curve's median over A40/V100/RTX 6000/P100 is applied to other GPUs by fraction of TDP",
-        f"the guide's {pc.guide_inference_cap_w.value:.0f} W inference cap is not simulated: no sourced "
+        f"the guide's {pc['guide_inference_cap_w'].value:.0f} W inference cap is not simulated: no sourced "
         "power curve of decoding was found",
-        f"GPU failures at {op.hardware_failure_rate_per_month.value:.2%} per GPU-month "
-        f"({op.hardware_failure_rate_per_month.source}); a hit job loses the work since its checkpoint and "
+        f"GPU failures at {op['hardware_failure_rate_per_month'].value:.2%} per GPU-month "
+        f"({op['hardware_failure_rate_per_month'].source}); a hit job loses the work since its checkpoint "
+        "and "
         "restarts; repair time of the GPU is not modelled (no source)",
         "serving: replicas = ceil(rate / one replica's capacity at its latency target) + 1 spare, re-set "
         "when the hourly rate changes",

@@ -127,7 +127,7 @@ def _serving_shape(knowledge: Knowledge, entry: Entry, gpu_id: str, options: lis
         hours_p90=hours,
         checkpoint_h=0.0,
         interval_h=math.inf,
-        restart_h=knowledge.assumptions.goodput.restart_h.value,
+        restart_h=knowledge.assumptions.goodput["restart_h"].value,
         tflop_per_hour=tflop_per_request * per_replica * 3600.0,
         capacity_rps=per_replica,
         layout=lay.serving_label(),

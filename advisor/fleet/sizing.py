@@ -37,7 +37,7 @@ class Candidate:
 def meets(setup: Setup, runs: list[RunFigures]) -> bool:
     """Deadlines met, the guide's queue-wait target held for urgent and regular training (median wait), and
     serving never short of replicas."""
-    target = setup.tco_figures.operations.max_queue_wait_min.value
+    target = setup.tco_figures.operations["max_queue_wait_min"].value
     missed = statistics.fmean(r.missed_fraction for r in runs)
     short = statistics.fmean(r.serving_short for r in runs)
     for cls in ("urgent", "regular"):

@@ -27,7 +27,7 @@ def trainable(
     assumed: list[Assumed],
 ) -> tuple[int, float]:
     """The LoRA rank and the parameters that train (all of them, or the adapters)."""
-    rank = workload.lora_rank or int(knowledge.assumptions.defaults.lora_rank.value)
+    rank = workload.lora_rank or int(knowledge.assumptions.defaults["lora_rank"].value)
     targets = workload.config.lora_targets or "all"
     if kind in ("lora", "qlora") and workload.lora_rank is None:
         where = "every linear layer" if targets == "all" else "the attention projections"
@@ -63,17 +63,17 @@ def _total_items(
     if not need_data:
         return 0.0
     if kind == "pretrain" and per_token:
-        total = d.pretrain_tokens_per_param.value * shape.params
+        total = d["pretrain_tokens_per_param"].value * shape.params
         assumed.append(
             Assumed(
-                text=f"{human(total)} training tokens = {d.pretrain_tokens_per_param.value:g} per "
+                text=f"{human(total)} training tokens = {d['pretrain_tokens_per_param'].value:g} per "
                 "parameter, compute-optimal",
                 field="tokens",
             )
         )
         return total
     if per_token:
-        total = d.finetune_tokens.value * workload.epochs
+        total = d["finetune_tokens"].value * workload.epochs
         assumed.append(
             Assumed(
                 text=f"{human(total)} fine-tuning tokens", note="an Alpaca-sized data set", field="tokens"
@@ -100,8 +100,8 @@ def _global_batch(
     if not (shape.kind == "llm" or shape.spec is None):
         return 0  # non-LLM: every GPU runs its benchmark batch, no accumulation
     if kind == "pretrain":
-        return max(1, math.ceil(d.pretrain_global_batch_tokens.value / max(seq_len, 1)))
-    return int(d.finetune_global_batch_seqs.value)
+        return max(1, math.ceil(d["pretrain_global_batch_tokens"].value / max(seq_len, 1)))
+    return int(d["finetune_global_batch_seqs"].value)
 
 
 def data_size(
@@ -126,9 +126,9 @@ def serving_inputs(
 ) -> dict[str, Any]:
     """Prompt and output lengths, latency targets and load, defaults named."""
     d = knowledge.assumptions.defaults
-    prompt = workload.prompt_tokens or int(d.prompt_tokens.value)
-    output = workload.output_tokens or int(d.output_tokens.value)
-    tpot = workload.tpot_ms or d.tpot_target_ms.value
+    prompt = workload.prompt_tokens or int(d["prompt_tokens"].value)
+    output = workload.output_tokens or int(d["output_tokens"].value)
+    tpot = workload.tpot_ms or d["tpot_target_ms"].value
     rps = workload.requests_per_s or 0.0
     if not training:
         if workload.prompt_tokens is None:

@@ -151,7 +151,7 @@ def _seq_len(
     if spec is not None and spec.seq_len:
         return spec.seq_len
     if shape.arch is not None and shape.kind == "llm":
-        default = int(knowledge.assumptions.defaults.llm_seq_len.value)
+        default = int(knowledge.assumptions.defaults["llm_seq_len"].value)
         seq_len = min(spec.max_seq_len, default) if spec is not None and spec.max_seq_len else default
         if kind != "inference":  # serving sizes by prompt and output tokens instead
             assumed.append(Assumed(text=f"sequence length {seq_len} tokens", field="seq_len"))

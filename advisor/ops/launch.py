@@ -132,8 +132,8 @@ def prometheus_rules(knowledge: Knowledge, plan: PlanFacts) -> dict:
 
 def _utilisation_rules(op: Operations) -> list[dict]:
     """Alerts on utilisation below the target and on too many idle GPUs."""
-    util = round(op.target_utilization.value * 100)
-    idle = op.idle_max_fraction.value
+    util = round(op["target_utilization"].value * 100)
+    idle = op["idle_max_fraction"].value
     return [
         {
             "alert": "GPUUtilisationBelowTarget",
@@ -197,10 +197,12 @@ def _ecc_and_queue_rules(op: Operations) -> list[dict]:
             "alert": "QueueWaitAboveTarget",
             "expr": f"histogram_quantile(0.9, "
             f"sum(rate(kueue_admission_wait_time_seconds_bucket[30m])) by (le)) > "
-            f"{op.max_queue_wait_min.value * 60:.0f}",
+            f"{op['max_queue_wait_min'].value * 60:.0f}",
             "for": "30m",
             "labels": {"severity": "warning"},
-            "annotations": {"summary": f"P90 queue wait above {op.max_queue_wait_min.value:.0f} min (Kueue)"},
+            "annotations": {
+                "summary": f"P90 queue wait above {op['max_queue_wait_min'].value:.0f} min (Kueue)"
+            },
         },
     ]
 
@@ -240,7 +242,7 @@ def launch_artefacts(
 ) -> LaunchArtefacts:
     """Every artefact for one plan."""
     per_node = _gpus_per_node(plan)
-    restarts = int(load_tco(knowledge).operations.restart_limit.value)
+    restarts = int(load_tco(knowledge).operations["restart_limit"].value)
     rules = yaml.dump(prometheus_rules(knowledge, plan)) + "\n"
     resources = sky_resources(knowledge, plan, per_node, spot=constraints.pricing == "spot")
     if not job.training:

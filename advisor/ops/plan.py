@@ -60,15 +60,15 @@ def checkpoint_interval_h(
     """Young's optimum checkpoint interval and the job's mean time between interruptions, in hours."""
     a, t = knowledge.assumptions, load_tco(knowledge)
     failures_per_hour = (
-        plan.count * t.operations.hardware_failure_rate_per_month.value / a.cost.hours_per_month.value
+        plan.count * t.operations["hardware_failure_rate_per_month"].value / a.cost["hours_per_month"].value
     )
     if constraints.pricing == "spot":
         instances = plan.instances or plan.nodes
         failures_per_hour += (
-            instances * a.cost.spot_interruptions_per_month.value / a.cost.hours_per_month.value
+            instances * a.cost["spot_interruptions_per_month"].value / a.cost["hours_per_month"].value
         )
     mtbi = 1.0 / failures_per_hour
-    write_h = a.defaults.checkpoint_write_s.value / 3600.0
+    write_h = a.defaults["checkpoint_write_s"].value / 3600.0
     return math.sqrt(2.0 * write_h * mtbi), mtbi
 
 
@@ -78,7 +78,7 @@ FLEET = "gpu-advisor fleet plan PORTFOLIO.toml"
 def _max_gpus(op: Operations, job: Job, plan: PlanFacts) -> OpsItem:
     """A training job restarts rather than resizes: it has no elastic reserve of its own; a service grows
     by whole replicas, the guide's 20% rounded up to at least one more."""
-    reserve = op.elastic_reserve_fraction.value
+    reserve = op["elastic_reserve_fraction"].value
     if job.training:
         return OpsItem(
             name="max GPUs",
@@ -86,7 +86,7 @@ def _max_gpus(op: Operations, job: Job, plan: PlanFacts) -> OpsItem:
             reason="a training job keeps its size to the end (it restarts to change it): no elastic "
             f"reserve on the job; the guide's {reserve:.0%} elastic pool is cluster policy, sized by "
             f"`{FLEET}`",
-            source=op.elastic_reserve_fraction.source,
+            source=op["elastic_reserve_fraction"].source,
         )
     per = plan.gpus_per_replica or 1
     top = max(plan.count + per, math.ceil(plan.count * (1 + reserve) / per) * per)
@@ -95,7 +95,7 @@ def _max_gpus(op: Operations, job: Job, plan: PlanFacts) -> OpsItem:
         setting=str(top),
         reason=f"the plan's {plan.count} plus the guide's {reserve:.0%} elastic reserve, in whole "
         f"replicas of {per} (at least one more, so a failed replica does not stop the service)",
-        source=op.elastic_reserve_fraction.source,
+        source=op["elastic_reserve_fraction"].source,
     )
 
 
@@ -117,7 +117,7 @@ def _scaling(
         if constraints.budget_usd and constraints.budget_period == "month"
         else "release every GPU when the job ends"
         if job.training
-        else f"scale in an instance whose cost passes ${op.scale_in_instance_cost_usd.value:,.0f} "
+        else f"scale in an instance whose cost passes ${op['scale_in_instance_cost_usd'].value:,.0f} "
         "(the guide's rule; set your own)"
     )
     items = [
@@ -127,7 +127,7 @@ def _scaling(
             name="scale in",
             setting=budget_rule,
             reason="cost, not load, decides when to give capacity back",
-            source=op.scale_in_instance_cost_usd.source,
+            source=op["scale_in_instance_cost_usd"].source,
         ),
     ]
     if not job.training:
@@ -135,17 +135,18 @@ def _scaling(
             2,
             OpsItem(
                 name="scale out",
-                setting=f"GPU utilisation > {op.scale_out_utilization.value:.0%}",
+                setting=f"GPU utilisation > {op['scale_out_utilization'].value:.0%}",
                 reason="the guide's trigger: add replicas before requests queue",
-                source=op.scale_out_utilization.source,
+                source=op["scale_out_utilization"].source,
             ),
         )
         items.append(
             OpsItem(
                 name="reclaim window",
-                setting=f"{op.reclaim_start_hour.value:02.0f}:00-{op.reclaim_end_hour.value:02.0f}:00 daily",
+                setting=f"{op['reclaim_start_hour'].value:02.0f}:00-"
+                f"{op['reclaim_end_hour'].value:02.0f}:00 daily",
                 reason="release the replicas the night's lower load does not need",
-                source=op.reclaim_start_hour.source,
+                source=op["reclaim_start_hour"].source,
             )
         )
     return tuple(items)
@@ -160,7 +161,7 @@ def _queues(op: Operations, job: Job) -> tuple[OpsItem, ...]:
                 setting="always on, ahead of the training queues",
                 reason=f"replicas follow the request rate (scale out/in above); `{FLEET}` simulates them "
                 "beside a cluster's training queues",
-                source=op.queue_levels.source,
+                source=op["queue_levels"].source,
             ),
         )
     return (
@@ -168,25 +169,25 @@ def _queues(op: Operations, job: Job) -> tuple[OpsItem, ...]:
             name="urgent",
             setting="preempts lower levels",
             reason="deadline-bound training",
-            source=op.queue_levels.source,
+            source=op["queue_levels"].source,
         ),
         OpsItem(
             name="regular",
             setting="first in, first out",
             reason="ordinary training",
-            source=op.queue_levels.source,
+            source=op["queue_levels"].source,
         ),
         OpsItem(
             name="batch inference",
             setting="idle capacity only",
             reason="soaks up idle GPUs between training jobs",
-            source=op.queue_levels.source,
+            source=op["queue_levels"].source,
         ),
         OpsItem(
             name="development",
             setting="capped per team",
             reason="keeps experiments from starving production",
-            source=op.queue_levels.source,
+            source=op["queue_levels"].source,
         ),
     )
 
@@ -210,40 +211,40 @@ def _power_items(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> tuple[Op
     """The power caps that apply to this job: its own kind's cap, and the night cap only when it runs past
     the night window."""
     pc = t.power_cap
-    cap_w = round(tdp * pc.cap_fraction.value)
-    guide_train = pc.guide_training_cap_w.value
+    cap_w = round(tdp * pc["cap_fraction"].value)
+    guide_train = pc["guide_training_cap_w"].value
     power: tuple[OpsItem, ...] = (
         OpsItem(
             name="training cap",
-            setting=f"none (performance), or {cap_w} W ({pc.cap_fraction.value:.0%} of "
+            setting=f"none (performance), or {cap_w} W ({pc['cap_fraction'].value:.0%} of "
             f"{tdp} W TDP) when energy matters more than time",
-            reason=f"measured: capping at {pc.cap_fraction.value:.0%} of TDP "
-            f"saved {pc.energy_saving_fraction.value:.1%} energy "
-            f"for {pc.slowdown_fraction.value:.1%} longer training"
+            reason=f"measured: capping at {pc['cap_fraction'].value:.0%} of TDP "
+            f"saved {pc['energy_saving_fraction'].value:.1%} energy "
+            f"for {pc['slowdown_fraction'].value:.1%} longer training"
             + (
                 f"; the guide's {guide_train:.0f} W example is above this GPU's {tdp} W TDP"
                 if guide_train >= tdp
                 else ""
             ),
-            source=pc.energy_saving_fraction.source,
+            source=pc["energy_saving_fraction"].source,
         ),
         OpsItem(
             name="inference cap",
-            setting=f"{min(pc.guide_inference_cap_w.value, tdp):.0f} W",
+            setting=f"{min(pc['guide_inference_cap_w'].value, tdp):.0f} W",
             reason="decode is memory-bandwidth bound and loses little to a lower clock (the guide's 300 W "
             "efficiency mode)",
-            source=pc.guide_inference_cap_w.source,
+            source=pc["guide_inference_cap_w"].source,
         ),
         OpsItem(
             name="off-peak",
-            setting=f"{pc.guide_night_cap_fraction.value:.0%} cap "
-            f"{pc.guide_night_start_hour.value:02.0f}:00-{pc.guide_night_end_hour.value:02.0f}:00",
+            setting=f"{pc['guide_night_cap_fraction'].value:.0%} cap "
+            f"{pc['guide_night_start_hour'].value:02.0f}:00-{pc['guide_night_end_hour'].value:02.0f}:00",
             reason="run batch work at night under a lighter cap when tariffs are lower",
-            source=pc.guide_night_cap_fraction.source,
+            source=pc["guide_night_cap_fraction"].source,
         ),
     )
     # Each job gets the cap for its own kind only; a training job shorter than the night window has none.
-    night = (pc.guide_night_end_hour.value - pc.guide_night_start_hour.value) % 24
+    night = (pc["guide_night_end_hour"].value - pc["guide_night_start_hour"].value) % 24
     return tuple(
         i
         for i in power
@@ -257,14 +258,14 @@ def _power_effect(t: TcoFigures, job: Job, plan: PlanFacts, tdp: int) -> PowerEf
     if not (job.training and tdp):
         return None
     pc = t.power_cap
-    overhead = t.power.server_overhead_w_per_gpu.value
-    kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power.pue.value
+    overhead = t.power["server_overhead_w_per_gpu"].value
+    kwh = plan.count * (tdp + overhead) * plan.hours_p50 / 1000.0 * t.power["pue"].value
     return PowerEffect(
-        cap_w=round(tdp * pc.cap_fraction.value),
+        cap_w=round(tdp * pc["cap_fraction"].value),
         energy_kwh=round(kwh, 1),
-        energy_kwh_capped=round(kwh * (1 - pc.energy_saving_fraction.value), 1),
+        energy_kwh_capped=round(kwh * (1 - pc["energy_saving_fraction"].value), 1),
         hours_p50=round(plan.hours_p50, 3),
-        hours_p50_capped=round(plan.hours_p50 * (1 + pc.slowdown_fraction.value), 3),
+        hours_p50_capped=round(plan.hours_p50 * (1 + pc["slowdown_fraction"].value), 3),
     )
 
 
@@ -273,28 +274,28 @@ def _monitoring(op: Operations) -> tuple[OpsItem, ...]:
     return (
         OpsItem(
             name="utilisation",
-            setting=f">= {op.target_utilization.value:.0%}",
+            setting=f">= {op['target_utilization'].value:.0%}",
             reason="owned or reserved GPUs below this cost more than renting",
-            source=op.target_utilization.source,
+            source=op["target_utilization"].source,
         ),
         OpsItem(
             name="queue wait",
-            setting=f"< {op.max_queue_wait_min.value:.0f} min",
+            setting=f"< {op['max_queue_wait_min'].value:.0f} min",
             reason="longer waits mean the pool is too small",
-            source=op.max_queue_wait_min.source,
+            source=op["max_queue_wait_min"].source,
         ),
         OpsItem(
             name="hardware failures",
-            setting=f"< {op.hardware_failure_target_per_month.value:.1%} of GPUs a month",
-            reason=f"measured at scale: {op.hardware_failure_rate_per_month.value:.2%} of H100s "
+            setting=f"< {op['hardware_failure_target_per_month'].value:.1%} of GPUs a month",
+            reason=f"measured at scale: {op['hardware_failure_rate_per_month'].value:.2%} of H100s "
             "interrupted a job per month (Llama 3); above the target, drain and test",
-            source=op.hardware_failure_target_per_month.source,
+            source=op["hardware_failure_target_per_month"].source,
         ),
         OpsItem(
             name="idle",
-            setting=f"<= {op.idle_max_fraction.value:.0%}",
+            setting=f"<= {op['idle_max_fraction'].value:.0%}",
             reason="idle capacity is the first cost overrun",
-            source=op.idle_max_fraction.source,
+            source=op["idle_max_fraction"].source,
         ),
     )
 
@@ -305,7 +306,7 @@ def _fault_tolerance(
     """Restart policy and the checkpoint interval, never longer than the job itself."""
     op = load_tco(knowledge).operations
     interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
-    write_s = knowledge.assumptions.defaults.checkpoint_write_s.value
+    write_s = knowledge.assumptions.defaults["checkpoint_write_s"].value
     if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
         ckpt = (
             f"at the end only: the job (P50 {plan.hours_p50 * 60:.0f} min) "
@@ -319,10 +320,10 @@ def _fault_tolerance(
     return (
         OpsItem(
             name="restart policy",
-            setting=f"stop after {op.restart_limit.value:.0f} failures",
+            setting=f"stop after {op['restart_limit'].value:.0f} failures",
             reason="restart on failure, but give up on a job that keeps failing: Kubeflow backoffLimit, "
             "torchrun --max-restarts",
-            source=op.restart_limit.source,
+            source=op["restart_limit"].source,
         ),
         OpsItem(
             name="checkpoint interval",
@@ -339,14 +340,14 @@ def _fault_tolerance(
 
 def _hybrid(op: Operations) -> tuple[OpsItem, ...]:
     """Cluster-level policy belongs to the fleet planner: one pointer to it."""
-    share = op.hybrid_train_share.value
+    share = op["hybrid_train_share"].value
     return (
         OpsItem(
             name="cluster policy",
             setting=f"`{FLEET}`",
             reason=f"the guide's {share / (1 - share):.0f}:1 training:inference split, "
-            f"{op.elastic_reserve_fraction.value:.0%} elastic pool and four queues are properties of a "
+            f"{op['elastic_reserve_fraction'].value:.0%} elastic pool and four queues are properties of a "
             "cluster, not of one job: the fleet planner sizes and simulates them for a whole portfolio",
-            source=op.hybrid_train_share.source,
+            source=op["hybrid_train_share"].source,
         ),
     )

@@ -129,10 +129,10 @@ def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     """Non-GPU server cost per node, and which figure it is."""
     name = gpu.name.lower()
     if "geforce" in name or "titan" in name or (gpu.gpus_per_node <= 4 and gpu.form_factor == "pcie"):
-        return t.hardware.workstation_usd.value, "workstation host"
+        return t.hardware["workstation_usd"].value, "workstation host"
     if gpu.form_factor == "pcie" or gpu.form_factor == "nvl":
-        return t.hardware.server_pcie_usd.value, "PCIe GPU server"
-    return t.hardware.server_8gpu_sxm_usd.value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
+        return t.hardware["server_pcie_usd"].value, "PCIe GPU server"
+    return t.hardware["server_8gpu_sxm_usd"].value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +170,11 @@ def _capital(gpu: Gpu, n: int, years: float, t: TcoFigures, fabric: str, notes: 
     nodes = math.ceil(n / gpu.gpus_per_node)
     server_each, server_kind = _server_cost(gpu, t)
     gpus_usd = n * gpu.price.usd
-    residual_fig = t.hardware.residual_value_fraction
+    residual_fig = t.hardware["residual_value_fraction"]
     residual = gpus_usd * (residual_fig.value if years <= 3 else (residual_fig.low or residual_fig.value))
     network_usd, network_basis = 0.0, "one server: no cluster fabric"
     if nodes > 1 and fabric.startswith(("ib", "roce")):
-        per_gpu = t.hardware.network_ib_per_gpu_usd.value
+        per_gpu = t.hardware["network_ib_per_gpu_usd"].value
         network_usd = n * per_gpu
         network_basis = f"{fabric} fabric at ${per_gpu:,.0f} per GPU (switches, optics)"
     elif nodes > 1:
@@ -191,10 +191,10 @@ def _running(
     gpu: Gpu, n: int, inputs: TcoInputs, util: float, t: TcoFigures, notes: list[Assumed]
 ) -> _Running:
     """Power (at the user's or the sourced tariff, day and night) and colocation space per year."""
-    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
-    pue = inputs.pue or t.power.pue.value
+    tariff = inputs.electricity_usd_kwh or t.power["electricity_usd_kwh"].value
+    pue = inputs.pue or t.power["pue"].value
     tdp = gpu.tdp_w or 0
-    overhead_w = t.power.server_overhead_w_per_gpu.value
+    overhead_w = t.power["server_overhead_w_per_gpu"].value
     it_kw = n * (tdp + overhead_w) / 1000.0
     kwh_year = it_kw * util * HOURS_PER_YEAR * pue
     use = (
@@ -212,7 +212,7 @@ def _running(
                 field="off_peak_usd_kwh",
             )
         )
-    space_year = t.space.colocation_usd_per_kw_month.value * it_kw * 12
+    space_year = t.space["colocation_usd_per_kw_month"].value * it_kw * 12
     return _Running(kwh_year * blended, basis, space_year, it_kw)
 
 
@@ -247,7 +247,7 @@ def _cost_lines(raw: list[tuple[str, float, Figure | None, str, str]]) -> tuple[
 def _options(capex: float, t: TcoFigures) -> tuple[FinanceOption, ...]:
     """Purchase, lease and joint development, as the guide compares them (lease terms sourced)."""
     lease = t.lease
-    ratio = lease.lease_to_purchase_ratio
+    ratio = lease["lease_to_purchase_ratio"]
     return (
         FinanceOption(
             name="purchase",
@@ -259,11 +259,12 @@ def _options(capex: float, t: TcoFigures) -> tuple[FinanceOption, ...]:
         ),
         FinanceOption(
             name="lease",
-            initial_usd=round(capex * ratio.value / lease.term_months.value, 2),
+            initial_usd=round(capex * ratio.value / lease["term_months"].value, 2),
             total_usd=round(capex * ratio.value, 2),
             expansion_cost="high",
             lock_in="medium",
-            note=f"{lease.term_months.value:.0f} monthly payments at {lease.annual_rate.value:.1%} APR: "
+            note=f"{lease['term_months'].value:.0f} monthly payments at "
+            f"{lease['annual_rate'].value:.1%} APR: "
             f"{ratio.value:.2f}x the price ({ratio.low:.2f}-{ratio.high:.2f}x over 10-17% APR, 36-60 months)",
         ),
         FinanceOption(
@@ -291,7 +292,7 @@ def tco(knowledge: Knowledge, inputs: TcoInputs, constraints: Constraints | None
             accepted=f"TCO needs one of: {priced}",
         )
     years, n = inputs.years, inputs.count
-    util = inputs.utilization if inputs.utilization is not None else t.operations.target_utilization.value
+    util = inputs.utilization if inputs.utilization is not None else t.operations["target_utilization"].value
     notes: list[Assumed] = []
     fabric = constraints.fabric if constraints and constraints.fabric else gpu.fabric
     cap = _capital(gpu, n, years, t, fabric, notes)
@@ -334,23 +335,35 @@ def _components(
 ) -> list[tuple[str, float, Figure | None, str, str]]:
     """(component, USD over the period, the guide's typical share, basis, source) for each line of the TCO."""
     assert gpu.price is not None
-    s, years, colo = t.typical_shares, inputs.years, t.space.colocation_usd_per_kw_month
+    s, years, colo = t.typical_shares, inputs.years, t.space["colocation_usd_per_kw_month"]
     hardware = (
         f"{inputs.count} x ${gpu.price.usd:,.0f} GPUs ({gpu.price.label()}) + {cap.nodes} x "
         f"${cap.server_each:,.0f} {cap.server_kind} - ${cap.residual:,.0f} resale after {years:g} years"
     )
     ops_source = (
-        "given" if inputs.staff_usd_year is not None else t.operations.maintenance_fraction_per_year.source
+        "given" if inputs.staff_usd_year is not None else t.operations["maintenance_fraction_per_year"].source
     )
     return [
-        ("hardware", cap.gpus_usd + cap.servers_usd - cap.residual, s.hardware, hardware, gpu.price.source),
-        ("network", cap.network_usd, s.network, cap.network_basis, t.hardware.network_ib_per_gpu_usd.source),
-        ("power", run.power_year * years, s.power, run.power_basis, t.power.electricity_usd_kwh.source),
-        ("operations", ops_usd, s.staff, ops_basis, ops_source),
+        (
+            "hardware",
+            cap.gpus_usd + cap.servers_usd - cap.residual,
+            s["hardware"],
+            hardware,
+            gpu.price.source,
+        ),
+        (
+            "network",
+            cap.network_usd,
+            s["network"],
+            cap.network_basis,
+            t.hardware["network_ib_per_gpu_usd"].source,
+        ),
+        ("power", run.power_year * years, s["power"], run.power_basis, t.power["electricity_usd_kwh"].source),
+        ("operations", ops_usd, s["staff"], ops_basis, ops_source),
         (
             "space",
             run.space_year * years,
-            s.space,
+            s["space"],
             f"{run.it_kw:.1f} kW of IT load at ${colo.value:g}/kW-month",
             colo.source,
         ),
@@ -361,20 +374,20 @@ def _assumption_lines(
     inputs: TcoInputs, util: float, cap: _Capital, gpu: Gpu, years: float, t: TcoFigures
 ) -> tuple[str, ...]:
     """What the figures assumed, each with where it came from (given, or its source)."""
-    tariff = inputs.electricity_usd_kwh or t.power.electricity_usd_kwh.value
-    pue = inputs.pue or t.power.pue.value
+    tariff = inputs.electricity_usd_kwh or t.power["electricity_usd_kwh"].value
+    pue = inputs.pue or t.power["pue"].value
     util_from = "given" if inputs.utilization is not None else "the guide target, field-guide-002"
-    tariff_from = "given" if inputs.electricity_usd_kwh else t.power.electricity_usd_kwh.source
-    colo = t.space.colocation_usd_per_kw_month
+    tariff_from = "given" if inputs.electricity_usd_kwh else t.power["electricity_usd_kwh"].source
+    colo = t.space["colocation_usd_per_kw_month"]
     _, ops_basis = _operations(inputs, t, cap.capex - cap.residual, years)
     return (
         f"utilisation {util:.0%} ({util_from})",
         f"electricity ${tariff:g}/kWh ({tariff_from})",
-        f"PUE {pue:g} ({'given' if inputs.pue else t.power.pue.source})",
+        f"PUE {pue:g} ({'given' if inputs.pue else t.power['pue'].source})",
         f"amortised over {years:g} years; resale {cap.residual / cap.gpus_usd:.0%} of the GPU price "
-        f"({t.hardware.residual_value_fraction.source})",
+        f"({t.hardware['residual_value_fraction'].source})",
         f"server without GPUs ${cap.server_each:,.0f} "
-        f"({cap.server_kind}; {t.hardware.server_8gpu_sxm_usd.source})",
+        f"({cap.server_kind}; {t.hardware['server_8gpu_sxm_usd'].source})",
         f"colocation ${colo.value:g}/kW-month ({colo.source})",
         f"operations (staff and maintenance, one category): {ops_basis}",
     )
@@ -460,11 +473,11 @@ def _operations(inputs: TcoInputs, t: TcoFigures, base_usd: float, years: float)
         return inputs.staff_usd_year * years, (
             f"${inputs.staff_usd_year:,.0f}/yr given (staff and maintenance) x {years:g} years"
         )
-    share = t.operations.maintenance_fraction_per_year.value
+    share = t.operations["maintenance_fraction_per_year"].value
     return share * base_usd, (
         f"the guide's {share:.0%} of the amortised hardware and network cost "
         f"(${base_usd:,.0f}); no sourced GPUs-per-engineer ratio exists (an engineer costs "
-        f"${t.staff.engineer_usd_year.value:,.0f}/yr)"
+        f"${t.staff['engineer_usd_year'].value:,.0f}/yr)"
     )
 
 
@@ -476,7 +489,7 @@ def _staged(
     assert gpu.price is not None
     unit_usd = gpu.price.usd  # the closure below cannot see the narrowing above
     node = gpu.gpus_per_node
-    share = t.operations.staged_first_purchase_fraction.value
+    share = t.operations["staged_first_purchase_fraction"].value
     servers = max(1, min(math.ceil(n / node), round(n * share / node)))
     first = min(n, servers * node)
 
@@ -495,7 +508,7 @@ def _staged(
         StagedStep(month=0, gpus=first, usd=cost(first), action=f"buy {share:.0%} of the capacity{exact}")
     ]
     rest, month = n - first, 0
-    interval = int(t.operations.staged_review_interval_months.value)
+    interval = int(t.operations["staged_review_interval_months"].value)
     reviews = 3
     for i in range(reviews):
         if rest <= 0:
@@ -509,7 +522,7 @@ def _staged(
                 gpus=add,
                 usd=cost(add),
                 action=f"review: add {add} if utilisation held >= "
-                f"{t.operations.target_utilization.value:.0%} and the model roadmap still fits "
+                f"{t.operations['target_utilization'].value:.0%} and the model roadmap still fits "
                 f"{gpu.id}",
             )
         )

@@ -78,9 +78,9 @@ def checkpoint_bytes(job: Job) -> float:
 def goodput(job: Job, count: int, a: Assumptions) -> Goodput:
     """Goodput of a job on `count` GPUs (sourced failure rate and storage bandwidth per GPU)."""
     g = a.goodput
-    mtbf_h = 1.0 / (g.interruptions_per_gpu_hour.value * count)
-    ckpt_s = checkpoint_bytes(job) / (g.storage_gbs_per_gpu.value * 1e9 * count)
+    mtbf_h = 1.0 / (g["interruptions_per_gpu_hour"].value * count)
+    ckpt_s = checkpoint_bytes(job) / (g["storage_gbs_per_gpu"].value * 1e9 * count)
     interval_s = daly_interval_s(ckpt_s, mtbf_h * 3600.0)
-    restart_h = g.restart_h.value
+    restart_h = g["restart_h"].value
     fraction = goodput_fraction(ckpt_s, interval_s, restart_h * 3600.0, mtbf_h * 3600.0)
     return Goodput(mtbf_h, ckpt_s, interval_s / 3600.0, restart_h, fraction)

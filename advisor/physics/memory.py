@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog.assumptions import Assumptions, StackMemory
+from advisor.catalog.assumptions import Assumptions, StackMemory, optimizer_bytes
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Arch, Job
@@ -31,20 +31,20 @@ def capacity_gb(gpu: Gpu, a: Assumptions) -> float:
     """The card's device memory in GB (1e9 bytes): the catalogue's figure in its unit (NVIDIA's and AMD's
     '80 GB' is 80 GiB), less the sixteenth a GDDR card's ECC takes when it is on."""
     size = gpu.memory_gb * (GIB if gpu.memory_unit == "GiB" else 1.0)
-    return size * (1.0 - a.memory.gddr_ecc_fraction.value) if gpu.memory_ecc else size
+    return size * (1.0 - a.memory["gddr_ecc_fraction"].value) if gpu.memory_ecc else size
 
 
 def usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
     """What a job may allocate on the card, GB: what CUDA hands out (the capacity less the driver's own
     reservation), less the fraction the user keeps free. The CUDA context, NCCL buffers and the allocator's
     reserve are components of the estimate, not of this."""
-    return capacity_gb(gpu, a) * (1.0 - a.memory.driver_reserved.value) * (1.0 - headroom)
+    return capacity_gb(gpu, a) * (1.0 - a.memory["driver_reserved"].value) * (1.0 - headroom)
 
 
 def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
     """What a serving engine gives the model and its KV cache, GB: its share of the card's memory (vLLM's
     gpu_memory_utilization), less the fraction the user keeps free."""
-    return capacity_gb(gpu, a) * a.memory.serving_memory_fraction.value * (1.0 - headroom)
+    return capacity_gb(gpu, a) * a.memory["serving_memory_fraction"].value * (1.0 - headroom)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +114,11 @@ def weight_bytes_per_param(precision: str, a: Assumptions, *, training: bool) ->
         return 4.0
     if training or precision in ("fp16", "bf16"):
         return 2.0
-    return {"fp8": 1.0, "int8": a.precision.int8_bits.value / 8, "int4": a.precision.int4_bits.value / 8}[
-        precision
-    ]
+    return {
+        "fp8": 1.0,
+        "int8": a.precision["int8_bits"].value / 8,
+        "int4": a.precision["int4_bits"].value / 8,
+    }[precision]
 
 
 def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tuple[float, float]:
@@ -127,12 +129,12 @@ def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tu
     (see TrainingMemoryModel), so its fixed overhead is the context and the NCCL buffers only.
     """
     m = a.memory
-    nccl_lo, nccl_hi = m.nccl_buffers_gb.range
-    low = m.cuda_context_gb.range[0] + groups * nccl_lo
+    nccl_lo, nccl_hi = m["nccl_buffers_gb"].range
+    low = m["cuda_context_gb"].range[0] + groups * nccl_lo
     other = (
-        m.cuda_context_gb.range[1]
+        m["cuda_context_gb"].range[1]
         if training
-        else max(m.runtime_other_high_gb.value, m.cuda_context_gb.range[1])
+        else max(m["runtime_other_high_gb"].value, m["cuda_context_gb"].range[1])
     )
     return low * GB, (other + groups * nccl_hi) * GB
 
@@ -140,7 +142,7 @@ def overhead_range(groups: int, a: Assumptions, *, training: bool = False) -> tu
 def overhead_central(groups: int, a: Assumptions) -> float:
     """Training's fixed overhead in bytes, central: the CUDA context and one NCCL buffer set per group."""
     m = a.memory
-    return (m.cuda_context_gb.value + groups * m.nccl_buffers_gb.value) * GB
+    return (m["cuda_context_gb"].value + groups * m["nccl_buffers_gb"].value) * GB
 
 
 def comm_groups(layout: Layout) -> int:
@@ -173,7 +175,7 @@ def _moe_dispatch_bytes(arch: Arch, a: Assumptions) -> float:
     """Token-dispatch bytes per token per layer of a MoE: each routed copy's input and its expert's output."""
     if not arch.is_moe:
         return 0.0
-    return a.activations.moe_dispatch_bytes.value * arch.experts_per_token * arch.hidden
+    return a.activations["moe_dispatch_bytes"].value * arch.experts_per_token * arch.hidden
 
 
 def _mlp_bytes_per_token(arch: Arch, fused_swiglu: bool = False) -> float:
@@ -263,7 +265,7 @@ def _adapter_input_width(arch: Arch, targets: str) -> float:
 
 def _optimizer_bytes(job: Job, a: Assumptions, mixed: bool, w: float) -> float:
     """Optimizer bytes per trainable parameter: fp32 states, or 16-bit ones without a master copy."""
-    opt = a.optimizer.bytes_of(job.optimizer)
+    opt = optimizer_bytes(a.optimizer, job.optimizer)
     if mixed and not job.master_weights and job.optimizer in PARAM_DTYPE_STATES:
         return opt * w / 4.0
     return opt
@@ -273,7 +275,7 @@ def _qlora_base_bytes(job: Job, a: Assumptions, table_bytes: float) -> float:
     """Bytes per base parameter under QLoRA: bitsandbytes quantises the blocks' linear layers to NF4, while
     the token embedding and the output layer are not quantised: 16-bit, or fp32 where PEFT's
     prepare_model_for_kbit_training casts every parameter that is not 4-bit to fp32 (peft-kbit)."""
-    nf4 = a.precision.nf4_bits.value / 8
+    nf4 = a.precision["nf4_bits"].value / 8
     arch = job.arch
     if arch is None or job.params <= 0:
         return nf4
@@ -292,7 +294,7 @@ def _state_bytes(
     mixed = precision not in ("fp32", "tf32")
     w = weight_bytes_per_param(precision, a, training=True)
     opt = _optimizer_bytes(job, a, mixed, w)
-    master = a.optimizer.master_weights.value if mixed and job.master_weights else 0.0
+    master = a.optimizer["master_weights"].value if mixed and job.master_weights else 0.0
     grad = w
     if traits.fp32_main_grads and mixed:
         if precision == "fp16":
@@ -317,7 +319,7 @@ class TrainingMemoryModel:
         self.job, self.gpu, self.a = job, gpu, a
         self.traits = traits or stack_traits(job, a)
         mixed = precision not in ("fp32", "tf32")
-        self.frag = a.memory.allocator_fragmentation.value
+        self.frag = a.memory["allocator_fragmentation"].value
         self.peft = job.kind in ("lora", "qlora")
         self._init_states(precision)
         self.paged = job.optimizer.startswith("paged")
@@ -380,7 +382,7 @@ class TrainingMemoryModel:
         moe = _moe_dispatch_bytes(arch, a) * s
         if self.traits.model_code != "fused":  # eager PyTorch modules: derived from their autograd graph
             width = _adapter_input_width(arch, self.job.lora_targets) if self.peft else 0.0
-            per_input = a.memory.peft_adapter_input_bytes.value if self.traits.peft_fp32_adapters else 2.0
+            per_input = a.memory["peft_adapter_input_bytes"].value if self.traits.peft_fp32_adapters else 2.0
             layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, per_input)
             return layer * s + moe, inputs * s
         if self.job.stack == "megatron":
@@ -391,8 +393,8 @@ class TrainingMemoryModel:
             # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real
             # FFN width (torchtitan's and Unsloth's published peaks fit it better than the term-by-term
             # widths).
-            per_token = (c.per_layer_coeff.value - 19.0) * h + _mlp_bytes_per_token(arch)
-        return per_token * s + moe, c.full_recompute_coeff.value * s * h
+            per_token = (c["per_layer_coeff"].value - 19.0) * h + _mlp_bytes_per_token(arch)
+        return per_token * s + moe, c["full_recompute_coeff"].value * s * h
 
     def _layer_bytes(self, recompute: str, s: int) -> tuple[float, float]:
         """(kept per layer, working set of the layer being recomputed), bytes per sequence at tp = cp = 1."""
@@ -404,7 +406,7 @@ class TrainingMemoryModel:
         attention = (
             0.0
             if (recompute == "selective" or self.gpu.features.flash_attention)
-            else (c.attention_coeff.value * arch.heads * s * s)
+            else (c["attention_coeff"].value * arch.heads * s * s)
         )
         if recompute == "selective" and self.job.stack == "torchtitan":
             return _op_sac_bytes(arch) * s, full_layer
@@ -446,7 +448,7 @@ class TrainingMemoryModel:
         else:
             block = local / max(self.layers // layout.pp, 1)
         grad = 0.0 if self.peft else block * 4.0  # the unsharded gradient, reduced in fp32
-        return block * self.a.memory.fsdp_gathered_layers.value * self.base_bytes + grad
+        return block * self.a.memory["fsdp_gathered_layers"].value * self.base_bytes + grad
 
     def _sharded_weights(self, layout: Layout) -> float:
         """Weights on the GPU: torchtitan keeps a pipeline stage's FSDP parameters unsharded between
@@ -468,7 +470,7 @@ class TrainingMemoryModel:
         gradients (only a reduce bucket of 16-bit gradients stays on the GPU); ZeRO-Infinity the weights."""
         master, opt, grads = out["master_weights"][0], out["optimizer"], out["gradients"][0]
         out["master_weights"], out["optimizer"] = (0.0, master), (0.0, opt[0] + opt[1])
-        bucket = self.a.memory.offload_bucket_elements.value * self.grad_bytes
+        bucket = self.a.memory["offload_bucket_elements"].value * self.grad_bytes
         kept = min(grads, bucket)
         out["gradients"] = (kept, grads - kept)
         if self.job.offload == "params":
@@ -622,7 +624,9 @@ def _to_gb(
 ) -> Memory:
     ordered = sorted(comps, key=lambda c: _COMPONENT_RANK[c[0]])
     m = a.memory
-    band, spread = (m.verdict_band.range, m.central_error.range) if training else ((0.0, 0.0), (0.0, 0.0))
+    band, spread = (
+        (m["verdict_band"].range, m["central_error"].range) if training else ((0.0, 0.0), (0.0, 0.0))
+    )
     return Memory(
         tuple((n, b / GB) for n, b in ordered), capacity_gb(gpu, a), usable, band, spread, host / GB
     )
@@ -650,13 +654,13 @@ def inference_terms(
     assert job.arch is not None
     arch, t, p = job.arch, layout.tp, layout.pp
     w = weight_bytes_per_param(layout.precision, a, training=False)
-    werr = a.memory.weights_rel_error.value
+    werr = a.memory["weights_rel_error"].value
     weights = job.params * w / (t * p)
     kv_per_token = arch.layers / p * arch.kv_values_per_token_layer(t) * kv_bytes_per_value(layout.precision)
     kv = kv_per_token * context_tokens
     # Prefill working set: one layer's activations for a prompt chunk (Korthikanti's per-layer term).
     chunk = min(job.prompt_tokens, 8192)
-    working = a.activations.per_layer_coeff.value * chunk * arch.hidden / t
+    working = a.activations["per_layer_coeff"].value * chunk * arch.hidden / t
     low_o, high_o = overhead_range(int(t > 1) + int(p > 1), a)
     fixed = (
         ("weights", weights * (1 - werr), weights * (1 + werr)),

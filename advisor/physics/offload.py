@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.catalog.assumptions import Assumptions
+from advisor.catalog.assumptions import Assumptions, optimizer_bytes
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
@@ -26,7 +26,7 @@ def cpu_bytes_per_param(job: Job, a: Assumptions) -> float:
     """Host-memory bytes the offloaded step touches per local parameter: the fp32 master weights, the
     optimizer states and the fp32 gradients, each read and written once (ZeRO-Offload keeps all of them on
     the host, arXiv:2101.06840 sec. 4.1)."""
-    return 2.0 * (a.optimizer.master_weights.value + a.optimizer.bytes_of(job.optimizer) + FP32)
+    return 2.0 * (a.optimizer["master_weights"].value + optimizer_bytes(a.optimizer, job.optimizer) + FP32)
 
 
 def host_bandwidth(gpu: Gpu, a: Assumptions) -> tuple[float, str]:
@@ -34,14 +34,16 @@ def host_bandwidth(gpu: Gpu, a: Assumptions) -> tuple[float, str]:
     gen-5 GPU, DDR4 otherwise."""
     c = a.comm
     if (gpu.pcie_gen or 4) >= 5:
-        return c.host_memory_ddr5_gbs.value, f"comm.host_memory_ddr5_gbs [{c.host_memory_ddr5_gbs.source}]"
-    return c.host_memory_ddr4_gbs.value, f"comm.host_memory_ddr4_gbs [{c.host_memory_ddr4_gbs.source}]"
+        ddr5 = c["host_memory_ddr5_gbs"]
+        return ddr5.value, f"comm.host_memory_ddr5_gbs [{ddr5.source}]"
+    ddr4 = c["host_memory_ddr4_gbs"]
+    return ddr4.value, f"comm.host_memory_ddr4_gbs [{ddr4.source}]"
 
 
 def pcie_gbs(gpu: Gpu, a: Assumptions) -> float:
     """The GPU's x16 host link, one direction (PCI-SIG's rate of its generation; gen 4 if not catalogued)."""
     c = a.comm
-    return {3: c.pcie_gen3_gbs, 4: c.pcie_gen4_gbs}.get(pcie_gen(gpu), c.pcie_gen5_gbs).value
+    return {3: c["pcie_gen3_gbs"], 4: c["pcie_gen4_gbs"]}.get(pcie_gen(gpu), c["pcie_gen5_gbs"]).value
 
 
 def pcie_gen(gpu: Gpu) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from advisor.catalog.assumptions import Assumptions, Fabric
+from advisor.catalog.assumptions import Assumptions, Fabric, optimizer_bytes
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
@@ -50,7 +50,7 @@ def peak_flops(gpu: Gpu, precision: str) -> float | None:
 def pcie_gbs(gpu: Gpu, a: Assumptions) -> float:
     """PCIe x16 bandwidth per direction, GB/s."""
     gen = gpu.pcie_gen or 4
-    figure = {3: a.comm.pcie_gen3_gbs, 4: a.comm.pcie_gen4_gbs}.get(gen, a.comm.pcie_gen5_gbs)
+    figure = {3: a.comm["pcie_gen3_gbs"], 4: a.comm["pcie_gen4_gbs"]}.get(gen, a.comm["pcie_gen5_gbs"])
     return figure.value
 
 
@@ -67,9 +67,9 @@ def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group:
         intra_gbs=intra_gbs(gpu, group, a),
         inter_gbs=fabric.gbs_per_gpu(layout.node_size),
         node_size=layout.node_size,
-        pod_gpus=int(a.network.pod_gpus.value),
-        oversubscription=a.network.oversubscription.value,
-        lat_intra=a.comm.intra_node_latency_s.value,
+        pod_gpus=int(a.network["pod_gpus"].value),
+        oversubscription=a.network["oversubscription"].value,
+        lat_intra=a.comm["intra_node_latency_s"].value,
         lat_inter=fabric.latency_s,
     )
 
@@ -144,7 +144,7 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     if layout.recompute == "full":
         flops += job.fwd_flops_per_item
     elif layout.recompute == "selective":
-        flops *= 1.0 + a.activations.selective_recompute_flops.value
+        flops *= 1.0 + a.activations["selective_recompute_flops"].value
     return flops
 
 
@@ -342,7 +342,7 @@ class StepModel:
             assert composed is not None
             job, a = self.job, self.a
             w = weight_bytes_per_param(layout.precision, a, training=True)
-            base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+            base_w = a.precision["nf4_bits"].value / 8 if job.kind == "qlora" else w
             grads = job.trainable_params / layout.model_parallel * w
             # ZeRO-3 gathers every weight it shards (frozen base weights too); ZeRO-1/2 gathers only the
             # parameters the optimizer updated (a LoRA step: the adapters), as many bytes as the gradients.
@@ -461,7 +461,7 @@ def _work_terms(job: Job, layout: Layout, a: Assumptions) -> tuple[float, float]
     """FLOPs per item, and the weights' bytes times the passes over them."""
     per_item = training_flops_per_item(job, layout, a)
     w = weight_bytes_per_param(layout.precision, a, training=True)
-    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    base_w = a.precision["nf4_bits"].value / 8 if job.kind == "qlora" else w
     local_weights = _local_params(job, layout) * base_w
     passes = 3 + (1 if layout.recompute == "full" else 0)
     return per_item, local_weights * passes
@@ -472,11 +472,11 @@ def _states_term(job: Job, layout: Layout, a: Assumptions) -> float:
     w = weight_bytes_per_param(layout.precision, a, training=True)
     trainable_local = job.trainable_params / layout.model_parallel
     master = (
-        a.optimizer.master_weights.value
+        a.optimizer["master_weights"].value
         if layout.precision not in ("fp32", "tf32") and job.master_weights
         else 0.0
     )
-    states = trainable_local * (w + w + master + a.optimizer.bytes_of(job.optimizer))
+    states = trainable_local * (w + w + master + optimizer_bytes(a.optimizer, job.optimizer))
     return 2.0 * states / (layout.shard_ranks if layout.zero >= 1 else 1)
 
 
@@ -489,7 +489,7 @@ def _dp_collectives(
     group = layout.dp * layout.cp
     stride = layout.tp
     w = weight_bytes_per_param(layout.precision, a, training=True)
-    base_w = a.precision.nf4_bits.value / 8 if job.kind == "qlora" else w
+    base_w = a.precision["nf4_bits"].value / 8 if job.kind == "qlora" else w
     grads = job.trainable_params / layout.model_parallel * w
     shard = layout.shard_group or group
     if layout.zero == 3:

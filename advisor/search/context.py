@@ -73,7 +73,7 @@ class Context:
     def headroom(self) -> float:
         """Fraction of GPU memory a plan must leave free."""
         h = self.constraints.headroom
-        return self.knowledge.assumptions.memory.headroom.value if h is None else h
+        return self.knowledge.assumptions.memory["headroom"].value if h is None else h
 
     def fabric(self, gpu: Gpu, link: Link | str | None = "ctx") -> Fabric:
         """The inter-node fabric a plan is timed on: the user's --fabric; else the bandwidth the provider

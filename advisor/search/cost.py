@@ -214,9 +214,9 @@ def best_offer(offers: list[Offer], count: int, node_size: int) -> PriceChoice |
 def volatility(constraints: Constraints, a: Assumptions) -> tuple[float, float, float]:
     """(low, mid, high) demand-volatility multiplier for the user's demand profile."""
     fig = {
-        "static": a.cost.volatility_static,
-        "fluctuating": a.cost.volatility_fluctuating,
-        "high": a.cost.volatility_high,
+        "static": a.cost["volatility_static"],
+        "fluctuating": a.cost["volatility_fluctuating"],
+        "high": a.cost["volatility_high"],
     }[constraints.demand]
     lo, hi = fig.range
     return lo, fig.value, hi
@@ -227,10 +227,10 @@ def spot_overhead(hours: float, instances: int, a: Assumptions) -> tuple[float, 
 
     Any instance's preemption stops the job; each costs half a checkpoint interval of work plus a restart.
     """
-    rate = a.cost.spot_interruptions_per_month
-    loss = a.defaults.checkpoint_interval_h.value / 2.0 + a.defaults.restart_overhead_h.value
-    per_hour = [r / a.cost.hours_per_month.value * instances * loss for r in rate.range]
-    return per_hour[0], rate.value / a.cost.hours_per_month.value * instances * loss, per_hour[1]
+    rate = a.cost["spot_interruptions_per_month"]
+    loss = a.defaults["checkpoint_interval_h"].value / 2.0 + a.defaults["restart_overhead_h"].value
+    per_hour = [r / a.cost["hours_per_month"].value * instances * loss for r in rate.range]
+    return per_hour[0], rate.value / a.cost["hours_per_month"].value * instances * loss, per_hour[1]
 
 
 def plan_cost(
@@ -243,8 +243,8 @@ def plan_cost(
     """Cost of a job of (p10, p50, p90) hours at `usd_per_hour`, with volatility and storage for its
     duration."""
     vol = volatility(constraints, a)
-    rate = a.cost.storage_usd_per_gb_month.value
-    month = a.cost.hours_per_month.value
+    rate = a.cost["storage_usd_per_gb_month"].value
+    month = a.cost["hours_per_month"].value
     low, mid, high = (
         usd_per_hour * h * v + rate * dataset_gb * h / month for h, v in zip(hours, vol, strict=True)
     )

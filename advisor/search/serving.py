@@ -193,7 +193,7 @@ def stated_load(ctx: Context, served: Served) -> LoadStats | None:
 def max_rate(ctx: Context, fig: Figures, targets: Targets) -> float:
     """The largest requests/s one replica takes with TTFT and TPOT within the targets at the percentile,
     and at most the utilisation cap of its capacity (0 when even a trickle misses them)."""
-    cap = ctx.knowledge.assumptions.defaults.serving_utilisation_cap.value * fig.sat.requests_s
+    cap = ctx.knowledge.assumptions.defaults["serving_utilisation_cap"].value * fig.sat.requests_s
     if targets.ttft_s is None and targets.tpot_s is None:
         return cap
     meets = _meets(ctx, fig, targets)

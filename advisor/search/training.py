@@ -161,7 +161,7 @@ class TrainingSearch:
         self.shape_bounds: dict[Shape, float] = {}
         self.stage_bounds: dict[tuple[Shape, str, int], float] = {}
         self.batches: dict[tuple[int, int, int, int, int], list[int]] = {}
-        self.tokens_per_gpu = self.a.defaults.pretrain_global_batch_tokens_per_gpu.value
+        self.tokens_per_gpu = self.a.defaults["pretrain_global_batch_tokens_per_gpu"].value
         self._global: dict[int, int] = {}
         self.quick: dict[tuple[Shape, str], float] = {}
         self.p2p_floors: dict[Shape, float] = {}
@@ -359,7 +359,7 @@ class TrainingSearch:
         if job.batch_size:
             return [job.batch_size] if job.batch_size <= mb_max else []
         if not g:  # non-LLM: the benchmarks' per-GPU batch, capped by the global-batch limit
-            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            cap = int(self.a.defaults["max_global_batch_items"].value // max(job.items_per_sequence, 1))
             target = self.ctx.default_batch(self.gpu, self.precision) or 32
             return [max(1, min(target, cap // shape.dp, mb_max))]
         per_rank = max(1, g // shape.dp)
@@ -630,9 +630,9 @@ class TrainingSearch:
             )
             return False
         if not g:
-            cap = int(self.a.defaults.max_global_batch_items.value // max(job.items_per_sequence, 1))
+            cap = int(self.a.defaults["max_global_batch_items"].value // max(job.items_per_sequence, 1))
             if shape.dp > cap:
-                limit = self.a.defaults.max_global_batch_items.value
+                limit = self.a.defaults["max_global_batch_items"].value
                 res.batch_miss = res.batch_miss or Miss(
                     self.gpu.id,
                     count,

@@ -159,7 +159,7 @@ def test_recommend_help_is_grouped_with_examples_and_short() -> None:
 
 def test_headroom_help_states_the_default_that_is_applied(knowledge) -> None:
     text = run("recommend", "--help").stdout
-    applied = knowledge.assumptions.memory.headroom.value
+    applied = knowledge.assumptions.memory["headroom"].value
     assert f"(default {applied:g}" in " ".join(text.split()), text
 
 

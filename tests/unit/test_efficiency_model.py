@@ -14,11 +14,12 @@ import pytest
 from advisor.job.inputs import RunConfig, Workload
 from advisor.learned.efficiency.dataset import data_hash, shipped_dataset
 from advisor.learned.efficiency.evaluate import apes, baselines, conformal_offsets, weighted_quantile
-from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.features import FEATURES
 from advisor.learned.efficiency.gbdt import ExportedModel
 from advisor.learned.efficiency.learned import LearnedEfficiency, load_learned
 from advisor.learned.efficiency.llm_eval import by_source
 from advisor.learned.efficiency.prior import PriorEfficiency
+from advisor.learned.efficiency.samples import Sample
 from advisor.learned.efficiency.train import ARTIFACT, META, export_trees, fit
 
 HELD_OUT = "pytorch/torchtitan"  # the fixed fold: 26 runs of a stack whose traits two other sources share

@@ -117,7 +117,7 @@ def test_the_registry_shows_the_defaults_assumptions_toml_holds(knowledge) -> No
     """Where the default lives in knowledge/assumptions.toml (the record holds None), the registry's text
     shows that figure, and the core reads the file's, not a number of its own."""
     for name, (section, key) in FROM_ASSUMPTIONS.items():
-        figure = getattr(getattr(knowledge.assumptions, section), key).value
+        figure = getattr(knowledge.assumptions, section)[key].value
         assert default_of(name) == figure, name
         assert all(
             f.default is None for kind in QUESTION_PARTS for f in dataclasses.fields(kind) if f.name == name

@@ -195,6 +195,19 @@ def knowledge_copy(tmp_path: Path) -> Path:
             "headroom = { valu = 0.0,",
             r"assumptions.toml: memory.headroom",
         ),
+        # A section of figures (a TypedDict, validated at the door): an unknown key and a missing one refused.
+        (
+            "assumptions.toml",
+            "headroom = { value = 0.0,",
+            'colour = { value = 1.0, unit = "x", source = "design" }\nheadroom = { value = 0.0,',
+            r"assumptions.toml: memory.colour: Extra inputs",
+        ),
+        (
+            "assumptions.toml",
+            "pod_gpus = { value",
+            "# pod_gpus = { value",
+            r"assumptions.toml: network.pod_gpus",
+        ),
         (
             "checklist.toml",
             'category = "memory"',

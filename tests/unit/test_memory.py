@@ -143,7 +143,7 @@ def test_hf_activations_match_the_measured_h200_slopes(knowledge) -> None:
 def test_central_estimate_carries_the_allocator_reserve(knowledge) -> None:
     job = resolve_job(knowledge, Workload(model="llama-3.1-8b", kind="pretrain", tokens=1e9, seq_len=4096))
     model = TrainingMemoryModel(job, knowledge.gpu("h100-sxm"), "bf16", knowledge.assumptions)
-    frag = knowledge.assumptions.memory.allocator_fragmentation.value
+    frag = knowledge.assumptions.memory["allocator_fragmentation"].value
     assert model.per_sequence_bytes("full", 1) / model.per_sequence("full", 1) == pytest.approx(1 + frag)
 
 
@@ -230,7 +230,7 @@ def test_megatron_keeps_fp32_main_gradients(knowledge) -> None:
 
 def test_zero_offload_moves_gradients_to_the_host(knowledge) -> None:
     states = _states(knowledge, "deepspeed", offload="optimizer", zero=2)
-    bucket = knowledge.assumptions.memory.offload_bucket_elements.value * 2 / 1e9
+    bucket = knowledge.assumptions.memory["offload_bucket_elements"].value * 2 / 1e9
     assert states["optimizer"] == states["master_weights"] == 0.0
     assert states["gradients"] == pytest.approx(min(2.0, bucket))
 
@@ -268,6 +268,6 @@ def test_moe_layers_keep_the_dispatched_tokens(knowledge) -> None:
     arch = job.arch
     assert arch is not None and arch.is_moe
     full, _ = model._full_layer(4096)
-    coeff = knowledge.assumptions.activations.moe_dispatch_bytes.value
+    coeff = knowledge.assumptions.activations["moe_dispatch_bytes"].value
     dense = full - coeff * arch.experts_per_token * arch.hidden * 4096
     assert full > dense > 0

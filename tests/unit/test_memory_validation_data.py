@@ -123,9 +123,9 @@ def test_the_shipped_band_is_the_fit_on_the_peaks(knowledge) -> None:
     rows = read_rows()
     p10, p25, p50, p75, p90 = fit_band(_errors_by_source(rows, [estimate(knowledge, r) for r in rows]))
     m = knowledge.assumptions.memory
-    assert m.central_error.range == pytest.approx((p10, p90), abs=0.0015)
-    assert m.verdict_band.range == pytest.approx((p25, p75), abs=0.0015)
-    assert m.central_error.value == pytest.approx(p50, abs=0.0015) == m.verdict_band.value
+    assert m["central_error"].range == pytest.approx((p10, p90), abs=0.0015)
+    assert m["verdict_band"].range == pytest.approx((p25, p75), abs=0.0015)
+    assert m["central_error"].value == pytest.approx(p50, abs=0.0015) == m["verdict_band"].value
 
 
 def test_verdicts_meet_the_goal_with_each_source_held_out(knowledge) -> None:

@@ -58,9 +58,9 @@ def test_an_offloaded_7b_fine_tune_is_slower_by_the_cpu_adam_and_pcie_terms(know
     assert on.seconds(OPT) == 0.0 and off.seconds(OFFLOAD) == 0.0
     job = _job(knowledge, "optimizer")
     local = job.trainable_params / count
-    host_gbs = a.comm.host_memory_ddr5_gbs.value  # an H100 SXM sits on PCIe gen 5, beside DDR5
+    host_gbs = a.comm["host_memory_ddr5_gbs"].value  # an H100 SXM sits on PCIe gen 5, beside DDR5
     cpu_s = local * cpu_bytes_per_param(job, a) * min(count, 8) / (host_gbs * 1e9)
-    up_s = local * weight_bytes_per_param("bf16", a, training=True) / (a.comm.pcie_gen5_gbs.value * 1e9)
+    up_s = local * weight_bytes_per_param("bf16", a, training=True) / (a.comm["pcie_gen5_gbs"].value * 1e9)
     assert gpu.pcie_gen == 5
     assert on.seconds(OFFLOAD) == pytest.approx(cpu_s + up_s, rel=1e-9)
     assert on.total_s - off.total_s == pytest.approx(cpu_s + up_s - off.seconds(OPT), rel=1e-6)

@@ -53,7 +53,7 @@ def test_tco_help_states_the_pue_the_code_uses(knowledge) -> None:
     from advisor.catalog.tco import load_tco
     from advisor.cli.main import build_parser
 
-    pue = load_tco(knowledge).power.pue.value
+    pue = load_tco(knowledge).power["pue"].value
     tco_parser = build_parser()._subparsers._group_actions[0].choices["tco"]  # type: ignore[union-attr]
     assert f"default {pue:g}" in tco_parser.format_help()
 

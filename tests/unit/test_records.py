@@ -161,3 +161,29 @@ def test_the_door_records_what_was_given_and_refuses_in_the_registrys_words() ->
         assert errors[0]["msg"] in ("Input should be a valid string", "Extra inputs are not permitted"), (
             errors
         )
+
+
+def test_sections_of_figures_hold_figures_and_refuse_unknown_keys() -> None:
+    """A knowledge file's section that is only a table of sourced figures (assumptions.toml's, tco.toml's) is
+    a typing.TypedDict of Figure (a dict whose keys mypy checks), validated at the door by
+    catalog/common.Figures: exactly its keys, each a Figure, an unknown key refused."""
+    import typing
+
+    from advisor.catalog import assumptions, tco
+    from advisor.catalog.assumptions import NetworkFigures
+    from advisor.catalog.common import FIGURES
+
+    declared = re.compile(r"^class (\w+)\((?:TypedDict|_\w+Optional)\b", re.M)
+    for module in (assumptions, tco):
+        names = declared.findall(Path(module.__file__ or "").read_text(encoding="utf-8"))
+        assert len(names) >= 9, module.__name__
+        for name in names:
+            hints = typing.get_type_hints(getattr(module, name))
+            assert hints and set(hints.values()) == {Figure}, f"{module.__name__}.{name}"
+    figure = {"value": 1.0, "unit": "x", "source": "s"}
+    kind = Annotated[NetworkFigures, FIGURES]
+    assert validate(kind, {"pod_gpus": figure, "oversubscription": figure})["pod_gpus"] == Figure(**figure)
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        validate(kind, {"pod_gpus": figure, "oversubscription": figure, "colour": figure})
+    with pytest.raises(ValidationError, match="Field required"):
+        validate(kind, {"pod_gpus": figure})

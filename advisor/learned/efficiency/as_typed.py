@@ -16,7 +16,7 @@ from advisor.job.door import question
 from advisor.job.inputs import Workload
 from advisor.learned.efficiency.base import EfficiencyModel
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
-from advisor.learned.efficiency.features import Sample
+from advisor.learned.efficiency.samples import Sample
 
 ThroughputOf = Callable[[Workload, str, int, EfficiencyModel], float | None]
 """The predicted throughput of a workload on GPU x count with an efficiency model (None: no answer)."""

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS, RANGE_DIMENSIONS, Bounds, Cap, Where
 from advisor.learned.efficiency.evaluate import RESIDUAL_CAP
-from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.features import FEATURES
 from advisor.learned.efficiency.gbdt import ExportedModel
 from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
+from advisor.learned.efficiency.samples import Sample
 
 _PARAMS = FEATURES.index("log_params")
 _TOKENS = FEATURES.index("log_items_per_gpu_step")

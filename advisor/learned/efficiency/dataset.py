@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from advisor.catalog.benchmarks import benchmarks_of
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.stacks import stacks_of
-from advisor.learned.efficiency.features import Sample, family_of, sample_of  # noqa: F401  (family_of re-exported)
+from advisor.learned.efficiency.features import family_of  # noqa: F401  (re-exported)
 from advisor.learned.efficiency.runs import Run, read_llm_runs, run_of_row
+from advisor.learned.efficiency.samples import Sample, sample_of
 from advisor.question.errors import AdvisorError
 
 # Every file whose content changes the features or the targets.

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from advisor.learned.efficiency.bounds import PRECISION_CLASS
-from advisor.learned.efficiency.features import Sample
+from advisor.learned.efficiency.samples import Sample
 
 __all__ = ["PRECISION_CLASS", "Scores", "apes", "percentile", "target"]
 

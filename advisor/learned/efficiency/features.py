@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from advisor.catalog.assumptions import Assumptions, Fabric
+from advisor.catalog.assumptions import Assumptions
 from advisor.catalog.gpus import Gpu
-from advisor.catalog.loader import Knowledge
-from advisor.catalog.stacks import stack_of
-from advisor.job.defaults import measured_batch
 from advisor.job.layout import Layout
 from advisor.job.resolve import Job
-from advisor.learned.efficiency.base import Query, regime_of
-from advisor.physics.memory import TrainingMemoryModel
-from advisor.physics.speed import (  # NON_LLM_STACKS: an LLM measured there is not an LLM stack's run
-    GBS,
-    NON_LLM_STACKS,
-    StepTime,
-    intra_gbs,
-    peak_flops,
-    training_step,
-)
-
-if TYPE_CHECKING:  # measured runs are read where the model is trained, not where it answers a query
-    from advisor.learned.efficiency.runs import Run
+from advisor.learned.efficiency.base import Query
+from advisor.physics.speed import GBS, StepTime, intra_gbs, peak_flops
 
 FEATURES: tuple[str, ...] = (
     "log_peak_tflops",  # dense peak of the precision used (FP8 against the FP8 peak)
@@ -121,86 +105,6 @@ def query_features(q: Query, a: Assumptions, traits: Traits) -> list[float] | No
         return None
     intra = intra_gbs(q.gpu, min(q.layout.count, q.layout.node_size), a)
     return feature_vector(q.job, q.gpu, q.layout, q.step, q.fabric_gbps_per_gpu / 8.0, intra, traits)
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One measured run turned into features, speed of light and the measured efficiency."""
-
-    row: Run
-    features: list[float]
-    sol: float
-    """Whole-system throughput at 100% efficiency (core step: roofline, bubble, exposed communication)."""
-    efficiency: float
-    """measured / sol."""
-    regime: str
-    mfu_sol: float
-    """Whole-system throughput at 100% MFU: peak x GPUs / the model's training FLOPs per item."""
-    generation: str = ""
-    """The GPU's architecture (ampere, hopper, blackwell, ...): the efficiency bound is per generation."""
-    old_sol: float = 0.0
-    """Whole-system throughput at the speed of light (roofline, bubble, alpha-beta communication): what the
-    previous estimator multiplied by one efficiency; sol itself is the step composed from measured
-    operations where the run is an LLM's (0: the same as sol)."""
-
-    @property
-    def composed(self) -> bool:
-        """Whether sol is the step composed from measured operations (its efficiency a residual, which may
-        pass 1)."""
-        return self.old_sol > 0.0 and self.old_sol != self.sol
-
-    @property
-    def family(self) -> str:
-        """'llm': an LLM run of an LLM training stack; 'other': the rest (Lambda's NGC examples: CNNs, BERT,
-        GNMT, speech, and its two 2019 Transformer-XL language models). Evaluated and calibrated apart."""
-        llm = self.features[KIND_INDEX] == KIND_CODE["llm"] and self.row.stack not in NON_LLM_STACKS
-        return "llm" if llm else "other"
-
-
-KIND_INDEX = FEATURES.index("kind_code")
-
-
-def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
-    """Rebuild a measured run as the core models it, its layout exactly as stated; None without a peak."""
-    from advisor.learned.efficiency.explicit import job_of_run, stated_layout
-
-    a = knowledge.assumptions
-    gpu = knowledge.gpu(run.gpu)
-    peak = peak_flops(gpu, run.precision)
-    if peak is None:
-        return None
-    job = job_of_run(knowledge, run)
-    mb = run.micro_batch
-    if mb is None:
-        mb = measured_batch(knowledge, job, gpu, run.precision) or 1
-    layout = stated_layout(job, run.count, run.nodes, run.precision, max(mb, 1), run.grad_accum)
-    fabric = knowledge.assumptions.fabric.get(run.fabric) or knowledge_fabric(knowledge, job, gpu)
-    memory = TrainingMemoryModel(job, gpu, run.precision, a)
-    per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
-    traits = stack_of(knowledge, run.stack).traits(run.month)
-    # A run of a non-LLM harness keeps the speed-of-light step of the models it is fitted with.
-    step = training_step(job, gpu, layout, fabric, a, per_seq, traits, run.stack not in NON_LLM_STACKS)
-    if step is None:
-        return None
-    sol = step.items / step.total_s
-    inter = fabric.gbs_per_gpu(layout.node_size)
-    intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
-    mfu_sol = peak * run.count / job.train_flops_per_item
-    return Sample(
-        run,
-        feature_vector(job, gpu, layout, step, inter, intra, traits),
-        sol,
-        run.throughput / sol,
-        regime_of(job),
-        mfu_sol,
-        gpu.architecture,
-        step.items / step.sol_s,
-    )
-
-
-def knowledge_fabric(knowledge: Knowledge, job: Job, gpu: Gpu) -> Fabric:
-    """The fabric the core assumes for this GPU (as a prediction would)."""
-    return knowledge.assumptions.fabric[gpu.fabric]
 
 
 def family_of(sample_kind_code: float) -> str:

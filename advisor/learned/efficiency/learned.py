@@ -13,11 +13,14 @@ from advisor.catalog.stacks import Stack, shipped_stacks, stacks_of
 from advisor.catalog.userdata import data_dir, read_stored
 from advisor.learned.efficiency.base import Interval, Query
 from advisor.learned.efficiency.bounds import MIN_HALF, Bounds, Where, soft_min
-from advisor.learned.efficiency.features import FEATURES, NON_LLM_STACKS, family_of, query_features
+from advisor.learned.efficiency.features import FEATURES, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
 from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs, unknown_note
 from advisor.learned.efficiency.prior import PriorEfficiency
-from advisor.physics.speed import peak_flops
+from advisor.physics.speed import (
+    NON_LLM_STACKS,
+    peak_flops,
+)  # NON_LLM_STACKS: an LLM measured there is not an LLM stack's run
 
 ARTIFACT = "efficiency_model.json"
 LEARNED_REGIMES = ("llm-pretrain", "llm-finetune", "other-train")

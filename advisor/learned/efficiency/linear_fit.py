@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
-from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import INPUTS, SIGNS, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.samples import Sample
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

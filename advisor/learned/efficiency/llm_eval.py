@@ -24,7 +24,6 @@ from advisor.learned.efficiency.evaluate import (
     sorted_quantile,
     target,
 )
-from advisor.learned.efficiency.features import Sample
 from advisor.learned.efficiency.linear import TYPICAL, unknown
 from advisor.learned.efficiency.linear_fit import (
     Candidate,
@@ -33,6 +32,7 @@ from advisor.learned.efficiency.linear_fit import (
     is_vendor,
     sample_inputs,
 )
+from advisor.learned.efficiency.samples import Sample
 
 Group = Callable[[Sample], str]
 FAMILY_ORDER = ("vendor", "paper", "report", "independent")

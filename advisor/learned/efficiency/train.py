@@ -24,12 +24,13 @@ from advisor.learned.efficiency.bounds import Bounds
 from advisor.learned.efficiency.bounds_fit import fit_bounds
 from advisor.learned.efficiency.dataset import data_hash, shipped_dataset
 from advisor.learned.efficiency.evaluate import Scores, conformal_offsets, evaluate_scheme, percentile, target
-from advisor.learned.efficiency.features import FEATURES, Sample
+from advisor.learned.efficiency.features import FEATURES
 from advisor.learned.efficiency.gbdt import ExportedModel, Tree
 from advisor.learned.efficiency.linear import LinearLogModel
 from advisor.learned.efficiency.linear_fit import Candidate, choose_lambda, fit_linear
 from advisor.learned.efficiency.llm_eval import LayoutRank, llm_evaluation
 from advisor.learned.efficiency.runs import Run
+from advisor.learned.efficiency.samples import Sample
 
 if TYPE_CHECKING:
     from sklearn.ensemble import HistGradientBoostingRegressor

@@ -223,4 +223,4 @@ def estimate(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = No
     act = model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
     act *= layout.micro_batch
     allocated = reserved - act * model.frag
-    return Estimate(device / GB, reserved / GB, allocated / GB, usable_gb(gpu, a, a.memory.headroom.value))
+    return Estimate(device / GB, reserved / GB, allocated / GB, usable_gb(gpu, a, a.memory["headroom"].value))

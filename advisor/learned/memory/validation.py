@@ -325,7 +325,7 @@ def band_lines(knowledge: Knowledge, path: Path = CSV_PATH) -> list[str]:
     rows = read_rows(path)
     errors = _errors_by_source(rows, [estimate(knowledge, row) for row in rows])
     p10, p25, p50, p75, p90 = fit_band(errors)
-    spread, band = knowledge.assumptions.memory.central_error, knowledge.assumptions.memory.verdict_band
+    spread, band = knowledge.assumptions.memory["central_error"], knowledge.assumptions.memory["verdict_band"]
     return [
         f"central estimate's relative error on {sum(map(len, errors.values()))} peaks from {len(errors)} "
         f"sources: P10 {p10:+.3f}, P25 {p25:+.3f}, P50 {p50:+.3f}, P75 {p75:+.3f}, P90 {p90:+.3f}",

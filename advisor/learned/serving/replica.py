@@ -70,7 +70,7 @@ def build(
         bandwidth=gpu.memory_bw_gbs * GB,
         memory_bytes=gpu.memory_gb * GB,
         link_bytes_s=intra_gbs(gpu, tp, a) * GB,
-        link_latency_s=a.comm.intra_node_latency_s.value,
+        link_latency_s=a.comm["intra_node_latency_s"].value,
     )
     rep = Replica(
         shape=shape_of_arch(job.arch, job.params, job.active_params),
@@ -90,7 +90,7 @@ def build(
         eng.limits(gpu.id, gpu.memory_gb, engine_version, gpu.vendor, mla, context), flags or job.config
     )
     if eng.profile == "budget":  # the engine sizes its cache after profiling a forward at its token budget
-        working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations.per_layer_coeff.value)
+        working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations["per_layer_coeff"].value)
         overhead = working + sum(hi for name, _, hi in terms.fixed if name == "overhead")
     else:
         overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
