@@ -327,7 +327,9 @@ def _predict_serving(
     tpot = serving_interval(served, "tpot", tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
     notes = _serving_notes(ctx, served)
+    before = (tput, ttft, tpot)
     tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
+    load = _calibrated_load(load, calibrated, (tput, ttft, tpot), before)
     notes += calibrated
     return Prediction(
         **common,
@@ -346,6 +348,22 @@ def _predict_serving(
         serving_load=load,
         notes=notes,
     )
+
+
+def _calibrated_load(
+    load: LoadOut | None,
+    calibrated: tuple[str, ...],
+    moved: tuple[Interval, ...],
+    before: tuple[Interval, ...],
+) -> LoadOut | None:
+    """The stated load's line moved by the factors a calibration moved the plan's figures by (throughput,
+    first token, per token: their P50s after / before), so that the load line says what they say."""
+    if load is None or not calibrated:
+        return load
+    from advisor.answer.serving_out import moved_load
+
+    factors = [m.p50 / b.p50 if b.p50 else 1.0 for m, b in zip(moved, before, strict=True)]
+    return moved_load(load, *factors)
 
 
 def _serving_calibration(

@@ -3,7 +3,7 @@ the stated load's figures (declared only when a serving plan is answered: a trai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # field types only
@@ -67,3 +67,23 @@ class ServingOut:
     """Disaggregated layouts: replicas that only prefill (the rest only decode)."""
     load: LoadOut | None = None
     """The stated load's figures, when a load is stated."""
+
+
+def _times(p: Percentiles, factor: float) -> Percentiles:
+    return Percentiles(p50=p.p50 * factor, p90=p.p90 * factor, p99=p.p99 * factor, mean=p.mean * factor)
+
+
+def moved_load(load: LoadOut, throughput: float, ttft: float, tpot: float) -> LoadOut:
+    """The stated load's figures moved by the factors a calibration's leftover correction moved the plan's
+    P50s by (throughput, first token, per token): the load line then says what the plan's figures say (a
+    request's end-to-end time by the inverse of the throughput's, as Little's law holds the requests in
+    flight)."""
+    return replace(
+        load,
+        requests_per_s=load.requests_per_s * throughput,
+        output_tok_s=load.output_tok_s * throughput,
+        ttft_ms=_times(load.ttft_ms, ttft),
+        tpot_ms=_times(load.tpot_ms, tpot),
+        itl_ms=_times(load.itl_ms, tpot),
+        e2e_s=_times(load.e2e_s, 1.0 / throughput if throughput else 1.0),
+    )

@@ -134,6 +134,12 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
     assert abs(pred.throughput.value / 2084.0 - 1) < 0.03
     assert abs(pred.serving_ttft_ms.p50 / 198.2 - 1) < 0.03
     assert any("profile h100-sxm-vllm" in n for n in pred.notes)
+    # The load line (the simulated requests' percentiles) says what the plan's figures say, calibrated too.
+    load = pred.serving_load
+    assert load is not None
+    assert abs(load.ttft_ms.p50 / pred.serving_ttft_ms.p50 - 1) < 0.005
+    assert abs(load.tpot_ms.p50 / pred.serving_tpot_ms.p50 - 1) < 0.005
+    assert abs(load.output_tok_s / pred.throughput.value - 1) < 0.005
 
 
 def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
