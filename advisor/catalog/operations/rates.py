@@ -7,9 +7,10 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.operations.grid import FALLBACK_SPREAD, SCALED_SPREAD
+from advisor.catalog.operations.stored import stored_value
 from advisor.catalog.operations.tables import (
     Measured,
     _check,
@@ -111,7 +112,7 @@ def _fallback_route(
             return _Route((peer.id, what), mine, p, f"scaled from {peer.id}", SCALED_SPREAD)
     if not any(has(other) and peak(_gpu(other)) for other in _measured_gpus(table_name)):
         raise LookupError(f"{gpu.id}: no measured {what} of any GPU")
-    return _Route(None, mine, 1.0, "datasheet fallback", FALLBACK_SPREAD, median=what)
+    return _Route(None, mine, 1.0, "datasheet fallback", 0.0, median=what)
 
 
 def _apply(
@@ -130,15 +131,16 @@ def _apply(
         basis = route.basis if route.basis is not None else got.basis
     else:
         d = route.median
-        memo = (table_name, d, key) if key is not None else None
+        memo = (table_name, d, key, gpu.vendor, gpu.architecture) if key is not None else None
         median = _MEDIANS.get(memo) if memo is not None else None
         if median is None:
-            median = _median_ratio(table_name, _own_for(own, d), _peak_of(d))
+            median = _family_median(gpu, table_name, _own_for(own, d), _peak_of(d))
             if memo is not None:
                 _MEDIANS[memo] = median
-        ratio, spread, count = median
-        value, basis = route.factor * ratio / route.per, route.basis or ""
-        source = f"knowledge/gpus.toml {gpu.id} {d} x median achieved/peak of {count} measured GPUs"
+        value = route.factor * median.ratio / route.per
+        basis = (route.basis or "") + median.note
+        source = f"knowledge/gpus.toml {gpu.id} {d} x {median.whose} achieved/peak"
+        spread = median.spread
     return Measured(value, source, basis + route.suffix, spread + route.spread)
 
 
@@ -154,25 +156,111 @@ def _fallback(
     return _apply(route, gpu, table_name, lambda gid, _what: own(gid))
 
 
-_MEDIANS: dict[tuple[object, ...], tuple[float, float, int]] = {}
-"""The median achieved/peak ratio over the measured GPUs, per table, dtype and query (the datasheet
+_MEDIANS: dict[tuple[object, ...], _Median] = {}
+"""The family's median achieved/peak ratio, per table, dtype, query and vendor/architecture (the datasheet
 fallback of a dozen GPUs asks each the same shapes)."""
 
+CROSS_VENDOR_SPREAD = 0.15
+"""Added to a datasheet fallback that takes its ratio from GPUs of other vendors: vendors' achieved/peak
+ratios differ far more than one vendor's GPUs do (MI300X's best bf16 matmul reaches 0.51 of its datasheet
+peak, H100's 0.80: stas00/ml-engineering's MAMF table)."""
+COMPUTE_TABLES = ("gemm", "attention")
+"""Tables whose cross-vendor fallback is scaled by the vendor's measured matmul derate."""
 
-def _median_ratio(
-    table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
-) -> tuple[float, float, int]:
-    """(median achieved/peak, the largest spread, how many GPUs) over every GPU with rows."""
+
+@dataclass(frozen=True, slots=True)
+class _Median:
+    """A datasheet fallback's achieved/peak ratio and what it was taken from."""
+
+    ratio: float
+    spread: float
+    """The spread of the answer (the fallback's own, widened where it reaches across vendors)."""
+    whose: str
+    """Whose ratio, for the source: 'median of 3 measured amd GPUs'."""
+    note: str
+    """Appended to the basis 'datasheet fallback': the family the ratio came from."""
+
+
+def _family_median(
+    gpu: Gpu, table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
+) -> _Median:
+    """The achieved/peak ratio a GPU without rows (or measured peers of its architecture) takes: the median
+    over measured GPUs of its vendor where there are any; else the median over every measured GPU, times
+    its vendor's measured matmul derate for a compute table (its best measured GEMM against the other
+    vendors', docs/operations-data.md), widened by CROSS_VENDOR_SPREAD."""
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
-    ratios, spreads = [], []
+    ratios: list[tuple[float, float, Gpu]] = []
     for other_id in _measured_gpus(table_name):
         other = _gpu(other_id)
         got, p = own(other_id), peak(other)
         if got is not None and p:
-            ratios.append(got.value / p)
-            spreads.append(got.spread)
-    return statistics.median(ratios), max(spreads), len(ratios)
+            ratios.append((got.value / p, got.spread, other))
+    kin = [r for r in ratios if r[2].vendor == gpu.vendor]
+    if kin:
+        named = ": " + ", ".join(r[2].id for r in kin) if len(kin) <= 3 else f" of {len(kin)} measured GPUs"
+        return _Median(
+            statistics.median(r[0] for r in kin),
+            FALLBACK_SPREAD + max(r[1] for r in kin),
+            f"median of {len(kin)} measured {gpu.vendor} GPUs'",
+            f" ({gpu.vendor} ratio{named})",
+        )
+    ratio = statistics.median(r[0] for r in ratios)
+    spread = FALLBACK_SPREAD + CROSS_VENDOR_SPREAD + max(r[1] for r in ratios)
+    whose = f"median of {len(ratios)} measured GPUs' (other vendors)"
+    derate = vendor_derate(gpu) if table_name in COMPUTE_TABLES else None
+    if derate is None:
+        return _Median(ratio, spread, whose, " (other vendors' ratio)")
+    factor, kin_ids = derate
+    note = f" (other vendors' ratio x {gpu.vendor} matmul derate {factor:.2f} from {kin_ids})"
+    return _Median(ratio * factor, spread, whose, note)
+
+
+def vendor_derate(gpu: Gpu) -> tuple[float, str] | None:
+    """(the median best measured 16-bit GEMM/peak of the GPUs of `gpu`'s vendor, its architecture's where
+    measured, over the same median of the other vendors' GPUs; the GPUs it came from), or None where the
+    vendor has no measured GEMM row."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
+    best = _best_gemm_ratios()
+    mine = [(g, r) for g, r in best if g.vendor == gpu.vendor]
+    arch = [(g, r) for g, r in mine if g.architecture == gpu.architecture]
+    kin = arch or mine
+    others = [r for g, r in best if g.vendor != gpu.vendor]
+    if not kin or not others:
+        return None
+    factor = statistics.median(r for _, r in kin) / statistics.median(others)
+    return factor, ", ".join(g.id for g, _ in kin)
+
+
+@functools.cache
+def _best_gemm_ratios() -> tuple[tuple[Gpu, float], ...]:
+    """Each GPU with GEMM rows and its best measured 16-bit (bf16, else fp16) TFLOP/s over its peak."""
+    out = []
+    for gpu_id, tflops, dtype in _best_gemm():
+        gpu = _gpu(gpu_id)
+        p = peak_tflops(gpu, dtype)
+        if p:
+            out.append((gpu, tflops / p))
+    return tuple(out)
+
+
+def _best_gemm() -> list[list[Any]]:
+    """[gpu, best 16-bit TFLOP/s, its dtype] of each GPU with shipped GEMM rows (stored: plain data)."""
+
+    def build() -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for gpu_id in _measured_gpus("gemm"):
+            rows = _rows("gemm", None, gpu_id)[0]
+            for dtype in ("bf16", "fp16"):
+                values = [float(r["tflops"]) for r in rows if r["dtype"] == dtype]
+                if values:
+                    out.append([gpu_id, max(values), dtype])
+                    break
+        return out
+
+    stored = stored_value("gemm", "best16", build)
+    return stored if stored is not None else build()
 
 
 def _runnable(gpu: Gpu, dtype: str) -> str:
