@@ -51,20 +51,34 @@ def test_the_amd_matmul_derate_is_its_measured_best_shapes_against_the_other_ven
     assert 0.5 < factor < 0.85
 
 
-def test_a_gpu_whose_vendor_has_no_rows_of_a_compute_table_takes_the_derate_and_a_wider_interval() -> None:
+def test_a_gpu_of_an_unmeasured_architecture_takes_its_vendors_gemm_ratio() -> None:
+    # CDNA2 has no GEMM row: MI325X's measured grid (AMD's) gives the ratio, not NVIDIA's median.
     got = ops.gemm_tflops("mi250x", "bf16", *SHAPE)
-    assert got.basis.startswith("datasheet fallback") and "amd matmul derate" in got.basis
-    assert "mi300x" in got.basis
-    assert got.spread >= ops.FALLBACK_SPREAD + rates.CROSS_VENDOR_SPREAD
-    # The other vendors' median ratio at this shape, times the derate, times this GPU's peak.
-    nvidia = [
-        ops.gemm_tflops(g, "bf16", *SHAPE).value / ops.peak_tflops(GPUS[g], "bf16")
-        for g in sorted({r["gpu"] for r in _raw("gemm")})
-        if GPUS[g].vendor == "nvidia"
-        and ops.gemm_tflops(g, "bf16", *SHAPE).basis in ("measured", "interpolated")
-    ]
-    expected = statistics.median(nvidia) * _derate_from_rows("amd", "cdna2") * 383.0
-    assert got.value == pytest.approx(expected, rel=1e-6)
+    assert got.basis == "datasheet fallback (amd ratio: mi325x)"
+    mi325x = ops.gemm_tflops("mi325x", "bf16", *SHAPE)
+    assert got.value == pytest.approx(mi325x.value / 1307.4 * 383.0)
+    assert got.spread == pytest.approx(ops.FALLBACK_SPREAD + mi325x.spread)
+    nvidia_ratio = ops.gemm_tflops("h100-sxm", "bf16", *SHAPE).value / 989.4
+    assert got.value < nvidia_ratio * 383.0  # below what NVIDIA's ratio would give it
+
+
+def test_a_twin_chips_grid_and_the_gpus_own_bf16_row_give_its_fp8_curve() -> None:
+    # MI300X has no fp8 row: MI325X's bf16 grid (same CDNA3 chip) scaled by the fp8/bf16 datasheet ratio,
+    # levelled like its bf16 curve by MI300X's own bf16 MAMF row, before any cross-vendor fallback.
+    fp8 = ops.gemm_tflops("mi300x", "fp8", *SHAPE)
+    bf16 = ops.gemm_tflops("mi300x", "bf16", *SHAPE)
+    assert fp8.basis == "scaled from mi325x bf16, levelled on 1 measured mi300x bf16 row"
+    assert fp8.value == pytest.approx(bf16.value * 2614.9 / 1307.4)
+
+
+def test_the_mi325x_square_sweep_is_a_grid_of_its_own() -> None:
+    rows = [r for r in _raw("gemm") if r["gpu"] == "mi325x" and "HipKittens" in r["source"]]
+    assert len(rows) == 5
+    for r in rows:
+        got = ops.gemm_tflops("mi325x", "bf16", int(r["m"]), int(r["n"]), int(r["k"]))
+        assert got.basis == "measured" and got.value == pytest.approx(float(r["tflops"]))
+    small, large = (ops.gemm_tflops("mi325x", "bf16", n, n, n).value for n in (1024, 8192))
+    assert small < large / 5  # latency-bound below a few thousand
 
 
 def test_attention_on_an_amd_gpu_without_rows_is_derated_from_the_nvidia_ratio() -> None:

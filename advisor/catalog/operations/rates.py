@@ -99,10 +99,11 @@ def _fallback_route(
     peak: Callable[[Gpu], float | None],
     what: str,
     mine: float | None = None,
+    peers_only: bool = False,
 ) -> _Route:
     """A GPU without its own rows: a measured peer's achieved/peak ratio times this GPU's peak (`mine`, else
-    peak(gpu)), else the median ratio of every measured GPU (`has`: whether a GPU has rows); LookupError
-    when this GPU has no peak or no GPU has rows."""
+    peak(gpu)), else (unless `peers_only`) the median ratio of the measured GPUs of its family (`has`:
+    whether a GPU has rows); LookupError when this GPU has no peak or nothing answers."""
     mine = mine if mine is not None else peak(gpu)
     if mine is None:
         raise LookupError(f"{gpu.id}: no datasheet {what}")
@@ -110,6 +111,8 @@ def _fallback_route(
         p = peak(peer)
         if p and has(peer.id):
             return _Route((peer.id, what), mine, p, f"scaled from {peer.id}", SCALED_SPREAD)
+    if peers_only:
+        raise LookupError(f"{gpu.id}: no measured peer of its architecture for {what}")
     if not any(has(other) and peak(_gpu(other)) for other in _measured_gpus(table_name)):
         raise LookupError(f"{gpu.id}: no measured {what} of any GPU")
     return _Route(None, mine, 1.0, "datasheet fallback", 0.0, median=what)
@@ -287,9 +290,13 @@ def _route(gpu: Gpu, dtype: str, table_name: str, has: Callable[[str, str], bool
         if p_run and p_proxy and has(gpu.id, proxy):
             basis = f"scaled from {gpu.id} {proxy}"
             return _Route((gpu.id, proxy), p_run / p_proxy, 1.0, basis, SCALED_SPREAD, suffix=reason)
-    for d in (run, *chain):
+    # A measured peer of its architecture at a kernel-near dtype (a twin chip's bf16 rows for fp8) before
+    # the datasheet fallback, which reaches to other GPUs' ratios.
+    for peers_only, d in [(True, d) for d in (run, *chain)] + [(False, d) for d in (run, *chain)]:
         try:
-            got = _fallback_route(gpu, table_name, _has_for(has, d), _peak_for(d), d, peak_tflops(gpu, run))
+            got = _fallback_route(
+                gpu, table_name, _has_for(has, d), _peak_for(d), d, peak_tflops(gpu, run), peers_only
+            )
         except LookupError:
             continue
         suffix = (f" {d}" if d != run else "") + reason
@@ -372,22 +379,30 @@ def _gemm_route(gpu: str, dtype: str, profile: str | None) -> _Route:
 @functools.lru_cache(maxsize=256)
 def _level(
     gpu_id: str, dtype: str, profile: str | None, shape_from: str | None
-) -> tuple[float, int, str] | None:
-    """(median measured/curve ratio, rows, their sources) of a GPU's few rows of its runnable dtype."""
+) -> tuple[float, int, str, str] | None:
+    """(median measured/curve ratio, rows, their sources, their dtype) of a GPU's few rows of its runnable
+    dtype, else of the nearest kernel-equivalent dtype it has rows of (a chip's clock and power limit level
+    every dtype of its curve: MI300X's one bf16 row levels its fp8 curve too)."""
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
     gpu = _gpu(gpu_id)
     run = _runnable(gpu, dtype)
-    rows = [r for r in _rows("gemm", profile, gpu_id)[0] if r["dtype"] == run]
-    if not rows:
+    mine = _rows("gemm", profile, gpu_id)[0]
+    for d in (run, *DTYPE_PROXIES[run]):
+        rows = [r for r in mine if r["dtype"] == d]
+        # A dtype with a grid of its own already is the curve (scaled by the datasheet), not a level of it.
+        gridded = d != run and _grids("gemm", (gpu_id, d), profile)[0] is not None
+        if rows and peak_tflops(gpu, d) and not gridded:
+            break
+    else:
         return None
     ratios, sources = [], []
     for r in rows:
-        at = _rate(gpu, dtype, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
+        at = _rate(gpu, d, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
         ratios.append(r["tflops"] / at.value)
         if r["source"] not in sources:
             sources.append(r["source"])
-    return statistics.median(ratios), len(rows), "; ".join(sources)
+    return statistics.median(ratios), len(rows), "; ".join(sources), d
 
 
 def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, str], Measured | None]:
@@ -411,10 +426,12 @@ def _anchored(gpu: Gpu, dtype: str, base: Measured, profile: str | None, shape_f
     level = _level(gpu.id, dtype, profile, shape_from)
     if level is None:
         return base
-    factor, count, sources = level
+    factor, count, sources, level_dtype = level
     value = base.value * factor
-    peak = peak_tflops(gpu, _runnable(gpu, dtype))
-    basis = f"{base.basis}, levelled on {count} measured {gpu.id} row{'s' if count > 1 else ''}"
+    run = _runnable(gpu, dtype)
+    peak = peak_tflops(gpu, run)
+    of = f"{gpu.id} {level_dtype}" if level_dtype != run else gpu.id
+    basis = f"{base.basis}, levelled on {count} measured {of} row{'s' if count > 1 else ''}"
     source = _short(f"{sources} (level); {base.source} (shape)")
     return Measured(min(value, peak) if peak else value, source, basis, base.spread)
 
