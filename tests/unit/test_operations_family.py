@@ -12,7 +12,7 @@ import pytest
 
 from advisor.catalog import operations as ops
 from advisor.catalog.loader import load_knowledge
-from advisor.catalog.operations import rates
+from advisor.catalog.operations import rates, tables
 
 ROOT = Path(__file__).resolve().parents[2] / "knowledge" / "operations"
 GPUS = {g.id: g for g in load_knowledge().gpus}
@@ -51,34 +51,61 @@ def test_the_amd_matmul_derate_is_its_measured_best_shapes_against_the_other_ven
     assert 0.5 < factor < 0.85
 
 
-def test_a_gpu_of_an_unmeasured_architecture_takes_its_vendors_gemm_ratio() -> None:
-    # CDNA2 has no GEMM row: MI325X's measured grid (AMD's) gives the ratio, not NVIDIA's median.
+def test_a_gpu_whose_vendor_has_no_gemm_grid_takes_the_derate_and_a_wider_interval() -> None:
     got = ops.gemm_tflops("mi250x", "bf16", *SHAPE)
-    assert got.basis == "datasheet fallback (amd ratio: mi325x)"
-    mi325x = ops.gemm_tflops("mi325x", "bf16", *SHAPE)
-    assert got.value == pytest.approx(mi325x.value / 1307.4 * 383.0)
-    assert got.spread == pytest.approx(ops.FALLBACK_SPREAD + mi325x.spread)
-    nvidia_ratio = ops.gemm_tflops("h100-sxm", "bf16", *SHAPE).value / 989.4
-    assert got.value < nvidia_ratio * 383.0  # below what NVIDIA's ratio would give it
+    assert got.basis.startswith("datasheet fallback") and "amd matmul derate" in got.basis
+    assert "mi300x" in got.basis and "mi325x" in got.basis
+    assert got.spread >= ops.FALLBACK_SPREAD + rates.CROSS_VENDOR_SPREAD
+    # The other vendors' median ratio at this shape (their grids), times the derate, times this GPU's peak.
+    nvidia = [
+        ops.gemm_tflops(g, "bf16", *SHAPE).value / ops.peak_tflops(GPUS[g], "bf16")
+        for g in sorted({r["gpu"] for r in _raw("gemm")})
+        if GPUS[g].vendor == "nvidia"
+        and ops.gemm_tflops(g, "bf16", *SHAPE).basis in ("measured", "interpolated", "extrapolated")
+    ]
+    expected = statistics.median(nvidia) * _derate_from_rows("amd", "cdna2") * 383.0
+    assert got.value == pytest.approx(expected, rel=1e-6)
 
 
-def test_a_twin_chips_grid_and_the_gpus_own_bf16_row_give_its_fp8_curve() -> None:
-    # MI300X has no fp8 row: MI325X's bf16 grid (same CDNA3 chip) scaled by the fp8/bf16 datasheet ratio,
-    # levelled like its bf16 curve by MI300X's own bf16 MAMF row, before any cross-vendor fallback.
-    fp8 = ops.gemm_tflops("mi300x", "fp8", *SHAPE)
-    bf16 = ops.gemm_tflops("mi300x", "bf16", *SHAPE)
-    assert fp8.basis == "scaled from mi325x bf16, levelled on 1 measured mi300x bf16 row"
-    assert fp8.value == pytest.approx(bf16.value * 2614.9 / 1307.4)
+def test_a_gpus_bf16_row_levels_its_fp8_curve_too() -> None:
+    # MI300X has no fp8 row: its one bf16 MAMF row levels the fp8 fallback curve by the same measured
+    # factor (a chip's clocks and power limit), rather than leaving fp8 at the other vendors' level.
+    gpu = GPUS["mi300x"]
+    row = next(r for r in _raw("gemm") if r["gpu"] == "mi300x" and r["dtype"] == "bf16")
+    shape = (int(row["m"]), int(row["n"]), int(row["k"]))
+    q = tuple(float(x) for x in shape)
+    fp8 = ops.gemm_tflops("mi300x", "fp8", *shape)
+    assert fp8.basis.endswith("levelled on 1 measured mi300x bf16 row")
+    factor, count, _, dtype = rates._level("mi300x", "fp8", None, None)
+    assert (count, dtype) == (1, "bf16")
+    bf16_curve = rates._apply(
+        rates._gemm_route("mi300x", "bf16", None), gpu, "gemm", rates._gemm_own(None, q)
+    )
+    assert factor == pytest.approx(float(row["tflops"]) / bf16_curve.value)
+    fp8_curve = rates._apply(rates._gemm_route("mi300x", "fp8", None), gpu, "gemm", rates._gemm_own(None, q))
+    assert fp8.value == pytest.approx(fp8_curve.value * factor)
 
 
-def test_the_mi325x_square_sweep_is_a_grid_of_its_own() -> None:
-    rows = [r for r in _raw("gemm") if r["gpu"] == "mi325x" and "HipKittens" in r["source"]]
-    assert len(rows) == 5
-    for r in rows:
-        got = ops.gemm_tflops("mi325x", "bf16", int(r["m"]), int(r["n"]), int(r["k"]))
-        assert got.basis == "measured" and got.value == pytest.approx(float(r["tflops"]))
-    small, large = (ops.gemm_tflops("mi325x", "bf16", n, n, n).value for n in (1024, 8192))
-    assert small < large / 5  # latency-bound below a few thousand
+def test_a_square_sweep_levels_a_curve_rather_than_forming_a_grid() -> None:
+    # MI325X's five square shapes (m = n = k) lie on one slanted line of the (m, n, k) grid: filling the
+    # grid from them would price a decode GEMM (m = 16) at a square GEMM's time. They level the curve.
+    assert tables._grids("gemm", ("mi325x", "bf16"), None)[0] is None
+    got = ops.gemm_tflops("mi325x", "bf16", *SHAPE)
+    assert got.basis.endswith("levelled on 6 measured mi325x rows") and "HipKittens" in got.source
+    # The measured 1024^3 point's time held down to m = 16 would give 79.1 x 16/1024 = 1.2 TFLOP/s.
+    assert ops.gemm_tflops("mi325x", "bf16", 16, 1024, 1024).value > 5 * 79.1 * 16 / 1024
+
+
+@pytest.mark.parametrize(
+    "points, slanted",
+    [
+        ([(1024.0, 1024.0, 1024.0), (2048.0, 2048.0, 2048.0), (4096.0, 4096.0, 4096.0)], True),
+        ([(1.0, 4096.0, 4096.0), (16.0, 4096.0, 4096.0), (256.0, 4096.0, 4096.0)], False),
+        ([(1.0, 1024.0, 1024.0), (16.0, 2048.0, 1024.0), (256.0, 1024.0, 4096.0)], False),
+    ],
+)
+def test_one_slanted_line(points: list[tuple[float, ...]], slanted: bool) -> None:
+    assert tables._one_slanted_line(points) is slanted
 
 
 def test_attention_on_an_amd_gpu_without_rows_is_derated_from_the_nvidia_ratio() -> None:
