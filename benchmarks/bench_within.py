@@ -129,8 +129,9 @@ def _step_before(knowledge, run):
     return None if step is None else _Got(job, layout, step)
 
 
-def collect(knowledge) -> list[Row]:
-    """Every LLM run of an LLM stack the model is trained on, with its ratios and features."""
+def collect(knowledge, stated_kernel: bool = False) -> list[Row]:
+    """Every LLM run of an LLM stack the model is trained on, with its ratios and features (`stated_kernel`:
+    its step priced at the attention kernel its software states; the learned P50 stays the model's)."""
     from advisor.learned.efficiency.gbdt import ExportedModel
 
     model = ExportedModel.from_json(knowledge.root.joinpath(ARTIFACT).read_text(encoding="utf-8"))
@@ -143,11 +144,15 @@ def collect(knowledge) -> list[Row]:
             continue
         if sample is None or sample.family != "llm" or not sample.composed:
             continue
-        got = step_of_run(knowledge, run) if step_of_run is not None else _step_before(knowledge, run)
+        if step_of_run is None:
+            got = _step_before(knowledge, run)
+        else:
+            got = step_of_run(knowledge, run, stated_kernel)
         if got is None or got.step.ops is None:
             continue
         job, layout, step = got.job, got.layout, got.step
-        before = math.log(sample.efficiency)
+        # measured / the step (the sample's own when the kernel is the stack's usual one).
+        before = math.log(run.throughput * step.total_s / step.items)
         log50 = model.linear.predict_log(
             llm_inputs(sample.features, math.log(sample.sol / sample.mfu_sol), TYPICAL)
         )
@@ -225,9 +230,14 @@ def main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by", choices=("source", "cluster", "both"), default="both")
     parser.add_argument("--rows", action="store_true", help="print every run's ratio, demeaned by source")
+    parser.add_argument(
+        "--stated-kernel",
+        action="store_true",
+        help="price each run at the attention kernel its software states (learned/efficiency/runs.py)",
+    )
     args = parser.parse_args(argv)
     knowledge = load_knowledge()
-    rows = collect(knowledge)
+    rows = collect(knowledge, args.stated_kernel)
     if args.by in ("source", "both"):
         report(rows, "source", lambda r: r.source)
     if args.by in ("cluster", "both"):

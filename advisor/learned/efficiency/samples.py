@@ -68,9 +68,11 @@ class RunStep:
     step: StepTime
 
 
-def step_of_run(knowledge: Knowledge, run: Run) -> RunStep | None:
-    """The run's job, its layout exactly as stated and its step (priced at the attention kernel its software
-    states, where it states one); None without a peak."""
+def step_of_run(knowledge: Knowledge, run: Run, stated_kernel: bool = False) -> RunStep | None:
+    """The run's job, its layout exactly as stated and its step; None without a peak. `stated_kernel`: priced
+    at the attention kernel the run's software states, where it states one (benchmarks/bench_within.py). The
+    training samples keep the stack's usual kernel: a user's question states none, so a residual or an
+    interval fitted on runs priced with it would be narrower than the answers it is applied to."""
     from advisor.learned.efficiency.explicit import job_of_run, stated_layout
 
     a = knowledge.assumptions
@@ -87,7 +89,7 @@ def step_of_run(knowledge: Knowledge, run: Run) -> RunStep | None:
     per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
     traits = stack_of(knowledge, run.stack).traits(run.month)
     # A run of a non-LLM harness keeps the speed-of-light step of the models it is fitted with.
-    attention = stated_attention(run.software, gpu.compute_capability_value)
+    attention = stated_attention(run.software, gpu.compute_capability_value) if stated_kernel else None
     llm = run.stack not in NON_LLM_STACKS
     step = training_step(job, gpu, layout, fabric, a, per_seq, traits, llm, attention)
     return None if step is None else RunStep(job, layout, fabric, traits, step)
