@@ -1,6 +1,7 @@
 """Why the composed step's ratio to measurement varies within one source (issue 27's floor; issue 26).
 
-Usage: python benchmarks/bench_within.py [--by source|cluster|both] [--rows]
+Usage: python benchmarks/bench_within.py [--by source|cluster|both] [--rows] [--stated-kernel]
+       python benchmarks/bench_within.py --detail-file FILE --runs heldout|heldout2|heldout3
 
 For every LLM run of an LLM stack the efficiency model is trained on (knowledge/llm_benchmarks.csv and
 benchmarks.csv; learned/efficiency/dataset.py), r = log(measured / composed step) before the learned residual
@@ -18,12 +19,15 @@ floor bench_calibration.py reports (17.1% by source, 13.1% by source x GPU x sta
 from __future__ import annotations
 
 import argparse
+import csv
 import math
+import re
 import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from advisor.catalog import load_knowledge
 from advisor.learned.efficiency.dataset import shipped_runs
@@ -226,6 +230,29 @@ def report(rows: Sequence[Row], name: str, group: Callable[[Row], str]) -> None:
         print(f"  {f:<40} {r2:>9.1%} {slope:>+8.3f} {n:>6}")
 
 
+_DETAIL = re.compile(r"\s+(\S+)\s+stated\s+measured\s+([\d.]+)\s+tool\s+([\d.]+)")
+
+
+def heldout_within(detail: str, runs: str) -> None:
+    """The same within-source figures on a development held-out set, from a saved `bench_heldout.py --runs
+    RUNS --only training --detail` output (each run as published: log(measured / the tool's P50))."""
+    path = Path(__file__).with_name(f"{runs}_training_runs.csv")
+    with path.open(newline="", encoding="utf-8") as f:
+        source = {r["id"]: r["source_id"] for r in csv.DictReader(f)}
+    by: dict[str, list[float]] = defaultdict(list)
+    for line in Path(detail).read_text(encoding="utf-8").splitlines():
+        if (m := _DETAIL.match(line)) and m.group(1) in source:
+            by[source[m.group(1)]].append(math.log(float(m.group(2)) / float(m.group(3))))
+    groups = [v for v in by.values() if len(v) > 1]
+    devs = [r - statistics.fmean(v) for v in groups for r in v]
+    sd = math.sqrt(sum((r - statistics.fmean(v)) ** 2 / len(v) for v in groups for r in v) / len(groups))
+    print(
+        f"{runs}: {sum(map(len, by.values()))} runs as published, {len(groups)} sources of 2+: median error "
+        f"with the source's mean known {statistics.median(abs(math.exp(d) - 1) for d in devs):.1%}, "
+        f"source-balanced within-source SD of log ratio {sd:.3f}"
+    )
+
+
 def main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by", choices=("source", "cluster", "both"), default="both")
@@ -235,7 +262,12 @@ def main(argv: Sequence[str]) -> None:
         action="store_true",
         help="price each run at the attention kernel its software states (learned/efficiency/runs.py)",
     )
+    parser.add_argument("--detail-file", help="a saved bench_heldout.py --detail output (with --runs)")
+    parser.add_argument("--runs", default="heldout", help="the held-out set the detail file scored")
     args = parser.parse_args(argv)
+    if args.detail_file:
+        heldout_within(args.detail_file, args.runs)
+        return
     knowledge = load_knowledge()
     rows = collect(knowledge, args.stated_kernel)
     if args.by in ("source", "both"):
