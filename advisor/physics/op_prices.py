@@ -4,6 +4,7 @@ memoised per GPU, precision and shape, each with the source and basis of its fig
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +142,7 @@ class OpPrices:
         """The tables' TFLOP/s of one pass (at the stack's kernel, measured or by a peer's kernel ratio); a
         backward pass they lack is the forward's at BWD_OVER_FWD."""
 
-        def ask(which: str, gpu: str | None = None, kernel: str | None = None) -> Any:
+        def ask(which: str, gpu: str | None = None, kernel: str | None = None, causal: bool = True) -> Any:
             return _ops().attention_tflops(
                 gpu or self.gpu.id,
                 dtype,
@@ -149,7 +150,7 @@ class OpPrices:
                 heads=heads,
                 kv_heads=kv_heads,
                 head_dim=head_dim,
-                causal=True,
+                causal=causal,
                 pass_=which,
                 batch=batch,
                 kernel=kernel if gpu else self.kernel,
@@ -167,12 +168,34 @@ class OpPrices:
                 r.source,
                 f"{r.basis} fwd x {BWD_OVER_FWD:.2f} (FlashAttention-2 bwd/fwd)",
             )
+        value, basis = r.value, r.basis
+        if pass_ == "bwd":
+            value, basis = self._causal_backward(ask, value, basis)
         if self.kernel_peer is not None and self.wanted_kernel:
             peer, default = self.kernel_peer
             ratio = ask(pass_, peer, self.wanted_kernel).value / ask(pass_, peer, default).value
-            basis = f"{r.basis} x {self.wanted_kernel}/{default} on {peer}"
-            return r.value * ratio, r.source, basis
-        return r.value, r.source, r.basis
+            basis = f"{basis} x {self.wanted_kernel}/{default} on {peer}"
+            return value * ratio, r.source, basis
+        return value, r.source, basis
+
+    @staticmethod
+    def _causal_backward(ask: Callable[..., Any], value: float, basis: str) -> tuple[float, str]:
+        """A causal backward pass the rows measured only without the mask (the FlashAttention-3 paper's
+        backward figures are non-causal): the non-causal rate x the forward's causal/non-causal ratio measured
+        at the same shape and kernel. A causal pass skips the masked blocks but pays for the diagonal ones
+        and an uneven split of the work across thread blocks, in the backward as in the forward (Dao,
+        FlashAttention-2, arXiv:2307.08691 sec. 3.1.1 and 3.2); at short sequences the diagonal blocks
+        weigh most (H100, FlashAttention-2, head dim 128: 0.62 at 512 tokens, 0.90 at 8k)."""
+        try:
+            open_ = ask("bwd", causal=False).value
+            if not math.isclose(open_, value, rel_tol=1e-9):
+                return value, basis  # causal backward rows were measured: they answered
+            ratio = ask("fwd").value / ask("fwd", causal=False).value
+        except LookupError:
+            return value, basis
+        if not 0.0 < ratio < 1.0:
+            return value, basis
+        return value * ratio, f"{basis} x causal/non-causal fwd {ratio:.2f}"
 
     def bandwidth(self, nbytes: float) -> tuple[float, str, str]:
         """Achieved memory bandwidth (B/s) for streams of about this size, its source and basis."""

@@ -196,10 +196,12 @@ def training_step(
     activation_bytes_per_seq: float,
     traits: Traits | None = None,
     compose: bool = True,
+    attention: str | None = None,
 ) -> StepTime | None:
     """Time of one training step (composed from measured operations for an LLM unless `compose` is False,
-    with its speed of light), or None when the GPU has no peak for the precision."""
-    return StepModel(job, gpu, fabric, a, traits, compose).step(layout, activation_bytes_per_seq)
+    with its speed of light), or None when the GPU has no peak for the precision. `attention`: the
+    attention kernel the run states (None: the stack's usual one)."""
+    return StepModel(job, gpu, fabric, a, traits, compose, attention).step(layout, activation_bytes_per_seq)
 
 
 Traits = tuple[float, float, float, float]
@@ -242,10 +244,11 @@ class StepModel:
         a: Assumptions,
         traits: Traits | None = None,
         compose: bool = True,
+        attention: str | None = None,
     ) -> None:
         self.job, self.gpu, self.fabric, self.a = job, gpu, fabric, a
         self.composed = (
-            ComposedStep(job, gpu, fabric, a, traits or stack_traits(job.stack))
+            ComposedStep(job, gpu, fabric, a, traits or stack_traits(job.stack), attention)
             if compose and composes(job)
             else None
         )

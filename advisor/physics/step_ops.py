@@ -240,13 +240,15 @@ class ComposedStep:
         fabric: Fabric,
         a: Assumptions,
         traits: tuple[float, float, float, float] = (1.0, 1.0, 0.0, 0.0),
+        attention: str | None = None,
     ) -> None:
         assert job.arch is not None
         self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
-        kernel = MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION
+        # The attention kernel a run states (a measured run's software) before the stack's usual one.
+        kernel = attention or (MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION)
         self.prices = OpPrices(gpu, key, getattr(job, "profile", None), kernel)
         overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
         self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
@@ -284,6 +286,8 @@ class ComposedStep:
                 acc.add(GEMM, p.gemm(dt, k, n, m), count)  # weight gradient
         self._attention(acc, s, tokens)
         self._memory_bound(acc, s, tokens, act, moe, 1.0 + fwd_again)
+        if moe:
+            self._permute(acc, s, tokens, act, 1.0 + fwd_again)
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
             routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
@@ -349,6 +353,22 @@ class ComposedStep:
         fwd_bytes = values * tokens * act
         price = self.prices.memory(fwd_bytes, tokens * arch.hidden * act)
         acc.add(MEM, price, fwd_passes + BACKWARD_BYTES)
+
+    def _permute(self, acc: _Acc, s: _Shape, tokens: int, act: float, fwd_passes: float) -> None:
+        """The routed tokens' permutation around the experts (Megatron-Core's all-to-all dispatcher: permute,
+        all-to-all, sort the chunks by local expert; then sort back, all-to-all, unpermute with the routing
+        weights), a copy of every routed token each way: memory-bound, priced at the measured bandwidth."""
+        arch = self.arch
+        routed = tokens * arch.experts_per_token
+        local = max(1, arch.experts // s.ep)
+        sorts = 2.0 if s.ep > 1 and local > 1 else 0.0
+        # permute reads the tokens and writes top_k copies; unpermute reads them back and writes the sum;
+        # each chunk sort reads and writes every routed copy.
+        values = 2.0 * (tokens + routed) + 2.0 * sorts * routed
+        nbytes = values * arch.hidden * act
+        price = self.prices.memory(nbytes, routed * arch.hidden * act)
+        # The backward pass permutes the gradients the same way (one pass of the same bytes).
+        acc.add(MEM, price, fwd_passes + 1.0)
 
     def _tp_comm(self, acc: _Acc, s: _Shape, nbytes: float, fwd_again: float) -> None:
         if s.tp <= 1:

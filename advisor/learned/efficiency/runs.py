@@ -142,6 +142,37 @@ def fabric_of_text(*texts: str) -> str:
     return ""
 
 
+# The attention kernel a run's software states. PyTorch's SDPA on Hopper and Blackwell (compute capability
+# 9.x, 10.x) puts cuDNN's fused attention before its FlashAttention-2 backend when the runtime cuDNN is newer
+# than 9.15.0 (`check_prefer_cudnn_attention`,
+# pytorch/pytorch@001f694aef6f:aten/src/ATen/native/transformers/cuda/sdp_utils.cpp): the CUDA 13 wheels
+# from torch 2.11 bundle one; CUDA 12.x wheels ship an older cuDNN (the comment there) and keep
+# FlashAttention-2. Torch 2.5.0 also preferred cuDNN on H100 (its release notes: "enabled by default for all
+# users of SDPA on H100 or newer GPUs"), withdrawn in 2.5.1 (pytorch/pytorch#138522).
+_FA = re.compile(r"(?:FlashAttention|flash[-_ ]?attn|flash_attention)[-_ ]?v?([234])\b", re.IGNORECASE)
+_SDPA = re.compile(r"\bsdpa\b", re.IGNORECASE)
+_TORCH = re.compile(r"\btorch[ =]?(\d+)\.(\d+)\.(\d+)[^,;]*?(?:cu(\d\d)\d)?(?=[,;)\s]|$)", re.IGNORECASE)
+_FA_KERNEL = {"2": "fa2", "3": "fa3"}
+CUDNN_SDPA_FROM = (2, 11)
+CUDNN_SDPA_CC = (9.0, 11.0)
+
+
+def stated_attention(software: str, compute_capability: float) -> str | None:
+    """The attention kernel a run's software states (knowledge/operations' kernel names), or None when it
+    states none the tables tell apart (FlashAttention-4: Blackwell's rows hold one kernel)."""
+    if m := _FA.search(software):
+        return _FA_KERNEL.get(m.group(1))
+    if not _SDPA.search(software):
+        return None
+    t = _TORCH.search(software)
+    if t is None:
+        return None
+    version, cuda = (int(t.group(1)), int(t.group(2)), int(t.group(3))), t.group(4)
+    hopper_on = CUDNN_SDPA_CC[0] <= compute_capability < CUDNN_SDPA_CC[1]
+    new_cudnn = version[:2] >= CUDNN_SDPA_FROM and (cuda is None or int(cuda) >= 13)
+    return "cudnn" if hopper_on and (new_cudnn or version == (2, 5, 0)) else "fa2"
+
+
 def stack_of_row(row: BenchmarkRow) -> str:
     """The harness of a benchmarks.csv row: Composer for MosaicML's runs, NVIDIA's NGC PyTorch examples for
     Lambda's (its harness runs DeepLearningExamples in NGC containers); a user's row may name its own."""

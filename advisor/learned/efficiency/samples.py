@@ -11,12 +11,13 @@ from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.stacks import stack_of
 from advisor.job.defaults import measured_batch
+from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import regime_of
-from advisor.learned.efficiency.features import FEATURES, KIND_CODE, feature_vector
-from advisor.learned.efficiency.runs import Run
+from advisor.learned.efficiency.features import FEATURES, KIND_CODE, Traits, feature_vector
+from advisor.learned.efficiency.runs import Run, stated_attention
 from advisor.physics.memory import TrainingMemoryModel
-from advisor.physics.speed import NON_LLM_STACKS, intra_gbs, peak_flops, training_step
+from advisor.physics.speed import NON_LLM_STACKS, StepTime, intra_gbs, peak_flops, training_step
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +57,27 @@ class Sample:
 KIND_INDEX = FEATURES.index("kind_code")
 
 
-def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
-    """Rebuild a measured run as the core models it, its layout exactly as stated; None without a peak."""
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """A measured run rebuilt as the core models it: its job, stated layout, fabric, traits and step."""
+
+    job: Job
+    layout: Layout
+    fabric: Fabric
+    traits: Traits
+    step: StepTime
+
+
+def step_of_run(knowledge: Knowledge, run: Run, stated_kernel: bool = False) -> RunStep | None:
+    """The run's job, its layout exactly as stated and its step; None without a peak. `stated_kernel`: priced
+    at the attention kernel the run's software states, where it states one (benchmarks/bench_within.py). The
+    training samples keep the stack's usual kernel: a user's question states none, so a residual or an
+    interval fitted on runs priced with it would be narrower than the answers it is applied to."""
     from advisor.learned.efficiency.explicit import job_of_run, stated_layout
 
     a = knowledge.assumptions
     gpu = knowledge.gpu(run.gpu)
-    peak = peak_flops(gpu, run.precision)
-    if peak is None:
+    if peak_flops(gpu, run.precision) is None:
         return None
     job = job_of_run(knowledge, run)
     mb = run.micro_batch
@@ -75,12 +89,23 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     per_seq = memory.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
     traits = stack_of(knowledge, run.stack).traits(run.month)
     # A run of a non-LLM harness keeps the speed-of-light step of the models it is fitted with.
-    step = training_step(job, gpu, layout, fabric, a, per_seq, traits, run.stack not in NON_LLM_STACKS)
-    if step is None:
+    attention = stated_attention(run.software, gpu.compute_capability_value) if stated_kernel else None
+    llm = run.stack not in NON_LLM_STACKS
+    step = training_step(job, gpu, layout, fabric, a, per_seq, traits, llm, attention)
+    return None if step is None else RunStep(job, layout, fabric, traits, step)
+
+
+def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
+    """Rebuild a measured run as the core models it, its layout exactly as stated; None without a peak."""
+    got = step_of_run(knowledge, run)
+    if got is None:
         return None
+    job, layout, fabric, traits, step = got.job, got.layout, got.fabric, got.traits, got.step
+    gpu = knowledge.gpu(run.gpu)
+    peak = peak_flops(gpu, run.precision) or 1.0
     sol = step.items / step.total_s
     inter = fabric.gbs_per_gpu(layout.node_size)
-    intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
+    intra = intra_gbs(gpu, min(run.count, layout.node_size), knowledge.assumptions)
     mfu_sol = peak * run.count / job.train_flops_per_item
     return Sample(
         run,
