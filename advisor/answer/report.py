@@ -119,7 +119,7 @@ class PlanOut:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Suggestion:
     """A change of one input that would give a plan: the input, the value to give (None: see the outcome)
     and what it gives. Said without a front end's words; each names the input its own way."""
@@ -140,7 +140,7 @@ class Suggestion:
         return f"{name}{value}: {self.outcome}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class FrontPoint:
     """A plan on the cost-vs-time Pareto front."""
 
@@ -151,7 +151,7 @@ class FrontPoint:
     chosen: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class JobOut:
     """What the job resolved to."""
 

@@ -49,7 +49,7 @@ class Link:
         )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ProviderCapacity:
     """What a provider documents about renting many instances at once."""
 
@@ -69,7 +69,7 @@ class ProviderCapacity:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class CapacityFile:
     """All of capacity.toml."""
 

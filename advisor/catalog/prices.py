@@ -39,7 +39,7 @@ class Offer:
         return self.usd_per_hour / self.gpus
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class UserPrices:
     """The file `prices update` writes: offers with their date and where they were read."""
 

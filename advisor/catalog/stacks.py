@@ -55,7 +55,7 @@ def _schema() -> Any:
     return _StackSchema
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Stack:
     """What one training stack runs and does."""
 

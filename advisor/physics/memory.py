@@ -632,7 +632,7 @@ def _to_gb(
     )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class InferenceTerms:
     """Serving memory: fixed bytes (weights, working set, overhead) and KV bytes per concurrent sequence."""
 

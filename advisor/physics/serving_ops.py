@@ -69,7 +69,7 @@ class Kernels:
     source: str
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ServingOps:
     """One replica's operations per pipeline stage as curves over the tokens of one iteration (GRID), in
     seconds at the measured kernels' speed, and the per-token coefficients of the parts linear in tokens."""

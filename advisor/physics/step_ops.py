@@ -204,7 +204,7 @@ class _Acc:
         ]
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Stage:
     """The slowest stage of a pipeline split for one micro-batch: its operations, which it is, its compute
     and its exposed communication."""

@@ -46,7 +46,7 @@ NODE_STEPS = (
 )
 
 
-@dataclass(slots=True, repr=False)
+@dataclass(slots=True, repr=False, eq=False)
 class Candidate:
     """A plan that fits: its layout, memory and speed-of-light timing (efficiency and cost come later)."""
 

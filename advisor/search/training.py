@@ -69,7 +69,7 @@ class _Found:
     variant: tuple[Any, ...] = field(compare=False, default=())
 
 
-@dataclass(slots=True, repr=False)
+@dataclass(slots=True, repr=False, eq=False)
 class _CountResult:
     """What one count's search saw: the fastest layouts, and why the others did not run."""
 

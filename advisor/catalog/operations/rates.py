@@ -72,7 +72,7 @@ def _peak_of(what: str) -> Callable[[Gpu], float | None]:
     return lambda gpu: gpu.memory_bw_gbs
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Route:
     """Where a GPU's rate comes from, which does not depend on the query: a grid's answer (`grid`: the GPU and
     dtype whose rows answer) times `factor`, or the median achieved/peak ratio of every measured GPU times

@@ -32,7 +32,7 @@ class Interval:
         return Interval(numerator / self.p90, numerator / self.p50, numerator / self.p10)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Query:
     """One plan whose efficiency is asked for."""
 

@@ -33,7 +33,7 @@ class Cap:
     run: str
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Where:
     """What the bounds read of one plan besides its log efficiency."""
 
@@ -50,7 +50,7 @@ class Where:
     prior beyond the measured range is that step at the typical residual, not the constant MFU."""
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Bounds:
     """Caps per family, generation and precision class; the typical MFU per precision class; the measured
     range."""

@@ -42,7 +42,7 @@ class Tree:
         return self.value[node]
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ExportedModel:
     """A fitted log-efficiency model: baseline + trees, its interval, and the range of its training data."""
 

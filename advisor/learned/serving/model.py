@@ -94,7 +94,7 @@ def logistic(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ServingModel:
     """Global parameters, per-engine offsets, the held-out residual bands, and the fit's metadata."""
 
