@@ -1,4 +1,4 @@
-"""The three held-out run sets parse: every row has a source and family, configs name catalogue ids."""
+"""The four held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ SERVING2 = ROOT / "benchmarks" / "heldout2_serving_runs.csv"
 # The sealed third set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
 TRAINING3 = ROOT / "benchmarks" / "heldout3_training_runs.csv"
 SERVING3 = ROOT / "benchmarks" / "heldout3_serving_runs.csv"
+# The sealed fourth set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
+TRAINING4 = ROOT / "benchmarks" / "heldout4_training_runs.csv"
+SERVING4 = ROOT / "benchmarks" / "heldout4_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -78,7 +81,9 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
     assert all(int(v) > 0 for v in shape.values())
 
 
-@pytest.mark.parametrize("path", [TRAINING, TRAINING2, TRAINING3], ids=["heldout", "heldout2", "heldout3"])
+@pytest.mark.parametrize(
+    "path", [TRAINING, TRAINING2, TRAINING3, TRAINING4], ids=["heldout", "heldout2", "heldout3", "heldout4"]
+)
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
@@ -105,7 +110,9 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
             assert row["master_weights"] in {"true", "false"}, f"row {row['id']}: {row['master_weights']!r}"
 
 
-@pytest.mark.parametrize("path", [SERVING, SERVING2, SERVING3], ids=["heldout", "heldout2", "heldout3"])
+@pytest.mark.parametrize(
+    "path", [SERVING, SERVING2, SERVING3, SERVING4], ids=["heldout", "heldout2", "heldout3", "heldout4"]
+)
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
     assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
@@ -181,6 +188,54 @@ def test_heldout3_source_ids_are_new() -> None:
     earlier = {r["source_id"] for r in _rows(TRAINING) + _rows(SERVING) + _rows(TRAINING2) + _rows(SERVING2)}
     third = {r["source_id"] for r in _rows(TRAINING3) + _rows(SERVING3)}
     assert not earlier & third, f"source ids shared with an earlier set: {sorted(earlier & third)}"
+
+
+def _cited(origin: str, text: str) -> bool:
+    """Whether a source origin is cited in the text: a URL anywhere, a repository as a whole name (so that
+    QwenLM/Qwen is not matched inside QwenLM/Qwen2.5)."""
+    if "://" in origin:
+        return origin in text
+    return re.search(re.escape(origin) + r"(?![A-Za-z0-9._-])", text) is not None
+
+
+def test_cited_matches_whole_repository_names_only() -> None:
+    text = "QwenLM/Qwen2.5@a912d23:docs/x.md and https://example.org/a/b"
+    assert not _cited("QwenLM/Qwen", text)
+    assert _cited("QwenLM/Qwen2.5", text)
+    assert _cited("QwenLM/Qwen", "QwenLM/Qwen@2df8e8a:README.md")
+    assert _cited("https://example.org/a/b", text)
+
+
+def test_heldout4_sources_appear_nowhere_else() -> None:
+    """The fourth sealed set is held out from everything: no origin (repository or URL) of a heldout4 row is
+    cited by a file under knowledge/, by external_validation.csv or by the first three sets. The lead reruns
+    this on the merged tree, where it catches a branch that put a heldout4 source into knowledge/."""
+    seen = _text_of(
+        [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
+        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING, TRAINING2, SERVING2]
+        + [TRAINING3, SERVING3]
+    )
+    rows = _rows(TRAINING4) + _rows(SERVING4)
+    held = {_origin(r["source"]) for r in rows}
+    assert len(held) >= 10, f"only {len(held)} distinct origins in the fourth set"
+    assert all("@" in r["source"] or "://" in r["source"] for r in rows), "a source without a commit or URL"
+    assert all(r["assumed"] for r in rows), "a row that states no assumption"
+    leaked = sorted(s for s in held if _cited(s, seen))
+    assert not leaked, f"heldout4 origins also used elsewhere: {leaked}"
+
+
+def test_heldout4_source_ids_are_new_and_broad() -> None:
+    earlier = {
+        r["source_id"]
+        for path in (TRAINING, SERVING, TRAINING2, SERVING2, TRAINING3, SERVING3)
+        for r in _rows(path)
+    }
+    training, serving = _rows(TRAINING4), _rows(SERVING4)
+    fourth = {r["source_id"] for r in training + serving}
+    assert not earlier & fourth, f"source ids shared with an earlier set: {sorted(earlier & fourth)}"
+    assert len({r["source_id"] for r in training}) >= 6 and 30 <= len(training) <= 60
+    assert len({r["family"] for r in training}) >= 3, "training rows from fewer than three families"
+    assert len({r["gpu"] for r in training + serving}) >= 6, "fewer than six GPU types"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:

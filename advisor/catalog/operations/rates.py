@@ -7,9 +7,10 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.operations.grid import FALLBACK_SPREAD, SCALED_SPREAD
+from advisor.catalog.operations.stored import stored_value
 from advisor.catalog.operations.tables import (
     Measured,
     _check,
@@ -98,10 +99,11 @@ def _fallback_route(
     peak: Callable[[Gpu], float | None],
     what: str,
     mine: float | None = None,
+    peers_only: bool = False,
 ) -> _Route:
     """A GPU without its own rows: a measured peer's achieved/peak ratio times this GPU's peak (`mine`, else
-    peak(gpu)), else the median ratio of every measured GPU (`has`: whether a GPU has rows); LookupError
-    when this GPU has no peak or no GPU has rows."""
+    peak(gpu)), else (unless `peers_only`) the median ratio of the measured GPUs of its family (`has`:
+    whether a GPU has rows); LookupError when this GPU has no peak or nothing answers."""
     mine = mine if mine is not None else peak(gpu)
     if mine is None:
         raise LookupError(f"{gpu.id}: no datasheet {what}")
@@ -109,9 +111,11 @@ def _fallback_route(
         p = peak(peer)
         if p and has(peer.id):
             return _Route((peer.id, what), mine, p, f"scaled from {peer.id}", SCALED_SPREAD)
+    if peers_only:
+        raise LookupError(f"{gpu.id}: no measured peer of its architecture for {what}")
     if not any(has(other) and peak(_gpu(other)) for other in _measured_gpus(table_name)):
         raise LookupError(f"{gpu.id}: no measured {what} of any GPU")
-    return _Route(None, mine, 1.0, "datasheet fallback", FALLBACK_SPREAD, median=what)
+    return _Route(None, mine, 1.0, "datasheet fallback", 0.0, median=what)
 
 
 def _apply(
@@ -130,15 +134,16 @@ def _apply(
         basis = route.basis if route.basis is not None else got.basis
     else:
         d = route.median
-        memo = (table_name, d, key) if key is not None else None
+        memo = (table_name, d, key, gpu.vendor, gpu.architecture) if key is not None else None
         median = _MEDIANS.get(memo) if memo is not None else None
         if median is None:
-            median = _median_ratio(table_name, _own_for(own, d), _peak_of(d))
+            median = _family_median(gpu, table_name, _own_for(own, d), _peak_of(d))
             if memo is not None:
                 _MEDIANS[memo] = median
-        ratio, spread, count = median
-        value, basis = route.factor * ratio / route.per, route.basis or ""
-        source = f"knowledge/gpus.toml {gpu.id} {d} x median achieved/peak of {count} measured GPUs"
+        value = route.factor * median.ratio / route.per
+        basis = (route.basis or "") + median.note
+        source = f"knowledge/gpus.toml {gpu.id} {d} x {median.whose} achieved/peak"
+        spread = median.spread
     return Measured(value, source, basis + route.suffix, spread + route.spread)
 
 
@@ -154,25 +159,111 @@ def _fallback(
     return _apply(route, gpu, table_name, lambda gid, _what: own(gid))
 
 
-_MEDIANS: dict[tuple[object, ...], tuple[float, float, int]] = {}
-"""The median achieved/peak ratio over the measured GPUs, per table, dtype and query (the datasheet
+_MEDIANS: dict[tuple[object, ...], _Median] = {}
+"""The family's median achieved/peak ratio, per table, dtype, query and vendor/architecture (the datasheet
 fallback of a dozen GPUs asks each the same shapes)."""
 
+CROSS_VENDOR_SPREAD = 0.15
+"""Added to a datasheet fallback that takes its ratio from GPUs of other vendors: vendors' achieved/peak
+ratios differ far more than one vendor's GPUs do (MI300X's best bf16 matmul reaches 0.51 of its datasheet
+peak, H100's 0.80: stas00/ml-engineering's MAMF table)."""
+COMPUTE_TABLES = ("gemm", "attention")
+"""Tables whose cross-vendor fallback is scaled by the vendor's measured matmul derate."""
 
-def _median_ratio(
-    table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
-) -> tuple[float, float, int]:
-    """(median achieved/peak, the largest spread, how many GPUs) over every GPU with rows."""
+
+@dataclass(frozen=True, slots=True)
+class _Median:
+    """A datasheet fallback's achieved/peak ratio and what it was taken from."""
+
+    ratio: float
+    spread: float
+    """The spread of the answer (the fallback's own, widened where it reaches across vendors)."""
+    whose: str
+    """Whose ratio, for the source: 'median of 3 measured amd GPUs'."""
+    note: str
+    """Appended to the basis 'datasheet fallback': the family the ratio came from."""
+
+
+def _family_median(
+    gpu: Gpu, table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
+) -> _Median:
+    """The achieved/peak ratio a GPU without rows (or measured peers of its architecture) takes: the median
+    over measured GPUs of its vendor where there are any; else the median over every measured GPU, times
+    its vendor's measured matmul derate for a compute table (its best measured GEMM against the other
+    vendors', docs/operations-data.md), widened by CROSS_VENDOR_SPREAD."""
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
-    ratios, spreads = [], []
+    ratios: list[tuple[float, float, Gpu]] = []
     for other_id in _measured_gpus(table_name):
         other = _gpu(other_id)
         got, p = own(other_id), peak(other)
         if got is not None and p:
-            ratios.append(got.value / p)
-            spreads.append(got.spread)
-    return statistics.median(ratios), max(spreads), len(ratios)
+            ratios.append((got.value / p, got.spread, other))
+    kin = [r for r in ratios if r[2].vendor == gpu.vendor]
+    if kin:
+        named = ": " + ", ".join(r[2].id for r in kin) if len(kin) <= 3 else f" of {len(kin)} measured GPUs"
+        return _Median(
+            statistics.median(r[0] for r in kin),
+            FALLBACK_SPREAD + max(r[1] for r in kin),
+            f"median of {len(kin)} measured {gpu.vendor} GPUs'",
+            f" ({gpu.vendor} ratio{named})",
+        )
+    ratio = statistics.median(r[0] for r in ratios)
+    spread = FALLBACK_SPREAD + CROSS_VENDOR_SPREAD + max(r[1] for r in ratios)
+    whose = f"median of {len(ratios)} measured GPUs' (other vendors)"
+    derate = vendor_derate(gpu) if table_name in COMPUTE_TABLES else None
+    if derate is None:
+        return _Median(ratio, spread, whose, " (other vendors' ratio)")
+    factor, kin_ids = derate
+    note = f" (other vendors' ratio x {gpu.vendor} matmul derate {factor:.2f} from {kin_ids})"
+    return _Median(ratio * factor, spread, whose, note)
+
+
+def vendor_derate(gpu: Gpu) -> tuple[float, str] | None:
+    """(the median best measured 16-bit GEMM/peak of the GPUs of `gpu`'s vendor, its architecture's where
+    measured, over the same median of the other vendors' GPUs; the GPUs it came from), or None where the
+    vendor has no measured GEMM row."""
+    import statistics  # on use: the statistics module costs more to import than most commands use it
+
+    best = _best_gemm_ratios()
+    mine = [(g, r) for g, r in best if g.vendor == gpu.vendor]
+    arch = [(g, r) for g, r in mine if g.architecture == gpu.architecture]
+    kin = arch or mine
+    others = [r for g, r in best if g.vendor != gpu.vendor]
+    if not kin or not others:
+        return None
+    factor = statistics.median(r for _, r in kin) / statistics.median(others)
+    return factor, ", ".join(g.id for g, _ in kin)
+
+
+@functools.cache
+def _best_gemm_ratios() -> tuple[tuple[Gpu, float], ...]:
+    """Each GPU with GEMM rows and its best measured 16-bit (bf16, else fp16) TFLOP/s over its peak."""
+    out = []
+    for gpu_id, tflops, dtype in _best_gemm():
+        gpu = _gpu(gpu_id)
+        p = peak_tflops(gpu, dtype)
+        if p:
+            out.append((gpu, tflops / p))
+    return tuple(out)
+
+
+def _best_gemm() -> list[list[Any]]:
+    """[gpu, best 16-bit TFLOP/s, its dtype] of each GPU with shipped GEMM rows (stored: plain data)."""
+
+    def build() -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for gpu_id in _measured_gpus("gemm"):
+            rows = _rows("gemm", None, gpu_id)[0]
+            for dtype in ("bf16", "fp16"):
+                values = [float(r["tflops"]) for r in rows if r["dtype"] == dtype]
+                if values:
+                    out.append([gpu_id, max(values), dtype])
+                    break
+        return out
+
+    stored = stored_value("gemm", "best16", build)
+    return stored if stored is not None else build()
 
 
 def _runnable(gpu: Gpu, dtype: str) -> str:
@@ -199,9 +290,13 @@ def _route(gpu: Gpu, dtype: str, table_name: str, has: Callable[[str, str], bool
         if p_run and p_proxy and has(gpu.id, proxy):
             basis = f"scaled from {gpu.id} {proxy}"
             return _Route((gpu.id, proxy), p_run / p_proxy, 1.0, basis, SCALED_SPREAD, suffix=reason)
-    for d in (run, *chain):
+    # A measured peer of its architecture at a kernel-near dtype (a twin chip's bf16 rows for fp8) before
+    # the datasheet fallback, which reaches to other GPUs' ratios.
+    for peers_only, d in [(True, d) for d in (run, *chain)] + [(False, d) for d in (run, *chain)]:
         try:
-            got = _fallback_route(gpu, table_name, _has_for(has, d), _peak_for(d), d, peak_tflops(gpu, run))
+            got = _fallback_route(
+                gpu, table_name, _has_for(has, d), _peak_for(d), d, peak_tflops(gpu, run), peers_only
+            )
         except LookupError:
             continue
         suffix = (f" {d}" if d != run else "") + reason
@@ -284,22 +379,30 @@ def _gemm_route(gpu: str, dtype: str, profile: str | None) -> _Route:
 @functools.lru_cache(maxsize=256)
 def _level(
     gpu_id: str, dtype: str, profile: str | None, shape_from: str | None
-) -> tuple[float, int, str] | None:
-    """(median measured/curve ratio, rows, their sources) of a GPU's few rows of its runnable dtype."""
+) -> tuple[float, int, str, str] | None:
+    """(median measured/curve ratio, rows, their sources, their dtype) of a GPU's few rows of its runnable
+    dtype, else of the nearest kernel-equivalent dtype it has rows of (a chip's clock and power limit level
+    every dtype of its curve: MI300X's one bf16 row levels its fp8 curve too)."""
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
     gpu = _gpu(gpu_id)
     run = _runnable(gpu, dtype)
-    rows = [r for r in _rows("gemm", profile, gpu_id)[0] if r["dtype"] == run]
-    if not rows:
+    mine = _rows("gemm", profile, gpu_id)[0]
+    for d in (run, *DTYPE_PROXIES[run]):
+        rows = [r for r in mine if r["dtype"] == d]
+        # A dtype with a grid of its own already is the curve (scaled by the datasheet), not a level of it.
+        gridded = d != run and _grids("gemm", (gpu_id, d), profile)[0] is not None
+        if rows and peak_tflops(gpu, d) and not gridded:
+            break
+    else:
         return None
     ratios, sources = [], []
     for r in rows:
-        at = _rate(gpu, dtype, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
+        at = _rate(gpu, d, "gemm", _gemm_own(shape_from, (r["m"], r["n"], r["k"])))
         ratios.append(r["tflops"] / at.value)
         if r["source"] not in sources:
             sources.append(r["source"])
-    return statistics.median(ratios), len(rows), "; ".join(sources)
+    return statistics.median(ratios), len(rows), "; ".join(sources), d
 
 
 def _gemm_own(profile: str | None, query: tuple[float, ...]) -> Callable[[str, str], Measured | None]:
@@ -323,10 +426,12 @@ def _anchored(gpu: Gpu, dtype: str, base: Measured, profile: str | None, shape_f
     level = _level(gpu.id, dtype, profile, shape_from)
     if level is None:
         return base
-    factor, count, sources = level
+    factor, count, sources, level_dtype = level
     value = base.value * factor
-    peak = peak_tflops(gpu, _runnable(gpu, dtype))
-    basis = f"{base.basis}, levelled on {count} measured {gpu.id} row{'s' if count > 1 else ''}"
+    run = _runnable(gpu, dtype)
+    peak = peak_tflops(gpu, run)
+    of = f"{gpu.id} {level_dtype}" if level_dtype != run else gpu.id
+    basis = f"{base.basis}, levelled on {count} measured {of} row{'s' if count > 1 else ''}"
     source = _short(f"{sources} (level); {base.source} (shape)")
     return Measured(min(value, peak) if peak else value, source, basis, base.spread)
 

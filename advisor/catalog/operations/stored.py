@@ -16,7 +16,7 @@ Groups = dict[tuple[Any, ...], Grid | None]
 """A table part's groups: (kind, *the group's key) -> its grid (None: too few points for one)."""
 
 # The code that derives a stored entry: an edit to any of them must not read entries it did not write.
-DERIVED_BY = ("tables.py", "grid.py", "stored.py", "attention.py", "links.py")
+DERIVED_BY = ("tables.py", "grid.py", "stored.py", "attention.py", "links.py", "rates.py")
 
 
 def stored_groups(

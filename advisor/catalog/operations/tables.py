@@ -172,7 +172,8 @@ def _grid(
     rows: Sequence[dict[str, Any]], axes: Sequence[str], value: str, below: Sequence[float], one_source: bool
 ) -> Grid | None:
     """The grid of a group's rows: every source merged, or (one_source) the source with the most rows, so that
-    a sweep is not bent by one best-shape figure of another method; None below MIN_GRID_POINTS points."""
+    a sweep is not bent by one best-shape figure of another method; None below MIN_GRID_POINTS points, or
+    for points on one slanted line of three or more axes."""
     if one_source and rows:
         counts: dict[str, int] = {}
         for r in rows:
@@ -188,7 +189,30 @@ def _grid(
                 sources.append(r["source"])
     if len(points) < (MIN_GRID_POINTS if one_source else 1):
         return None
+    if len(axes) >= 3 and _one_slanted_line(list(points)):
+        return None
     return Grid.of(points, "; ".join(sources), below)
+
+
+def _one_slanted_line(points: Sequence[tuple[float, ...]]) -> bool:
+    """Whether measured points lie on one line along which several axes vary together (a square GEMM sweep,
+    m = n = k): filling the axes' product from them would give a skinny shape (a decode GEMM) the time of a
+    square one, so such rows level a curve whose shape comes from elsewhere rather than form a grid."""
+    logs = [tuple(math.log(v) for v in p) for p in points]
+    steps = [tuple(a - b for a, b in zip(p, logs[0], strict=True)) for p in logs[1:]]
+    steps = [d for d in steps if any(abs(x) > 1e-9 for x in d)]
+    if not steps:
+        return False
+    first = steps[0]
+    if sum(abs(x) > 1e-9 for x in first) < 2:
+        return False  # along one axis: the grid's rules for the other axes hold
+    norm = math.sqrt(sum(x * x for x in first))
+    unit = [x / norm for x in first]
+    for d in steps[1:]:
+        length = math.sqrt(sum(x * x for x in d))
+        if abs(abs(sum(u * x for u, x in zip(unit, d, strict=True))) - length) > 1e-6 * max(1.0, length):
+            return False
+    return True
 
 
 MIN_GRID_POINTS = 4
