@@ -171,7 +171,7 @@ COMPUTE_TABLES = ("gemm", "attention")
 """Tables whose cross-vendor fallback is scaled by the vendor's measured matmul derate."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _Median:
     """A datasheet fallback's achieved/peak ratio and what it was taken from."""
 
