@@ -39,7 +39,7 @@ _WORKLOAD_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "workload")
 _CONFIG_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "config")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ReadyRun:
     """One run with everything predict needs, and what it measured in predict's units."""
 

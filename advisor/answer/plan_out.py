@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class MemoryOut:
     """Per-GPU memory of a plan."""
 
@@ -30,7 +30,7 @@ class MemoryOut:
     """Offloaded or paged states in host memory, per GPU."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Throughput:
     """Whole-system throughput with its interval."""
 
@@ -40,7 +40,7 @@ class Throughput:
     unit: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ConfigValue:
     """One value of the run's configuration and whether the user gave it or the search chose it."""
 
@@ -51,7 +51,7 @@ class ConfigValue:
     """What the value does in this plan, when that is not what it says (ZeRO-3 given on one data rank)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class AlternativeOut:
     """A runner-up layout at the same GPU and count, and what it costs in time."""
 
@@ -65,7 +65,7 @@ class AlternativeOut:
     both steps process the same global batch)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class GoodputOut:
     """Interruptions at this scale and the useful share of wall time."""
 
@@ -77,7 +77,7 @@ class GoodputOut:
     interruptions: float = 0.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class LayoutOut:
     """The parallel layout."""
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # serving modules are imported where a serving answer is made
     from advisor.search.serving import Served
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Prediction:
     """What one GPU type and count achieves on one workload."""
 

@@ -504,7 +504,7 @@ def serving_label(cand: Candidate) -> str:
     return f"{srv.prefill_replicas} prefill + {srv.replicas - srv.prefill_replicas} decode replicas x {shape}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Search:
     """Everything one search produced, before the report is assembled."""
 

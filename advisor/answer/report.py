@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # field types only: a record needs no class at run time, and 
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class PriceOut:
     """The offer a plan is priced on."""
 
@@ -47,7 +47,7 @@ class PriceOut:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RuleOut:
     """A rule that fired."""
 
@@ -57,7 +57,7 @@ class RuleOut:
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class PlanOut:
     """One ranked plan."""
 
@@ -119,7 +119,7 @@ class PlanOut:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Suggestion:
     """A change of one input that would give a plan: the input, the value to give (None: see the outcome)
     and what it gives. Said without a front end's words; each names the input its own way."""
@@ -140,7 +140,7 @@ class Suggestion:
         return f"{name}{value}: {self.outcome}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class FrontPoint:
     """A plan on the cost-vs-time Pareto front."""
 
@@ -151,7 +151,7 @@ class FrontPoint:
     chosen: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class JobOut:
     """What the job resolved to."""
 
@@ -165,7 +165,7 @@ class JobOut:
     assumed: tuple[Assumed, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Report:
     """The whole answer to one question."""
 

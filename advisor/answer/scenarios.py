@@ -35,7 +35,7 @@ def guide_source(knowledge: Knowledge) -> Source:
     return validate(Source, guide_figures(knowledge)["source"])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class GuideExample:
     """The guide's worked example: its figures, its arithmetic errors and the corrected result."""
 
@@ -99,7 +99,7 @@ def guide_example(knowledge: Knowledge) -> GuideExample:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class TableRow:
     """One row of the guide's cost table beside today's market."""
 
@@ -153,7 +153,7 @@ def cost_table(knowledge: Knowledge) -> list[TableRow]:
     return rows
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class CaseStudy:
     """The guide's case as stated, what today's prices and the model give for it, and why they differ."""
 

@@ -10,7 +10,7 @@ from advisor.search.candidates import Candidate
 from advisor.search.cost import CostRange, PriceChoice
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Scored:
     """A candidate with its efficiency, time, price and cost."""
 

@@ -31,7 +31,7 @@ FAILURE_STEPS = 8
 """Bisection steps of the failure rate, every plan re-scored at each: to within 1% (a ratio of 10)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Flip:
     """An input, the multiplier on it at which the plan's place changes, and which plan is then first."""
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # field types only
     from advisor.learned.efficiency.base import Interval
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class Percentiles:
     """A latency's P50, P90 and P99 over the requests, and its mean."""
 
@@ -20,7 +20,7 @@ class Percentiles:
     mean: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class LoadOut:
     """A serving plan under the stated load, per replica: the loop, the requests it runs and queues, and
     each latency at P50/P90/P99 (from the engine's scheduler simulated, or the open loop's analysis)."""
@@ -42,7 +42,7 @@ class LoadOut:
     e2e_s: Percentiles
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class ServingOut:
     """Inference sizing of a plan: replicas, the load each takes, latency at the SLO percentile, cost."""
 

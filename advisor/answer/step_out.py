@@ -10,7 +10,7 @@ from advisor.physics.step_ops import COMM, StepOps
 RESIDUAL = "stack overhead (learned)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StepPart:
     """One operation class's seconds in the P50 step."""
 
@@ -25,7 +25,7 @@ class StepPart:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StepBreakdown:
     """The P50 step: the operations composed from the measured tables, then what the learned residual adds
     (or takes off) for the stack's own overheads and overlap; the parts add up to step_s."""

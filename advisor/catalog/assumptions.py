@@ -8,7 +8,7 @@ from typing import Annotated, Literal, TypedDict, cast
 from advisor.catalog.common import FIGURES, NonNegFloat, PosFloat, Source
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Figure:
     """One constant: a value (with a low-high range where it has one), its unit and its source."""
 
@@ -69,7 +69,7 @@ STACK_TRAITS = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StackMemory:
     """What a training stack keeps in GPU memory when the user sets nothing, each trait read from its code."""
 
@@ -156,7 +156,7 @@ class CommFigures(TypedDict):
     host_memory_ddr5_gbs: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Fabric:
     """An inter-node network: bandwidth per GPU or per node, and a per-step latency."""
 
@@ -173,7 +173,7 @@ class Fabric:
         return per_gpu_gbps / 8.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Prior:
     """An efficiency prior for one regime, as a P10-P50-P90 interval."""
 
@@ -223,7 +223,7 @@ class Defaults(TypedDict):
 PRIOR_REGIMES = ("llm-pretrain", "llm-finetune", "lora", "qlora", "other-train", "decode", "prefill")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Assumptions:
     """All of assumptions.toml."""
 

@@ -38,7 +38,7 @@ COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class BenchmarkRow:
     """One measured run."""
 

@@ -20,7 +20,7 @@ TCP_LATENCY_S = 8e-6
 gives NCCL's inter-node step latency)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Link:
     """How separate instances of one type connect, as the provider documents it."""
 
@@ -49,7 +49,7 @@ class Link:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ProviderCapacity:
     """What a provider documents about renting many instances at once."""
 
@@ -69,7 +69,7 @@ class ProviderCapacity:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class CapacityFile:
     """All of capacity.toml."""
 

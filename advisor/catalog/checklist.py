@@ -19,7 +19,7 @@ MEMORY_COMPONENTS = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Threshold:
     """A measured level past which the entry applies."""
 
@@ -31,7 +31,7 @@ class Threshold:
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Step:
     """One ordered action."""
 
@@ -40,7 +40,7 @@ class Step:
     command: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ChecklistEntry:
     """One error type and what to do about it."""
 

@@ -125,7 +125,7 @@ FIGURES = Figures()
 """The marker of a section of figures: `memory: Annotated[MemoryFigures, FIGURES]`."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Source:
     """Where a figure comes from: a repository file at a commit, a datasheet or a paper."""
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 GIB = 1 << 30
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class DeviceMatch:
     """The catalogue id a device name maps to (None: not catalogued) and what the mapping assumed."""
 

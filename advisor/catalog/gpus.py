@@ -24,7 +24,7 @@ TENSOR_DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Interconnect:
     """The GPU-to-GPU link inside one server."""
 
@@ -36,7 +36,7 @@ class Interconnect:
     """How many GPUs share that link (the NVLink domain)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Tflops:
     """Dense peak throughput per dtype in TFLOPS (int8 in TOPS); absent = unsupported or unsourced."""
 
@@ -48,7 +48,7 @@ class Tflops:
     int8: PosFloat | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Features:
     """Hardware feature flags that gate precisions and kernels."""
 
@@ -62,7 +62,7 @@ class Features:
 PRICE_OLD_MONTHS = 24.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Price:
     """Purchase price of one GPU, with the date it was written and its source."""
 
@@ -87,7 +87,7 @@ class Price:
         return f"{text}, old: {self.age_months(now):.0f} months" if self.is_old(now) else text
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Gpu:
     """One accelerator of the catalogue."""
 

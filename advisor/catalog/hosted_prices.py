@@ -14,7 +14,7 @@ from advisor.question.errors import KnowledgeError
 FILE = "hosted_api_prices.toml"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ApiPrice:
     """One host's list price for one model, USD per million input and output tokens."""
 
@@ -33,7 +33,7 @@ class ApiPrice:
         return self.usd_per_m_output + self.usd_per_m_input * prompt_tokens / max(1, output_tokens)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class HostedFile:
     """All of hosted_api_prices.toml."""
 

@@ -11,7 +11,7 @@ ModelKind = Literal["llm", "encoder", "vit", "cnn", "rnn", "speech", "recsys"]
 TRANSFORMER_KINDS = ("llm", "encoder", "vit")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ModelSpec:
     """One model of the catalogue."""
 

@@ -17,7 +17,7 @@ from advisor.question.records import Check, PosFloat, validate
 FILE = "power_curve.toml"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class CurvePoint:
     """One GPU at one power limit: medians over the measured configurations, relative to its top limit."""
 
@@ -33,7 +33,7 @@ class CurvePoint:
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class PowerCurve:
     """Measured sweeps of several GPUs; `at()` reads the curve at a cap fraction."""
 

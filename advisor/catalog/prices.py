@@ -17,7 +17,7 @@ Pricing = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
 USER_PRICES = "prices.json"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Offer:
     """One rentable instance type at one price."""
 
@@ -39,7 +39,7 @@ class Offer:
         return self.usd_per_hour / self.gpus
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class UserPrices:
     """The file `prices update` writes: offers with their date and where they were read."""
 

@@ -33,7 +33,7 @@ PCIE = {sxm: pcie for pcie, sxm in SHARED_NAME.items()}
 LAMBDA_PCIE = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Parsed:
     """What one catalogue file gave: offers, rows skipped as invalid, and accelerator names not mapped."""
 
@@ -260,7 +260,7 @@ def read_url(base: str, clouds: tuple[str, ...], timeout: float = 15.0) -> dict[
     return found
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Update:
     """The result of reading catalogues: the new file's offers and what was left out."""
 

@@ -11,7 +11,7 @@ from advisor.catalog.common import NON_EMPTY
 from advisor.catalog.rule_vocab import FIELDS, ORDERED_OPS, Op
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Condition:
     """One test of a fact against a value, typed by FIELDS."""
 
@@ -38,14 +38,14 @@ class Condition:
                 raise ValueError(f"value {v!r} is not a {kind.__name__} for field {self.field!r}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class AllOf:
     """True when every child is true."""
 
     all: Annotated[tuple[Node, ...], NON_EMPTY]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class AnyOf:
     """True when at least one child is true."""
 

@@ -35,7 +35,7 @@ Node = Annotated[dict[str, Any], _Tree()]
 {"any": [node, ...]} (advisor/catalog/rule_nodes.py holds its schema)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Rule:
     """A declarative rule: when its condition holds it excludes, scores or advises."""
 
@@ -78,7 +78,7 @@ class Rule:
         return max((scope_of(f) for f in _fields(self.when)), key=order.__getitem__)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RuleBook:
     """All of rules.toml."""
 
@@ -93,7 +93,7 @@ class RuleBook:
             raise ValueError(f"duplicate rule ids: {', '.join(sorted(dupes))}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Firing:
     """A rule that fired, with its message rendered from the facts."""
 

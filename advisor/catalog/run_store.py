@@ -23,7 +23,7 @@ from advisor.question.records import Check, dump, validate
 STORE_FORMAT: Literal[1] = 1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StoredRun:
     """One measured run of the user's, with what the uncalibrated model predicted for it (base) and the
     model that predicted it (base_model), so a changed model is noticed and the run re-predicted."""
@@ -54,7 +54,7 @@ class StoredRun:
                 raise ValueError(f"{name}: {bad[0]}: not a finite figure")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ServingFit:
     """The serving efficiencies' multipliers fitted jointly on a profile's results on one GPU and engine
     (advisor/learned/calibration/serving.py): which model and runs they were fitted on, the posterior mean
@@ -71,7 +71,7 @@ class ServingFit:
             raise ValueError("mean: a multiplier is not a finite log figure")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StoredRuns:
     """The file: its format number, the runs and the serving fits by 'gpu|engine'."""
 

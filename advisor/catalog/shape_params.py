@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Latent:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and joint key-value projections."""
 
@@ -17,7 +17,7 @@ class Latent:
     v_head_dim: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Moe:
     """The mixture-of-experts part of a model: routed and shared experts, and its leading dense layers."""
 
@@ -33,7 +33,7 @@ class Moe:
     """DeepSeek-V3's per-expert score-correction bias."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Shape:
     """Everything about a decoder's layout that decides its parameter count and memory."""
 

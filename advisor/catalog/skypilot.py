@@ -17,7 +17,7 @@ FILE = "skypilot_accelerators.toml"
 SHARED_NAME = {"a100-40gb-pcie": "a100-40gb-sxm", "a100-80gb-pcie": "a100-80gb-sxm", "h100-pcie": "h100-sxm"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class SkyPilotNames:
     """SkyPilot's accelerator names, each with the clouds (lower case) whose catalogue lists it."""
 

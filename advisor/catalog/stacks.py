@@ -32,7 +32,7 @@ Month = Annotated[str, Check(pattern=r"^(\d{4}-\d{2})?$")]
 def _schema() -> Any:
     """The schema of one [stacks.<id>] table (pydantic: built only on a cache miss)."""
 
-    @dataclass(frozen=True, slots=True, kw_only=True)
+    @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
     class _StackSchema:
         """One [stacks.<id>] table, validated."""
 
@@ -55,7 +55,7 @@ def _schema() -> Any:
     return _StackSchema
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Stack:
     """What one training stack runs and does."""
 

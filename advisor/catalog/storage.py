@@ -14,7 +14,7 @@ from advisor.question.errors import InputError, KnowledgeError
 StorageKind = Literal["block", "object"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StoragePrice:
     """One storage product's list price."""
 
@@ -26,7 +26,7 @@ class StoragePrice:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StorageFile:
     """All of storage.toml."""
 

@@ -118,7 +118,7 @@ class Spot(TypedDict):
     gcp_notice_s: Figure
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class TcoFigures:
     """All of tco.toml."""
 

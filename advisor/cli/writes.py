@@ -15,7 +15,7 @@ from advisor.question.checks import shown
 from advisor.question.errors import InputError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Target:
     """One file an output flag asks for: where, what, and whether it is a script to run."""
 

@@ -38,7 +38,7 @@ MAX_COUNT = int(FIELDS["max_gpus"].bound.hi)  # type: ignore[union-attr]  # max_
 """The most GPUs a plan may have (the registry's bound of max_gpus)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RunConfig:
     """The run's configuration as the user states it; every None is chosen by the search."""
 
@@ -111,7 +111,7 @@ def virtual_stages(schedule: str) -> int:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Workload:
     """What is to be run: the job, the model and its data or load."""
 
@@ -223,7 +223,7 @@ def _shape(spec: ModelSpec | None) -> ModelSpec | None:
     return spec
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Constraints:
     """What the answer must respect and optimise (each number held to the field registry's bounds)."""
 

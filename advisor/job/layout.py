@@ -8,7 +8,7 @@ ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}  # module-level: the memory mo
 SHARDING_LABEL = {"none": "", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "FSDP/ZeRO-3"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Layout:
     """One way to place a job on `count` GPUs."""
 

@@ -23,7 +23,7 @@ from advisor.question.units import human
 __all__ = ["Arch", "Job", "dense_arch_for", "leaner_recipe", "resolve_job", "transformer_flops_per_token"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Job:
     """A resolved workload: what the memory, speed and cost models compute from."""
 

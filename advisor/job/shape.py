@@ -14,7 +14,7 @@ _ASPECT = 128
 CUSTOM_VOCAB = 32000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Arch:
     """The transformer shape the per-layer memory and FLOP formulas need."""
 
@@ -150,7 +150,7 @@ def transformer_flops_per_token(active_params: float, arch: Arch, seq_len: int) 
     return 2.0 * active_params + 4.0 * arch.layers * arch.hidden * seq_len
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ModelShape:
     """The model a job trains or serves: its catalogue entry (or None), architecture and sizes."""
 
@@ -163,7 +163,7 @@ class ModelShape:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class WorkSize:
     """What one item of the job costs: its unit, tokens per sequence, FLOPs and activation bytes."""
 

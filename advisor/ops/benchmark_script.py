@@ -36,7 +36,7 @@ TITAN_FLAVOURS = {
 TITAN_RECOMPUTE = {"none": "none", "selective": "selective", "full": "full"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class BenchmarkInputs:
     """What a benchmark script is written from: the job, the chosen plan and what the answer hinges on."""
 

@@ -51,7 +51,7 @@ def container_image(knowledge: Knowledge, gpu_id: str) -> str:
     return next(image for cuda, image in IMAGES if cuda >= need) if need <= IMAGES[-1][0] else IMAGES[-1][1]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class LaunchArtefacts:
     """Ready-to-use files for the chosen plan (text, in the format each tool reads)."""
 

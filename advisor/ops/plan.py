@@ -12,7 +12,7 @@ from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class OpsItem:
     """One setting, why it was chosen, and where the rule comes from."""
 
@@ -22,7 +22,7 @@ class OpsItem:
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class PowerEffect:
     """What a power cap does to this plan's energy and time."""
 
@@ -33,7 +33,7 @@ class PowerEffect:
     hours_p50_capped: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class OpsPlan:
     """The operations plan, item by item."""
 

@@ -19,7 +19,7 @@ HOURS_PER_YEAR = 8760.0
 NIGHT_HOURS = 10.0  # the guide's off-peak window 22:00-08:00
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class TcoInputs:
     """The question: own `count` GPUs for `years` at an average utilisation."""
 
@@ -34,7 +34,7 @@ class TcoInputs:
     gpu_hours_per_month: float | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class CostLine:
     """One component of TCO over the whole period."""
 
@@ -48,7 +48,7 @@ class CostLine:
     source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class BuyRent:
     """Owning against the cheapest cloud plan of the same capacity."""
 
@@ -68,7 +68,7 @@ class BuyRent:
     """Power, operations and space per month: what owning costs once bought."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class FinanceOption:
     """Purchase, lease or joint development."""
 
@@ -80,7 +80,7 @@ class FinanceOption:
     note: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class StagedStep:
     """One step of the staged purchase."""
 
@@ -90,7 +90,7 @@ class StagedStep:
     action: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
 class TcoOut:
     """The whole TCO answer."""
 
@@ -135,7 +135,7 @@ def _server_cost(gpu: Gpu, t: TcoFigures) -> tuple[float, str]:
     return t.hardware["server_8gpu_sxm_usd"].value * gpu.gpus_per_node / 8.0, "HGX/OAM server (per 8 GPUs)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Capital:
     """What owning buys: GPUs, servers and fabric, and the resale at the end of the period."""
 
@@ -154,7 +154,7 @@ class _Capital:
         return self.gpus_usd + self.servers_usd + self.network_usd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Running:
     """What owning costs each year once bought: power and space, and the IT load behind both."""
 

@@ -30,7 +30,7 @@ Z = {0.5: 0.0, 0.9: 1.2816, 0.95: 1.6449, 0.99: 2.3263}
 """Standard normal quantiles of the percentiles an answer is held to."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class EngineLimits:
     """An engine's scheduler and memory settings (knowledge/serving_engines.toml)."""
 
@@ -107,7 +107,7 @@ def batch_cap(rep: Replica, lim: EngineLimits, isl: float, osl: float, overhead_
     return max(0, min(by_memory, lim.max_seqs) if lim.max_seqs else by_memory)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Saturation:
     """A replica kept full: decoding sequences, prompt tokens per iteration, iteration time, throughput."""
 
@@ -203,7 +203,7 @@ def capacity(
     return saturation(cap, b, p, tau, isl, osl)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Latency:
     """Latency of one replica under a load: means and the percentile asked for, in seconds."""
 
@@ -226,7 +226,7 @@ PERCENTILES = (0.5, 0.9, 0.99)
 """The percentiles a load's latencies are reported at."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LoadStats:
     """A replica under a stated load: what it completes, the requests it runs and queues, and each latency
     (seconds) at P50, P90 and P99 (PERCENTILES), with the means (TTFT, TPOT, ITL, end-to-end)."""
@@ -340,7 +340,7 @@ def tpot_quantile(
     return max(tau, tpot_q)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class FirstToken:
     """The first token in an open loop's steady state (seconds), and the gap a prompt opens in the stream."""
 
@@ -463,7 +463,7 @@ def open_stats(
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class _Run:
     """Consecutive iterations of the same make-up."""
 
@@ -481,7 +481,7 @@ class _Run:
     """Requests that have arrived and not been admitted (no slot or KV blocks yet) during these iterations."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Schedule:
     """A closed loop's iterations (time-free) and each request's arrival, first-token and last iteration."""
 
@@ -698,7 +698,7 @@ def quantile_of(xs: list[float], q: float) -> float:
     return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class ClosedRun:
     """A priced closed loop: every request's TTFT and TPOT, and the run's length and output tokens."""
 

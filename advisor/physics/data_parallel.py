@@ -34,7 +34,7 @@ OVERLAP_PARAM_GATHER_MEGATRON = True
 BACKWARD_SHARE = 2.0 / 3.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class DpSync:
     """The data-parallel collectives of one step (seconds), before their overlap with compute."""
 
@@ -52,8 +52,10 @@ class DpSync:
     basis: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Bytes:
+    """The bytes a data-parallel step moves: gradients, weights, and the layers they are bucketed over."""
+
     grads: float
     weights: float
     layers: int

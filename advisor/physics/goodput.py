@@ -10,7 +10,7 @@ from advisor.catalog.assumptions import Assumptions
 from advisor.job.resolve import Job
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Goodput:
     """Interruptions and checkpointing of one plan; `fraction` = useful time / wall time."""
 

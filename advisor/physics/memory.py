@@ -47,7 +47,7 @@ def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
     return capacity_gb(gpu, a) * a.memory["serving_memory_fraction"].value * (1.0 - headroom)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Memory:
     """Per-GPU memory by component (central estimates, GB) against the usable memory, with the relative
     error band (P10, P90) of the central estimate measured on published runs."""
@@ -632,7 +632,7 @@ def _to_gb(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class InferenceTerms:
     """Serving memory: fixed bytes (weights, working set, overhead) and KV bytes per concurrent sequence."""
 

@@ -16,7 +16,7 @@ def ring_allreduce_s(nbytes: float, n: int, gbs: float, latency: float) -> float
     return 2.0 * (n - 1) / n * nbytes / (gbs * GBS) + 2.0 * (n - 1) * latency
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Placement:
     """How a group of ranks spreads over the tiers: members per server, servers per pod, pods."""
 
@@ -30,7 +30,7 @@ class Placement:
         return self.per_node * self.nodes_per_pod * self.pods
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Network:
     """Per-direction bandwidths (GB/s per GPU) and step latencies of each tier."""
 

@@ -22,7 +22,7 @@ BWD_OVER_FWD = 63.0 / 73.0
 _SWEEP = tuple(2.0 ** (e / 4.0) for e in range(161))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Price:
     """One operation's time and where its rate came from."""
 

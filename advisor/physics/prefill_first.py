@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from advisor.physics.serving import StepPricer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Cycle:
     """One decode iteration and the prefill batches that follow it, on average."""
 

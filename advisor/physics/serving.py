@@ -31,7 +31,7 @@ ATTENTION_TILE = 128  # query rows FlashAttention's prefill kernels process per 
 SMOOTH_MAX_POWER = 4.0  # memory and compute overlap almost fully: (m^4 + c^4)^(1/4) is within 19% of max()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Shape:
     """What the step model needs of a transformer."""
 
@@ -79,7 +79,7 @@ def shape_of_arch(arch: Arch, params: float, active_params: float) -> Shape:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Hardware:
     """One GPU of the replica: dense peak for the precision, memory bandwidth and size, the link between
     GPUs."""
@@ -94,7 +94,7 @@ class Hardware:
     """One step of a collective on that link."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Replica:
     """One serving replica: the model, the GPU, its layout and the stored bytes of a weight and a KV value."""
 
@@ -123,7 +123,7 @@ class Replica:
         return self.shape.layers / self.pp * self.shape.kv_values(self.tp) * self.kv_bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Efficiency:
     """What the learned model supplies: achieved shares of bandwidth and peak, and fixed costs in seconds.
 
@@ -179,7 +179,7 @@ def allreduce_s(rep: Replica, nbytes: float) -> float:
     return steps * rep.hw.link_latency_s + 2.0 * (tp - 1) / tp * nbytes / rep.hw.link_bytes_s
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class StageTimes:
     """One pipeline stage's share of an iteration at 100% efficiency, by part, in seconds."""
 

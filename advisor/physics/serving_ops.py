@@ -49,7 +49,7 @@ the most complete: bf16 and fp8, m from 1)."""
 SHARP = 4.0  # the memory/compute split of a GEMM's time: the share of each roof's 4th power
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Kernels:
     """Where one GPU's GEMM times come from: the measured GPU and dtype whose table is read, and the two
     rooflines the times are carried between (FLOP/s, achieved bytes/s, bytes of one weight)."""
@@ -69,7 +69,7 @@ class Kernels:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ServingOps:
     """One replica's operations per pipeline stage as curves over the tokens of one iteration (GRID), in
     seconds at the measured kernels' speed, and the per-token coefficients of the parts linear in tokens."""

@@ -74,7 +74,7 @@ def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StepTime:
     """Speed-of-light time of one optimizer step (training) on every GPU, by part, in seconds."""
 

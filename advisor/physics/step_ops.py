@@ -53,7 +53,7 @@ LOSS_PASSES = 4
 FP32 = 4.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class OpShare:
     """One operation class's seconds in a step, and where the figure came from."""
 
@@ -66,7 +66,7 @@ class OpShare:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _Tail:
     """What follows the slowest stage's micro-batches in a step (its parts are built only when read)."""
 
@@ -115,7 +115,7 @@ class _Tail:
         return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StepOps:
     """A training step by operation class: what each costs on the slowest pipeline stage (m micro-batches,
     its compute scaled by `scale`), then the bubble, the sends, the exposed data-parallel traffic and the
@@ -204,7 +204,7 @@ class _Acc:
         ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Stage:
     """The slowest stage of a pipeline split for one micro-batch: its operations, which it is, its compute
     and its exposed communication."""
@@ -215,7 +215,7 @@ class _Stage:
     comm: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _Shape:
     """What one layer's operations depend on."""
 

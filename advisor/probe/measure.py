@@ -21,7 +21,7 @@ from advisor.probe.plan import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Timing:
     """Seconds per call, one figure per timed repeat, and how they were taken."""
 
@@ -29,7 +29,7 @@ class Timing:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class DeviceInfo:
     """What the probe records about the node before it measures."""
 
@@ -68,7 +68,7 @@ class Backend(Protocol):
         ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Run:
     """One probe run's settings and what it has found so far."""
 

@@ -51,7 +51,7 @@ ATTENTION_NOTE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class GemmCase:
     """One dense matmul C[m,n] = A[m,k] B[k,n]."""
 
@@ -65,7 +65,7 @@ class GemmCase:
         return 2.0 * self.m * self.n * self.k
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class AttentionCase:
     """One scaled-dot-product attention call, q/k/v of shape (batch, heads, seq_len, head_dim)."""
 
@@ -84,7 +84,7 @@ class AttentionCase:
         return forward * {"fwd": 1.0, "bwd": 2.5, "fwd_bwd": 3.5}[pass_]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CollectiveCase:
     """One collective over the node's GPUs; nbytes is nccl-tests' size S (the whole gathered or scattered
     array for all_gather and reduce_scatter, each rank's buffer for the others)."""
@@ -93,7 +93,7 @@ class CollectiveCase:
     nbytes: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Plan:
     """What one probe run times, and how often."""
 

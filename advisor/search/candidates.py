@@ -46,7 +46,7 @@ NODE_STEPS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Candidate:
     """A plan that fits: its layout, memory and speed-of-light timing (efficiency and cost come later)."""
 
@@ -77,7 +77,7 @@ class Candidate:
         return self.step.items / self.step.total_s
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Miss:
     """A GPU x count that was excluded, and why, for the 'why not' lines."""
 

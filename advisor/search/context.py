@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # a prediction on one GPU reads no capacity file
     from advisor.catalog.capacity import Link
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Context:
     """Everything one recommendation or prediction computes from."""
 

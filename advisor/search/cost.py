@@ -16,7 +16,7 @@ from advisor.question.assumed import Assumed
 PRICING_ROWS = {"on-demand": ("on-demand",), "spot": ("spot",), "reserved": ("reserved-1y", "reserved-3y")}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CostRange:
     """A cost in USD as low, middle and high."""
 
@@ -43,7 +43,7 @@ def guide_cost(
 OUTLIER_FACTOR = 2.0  # a region over 2x (or under half) the same instance's median across regions is flagged
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Screened:
     """The offers of one GPU sorted into usable, stale (older than the age limit) and region outliers."""
 
@@ -175,7 +175,7 @@ def price_notes(knowledge: Knowledge, gpus: list[Gpu], constraints: Constraints)
     return notes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class PriceChoice:
     """The offer a plan is priced on and what it bills."""
 

@@ -13,7 +13,7 @@ from advisor.physics.batching import Latency, LoadStats, Saturation
 from advisor.physics.serving import Efficiency
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Targets:
     """The latency a plan is held to, at one percentile of requests."""
 
@@ -28,7 +28,7 @@ class Targets:
         return ok_ttft and (self.tpot_s is None or lat.tpot_q_s <= self.tpot_s)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Figures:
     """One replica shape on one GPU: its setup, efficiencies, capacity and the engine's data source."""
 
@@ -49,7 +49,7 @@ class Figures:
         return self.setup.replica.gpus
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class Served:
     """The serving figures of one plan: per replica, and what they add up to."""
 

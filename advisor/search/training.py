@@ -58,8 +58,10 @@ class Shape(NamedTuple):
     virtual: int = 1
 
 
-@dataclass(order=True)
+@dataclass(order=True, repr=False)
 class _Found:
+    """A fitting layout kept by a count's search, ordered by its time, then by when it was found."""
+
     time: float
     order: int
     layout: Layout = field(compare=False)
@@ -67,7 +69,7 @@ class _Found:
     variant: tuple[Any, ...] = field(compare=False, default=())
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False, eq=False)
 class _CountResult:
     """What one count's search saw: the fastest layouts, and why the others did not run."""
 

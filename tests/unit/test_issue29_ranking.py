@@ -79,3 +79,42 @@ def test_first_reason_names_the_plan_it_moved_down() -> None:
     assert line.startswith("first: the cheapest P50 cost within your deadline at P90; risky x8")
     assert "memory P90 120 GB passes the 100 GB usable" in line
     assert memory_risky(risky.cand.memory) and within(safe, risky, ERROR)
+
+
+def _risk_aware_every_pair(ranked: list, objective: str, error: float) -> list:
+    """risk_aware() as first written: every plan compared with every other (the reference)."""
+    balanced = objective == "balanced"
+    standing = [(int(memory_risky(s.cand.memory)), s.cand.layout.nodes if balanced else 0) for s in ranked]
+    if len(set(standing)) < 2:
+        return ranked
+    place = [float(i) for i in range(len(ranked))]
+    for i in sorted(range(len(ranked)), key=lambda i: (standing[i], place[i])):
+        yields = [
+            place[j]
+            for j in range(len(ranked))
+            if standing[j] < standing[i] and within(ranked[j], ranked[i], error)
+        ]
+        if yields and max(yields) > place[i]:
+            place[i] = max(yields) + 1e-6 * (1 + place[i] / (len(ranked) + 1))
+    return [ranked[i] for i in sorted(range(len(ranked)), key=lambda i: place[i])]
+
+
+def test_risk_aware_compares_only_the_safer_plans_and_orders_as_every_pair_does() -> None:
+    import random
+
+    rng = random.Random(29)
+    for trial in range(300):
+        plans = [
+            _plan(
+                f"p{k}",
+                rng.choice([100.0, 104.0, 110.0]) * rng.uniform(0.8, 1.6),
+                rng.uniform(5, 15),
+                rng.choice([60.0, 95.0, 101.0, 130.0]),
+                nodes=rng.choice([1, 2, 4, 8]),
+            )
+            for k in range(rng.randint(1, 40))
+        ]
+        for objective in ("cheapest", "fastest", "balanced"):
+            error = rng.choice([0.0, 0.1, 0.25])
+            want = [p.name for p in _risk_aware_every_pair(plans, objective, error)]
+            assert [p.name for p in risk_aware(plans, objective, error)] == want, (trial, objective)

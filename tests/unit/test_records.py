@@ -187,3 +187,25 @@ def test_sections_of_figures_hold_figures_and_refuse_unknown_keys() -> None:
         validate(kind, {"pod_gpus": figure, "oversubscription": figure, "colour": figure})
     with pytest.raises(ValidationError, match="Field required"):
         validate(kind, {"pod_gpus": figure})
+
+
+def test_core_records_compile_no_repr() -> None:
+    """Python 3.11's dataclasses compiles every generated method from source when a record is declared, and
+    a command declares all the records of the modules it imports: the core's records take repr=False (no
+    command prints one), so `predict` and `recommend` do not pay for a method they never call. The fleet
+    simulator's records are left as they are (its JSON falls back to str() of a value)."""
+    decorator = re.compile(r"^\s*@(dataclasses\.)?dataclass\b(\((?P<args>.*)\))?\s*$")
+    missing = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "advisor").rglob("*.py"))
+        if "fleet" not in p.relative_to(ROOT).parts
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if (m := decorator.match(line)) and "repr=False" not in (m["args"] or "")
+    ]
+    assert not missing, missing
+    # What the flag changes, and what it leaves: a record still compares by value unless declared eq=False.
+    from advisor.job.layout import Layout
+
+    one = Layout(count=8, nodes=1, node_size=8, precision="bf16")
+    assert one == Layout(count=8, nodes=1, node_size=8, precision="bf16")
+    assert repr(one).startswith("<advisor.job.layout.Layout object at")

@@ -89,8 +89,10 @@ def _forward_and_backward(
     return Measured(value, source, worst.basis, max(fwd.spread, bwd.spread))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _AttentionQuery:
+    """What one attention lookup matches rows on: the pass, causality, kernel and head shape."""
+
     pass_: str
     causal: bool
     kernel: str | None

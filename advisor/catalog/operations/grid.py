@@ -24,7 +24,7 @@ PROXY_HEADS_SPREAD = 0.05
 
 
 # --- interpolation ------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Grid:
     """Measured points over positive axes: multilinear interpolation in log space (sizes and values). A
     point of the axes' product that no row measured holds its nearest measured neighbour's value, and an

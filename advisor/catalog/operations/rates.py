@@ -73,7 +73,7 @@ def _peak_of(what: str) -> Callable[[Gpu], float | None]:
     return lambda gpu: gpu.memory_bw_gbs
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class _Route:
     """Where a GPU's rate comes from, which does not depend on the query: a grid's answer (`grid`: the GPU and
     dtype whose rows answer) times `factor`, or the median achieved/peak ratio of every measured GPU times
@@ -171,7 +171,7 @@ COMPUTE_TABLES = ("gemm", "attention")
 """Tables whose cross-vendor fallback is scaled by the vendor's measured matmul derate."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _Median:
     """A datasheet fallback's achieved/peak ratio and what it was taken from."""
 

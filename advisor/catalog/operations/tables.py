@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from advisor.catalog.gpus import Gpu
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Measured:
     """One operation's achieved rate: TFLOP/s (GEMM, attention) or GB/s (memory, bus bandwidth)."""
 
@@ -309,8 +309,10 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) if not isinstance(b, float) else math.isclose(float(a), b)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class GroupSpec:
+    """How one measured table is grouped into interpolation grids: its key columns, axes and value."""
+
     table: str
     key: tuple[str, ...]
     axes: tuple[str, ...]

@@ -82,7 +82,7 @@ SERVING_SCALES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Correction:
     """The multiplier at one configuration: exp(log_mean), its posterior spread in log, and how many runs
     (and how near) stand behind it."""

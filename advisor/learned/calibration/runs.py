@@ -13,7 +13,7 @@ METRICS = {"training": ("throughput",), "serving": ("output_tok_s", "ttft_ms", "
 SERVING_METRIC = {"output_tok_s": "throughput", "ttft_ms": "ttft", "tpot_ms": "tpot"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RunSet:
     """The runs of one profile that apply to one GPU and stack or engine, per metric, and those left out."""
 

@@ -68,7 +68,7 @@ multiplier of the learned few milliseconds could reach, so the fit could only sl
 every decode behind it. Below 1 it scales the learned time down."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class KnobFit:
     """A posterior over the log multipliers: its mean and its precision (inverse covariance)."""
 
@@ -164,7 +164,7 @@ def figure_noise(metric: str) -> float:
     return math.sqrt(NOISE**2 + p["tau"] ** 2 + p["spread"] ** 2)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _Block:
     """One block of the fit: the multipliers it frees (KNOBS indices), the figures it reads (indices into the
     observed names), their logs and noise, and the prior precision."""

@@ -22,7 +22,7 @@ ThroughputOf = Callable[[Workload, str, int, EfficiencyModel], float | None]
 """The predicted throughput of a workload on GPU x count with an efficiency model (None: no answer)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class TypedScore:
     """The errors of one family of sources, as typed."""
 

@@ -12,7 +12,7 @@ from advisor.job.resolve import Job
 from advisor.physics.speed import StepTime
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Interval:
     """P10, P50 and P90 of a quantity."""
 
@@ -32,7 +32,7 @@ class Interval:
         return Interval(numerator / self.p90, numerator / self.p50, numerator / self.p10)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Query:
     """One plan whose efficiency is asked for."""
 

@@ -25,7 +25,7 @@ BINDS = 0.98
 RANGE_DIMENSIONS = ("log_params", "log_seq", "log_tokens_per_micro_batch", "log_count")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Cap:
     """The highest efficiency measured on one GPU generation and precision class, and which run it was."""
 
@@ -33,7 +33,7 @@ class Cap:
     run: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Where:
     """What the bounds read of one plan besides its log efficiency."""
 
@@ -50,7 +50,7 @@ class Where:
     prior beyond the measured range is that step at the typical residual, not the constant MFU."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Bounds:
     """Caps per family, generation and precision class; the typical MFU per precision class; the measured
     range."""

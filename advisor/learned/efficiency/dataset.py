@@ -30,7 +30,7 @@ DATA_FILES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Dataset:
     """Samples and the runs that could not be modelled, with why."""
 

@@ -26,7 +26,7 @@ __all__ = ["PRECISION_CLASS", "Scores", "apes", "percentile", "target"]
 FitPredict = Callable[[list[int], list[int]], list[float]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Scores:
     """Errors of one held-out scheme on one family's rows (or one source's rows of it)."""
 

@@ -22,7 +22,7 @@ MAX_LOG_TERM = 50.0
 """Largest |log efficiency| a stored baseline or leaf may hold."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Tree:
     """One regression tree as parallel node arrays (feature, threshold, left, right, value, leaf)."""
 
@@ -42,7 +42,7 @@ class Tree:
         return self.value[node]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ExportedModel:
     """A fitted log-efficiency model: baseline + trees, its interval, and the range of its training data."""
 

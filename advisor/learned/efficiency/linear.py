@@ -104,7 +104,7 @@ def llm_inputs(features: Sequence[float], log_sol_over_mfu: float, vendor: float
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class LinearLogModel:
     """intercept + sum(coef x (clip(x) - mean) / scale): inputs clipped to the training range (no linear
     extrapolation beyond the measured runs; the caller widens the interval there)."""

@@ -54,7 +54,7 @@ def source_weights(samples: Sequence[Sample]) -> list[float]:
     return [w / mean for w in raw]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Candidate:
     """One LLM estimator the nested selection may ship: the ridge at a penalty on every input, or a physical
     estimator (free: the only inputs whose weights are fitted, unpenalised; the rest held at 0)."""

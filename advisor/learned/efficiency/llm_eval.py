@@ -71,7 +71,7 @@ def by_vendor(s: Sample) -> str:
     return "vendor tables" if is_vendor(s) else "papers, reports, independent"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class HeldOut:
     """Held-out log predictions of LLM rows: at the row's own family and at the typical one."""
 
@@ -274,7 +274,7 @@ def scheme_scores(
     return out, ho, model
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LayoutRank:
     """Kendall's tau between predicted and measured per-GPU throughput within one source's group of runs that
     vary only the layout: the model (held out by source), the composed step x a constant, the previous
@@ -321,7 +321,7 @@ def _not_vendor(s: Sample) -> bool:
     return not is_vendor(s)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LlmEvaluation:
     """The LLM rows' held-out scores, and what the shipped model takes from the same folds."""
 

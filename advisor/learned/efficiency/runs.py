@@ -45,7 +45,7 @@ _CONTAINER = re.compile(r"(?:NeMo|container)\D{0,3}(\d\d)\.(0[1-9]|1[0-2])\b")
 _YEAR = re.compile(r"\b(20[12]\d)\b")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Run:
     """A measured run as the efficiency model reads it; None = not stated by the source."""
 

@@ -20,7 +20,7 @@ from advisor.physics.memory import TrainingMemoryModel
 from advisor.physics.speed import NON_LLM_STACKS, StepTime, intra_gbs, peak_flops, training_step
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Sample:
     """One measured run turned into features, speed of light and the measured efficiency."""
 

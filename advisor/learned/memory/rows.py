@@ -35,7 +35,7 @@ GENERIC_GPU = "h100-sxm"  # a GPU with FlashAttention, its memory replaced by th
 DEFAULT_OPTIMIZER = "adamw"  # torch.optim.AdamW: every stack's default where a source does not name one
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Estimate:
     """One row's central estimate (GB) and the same on the footing of each memory counter."""
 

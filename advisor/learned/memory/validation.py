@@ -29,7 +29,7 @@ SEQ_FLOOR, SEQ_CEIL = 128, 1 << 22
 BAND_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Check:
     """One CSV row against the model: the central estimate, the verdict, and what was measured."""
 

@@ -24,7 +24,7 @@ KINDS = ("offline", "online", "concurrency", "batch", "static", "ttft-bs1")
 MAX_REQUESTS = 2048  # a closed loop's simulated requests: enough for its waves to repeat, cheap to price
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Measured:
     """A latency figure as published: its value in ms and which statistic it is (mean, p50, p90, p99)."""
 
@@ -35,7 +35,7 @@ class Measured:
     tokens)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Case:
     """One measured row: its configuration, replica and load, and what was measured."""
 

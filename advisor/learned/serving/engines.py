@@ -17,7 +17,7 @@ MIN_BUDGET = 2048
 max(max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048))."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Engine:
     """One engine's defaults and where they come from."""
 

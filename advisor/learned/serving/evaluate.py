@@ -25,7 +25,7 @@ QUANTITIES = ("throughput", "ttft", "tpot")
 FOLD_EVALUATIONS = 3  # Jacobian steps of a fold's refit, warm-started from the fit on every row
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Row:
     """One held-out figure: what was measured, the model's and the baseline's predictions, the interval."""
 
@@ -36,7 +36,7 @@ class Row:
     hi: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Scores:
     """Error figures of one split, one figure, one group of rows."""
 

@@ -74,7 +74,7 @@ FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Traits:
     """What the efficiencies depend on besides the physics."""
 
@@ -94,7 +94,7 @@ def logistic(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class ServingModel:
     """Global parameters, per-engine offsets, the held-out residual bands, and the fit's metadata."""
 

@@ -31,7 +31,7 @@ QUANTILE_OF = {"mean": None, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 LOOSE = EngineLimits(max_seqs=None, token_budget=1 << 30)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Obs:
     """One figure of one row: 'throughput' (output tokens/s), 'ttft' or 'tpot' (seconds), its statistic."""
 

@@ -16,7 +16,7 @@ from advisor.physics.serving_ops import ServingOps, compose
 from advisor.physics.speed import intra_gbs, peak_flops
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Setup:
     """A replica, its engine's caps on this GPU, and the bytes per GPU that are neither weights nor KV."""
 
@@ -27,7 +27,7 @@ class Setup:
     kv_precision: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class EngineFlags:
     """Engine flags a measured run set away from its release's defaults (None: the default)."""
 
