@@ -57,7 +57,7 @@ class Sample:
 KIND_INDEX = FEATURES.index("kind_code")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RunStep:
     """A measured run rebuilt as the core models it: its job, stated layout, fabric, traits and step."""
 
