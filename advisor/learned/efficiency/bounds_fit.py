@@ -54,10 +54,11 @@ def fit_bounds(samples: Sequence[Sample]) -> Bounds:
 def _caps(samples: Sequence[Sample]) -> dict[str, Cap]:
     """The highest efficiency per family, generation and precision class. A run measured above its speed of
     light sets no cap: its label says the core's physics misses something of it, not that plans may exceed
-    the speed of light (against a composed step, a run past RESIDUAL_CAP of it)."""
+    the speed of light (against a composed step, a run past RESIDUAL_CAP of it); nor does a run the memory
+    model refuses on its GPU (a layout the tool cannot rebuild: the step it composes is not the run's)."""
     caps: dict[str, Cap] = {}
     for s in samples:
-        if s.efficiency > (RESIDUAL_CAP if s.composed else 1.0):
+        if s.efficiency > (RESIDUAL_CAP if s.composed else 1.0) or not s.fits:
             continue
         key = f"{s.family}|{s.generation}|{PRECISION_CLASS[s.row.precision]}"
         if key not in caps or s.efficiency > caps[key].efficiency:

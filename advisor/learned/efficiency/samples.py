@@ -15,7 +15,7 @@ from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import regime_of
 from advisor.learned.efficiency.features import FEATURES, KIND_CODE, feature_vector
 from advisor.learned.efficiency.runs import Run
-from advisor.physics.memory import TrainingMemoryModel
+from advisor.physics.memory import TrainingMemoryModel, usable_gb
 from advisor.physics.speed import NON_LLM_STACKS, intra_gbs, peak_flops, training_step
 
 
@@ -38,6 +38,9 @@ class Sample:
     """Whole-system throughput at the speed of light (roofline, bubble, alpha-beta communication): what the
     previous estimator multiplied by one efficiency; sol itself is the step composed from measured
     operations where the run is an LLM's (0: the same as sol)."""
+    fits: bool = True
+    """Whether the memory model holds the run's stated layout on its GPU (fits, or near the limit): a run it
+    refuses is rebuilt with physics that misses something of it, and sets no efficiency cap."""
 
     @property
     def composed(self) -> bool:
@@ -82,6 +85,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     inter = fabric.gbs_per_gpu(layout.node_size)
     intra = intra_gbs(gpu, min(run.count, layout.node_size), a)
     mfu_sol = peak * run.count / job.train_flops_per_item
+    held = memory.components(layout, usable_gb(gpu, a)) if job.arch is not None else None
     return Sample(
         run,
         feature_vector(job, gpu, layout, step, inter, intra, traits),
@@ -91,6 +95,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
         mfu_sol,
         gpu.architecture,
         step.items / step.sol_s,
+        held is None or held.fits or held.near_limit,
     )
 
 
