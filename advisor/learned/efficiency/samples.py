@@ -39,8 +39,9 @@ class Sample:
     previous estimator multiplied by one efficiency; sol itself is the step composed from measured
     operations where the run is an LLM's (0: the same as sol)."""
     fits: bool = True
-    """Whether the memory model holds the run's stated layout on its GPU (fits, or near the limit): a run it
-    refuses is rebuilt with physics that misses something of it, and sets no efficiency cap."""
+    """Whether the run's stated layout fits its GPU within the memory model's P10-P90 error (its P10 under the
+    usable memory): a run that needs more even at the P10 ran with something the rebuilt step misses (a
+    262k-token sequence needing 612 GB of 150), and sets no efficiency cap."""
 
     @property
     def composed(self) -> bool:
@@ -95,7 +96,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
         mfu_sol,
         gpu.architecture,
         step.items / step.sol_s,
-        held is None or held.fits or held.near_limit,
+        held is None or held.low_gb <= held.usable_gb,
     )
 
 
