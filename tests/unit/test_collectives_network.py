@@ -140,3 +140,37 @@ def test_zero3_gathers_wait_a_layer_at_a_time_not_under_the_whole_step() -> None
     assert exposed(both, 3, 1, 3.0, False) == pytest.approx(
         0.1 + 9 * 0.1 * slow + 9 * max(0.2 - 0.2, 0.2 * slow) + 0.1
     )
+
+
+class _Calls:
+    """Records the collectives a data-parallel sync asks for: (op, ranks, servers, bytes a call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int, float]] = []
+
+    def collective(self, op: str, gpus: int, nodes: int, nbytes: float) -> object:
+        from advisor.physics.op_prices import Price
+
+        self.calls.append((op, gpus, nodes, nbytes))
+        return Price(0.001, "", "measured")
+
+
+def test_hybrid_sharding_gathers_within_the_shard_group_and_all_reduces_across_servers() -> None:
+    from advisor.job.layout import Layout
+    from advisor.physics.data_parallel import dp_sync
+
+    def calls(shard: int) -> dict[str, tuple[int, int, float]]:
+        layout = Layout(
+            count=128, nodes=16, node_size=8, precision="bf16", dp=128, sharding="zero3", shard_group=shard
+        )
+        prices = _Calls()
+        dp_sync(layout, prices, (28e9, 28e9, 14), "fsdp", False)  # type: ignore[arg-type]
+        return {op: (gpus, nodes, nbytes) for op, gpus, nodes, nbytes in prices.calls}
+
+    full = calls(0)  # FULL_SHARD: every collective over all 128 ranks on 16 servers, a layer (2 GB) a call
+    assert full["all_gather"] == (128, 16, pytest.approx(2e9)) and full["reduce_scatter"][:2] == (128, 16)
+    assert "all_reduce" not in full
+    hybrid = calls(4)  # HYBRID_SHARD within 4: gathers and reduce-scatter on one server's NVLink
+    assert hybrid["all_gather"][:2] == (4, 1) and hybrid["reduce_scatter"][:2] == (4, 1)
+    # ... then each shard (a quarter of a layer's gradients) all-reduced over the 32 replicas, 2 a server
+    assert hybrid["all_reduce"] == (32, 16, pytest.approx(2e9 / 4))
