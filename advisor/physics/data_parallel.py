@@ -32,6 +32,13 @@ DDP_BUCKET_BYTES = 25.0 * 2**20
 OVERLAP_PARAM_GATHER_MEGATRON = True
 # Of a step's compute, the backward passes take two thirds (twice the forward's FLOPs).
 BACKWARD_SHARE = 2.0 / 3.0
+# A collective overlapped with compute slows that compute: its NCCL kernels hold SMs and memory bandwidth the
+# GEMMs would use. Measured on GPT and LLaMA training on 4 A100, H100, MI250 and MI210: "an average
+# computational slowdown of 18.9%, with a maximum of 40.0%" against the same compute with no communication
+# beside it (Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning,
+# arXiv:2507.03114, 2025, abstract). The average is taken: compute overlapped with a collective runs at
+# 1 / 1.189 of its rate.
+OVERLAP_SLOWDOWN = 0.189
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -50,6 +57,8 @@ class DpSync:
     """ZeRO-3: one pass's weight gathers (a call per layer)."""
     source: str
     basis: str
+    layers: int = 1
+    """ZeRO-3: the layers (FSDP units) a rank gathers one at a time, a call each."""
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -117,27 +126,54 @@ def dp_sync(
     gather_calls = b.layers if zero == 3 else max(1, math.ceil(b.weights / per_bucket))
     gather, gather_last = _bucketed(prices, "all_gather", shard, stride, node, b.weights, gather_calls)
     if zero == 3:
-        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis)
+        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis, b.layers)
     return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
+
+
+def overlapped(comm_s: float, compute_s: float) -> float:
+    """Seconds a window of `compute_s` of compute takes beyond it when `comm_s` of collectives run beside it:
+    the collective's excess over the compute, or the compute's slowdown while they share the GPU
+    (OVERLAP_SLOWDOWN), whichever is more. Compute slowed by s finishes under a collective of at least
+    compute x (1 + s); otherwise the collective's seconds slow it by comm x s / (1 + s)."""
+    if comm_s <= 0.0:
+        return 0.0
+    return max(comm_s - compute_s, comm_s * OVERLAP_SLOWDOWN / (1.0 + OVERLAP_SLOWDOWN))
+
+
+def _zero3(sync: DpSync, m: int, compute_s: float) -> float:
+    """ZeRO-3's exposed traffic as the stacks schedule it, a layer (FSDP unit) at a time with one layer of
+    prefetch (FSDP1's BACKWARD_PRE and limit_all_gathers, FSDP2's default, DeepSpeed's prefetch bucket): in
+    the forward pass a layer's gather hides only under the previous layer's forward, and the first layer's
+    waits; in the backward pass the next layer's gather and this layer's gradient reduce-scatter run on one
+    process group, so one after the other (NCCL runs a communicator's collectives in issue order: Zhao et
+    al., PyTorch FSDP, VLDB 2023, arXiv:2304.11277, sec. 3.3.2), under one layer's backward; the last
+    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time)."""
+    layers = max(1, sync.layers)
+    gather, scatter = sync.gathers / layers, sync.grads / layers
+    forward = compute_s * (1.0 - BACKWARD_SHARE) / (m * layers)
+    backward = compute_s * BACKWARD_SHARE / (m * layers)
+    one = gather + (layers - 1) * overlapped(gather, forward)
+    one += (layers - 1) * overlapped(gather + scatter, backward) + max(sync.grads_last, scatter)
+    return m * one
 
 
 def exposed(sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: bool) -> float:
     """Seconds of a step's data-parallel traffic the step waits for, given its compute of `m` micro-batches:
-    DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3
-    prefetches its gathers under all compute; the last bucket of a reduction is never hidden; ZeRO-1/2's
-    parameter gather follows the optimizer step, hidden under the next step's first forward pass only when
-    `overlap_params` (Megatron's --overlap-param-gather: OVERLAP_PARAM_GATHER_MEGATRON)."""
+    DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3 a layer
+    at a time (_zero3); the last bucket of a reduction is never hidden, and compute with a collective beside
+    it runs slower (overlapped); ZeRO-1/2's parameter gather follows the optimizer step, hidden under the next
+    step's first forward pass only when `overlap_params` (Megatron's --overlap-param-gather:
+    OVERLAP_PARAM_GATHER_MEGATRON)."""
     m = max(1, m)
-    backward_one = compute_s * BACKWARD_SHARE / m
     if zero == 3:
-        total = 2.0 * m * sync.gathers + m * sync.grads
-        return max(sync.grads_last, total - compute_s)
+        return _zero3(sync, m, compute_s)
+    backward_one = compute_s * BACKWARD_SHARE / m
+    grads = sync.grads_last + overlapped(sync.grads - sync.grads_last, backward_one)
     if zero == 2:
-        grads = m * max(sync.grads_last, sync.grads - backward_one)
-    else:
-        grads = max(sync.grads_last, sync.grads - backward_one)
+        grads *= m
     if zero == 0:
         return grads
     forward_one = compute_s * (1.0 - BACKWARD_SHARE) / m
-    params = max(sync.params_last, sync.params - forward_one) if overlap_params else sync.params
-    return grads + params
+    if not overlap_params:
+        return grads + sync.params
+    return grads + sync.params_last + overlapped(sync.params - sync.params_last, forward_one)

@@ -421,7 +421,7 @@ def _dp_note(zero: int, layout: Layout, overlap_params: bool) -> str:
     """What the data-parallel line of a composed step is."""
     hybrid = f" (shard {layout.shard_group})" if layout.shard_group else ""
     if zero == 3:
-        return f"ZeRO-3 gathers + gradient reduce-scatter{hybrid}, prefetched under all compute"
+        return f"ZeRO-3 gathers + gradient reduce-scatter{hybrid}, a layer at a time under the layer before"
     grads = {0: "gradient all-reduce", 1: "gradient reduce-scatter", 2: "gradient reduce-scatter"}[zero]
     when = "per micro-batch, each" if zero == 2 else "bucketed"
     text = f"{grads}{hybrid} {when} under the last backward pass"

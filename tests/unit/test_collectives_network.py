@@ -103,11 +103,74 @@ def test_a_runs_stated_network_is_read_from_its_own_text() -> None:
 
 
 def test_zero1_waits_for_its_parameter_gather_unless_the_stack_overlaps_it() -> None:
-    from advisor.physics.data_parallel import DpSync, exposed
+    from advisor.physics.data_parallel import OVERLAP_SLOWDOWN, DpSync, exposed
 
     sync = DpSync(grads=0.5, grads_last=0.01, params=0.4, params_last=0.01, gathers=0.0, source="", basis="")
     compute = 3.0  # 4 micro-batches: the last backward pass is 0.5 s, the first forward 0.25 s
-    assert exposed(sync, 0, 4, compute, False) == pytest.approx(0.01)  # DDP: the last bucket only
-    assert exposed(sync, 1, 4, compute, False) == pytest.approx(0.01 + 0.4)  # the gather waits
-    assert exposed(sync, 1, 4, compute, True) == pytest.approx(0.01 + 0.15)  # hidden under 0.25 s forward
-    assert exposed(sync, 2, 4, compute, False) == pytest.approx(4 * 0.01 + 0.4)  # per micro-batch
+    slow = OVERLAP_SLOWDOWN / (1.0 + OVERLAP_SLOWDOWN)  # what a hidden collective's seconds cost the compute
+    ddp = 0.01 + 0.49 * slow  # the last bucket, and the backward pass slowed under the others
+    assert exposed(sync, 0, 4, compute, False) == pytest.approx(ddp)
+    assert exposed(sync, 1, 4, compute, False) == pytest.approx(ddp + 0.4)  # the gather waits
+    assert exposed(sync, 1, 4, compute, True) == pytest.approx(
+        ddp + 0.15
+    )  # 0.01 + 0.39 past the 0.25 s forward
+    assert exposed(sync, 2, 4, compute, False) == pytest.approx(4 * ddp + 0.4)  # per micro-batch
+
+
+def test_zero3_gathers_wait_a_layer_at_a_time_not_under_the_whole_step() -> None:
+    from advisor.physics.data_parallel import OVERLAP_SLOWDOWN, DpSync, exposed
+
+    # 10 layers, a pass's gathers 1.0 s (0.1 s a layer), no gradient traffic; compute 1.5 s: each layer's
+    # forward 0.05 s and backward 0.1 s. The step's compute (1.5 s) could hide all 2 s of gathers but 0.5 s;
+    # a layer's gather hides only under one layer's forward, so 0.05 s waits in each of 9 layers, the first
+    # gather waits whole, and the backward's gathers (0.1 s under 0.1 s) slow its compute.
+    sync = DpSync(
+        grads=0.0, grads_last=0.0, params=0.0, params_last=0.0, gathers=1.0, source="", basis="", layers=10
+    )
+    slow = OVERLAP_SLOWDOWN / (1.0 + OVERLAP_SLOWDOWN)
+    want = 0.1 + 9 * 0.05 + 9 * 0.1 * slow
+    assert exposed(sync, 3, 1, 1.5, False) == pytest.approx(want)
+    assert want > 2.0 * 1.0 - 1.5  # more than the step-pooled difference the model used before
+    # Two micro-batches gather twice: each waits the same, over half the compute each.
+    assert exposed(sync, 3, 2, 3.0, False) == pytest.approx(2 * want)
+    # In the backward pass the next layer's gather and this layer's reduce-scatter share one process group.
+    both = DpSync(
+        grads=1.0, grads_last=0.1, params=0.0, params_last=0.0, gathers=1.0, source="", basis="", layers=10
+    )
+    assert exposed(both, 3, 1, 3.0, False) == pytest.approx(
+        0.1 + 9 * 0.1 * slow + 9 * max(0.2 - 0.2, 0.2 * slow) + 0.1
+    )
+
+
+class _Calls:
+    """Records the collectives a data-parallel sync asks for: (op, ranks, servers, bytes a call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int, float]] = []
+
+    def collective(self, op: str, gpus: int, nodes: int, nbytes: float) -> object:
+        from advisor.physics.op_prices import Price
+
+        self.calls.append((op, gpus, nodes, nbytes))
+        return Price(0.001, "", "measured")
+
+
+def test_hybrid_sharding_gathers_within_the_shard_group_and_all_reduces_across_servers() -> None:
+    from advisor.job.layout import Layout
+    from advisor.physics.data_parallel import dp_sync
+
+    def calls(shard: int) -> dict[str, tuple[int, int, float]]:
+        layout = Layout(
+            count=128, nodes=16, node_size=8, precision="bf16", dp=128, sharding="zero3", shard_group=shard
+        )
+        prices = _Calls()
+        dp_sync(layout, prices, (28e9, 28e9, 14), "fsdp", False)  # type: ignore[arg-type]
+        return {op: (gpus, nodes, nbytes) for op, gpus, nodes, nbytes in prices.calls}
+
+    full = calls(0)  # FULL_SHARD: every collective over all 128 ranks on 16 servers, a layer (2 GB) a call
+    assert full["all_gather"] == (128, 16, pytest.approx(2e9)) and full["reduce_scatter"][:2] == (128, 16)
+    assert "all_reduce" not in full
+    hybrid = calls(4)  # HYBRID_SHARD within 4: gathers and reduce-scatter on one server's NVLink
+    assert hybrid["all_gather"][:2] == (4, 1) and hybrid["reduce_scatter"][:2] == (4, 1)
+    # ... then each shard (a quarter of a layer's gradients) all-reduced over the 32 replicas, 2 a server
+    assert hybrid["all_reduce"] == (32, 16, pytest.approx(2e9 / 4))

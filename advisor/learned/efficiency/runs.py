@@ -210,6 +210,21 @@ def _int(value: str) -> int | None:
     return int(float(value)) if value.strip() else None
 
 
+def _zero_of(r: dict[str, str]) -> int | None:
+    """The ZeRO stage a record's run trained with. NeMo's and Megatron-Bridge's recipes train with
+    Megatron-Core's distributed optimizer (ZeRO-1: master weights and optimizer states sharded over the
+    data-parallel ranks): use_distributed_optimizer=True in NVIDIA-NeMo/Megatron-Bridge@0d7a394c3a1c:
+    src/megatron/bridge/recipes/utils/optimizer_utils.py and NVIDIA/NeMo@e87aa6990581:
+    nemo/collections/llm/recipes/optim/adam.py (distributed_fused_adam_with_cosine_annealing). Their
+    performance tables give the data-parallel degree, not the optimizer, so a row of theirs read as plain
+    DDP (or unstated) trained with it; rebuilt without it, their 8B-405B runs need more memory than the GPU
+    has."""
+    zero = SHARDING_ZERO.get(r["sharding"])
+    if not zero and r["stack"] == "megatron" and "NeMo" in r["software"]:
+        return 1
+    return zero
+
+
 def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
     """A llm_benchmarks.csv record as a run, or None and why it cannot train."""
     if not r["count"]:
@@ -244,7 +259,7 @@ def run_of_llm_record(r: dict[str, str]) -> tuple[Run | None, str]:
         cp=_int(r["cp"]) or 1,
         ep=_int(r["ep"]) or 1,
         virtual=_int(r["vp"]) or 1,
-        zero=SHARDING_ZERO.get(r["sharding"]),
+        zero=_zero_of(r),
         shard_group=(count // int(r["nodes"]) if hsdp else None),  # HSDP shards within a node
         recompute=r["recompute"] or None,
         offload=r.get("offload") or None,

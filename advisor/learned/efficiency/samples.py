@@ -16,7 +16,7 @@ from advisor.job.resolve import Job
 from advisor.learned.efficiency.base import regime_of
 from advisor.learned.efficiency.features import FEATURES, KIND_CODE, Traits, feature_vector
 from advisor.learned.efficiency.runs import Run, stated_attention
-from advisor.physics.memory import TrainingMemoryModel
+from advisor.physics.memory import TrainingMemoryModel, usable_gb
 from advisor.physics.speed import NON_LLM_STACKS, StepTime, intra_gbs, peak_flops, training_step
 
 
@@ -39,6 +39,10 @@ class Sample:
     """Whole-system throughput at the speed of light (roofline, bubble, alpha-beta communication): what the
     previous estimator multiplied by one efficiency; sol itself is the step composed from measured
     operations where the run is an LLM's (0: the same as sol)."""
+    fits: bool = True
+    """Whether the run's stated layout fits its GPU within the memory model's P10-P90 error (its P10 under the
+    usable memory): a run that needs more even at the P10 ran with something the rebuilt step misses (a
+    262k-token sequence needing 612 GB of 150), and sets no efficiency cap."""
 
     @property
     def composed(self) -> bool:
@@ -107,6 +111,9 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
     inter = fabric.gbs_per_gpu(layout.node_size)
     intra = intra_gbs(gpu, min(run.count, layout.node_size), knowledge.assumptions)
     mfu_sol = peak * run.count / job.train_flops_per_item
+    a = knowledge.assumptions
+    memory = TrainingMemoryModel(job, gpu, run.precision, a)
+    held = memory.components(layout, usable_gb(gpu, a)) if job.arch is not None else None
     return Sample(
         run,
         feature_vector(job, gpu, layout, step, inter, intra, traits),
@@ -116,6 +123,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
         mfu_sol,
         gpu.architecture,
         step.items / step.sol_s,
+        held is None or held.low_gb <= held.usable_gb,
     )
 
 
