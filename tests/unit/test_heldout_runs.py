@@ -272,11 +272,24 @@ def test_heldout5_source_ids_are_new_and_spread() -> None:
     training, serving = _rows(TRAINING5), _rows(SERVING5)
     fifth = {r["source_id"] for r in training + serving}
     assert not earlier & fifth, f"source ids shared with an earlier set: {sorted(earlier & fifth)}"
-    assert len(training) >= 15 and len(serving) >= 15, "fewer than 15 training or serving runs"
-    assert len({r["gpu"] for r in training + serving}) >= 8, "fewer than eight GPU types"
-    assert {int(r["count"]) for r in training} >= {8, 512}, "no single-node and no 512-GPU run"
-    batch_one_tpot = [r for r in serving if r["batch"] == "1" and r["tpot_ms"]]
-    assert len(batch_one_tpot) >= 5, "fewer than five batch-1 TPOT rows"
+    assert len(training) >= 30 and len(serving) >= 40, "fewer than 30 training or 40 serving runs"
+    assert len({r["gpu"] for r in training + serving}) >= 12, "fewer than twelve GPU types"
+    assert {int(r["count"]) for r in training} >= {8, 32, 512}, "no single-node, 32-GPU or 512-GPU run"
+    batch_one_tpot = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
+    assert len(batch_one_tpot) >= 15, "fewer than fifteen TPOT rows at one request"
+
+
+def test_heldout5_is_not_one_family() -> None:
+    """The widening (heldout5b): training beyond tuned MLPerf submissions and serving TTFT under a stated
+    load, each from more than one origin, so the set can judge more than one kind of published run."""
+    training, serving = _rows(TRAINING5), _rows(SERVING5)
+    other = [r for r in training if r["family"] != "mlperf"]
+    assert len(other) >= 15, f"only {len(other)} non-MLPerf training runs"
+    assert len({_origin(r["source"]) for r in other}) >= 3, "non-MLPerf training from fewer than 3 origins"
+    assert len({r["family"] for r in training}) >= 3, "training rows from fewer than three families"
+    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
+    assert len(loaded) >= 10, f"only {len(loaded)} TTFT rows at a stated concurrency or request rate"
+    assert len({_origin(r["source"]) for r in loaded}) >= 2, "TTFT under load from fewer than 2 origins"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
