@@ -1,4 +1,4 @@
-"""The four held-out run sets parse: every row has a source and family, configs name catalogue ids."""
+"""The five held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ SERVING3 = ROOT / "benchmarks" / "heldout3_serving_runs.csv"
 # The sealed fourth set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
 TRAINING4 = ROOT / "benchmarks" / "heldout4_training_runs.csv"
 SERVING4 = ROOT / "benchmarks" / "heldout4_serving_runs.csv"
+# The sealed fifth set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
+TRAINING5 = ROOT / "benchmarks" / "heldout5_training_runs.csv"
+SERVING5 = ROOT / "benchmarks" / "heldout5_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -82,7 +85,9 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [TRAINING, TRAINING2, TRAINING3, TRAINING4], ids=["heldout", "heldout2", "heldout3", "heldout4"]
+    "path",
+    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5"],
 )
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -111,7 +116,9 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    "path", [SERVING, SERVING2, SERVING3, SERVING4], ids=["heldout", "heldout2", "heldout3", "heldout4"]
+    "path",
+    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5"],
 )
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -236,6 +243,53 @@ def test_heldout4_source_ids_are_new_and_broad() -> None:
     assert len({r["source_id"] for r in training}) >= 6 and 30 <= len(training) <= 60
     assert len({r["family"] for r in training}) >= 3, "training rows from fewer than three families"
     assert len({r["gpu"] for r in training + serving}) >= 6, "fewer than six GPU types"
+
+
+def test_heldout5_sources_appear_nowhere_else() -> None:
+    """The fifth sealed set is held out from everything: no origin (repository or URL) of a heldout5 row is
+    cited by a file under knowledge/, by external_validation.csv or by the first four sets. The lead reruns
+    this on the merged tree, where it catches a branch that put a heldout5 source into knowledge/."""
+    seen = _text_of(
+        [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
+        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING, TRAINING2, SERVING2]
+        + [TRAINING3, SERVING3, TRAINING4, SERVING4]
+    )
+    rows = _rows(TRAINING5) + _rows(SERVING5)
+    held = {_origin(r["source"]) for r in rows}
+    assert len(held) >= 4, f"only {len(held)} distinct origins in the fifth set"
+    assert all("@" in r["source"] or "://" in r["source"] for r in rows), "a source without a commit or URL"
+    assert all(r["assumed"] for r in rows), "a row that states no assumption"
+    leaked = sorted(s for s in held if _cited(s, seen))
+    assert not leaked, f"heldout5 origins also used elsewhere: {leaked}"
+
+
+def test_heldout5_source_ids_are_new_and_spread() -> None:
+    earlier = {
+        r["source_id"]
+        for path in (TRAINING, SERVING, TRAINING2, SERVING2, TRAINING3, SERVING3, TRAINING4, SERVING4)
+        for r in _rows(path)
+    }
+    training, serving = _rows(TRAINING5), _rows(SERVING5)
+    fifth = {r["source_id"] for r in training + serving}
+    assert not earlier & fifth, f"source ids shared with an earlier set: {sorted(earlier & fifth)}"
+    assert len(training) >= 30 and len(serving) >= 40, "fewer than 30 training or 40 serving runs"
+    assert len({r["gpu"] for r in training + serving}) >= 12, "fewer than twelve GPU types"
+    assert {int(r["count"]) for r in training} >= {8, 32, 512}, "no single-node, 32-GPU or 512-GPU run"
+    batch_one_tpot = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
+    assert len(batch_one_tpot) >= 15, "fewer than fifteen TPOT rows at one request"
+
+
+def test_heldout5_is_not_one_family() -> None:
+    """The widening (heldout5b): training beyond tuned MLPerf submissions and serving TTFT under a stated
+    load, each from more than one origin, so the set can judge more than one kind of published run."""
+    training, serving = _rows(TRAINING5), _rows(SERVING5)
+    other = [r for r in training if r["family"] != "mlperf"]
+    assert len(other) >= 15, f"only {len(other)} non-MLPerf training runs"
+    assert len({_origin(r["source"]) for r in other}) >= 3, "non-MLPerf training from fewer than 3 origins"
+    assert len({r["family"] for r in training}) >= 3, "training rows from fewer than three families"
+    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
+    assert len(loaded) >= 10, f"only {len(loaded)} TTFT rows at a stated concurrency or request rate"
+    assert len({_origin(r["source"]) for r in loaded}) >= 2, "TTFT under load from fewer than 2 origins"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
