@@ -83,7 +83,7 @@ def test_lifted_limits_read_from_the_search_match_a_rerun(knowledge, monkeypatch
     import advisor.answer.recommend as rec
 
     w = Workload(model="llama-3.2-1b", kind="lora", tokens=2e9)
-    c = Constraints(max_gpus=8, **limits)
+    c = Constraints(gpus=("a100-80gb-sxm", "h100-sxm"), max_gpus=8, **limits)
     shared = recommend(knowledge, w, c, PriorEfficiency(knowledge.assumptions))
     monkeypatch.setattr(rec, "LIMIT_FACTS", ("workload.kind",))  # a fact rules test: every limit rerun
     rerun = recommend(knowledge, w, c, PriorEfficiency(knowledge.assumptions))
