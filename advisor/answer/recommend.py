@@ -65,6 +65,8 @@ if TYPE_CHECKING:  # the operations modules load only when a plan needs them (th
     from advisor.ops.tco import TcoOut
 
 OnPremRate = Callable[[Gpu, int], float]
+LIMIT_FACTS = ("constraints.has_budget", "constraints.has_deadline")
+"""The rule facts that read the budget or the deadline (a rule testing one makes a search depend on them)."""
 SENSITIVITY_POOL = 20
 """Plans re-ranked when asking what would change the first place: a plan further down cannot take it by a
 change of one input within the ranges searched (each is at least 2x away on the objective)."""
@@ -184,8 +186,10 @@ def _score_serving(
     )
 
 
-def _limits(ctx: Context, s: Scored) -> Miss | None:
-    c, a = ctx.constraints, ctx.knowledge.assumptions
+def _limits(ctx: Context, s: Scored, constraints: Constraints | None = None) -> Miss | None:
+    """Why a scored plan breaks the deadline or the budget (`constraints`' where given), or None."""
+    c = constraints if constraints is not None else ctx.constraints
+    a = ctx.knowledge.assumptions
     gpu, count = s.cand.gpu.id, s.cand.layout.count
     if c.deadline_hours is not None and ctx.job.training and s.hours.p90 > c.deadline_hours:
         return Miss(
@@ -660,7 +664,7 @@ def _suggestions(
     kinds = {m.kind for m in search.misses}
     rerun = functools.partial(run_search, knowledge, efficiency=efficiency, onprem=onprem)
     if search.scored:
-        lines += _relaxed(workload, constraints, search.ctx.job.training, rerun)
+        lines += _relaxed(workload, constraints, search, rerun)
     elif "memory" in kinds or "scale" in kinds or "latency" in kinds:
         lines += _lighter(workload, constraints, search.ctx.job, rerun)
         if constraints.max_gpus < MAX_COUNT:
@@ -677,15 +681,22 @@ def _suggestions(
 
 
 def _relaxed(
-    workload: Workload, constraints: Constraints, training: bool, rerun: Callable[..., Search]
+    workload: Workload, constraints: Constraints, search: Search, rerun: Callable[..., Search]
 ) -> list[Suggestion]:
     """The budget (and, for training, the deadline) that would let the best plan in."""
+    ctx = search.ctx
+    # No rule tests whether a limit is set: the search and its scoring read neither limit (only _limits
+    # does), so the plans without one are this search's scored plans filtered by the other alone.
+    reuse = not any(f in LIMIT_FACTS for rule in ctx.knowledge.rules.rule for f in rule.fields)
 
     def without(field: str) -> list[Scored]:
         lifted: dict[str, Any] = {field: None}
         relaxed = dataclasses.replace(constraints, **lifted)
+        if reuse:
+            return [s for s in search.scored if _limits(ctx, s, relaxed) is None]
         return rerun(workload, relaxed).feasible
 
+    training = ctx.job.training
     lines = []
     # Each limit lifted in turn: the plan that needs the least of it, and that least value (its P90).
     for name, needed, other, on in (

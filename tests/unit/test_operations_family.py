@@ -147,3 +147,22 @@ def test_the_measured_xgmi_all_reduce_sweep_is_latency_bound_at_small_sizes() ->
     assert small.basis == "measured" and large.basis == "measured"
     assert small.value < 0.3 * large.value  # 64.6 against 313.7 GB/s in the rccl-tests sweep
     assert large.value <= 448 * 2 * 7 / 8  # the bus-bandwidth bound on xGMI's nominal per-GPU rate
+
+
+def test_a_family_median_read_from_the_shared_ratios_equals_one_worked_out_alone() -> None:
+    # Every measured GPU's ratio at a query is worked out once and shared by the datasheet fallbacks of every
+    # vendor and architecture that ask it: each must get what it gets when it asks first, alone.
+    def answer(gpu: str) -> tuple[float, str, str, float]:
+        got = ops.gemm_tflops(gpu, "bf16", *SHAPE)
+        return got.value, got.source, got.basis, got.spread
+
+    ops.clear_cache()
+    fallbacks = [g for g in GPUS if rates._gemm_route(g, "bf16", None).grid is None]
+    assert len({(GPUS[g].vendor, GPUS[g].architecture) for g in fallbacks}) >= 2, fallbacks
+    together = [answer(g) for g in fallbacks]
+    assert rates._RATIOS
+    alone = []
+    for g in fallbacks:
+        ops.clear_cache()
+        alone.append(answer(g))
+    assert together == alone

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from advisor.answer.recommend import recommend
@@ -72,6 +74,23 @@ def test_nothing_fits_says_why_and_what_would(knowledge) -> None:
     assert any("budget" in line for line in report.why_not)
     budget = [s for s in report.suggestions if s.field == "budget_usd"]  # structured: input, value, outcome
     assert budget and budget[0].value > 0 and budget[0].outcome.startswith("allows ")
+
+
+@pytest.mark.parametrize("limits", [{"budget_usd": 5.0}, {"deadline_hours": 0.05}])
+def test_lifted_limits_read_from_the_search_match_a_rerun(knowledge, monkeypatch, limits) -> None:
+    # The budget and deadline a relaxed search would allow are read from the search's own scored plans
+    # (no rule tests whether a limit is set); the search rerun without the limit must say the same.
+    import advisor.answer.recommend as rec
+
+    w = Workload(model="llama-3.2-1b", kind="lora", tokens=2e9)
+    c = Constraints(gpus=("a100-80gb-sxm", "h100-sxm"), max_gpus=8, **limits)
+    shared = recommend(knowledge, w, c, PriorEfficiency(knowledge.assumptions))
+    monkeypatch.setattr(rec, "LIMIT_FACTS", ("workload.kind",))  # a fact rules test: every limit rerun
+    rerun = recommend(knowledge, w, c, PriorEfficiency(knowledge.assumptions))
+    assert shared.nothing_fits and shared.suggestions
+    assert [dataclasses.asdict(s) for s in shared.suggestions] == [
+        dataclasses.asdict(s) for s in rerun.suggestions
+    ]
 
 
 def test_memory_bound_nothing_fits_suggests_qlora(knowledge) -> None:

@@ -56,3 +56,4 @@ def clear_cache() -> None:
             ):
                 value.cache_clear()
     rates._MEDIANS.clear()
+    rates._RATIOS.clear()

@@ -137,7 +137,8 @@ def _apply(
         memo = (table_name, d, key, gpu.vendor, gpu.architecture) if key is not None else None
         median = _MEDIANS.get(memo) if memo is not None else None
         if median is None:
-            median = _family_median(gpu, table_name, _own_for(own, d), _peak_of(d))
+            shared = (table_name, d, key) if key is not None else None
+            median = _family_median(gpu, table_name, _own_for(own, d), _peak_of(d), shared)
             if memo is not None:
                 _MEDIANS[memo] = median
         value = route.factor * median.ratio / route.per
@@ -162,6 +163,9 @@ def _fallback(
 _MEDIANS: dict[tuple[object, ...], _Median] = {}
 """The family's median achieved/peak ratio, per table, dtype, query and vendor/architecture (the datasheet
 fallback of a dozen GPUs asks each the same shapes)."""
+_RATIOS: dict[tuple[object, ...], list[tuple[float, float, Gpu]]] = {}
+"""Every measured GPU's achieved/peak ratio, per table, dtype and query: what each family's median is taken
+from (the datasheet fallbacks of several vendors and architectures ask the same shapes)."""
 
 CROSS_VENDOR_SPREAD = 0.15
 """Added to a datasheet fallback that takes its ratio from GPUs of other vendors: vendors' achieved/peak
@@ -185,7 +189,11 @@ class _Median:
 
 
 def _family_median(
-    gpu: Gpu, table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
+    gpu: Gpu,
+    table_name: str,
+    own: Callable[[str], Measured | None],
+    peak: Callable[[Gpu], float | None],
+    shared: tuple[object, ...] | None = None,
 ) -> _Median:
     """The achieved/peak ratio a GPU without rows (or measured peers of its architecture) takes: the median
     over measured GPUs of its vendor where there are any; else the median over every measured GPU, times
@@ -193,12 +201,11 @@ def _family_median(
     vendors', docs/operations-data.md), widened by CROSS_VENDOR_SPREAD."""
     import statistics  # on use: the statistics module costs more to import than most commands use it
 
-    ratios: list[tuple[float, float, Gpu]] = []
-    for other_id in _measured_gpus(table_name):
-        other = _gpu(other_id)
-        got, p = own(other_id), peak(other)
-        if got is not None and p:
-            ratios.append((got.value / p, got.spread, other))
+    ratios = _RATIOS.get(shared) if shared is not None else None
+    if ratios is None:
+        ratios = _measured_ratios(table_name, own, peak)
+        if shared is not None:
+            _RATIOS[shared] = ratios
     kin = [r for r in ratios if r[2].vendor == gpu.vendor]
     if kin:
         named = ": " + ", ".join(r[2].id for r in kin) if len(kin) <= 3 else f" of {len(kin)} measured GPUs"
@@ -217,6 +224,20 @@ def _family_median(
     factor, kin_ids = derate
     note = f" (other vendors' ratio x {gpu.vendor} matmul derate {factor:.2f} from {kin_ids})"
     return _Median(ratio * factor, spread, whose, note)
+
+
+def _measured_ratios(
+    table_name: str, own: Callable[[str], Measured | None], peak: Callable[[Gpu], float | None]
+) -> list[tuple[float, float, Gpu]]:
+    """(achieved/peak, spread, GPU) of every GPU with rows in the table that answer the query (`shared`
+    in _family_median names the query: the list is the same for every GPU asking it)."""
+    ratios: list[tuple[float, float, Gpu]] = []
+    for other_id in _measured_gpus(table_name):
+        other = _gpu(other_id)
+        got, p = own(other_id), peak(other)
+        if got is not None and p:
+            ratios.append((got.value / p, got.spread, other))
+    return ratios
 
 
 def vendor_derate(gpu: Gpu) -> tuple[float, str] | None:

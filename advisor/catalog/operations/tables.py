@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from advisor.question.errors import InputError
 
 if TYPE_CHECKING:
     from advisor.catalog.gpus import Gpu
+    from advisor.catalog.loader import Knowledge
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -352,9 +353,17 @@ def _short(source: str) -> str:
 
 # --- the GPU catalogue --------------------------------------------------------------------------------------
 def _gpu(name: str) -> Gpu:
-    from advisor.catalog.loader import load_knowledge
+    # load_knowledge() asked every time (it is the process's one Knowledge): nothing here to go stale. Its
+    # import is looked up once: an import statement in a function asked thousands of times per search cost
+    # four times the lookup itself.
+    return _loader()().gpu(name)
 
-    return load_knowledge().gpu(name)
+
+@functools.cache
+def _loader() -> Callable[[], Knowledge]:
+    from advisor.catalog.loader import load_knowledge  # on use: the loader imports the catalogue's modules
+
+    return load_knowledge
 
 
 def _catalogue() -> tuple[Gpu, ...]:
