@@ -187,6 +187,15 @@ def _mlp_bytes_per_token(arch: Arch, fused_swiglu: bool = False) -> float:
     return 3.0 * arch.hidden + (gated if arch.gated else 4.0) * _ffn_width(arch)
 
 
+def _te_fp8_saved_savings(arch: Arch) -> float:
+    """Bytes per token per layer that Transformer Engine's FP8 linears save below the 16-bit count: each keeps
+    its input for the weight-gradient GEMM as the FP8 cast it multiplied (1 byte, not 2) when the weight
+    trains (NVIDIA/TransformerEngine@0004dbd0231c: transformer_engine/pytorch/module/linear.py,
+    _Linear.forward saves `inputmat` after cast_to_fp8; LayerNormLinear its FP8 ln_out alike): the QKV input
+    (h), the output projection's (q), the first FFN GEMM's (h) and the second's (the FFN width)."""
+    return 2.0 * arch.hidden + arch.heads * arch.head_dim + _ffn_width(arch)
+
+
 def _fused_attention_bytes_per_token(arch: Arch) -> float:
     """Attention-side activations per token per layer of a fused block, 16-bit (Korthikanti's 15h = 11h + 4h,
     term by term with the real widths): the two norms' inputs (4h), the QKV input (2h), Q and K (2q + 2kv),
@@ -328,6 +337,7 @@ class TrainingMemoryModel:
         self.dense = job.params - self.expert
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
+        self.te_fp8 = precision == "fp8" and job.stack == "megatron"  # Transformer Engine's FP8 GEMMs
         # Hugging Face model code under autocast keeps an fp32 residual stream; 'pure' trains 16-bit weights.
         self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
@@ -389,6 +399,8 @@ class TrainingMemoryModel:
             # Megatron-Core's block, term by term (Korthikanti's 15h + 19h at the block's real widths):
             # grouped-query K and V, and the fused SwiGLU's saved input only.
             per_token = _fused_attention_bytes_per_token(arch) + _mlp_bytes_per_token(arch, fused_swiglu=True)
+            if self.te_fp8:
+                per_token -= _te_fp8_saved_savings(arch)
         else:
             # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real
             # FFN width (torchtitan's and Unsloth's published peaks fit it better than the term-by-term

@@ -51,6 +51,14 @@ BACKWARD_BYTES = 2.0
 # written and read again.
 LOSS_PASSES = 4
 FP32 = 4.0
+# Hugging Face's causal-LM loss, for the stacks whose `loss` figure is sourced to hf-loss (HF Trainer,
+# DeepSpeed over HF modules, TRL, axolotl, LLaMA-Factory): LlamaForCausalLM.forward (huggingface/
+# transformers@002272831fba: src/transformers/models/llama/modeling_llama.py) runs logits.float() (read 2,
+# write 4 bytes per logit) and makes the shifted slice contiguous (read 4, write 4) before CrossEntropyLoss;
+# backward, the slice's gradient (zeros written 4, the slice copied 4 + 4) and the upcast's (read 4, write 2):
+# 32 bytes per logit on top of the softmax cross-entropy's own LOSS_PASSES. (Transformers' later
+# loss_utils.ForCausalLMLoss keeps the upcast but shifts the labels instead of the logits: 12 of the 32.)
+HF_LOSS_EXTRA_BYTES = 6.0 + 8.0 + 12.0 + 6.0
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -247,6 +255,7 @@ class ComposedStep:
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
+        self.hf_loss = _hf_loss(job, a)
         # The attention kernel a run states (a measured run's software) before the stack's usual one.
         kernel = attention or (MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION)
         self.prices = OpPrices(gpu, key, getattr(job, "profile", None), kernel)
@@ -456,6 +465,8 @@ class ComposedStep:
             last.add(HEAD, p.gemm(dt, arch.hidden, vocab, tokens), 1.0)
         logits = tokens * vocab * FP32
         last.add(HEAD, p.memory(logits, logits), LOSS_PASSES)
+        if self.hf_loss:
+            last.add(HEAD, p.memory(tokens * vocab * HF_LOSS_EXTRA_BYTES, logits))
         return first, last
 
     # --- stages and the step -------------------------------------------------------------------------------
@@ -620,6 +631,14 @@ class ComposedStep:
             one.basis,
             f"{msg / 2**20:,.0f} MiB per send, {'across' if nodes > 1 else 'within'} servers",
         )
+
+
+def _hf_loss(job: Job, a: Assumptions) -> bool:
+    """Whether the job's stack computes its loss as Hugging Face's causal-LM head does (the fp32 upcast and a
+    contiguous shifted copy before an unchunked cross-entropy): its `loss` figure is sourced to hf-loss."""
+    stack = a.stack.get(job.stack) if job.stack else None
+    figure = a.loss.get(stack.loss) if stack is not None else None
+    return figure is not None and figure.source == "hf-loss"
 
 
 def chunk_sizes(layers: int, chunks: int) -> list[int]:

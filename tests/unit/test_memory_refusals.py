@@ -39,3 +39,27 @@ def test_what_still_refuses_is_what_the_tool_cannot_model(dataset: Dataset) -> N
     # offload settings are not in their tables).
     assert "stas00/ml-engineering" in refused
     assert len([s for s in dataset.samples if s.family == "llm" and not s.fits]) <= 32
+
+
+def test_transformer_engine_fp8_linears_keep_their_inputs_in_one_byte(knowledge: Knowledge) -> None:
+    from advisor.job.inputs import RunConfig, Workload
+    from advisor.job.resolve import resolve_job
+    from advisor.physics.memory import TrainingMemoryModel
+
+    def per_layer(precision: str, stack: str) -> float:
+        w = Workload(
+            model="gpt3-175b",
+            kind="pretrain",
+            precision=precision,
+            seq_len=2048,
+            batch_size=1,
+            config=RunConfig(global_batch=2048, stack=stack),
+        )
+        job = resolve_job(knowledge, w, need_data=False)
+        model = TrainingMemoryModel(job, knowledge.gpu("h100-sxm"), precision, knowledge.assumptions)
+        return model._full_layer(2048)[0]
+
+    h = 12288
+    # GPT-3's QKV, output projection, FC1 and FC2 inputs (h + h + h + 4h per token) kept at 1 byte, not 2.
+    assert per_layer("bf16", "megatron") - per_layer("fp8", "megatron") == pytest.approx(7 * h * 2048)
+    assert per_layer("bf16", "fsdp") == per_layer("fp8", "fsdp")  # no Transformer Engine: 16-bit inputs

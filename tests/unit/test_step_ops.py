@@ -291,3 +291,42 @@ def test_megatron_hides_the_parameter_gather_that_other_stacks_wait_for(knowledg
     hidden = dp_seconds()
     monkeypatch.setattr(data_parallel, "OVERLAP_PARAM_GATHER_MEGATRON", False)
     assert hidden < 0.8 * dp_seconds()
+
+
+def _stack_job(knowledge, stack: str, model: str):
+    w = Workload(
+        model=model,
+        kind="finetune",
+        precision="bf16",
+        seq_len=2048,
+        batch_size=1,
+        config=RunConfig(global_batch=8, stack=stack),
+    )
+    return resolve_job(knowledge, w, need_data=False)
+
+
+def _ends(knowledge, job):
+    from advisor.physics.step_ops import ComposedStep, _Shape
+
+    gpu = knowledge.gpu("a100-80gb-sxm")
+    fabric = knowledge.assumptions.fabric[gpu.fabric]
+    # The same traits for every stack: only the loss path differs.
+    composed = ComposedStep(job, gpu, fabric, knowledge.assumptions, (1.0, 0.0, 0.0, 0.0))
+    return composed, composed.ends(_Shape("bf16", 1, 1, 1, "none", 1, 8))[1]
+
+
+def test_hugging_faces_loss_upcasts_and_copies_the_logits_and_a_chunked_one_does_not(knowledge) -> None:
+    from advisor.physics.step_ops import HF_LOSS_EXTRA_BYTES, _hf_loss
+
+    assert _hf_loss(_stack_job(knowledge, "deepspeed", "llama-2-7b"), knowledge.assumptions)
+    assert _hf_loss(_stack_job(knowledge, "hf", "llama-2-7b"), knowledge.assumptions)
+    assert not _hf_loss(_stack_job(knowledge, "megatron", "llama-2-7b"), knowledge.assumptions)
+    assert not _hf_loss(_stack_job(knowledge, "unsloth", "llama-2-7b"), knowledge.assumptions)
+    composed, hf = _ends(knowledge, _stack_job(knowledge, "deepspeed", "llama-2-7b"))
+    _, mg = _ends(knowledge, _stack_job(knowledge, "megatron", "llama-2-7b"))
+    # 2,048 tokens x the 32,000-token vocabulary: 32 more bytes per logit (the fp32 upcast, the contiguous
+    # shifted copy and their gradients) at the bandwidth of a logits-sized stream.
+    logits = 2048 * 32000
+    extra = composed.prices.memory(logits * HF_LOSS_EXTRA_BYTES, logits * 4.0).seconds
+    assert hf.seconds[HEAD] - mg.seconds[HEAD] == pytest.approx(extra, rel=1e-9)
+    assert HF_LOSS_EXTRA_BYTES == 32.0
