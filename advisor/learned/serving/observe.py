@@ -125,22 +125,29 @@ def observe(c: Case, eff: Efficiency, baseline: bool = False) -> list[Obs]:
     tpot_alone = None
     if c.kind in ("concurrency", "batch", "static"):
         tput, at = _closed(c, eff, lim, baseline)
-    elif burst(c):  # throughput at the capacity, as before; the first tokens queue behind the burst
-        tput, at = (sat.output_tok_s if sat else 0.0), _closed(c, eff, lim, baseline)[1]
-        tpot_alone = sat.iteration_s if sat else float("inf")
     elif c.kind == "online" and c.request_rate is not None:
         tput, at = _open(c, eff, lim, sat)
         if baseline or at(0.5) is None:  # a saturated run: its iterations are the capacity's
             tpot_alone = sat.iteration_s if sat else float("inf")
-    else:
-        tput, at = (sat.output_tok_s if sat else 0.0), (lambda q: None)
+    else:  # throughput at the capacity; a burst's first tokens queue behind it
+        tput, at = (sat.output_tok_s if sat else 0.0), _offline_latency(c, eff, lim, baseline)
         tpot_alone = sat.iteration_s if sat else float("inf")
     if baseline:
         at = _baseline_latency(c, eff, lim)
         tpot_alone = None
     out = [Obs("throughput", "mean", tput, c.output_tok_s)] if c.output_tok_s else []
-    no_ttft = (c.kind == "offline" and not burst(c)) or saturated_run(c)
+    no_ttft = _no_ttft(c)
     return out + [o for o in _latency_obs(c, at, tpot_alone) if not (o.quantity == "ttft" and no_ttft)]
+
+
+def _offline_latency(c: Case, eff: Efficiency, lim: EngineLimits, baseline: bool) -> Callable:
+    """An offline row's latencies: a burst's simulated, else none (the capacity has no first token)."""
+    return _closed(c, eff, lim, baseline)[1] if burst(c) else (lambda q: None)
+
+
+def _no_ttft(c: Case) -> bool:
+    """Rows whose TTFT is not scored: offline runs other than bursts, and saturated runs at a rate."""
+    return (c.kind == "offline" and not burst(c)) or saturated_run(c)
 
 
 def burst(c: Case) -> bool:
