@@ -68,5 +68,6 @@ def test_only_lmdeploy_0_1_runs_the_wave() -> None:
     assert not lmd.limits("a100-80gb-sxm", 80).wave
     assert not lmd.limits("a100-80gb-sxm", 80, "0.2.0 (TurboMind)").wave
     assert not lmd.legacy("0.1.0 (TurboMind)")
+    assert "477f2db" in lmd.source_for("0.1.0 (TurboMind)") and lmd.source_for(None) == lmd.source
     assert engine("vllm").legacy("0.7.3")
     assert not any(t.get("wave") for e in ("vllm", "sglang", "trtllm", "tgi") for t in engine(e).tiers)

@@ -51,7 +51,13 @@ class Engine:
     def source_for(self, version: str | None) -> str:
         """The source of the defaults an answer for `version` uses: the older release's where that release
         predates the current defaults and its source is stated, else the current one."""
-        return self.release_source if self.release_source and self.legacy(version) else self.source
+        return self.release_source if self.release_source and self.older(version) else self.source
+
+    def older(self, version: str | None) -> bool:
+        """Whether a measured row's release is one of the older tiers' (any `before_version` tier)."""
+        got = release(version) if version else None
+        cutoffs = [release(str(t["before_version"])) for t in self.tiers if "before_version" in t]
+        return got is not None and any(c is not None and got < c for c in cutoffs)
 
     def legacy(self, version: str | None) -> bool:
         """Whether a measured row's release predates this engine's current defaults (an older tier's, unless
