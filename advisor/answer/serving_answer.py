@@ -191,7 +191,7 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
             "prompt chunks ride in the decodes' iterations"
             if lim.chunked
             else "prefill first, in iterations of its own while the decodes wait"
-        )
+        ) + (", first tokens when the last prompt that arrived with them is prefilled" if lim.wave else "")
         notes.append(
             f"{info.name}{release}'s defaults on this GPU: {seqs}, {lim.token_budget} tokens per iteration, "
             f"{mixing}, {lim.memory_fraction:.0%} of "

@@ -56,6 +56,12 @@ class EngineLimits:
     --enable-mixed-chunk: Scheduler.run_step runs a new prefill batch whenever one can be formed). In a
     closed loop of equal requests this keeps the clients in waves: a wave is prefilled before any of it
     decodes, so it finishes, and returns, together, and its TTFT grows with the wave's size."""
+    wave: bool = False
+    """True: the prompts prefilled back to back (until none waits for prefill) reach their first tokens
+    together, when the last of them is prefilled, and only then decode (the whole context phase of the
+    requests that arrived together before any first token: LMDeploy TurboMind 0.1.0's published closed
+    loops, knowledge/serving_engines.toml [lmdeploy]); False: each prompt's first token at the end of its
+    own prefill iteration."""
 
 
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
@@ -532,6 +538,7 @@ class _Loop:
         self.had = [0] * n  # paged: output tokens a preempted request had made (recomputed on return)
         self.began = [0] * n  # paged: the decode iteration its current decoding began at
         self.order: dict[int, int] = {}  # paged: decoding request -> admission order (newest preempted)
+        self.held: list[int] = []  # wave: prefilled requests whose first token waits for the wave's last
 
     def _reserve(self, r: int) -> float:
         isl, osl = self.s.lengths[r]
@@ -540,9 +547,9 @@ class _Loop:
         return seq_tokens(self.lim, isl, osl)
 
     def _admit(self) -> None:
-        while self.waiting and self.decoding + len(self.prefill) < self.cap:
+        while self.waiting and self.decoding + len(self.prefill) + len(self.held) < self.cap:
             r = self.waiting[0]
-            if self.kv_used + self._reserve(r) > self.kv and (self.decoding or self.prefill):
+            if self.kv_used + self._reserve(r) > self.kv and (self.decoding or self.prefill or self.held):
                 return
             self.waiting.popleft()
             self.kv_used += self._reserve(r)
@@ -559,9 +566,16 @@ class _Loop:
             self.s.last_issue = self.it
 
     def _prefilled(self, r: int) -> None:
+        if self.lim.wave and self.s.first[r] < 0 and self.s.lengths[r][1] > 1:
+            self.held.append(r)  # its first token, and its decode, wait for the wave's last prompt
+            return
+        self._decode(r)
+
+    def _decode(self, r: int) -> None:
+        """Its first token out (unless it came before a preemption) and it joins the decodes."""
+        isl, osl = self.s.lengths[r]
         if self.s.first[r] < 0:  # a recomputed request's first token came before it was preempted
             self.s.first[r] = self.it
-        isl, osl = self.s.lengths[r]
         if osl <= 1:
             self._finish(r)
             return
@@ -643,7 +657,7 @@ class _Loop:
 
     def _record(self, count: int, plan: list[tuple[list[int], int]], decodes: bool = True) -> None:
         b, ctx, p, ctx_p = self.makeup(plan, count, decodes)
-        waiting = float(len(self.waiting) + len(self.prefill))
+        waiting = float(len(self.waiting) + len(self.prefill) + len(self.held))
         queued = float(len(self.waiting))
         # a stalled iteration still counts toward its decoding requests' TPOT (they wait through it)
         self.s.runs.append(_Run(self.it, count, b, ctx, p, ctx_p, waiting, self.inv, queued))
@@ -663,6 +677,10 @@ class _Loop:
         for item in [x for x in self.prefill if x[1] <= 0]:
             self.prefill.remove(item)
             self._prefilled(item[0])
+        if self.held and not self.prefill:  # wave: the last prompt is in, every first token goes out
+            held, self.held = self.held, []
+            for r in held:
+                self._decode(r)
 
 
 def closed_schedule(

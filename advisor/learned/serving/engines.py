@@ -51,12 +51,21 @@ class Engine:
     def source_for(self, version: str | None) -> str:
         """The source of the defaults an answer for `version` uses: the older release's where that release
         predates the current defaults and its source is stated, else the current one."""
-        return self.release_source if self.release_source and self.legacy(version) else self.source
+        return self.release_source if self.release_source and self.older(version) else self.source
 
-    def legacy(self, version: str | None) -> bool:
-        """Whether a measured row's release predates this engine's current defaults (an older tier's)."""
+    def older(self, version: str | None) -> bool:
+        """Whether a measured row's release is one of the older tiers' (any `before_version` tier)."""
         got = release(version) if version else None
         cutoffs = [release(str(t["before_version"])) for t in self.tiers if "before_version" in t]
+        return got is not None and any(c is not None and got < c for c in cutoffs)
+
+    def legacy(self, version: str | None) -> bool:
+        """Whether a measured row's release predates this engine's current defaults (an older tier's, unless
+        the tier says `legacy = false`: its scheduler is simulated, its rows learn the current
+        efficiencies)."""
+        got = release(version) if version else None
+        older = [t for t in self.tiers if "before_version" in t and t.get("legacy", True)]
+        cutoffs = [release(str(t["before_version"])) for t in older]
         return got is not None and any(c is not None and got < c for c in cutoffs)
 
     def limits(
@@ -84,6 +93,7 @@ class Engine:
                     memory_fraction=self.memory_fraction,
                     fraction_of=self.fraction_of,
                     chunked=bool(tier.get("chunked", True)),
+                    wave=bool(tier.get("wave", False)),
                 )
         raise ValueError(f"{ENGINES_FILE}: no tier of {self.id} applies to {gpu_id}")
 

@@ -1,8 +1,9 @@
 """What the serving model predicts for a measured row, figure by figure, beside what was measured.
 
 Every figure comes from the one step model and the load the row states: offline rows from the capacity at
-the engine's caps, rows at a request rate from the open-loop analysis, rows at a concurrency or one batch
-from the closed-loop simulation, first-token rows from the prompt alone. The baseline prices the same rows
+the engine's caps (their first tokens, where measured, from the burst of every request sent at once), rows
+at a request rate from the open-loop analysis, rows at a concurrency or one batch from the closed-loop
+simulation, first-token rows from the prompt alone. The baseline prices the same rows
 with a bandwidth/compute roofline at one constant efficiency: no engine caps, no scheduler cost, no
 all-reduce, no queueing.
 """
@@ -89,6 +90,8 @@ def _closed(c: Case, eff: Efficiency, lim: EngineLimits, baseline: bool) -> tupl
     if c.kind == "concurrency":
         conc = c.concurrency or 1
         n = min(MAX_REQUESTS, max(4 * conc, 64))
+    elif burst(c):
+        conc = n = c.requests or 1
     else:
         conc = n = c.batch or 1
     key = f"sched/{baseline}"
@@ -126,15 +129,33 @@ def observe(c: Case, eff: Efficiency, baseline: bool = False) -> list[Obs]:
         tput, at = _open(c, eff, lim, sat)
         if baseline or at(0.5) is None:  # a saturated run: its iterations are the capacity's
             tpot_alone = sat.iteration_s if sat else float("inf")
-    else:
-        tput, at = (sat.output_tok_s if sat else 0.0), (lambda q: None)
+    else:  # throughput at the capacity; a burst's first tokens queue behind it
+        tput, at = (sat.output_tok_s if sat else 0.0), _offline_latency(c, eff, lim, baseline)
         tpot_alone = sat.iteration_s if sat else float("inf")
     if baseline:
         at = _baseline_latency(c, eff, lim)
         tpot_alone = None
     out = [Obs("throughput", "mean", tput, c.output_tok_s)] if c.output_tok_s else []
-    no_ttft = c.kind == "offline" or saturated_run(c)
+    no_ttft = _no_ttft(c)
     return out + [o for o in _latency_obs(c, at, tpot_alone) if not (o.quantity == "ttft" and no_ttft)]
+
+
+def _offline_latency(c: Case, eff: Efficiency, lim: EngineLimits, baseline: bool) -> Callable:
+    """An offline row's latencies: a burst's simulated, else none (the capacity has no first token)."""
+    return _closed(c, eff, lim, baseline)[1] if burst(c) else (lambda q: None)
+
+
+def _no_ttft(c: Case) -> bool:
+    """Rows whose TTFT is not scored: offline runs other than bursts, and saturated runs at a rate."""
+    return (c.kind == "offline" and not burst(c)) or saturated_run(c)
+
+
+def burst(c: Case) -> bool:
+    """An offline run that states its requests and a first-token latency: every request sent at once (`vllm
+    bench serve` and `sglang.bench_serving` at the default request rate inf, or an offline engine given them
+    all), so each waits for a running slot and KV, and for the prompts ahead of it; simulated as that many
+    clients sending one request each (their TTFT as the run counted it: every request once)."""
+    return c.kind == "offline" and bool(c.requests) and bool(c.ttft)
 
 
 def saturated_run(c: Case) -> bool:
