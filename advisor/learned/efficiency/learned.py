@@ -168,9 +168,10 @@ def llm_how(linear: LinearLogModel) -> str:
     """What the shipped LLM estimator is, in words."""
     if linear.meta.get("free") is not None:
         which = "the median" if linear.meta.get("median") else "one fitted"
+        stacks = ", each stack's own partially pooled by its sources," if linear.stack_offsets else ""
         return (
-            f"the plan's speed of light x {which} efficiency of the measured runs, chosen over a ridge on "
-            "physical inputs by held-out sources"
+            f"the plan's speed of light x {which} efficiency of the measured runs{stacks} chosen over a "
+            "ridge on physical inputs by held-out sources"
         )
     return (
         "Huber ridge on physical inputs, P50 at what papers, reports and independent teams sustain, vendor "
