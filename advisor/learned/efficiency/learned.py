@@ -111,7 +111,7 @@ class LearnedEfficiency:
             beyond = self.model.linear.outside(inputs)
             log50 = self.model.linear.predict_log(inputs) + self.model.linear.stack_offset(q.job.stack)
             offsets = self.model.linear.interval_of(x)
-            if any(a.field == "stack" for a in q.job.assumed):
+            if q.job.config.stack is None:  # assumed, not stated
                 below, above = self.model.linear.other_stacks(q.job.stack)
                 offsets = (offsets[0] + below, offsets[1] + above)
             point = (x[_PARAMS], math.log(max(q.job.seq_len, 1)), x[_TOKENS], x[_COUNT])
@@ -137,7 +137,7 @@ class LearnedEfficiency:
 
     def _typed(self, q: Query) -> str:
         """Why a plan whose stack was assumed has a wider interval, or ''."""
-        if self.model.linear is None or not any(a.field == "stack" for a in q.job.assumed):
+        if self.model.linear is None or q.job.config.stack is not None:
             return ""
         below, above = self.model.linear.other_stacks(q.job.stack)
         if below == 0.0 and above == 0.0:
