@@ -156,9 +156,11 @@ def goals(scores: Sequence[Scores]) -> list[str]:
 
 NOTES = [
     "LLM rows of LLM stacks: the shipped estimator, chosen by leave-one-source-out inside each fold's "
-    "training rows (nested, never on the held-out rows; the simplest within one standard error of the best) "
-    "among the physical estimators (the speed of light of the stated layout x one constant: the median, or a "
-    "source-balanced Huber fit, per family of source or not) and the Huber ridge on physical inputs at each "
+    "training rows (nested, never on the held-out rows; the simplest within one standard error of the "
+    "per-source difference to the best) among the physical estimators (the speed of light of the stated "
+    "layout x one constant: the median, the median with each stack's residual partially pooled by its "
+    "sources, or a source-balanced Huber fit, per family of source or not) and the Huber ridge on physical "
+    "inputs at each "
     "penalty up to the intercept-only limit; bounded as it ships (the highest efficiency measured on the GPU "
     "generation and precision, the constant-MFU prior outside the measured range, both from the training "
     "rows); other rows: gradient-boosted trees",

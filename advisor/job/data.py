@@ -185,7 +185,10 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
         assumed.append(
             Assumed(
                 text=f"training stack: {stack} ({why})",
-                note="its layouts, kernels, loss path and runtime overhead",
+                note=(
+                    "its layouts, kernels, loss path and runtime overhead; the interval also spans the "
+                    "other measured stacks' residuals"
+                ),
                 field="stack",
             )
         )

@@ -279,7 +279,9 @@ def test_runs_of_another_model_are_left_out_until_refreshed(capsys) -> None:
 
 def test_issue_27_runs_csv_moves_that_layout_and_most_of_the_others(capsys) -> None:
     """One 8-GPU Llama-3-8B run (3,699 tokens/s per GPU, Megatron, PP2 x DP4), given as a runs CSV."""
-    code, out, _ = cli(capsys, "calibrate", str(LOGS / "runs_megatron_pp2.csv"))
+    # --trust: the run (an A100-class table's figure, given here for an H100) is 0.50x the prediction, at the
+    # sanity gate's edge since the Megatron stack's own residual (x1.07); tested is how it moves the others.
+    code, out, _ = cli(capsys, "calibrate", str(LOGS / "runs_megatron_pp2.csv"), "--trust")
     assert code == 0, out
     exact = predicted(capsys, *same_figure(out))["throughput"]["value"] / 8
     assert abs(exact / 3699 - 1) < 0.03

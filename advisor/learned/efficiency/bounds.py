@@ -60,17 +60,22 @@ class Bounds:
     ranges: dict[str, tuple[float, float]]
     prior_residual: dict[str, float] = field(default_factory=dict)
     """The typical runs' median measured / composed step per precision class (composed plans' prior)."""
+    p50_caps: dict[str, Cap] = field(default_factory=dict)
+    """The highest efficiency of the runs the memory model lets fit, which bounds the P50 only (its P10
+    with it): the P90 stays under caps, so a plan near this bound keeps its interval's upper side."""
 
-    def cap(self, where: Where) -> tuple[float, str]:
-        """The efficiency bound of a plan and the sentence that names its run."""
+    def cap(self, where: Where, caps: dict[str, Cap] | None = None) -> tuple[float, str]:
+        """The efficiency bound of a plan and the sentence that names its run (caps: self.caps unless
+        given)."""
+        caps = self.caps if caps is None else caps
         pc = PRECISION_CLASS.get(where.precision, "16-bit")
-        hit = self.caps.get(f"{where.family}|{where.generation}|{pc}")
+        hit = caps.get(f"{where.family}|{where.generation}|{pc}")
         if hit is not None:
             return hit.efficiency, (
                 f"the highest efficiency measured on {where.generation} at {pc}, "
                 f"{hit.efficiency:.0%}: {hit.run}"
             )
-        same = [c for k, c in self.caps.items() if k.startswith(f"{where.family}|") and k.endswith(f"|{pc}")]
+        same = [c for k, c in caps.items() if k.startswith(f"{where.family}|") and k.endswith(f"|{pc}")]
         if not same:
             return 1.0, "the speed of light"
         top = max(same, key=lambda c: c.efficiency)
@@ -123,11 +128,18 @@ class Bounds:
         p10, p50, p90 = math.exp(log50 + lo), math.exp(log50), math.exp(log50 + hi)
         cap, why = self.cap(where)
         factor = soft_min(p90, cap) / p90
-        low = soft_min(p50, cap * math.exp(-MIN_HALF)) / p50
+        cap50, why50 = self.cap(where, self.p50_caps) if self.p50_caps else (cap, why)
+        if cap50 >= cap:
+            cap50, why50 = cap, why
+        low = soft_min(p50, cap50 * math.exp(-MIN_HALF)) / p50
+        if low < BINDS and factor >= BINDS:
+            why = (
+                f"{why}; its P50 by {why50.replace('the highest efficiency', 'the highest of runs that fit')}"
+            )
         notes = []
         if where.point:  # an LLM plan: always say what bounds it
-            notes.append(f"efficiency {'bounded by' if factor < BINDS else 'below'} {why}")
-        elif factor < BINDS:
+            notes.append(f"efficiency {'bounded by' if min(factor, low) < BINDS else 'below'} {why}")
+        elif min(factor, low) < BINDS:
             notes.append(f"efficiency bounded by {why}")
         if far > 0.0:
             prior = (
@@ -142,29 +154,36 @@ class Bounds:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""
         return {
-            "caps": {k: [c.efficiency, c.run] for k, c in sorted(self.caps.items())},
+            "caps": _caps_dict(self.caps),
             "prior_mfu": dict(sorted(self.prior_mfu.items())),
             "ranges": {k: list(v) for k, v in sorted(self.ranges.items())},
             "prior_residual": dict(sorted(self.prior_residual.items())),
+            **({"p50_caps": _caps_dict(self.p50_caps)} if self.p50_caps else {}),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Bounds:
         """Parse and check; ValueError when a figure is not a finite positive number."""
         caps = {k: Cap(float(v[0]), str(v[1])) for k, v in d["caps"].items()}
+        p50_caps = {k: Cap(float(v[0]), str(v[1])) for k, v in d.get("p50_caps", {}).items()}
         prior = {k: float(v) for k, v in d["prior_mfu"].items()}
         ranges = {k: (float(v[0]), float(v[1])) for k, v in d["ranges"].items()}
         residual = {k: float(v) for k, v in d.get("prior_residual", {}).items()}
         if not all(math.isfinite(v) and 0 < v <= CAP_LIMIT for v in residual.values()):
             raise ValueError(f"bounds: a prior residual outside (0, {CAP_LIMIT:g}]")
         # A cap against a composed step is a residual (measured / composed), which may pass 1.
-        if not all(math.isfinite(c.efficiency) and 0 < c.efficiency <= CAP_LIMIT for c in caps.values()):
+        every = (*caps.values(), *p50_caps.values())
+        if not all(math.isfinite(c.efficiency) and 0 < c.efficiency <= CAP_LIMIT for c in every):
             raise ValueError(f"bounds: a cap outside (0, {CAP_LIMIT:g}]")
         if not all(math.isfinite(v) and 0 < v <= 1 for v in prior.values()):
             raise ValueError("bounds: a prior MFU outside (0, 1]")
         if not all(math.isfinite(a) and math.isfinite(b) and a <= b for a, b in ranges.values()):
             raise ValueError("bounds: a range that is not finite and ordered")
-        return cls(caps, prior, ranges, residual)
+        return cls(caps, prior, ranges, residual, p50_caps)
+
+
+def _caps_dict(caps: dict[str, Cap]) -> dict[str, list[Any]]:
+    return {k: [c.efficiency, c.run] for k, c in sorted(caps.items())}
 
 
 def soft_min(x: float, cap: float) -> float:

@@ -45,7 +45,8 @@ TRAIT_WORDS = (
 
 class LearnedEfficiency:
     """Efficiency from the learned model for training regimes it was fitted on (LLM runs: the linear model at
-    the typical family; other runs: the trees), bounded (advisor/learned/efficiency/bounds.py); LoRA and QLoRA
+    the typical family, with its stack's own residual; other runs: the trees), bounded
+    (advisor/learned/efficiency/bounds.py); LoRA and QLoRA on a step not composed from measured operations
     scale the fine-tuning prediction by their priors' ratio; inference is served by advisor/serving."""
 
     def __init__(
@@ -108,7 +109,11 @@ class LearnedEfficiency:
         if llm and self.model.linear is not None:
             inputs = llm_inputs(x, math.log(sol / mfu_sol), TYPICAL)
             beyond = self.model.linear.outside(inputs)
-            log50, offsets = self.model.linear.predict_log(inputs), self.model.linear.interval_of(x)
+            log50 = self.model.linear.predict_log(inputs) + self.model.linear.stack_offset(q.job.stack)
+            offsets = self.model.linear.interval_of(x)
+            if q.job.config.stack is None:  # assumed, not stated
+                below, above = self.model.linear.other_stacks(q.job.stack)
+                offsets = (offsets[0] + below, offsets[1] + above)
             point = (x[_PARAMS], math.log(max(q.job.seq_len, 1)), x[_TOKENS], x[_COUNT])
         else:
             beyond = self.model.outside(x)
@@ -116,22 +121,37 @@ class LearnedEfficiency:
             offsets = self.model.interval.get(family, self.model.interval["all"])
         if beyond:
             self.extrapolated = sorted(set(self.extrapolated) | set(beyond))
-        if regime in ("lora", "qlora"):
-            log50 += self._lora_shift(regime)
         composed = llm and q.step.ops is not None
+        if regime in ("lora", "qlora") and not composed:
+            log50 += self._lora_shift(regime)
         where = Where(
             family, q.gpu.architecture, q.layout.precision, math.log(mfu_sol / sol), point, composed
         )
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
         p10, p50, p90, note = self.bounds.interval(log50, offsets, where, widen)
         if llm and self.model.linear is not None:
-            note = "; ".join(filter(None, (note, unknown_note(x, self.model.linear.widen))))
+            note = "; ".join(filter(None, (note, unknown_note(x, self.model.linear.widen), self._typed(q))))
         if composed:
             p10, p50, p90 = below_speed_of_light(p10, p50, p90, q.step.total_s / q.step.sol_s)
         return Interval(p10, p50, p90, note=note)
 
+    def _typed(self, q: Query) -> str:
+        """Why a plan whose stack was assumed has a wider interval, or ''."""
+        if self.model.linear is None or q.job.config.stack is not None:
+            return ""
+        below, above = self.model.linear.other_stacks(q.job.stack)
+        if below == 0.0 and above == 0.0:
+            return ""
+        return (
+            f"stack {q.job.stack} assumed: the interval also spans the other measured stacks' residuals "
+            f"({math.exp(below):.2f}x-{math.exp(above):.2f}x)"
+        )
+
     def _lora_shift(self, regime: str) -> float:
-        """log(LoRA prior / full fine-tuning prior): the learned figure is for full training."""
+        """log(LoRA prior / full fine-tuning prior): the learned figure is for full training. Only where the
+        step is not composed from measured operations: a composed step already leaves out the frozen weights'
+        gradient GEMMs (physics/step_ops.py `frozen`) and prices QLoRA's dequantisation, and its residual,
+        fitted on full training, is the stack's, so the priors' ratio on top would count them twice."""
         prior, ft = self.fallback.prior(regime), self.fallback.prior("llm-finetune")
         return math.log(prior.p50 / ft.p50)
 
@@ -148,9 +168,10 @@ def llm_how(linear: LinearLogModel) -> str:
     """What the shipped LLM estimator is, in words."""
     if linear.meta.get("free") is not None:
         which = "the median" if linear.meta.get("median") else "one fitted"
+        stacks = ", each stack's own partially pooled by its sources," if linear.stack_offsets else ""
         return (
-            f"the plan's speed of light x {which} efficiency of the measured runs, chosen over a ridge on "
-            "physical inputs by held-out sources"
+            f"the plan's speed of light x {which} efficiency of the measured runs{stacks} chosen over a "
+            "ridge on physical inputs by held-out sources"
         )
     return (
         "Huber ridge on physical inputs, P50 at what papers, reports and independent teams sustain, vendor "

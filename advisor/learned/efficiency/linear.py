@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.learned.efficiency.features import FEATURES
@@ -122,6 +122,20 @@ class LinearLogModel:
     widen: float = 0.0
     """A plan's interval is (1 + widen x unknown()) times the interval: wider for an eager stack and for
     more servers; chosen with the interval by leave-one-source-out (llm_eval.levels_for)."""
+    stack_offsets: dict[str, float] = field(default_factory=dict)
+    """Log residual of a stack (its name in knowledge/training_stacks.toml) over the pooled estimate, shrunk
+    toward 0 by the number of sources that measured it (linear_fit.stack_offsets); a stack without one: 0."""
+
+    def stack_offset(self, stack: str) -> float:
+        """The stack's own log residual over the pooled estimate (0 for a stack no run measured)."""
+        return self.stack_offsets.get(stack, 0.0)
+
+    def other_stacks(self, stack: str) -> tuple[float, float]:
+        """How far below and above this stack's residual the other measured stacks' lie (log, <= 0 and
+        >= 0): what a plan's interval spans besides its own when its stack was assumed, not stated."""
+        own = self.stack_offset(stack)
+        values = (0.0, *self.stack_offsets.values())
+        return min(0.0, min(values) - own), max(0.0, max(values) - own)
 
     def interval_of(self, features: Sequence[float]) -> tuple[float, float]:
         """The log-residual P10 and P90 of one plan (its feature vector), as wide as what the step does not
@@ -156,6 +170,7 @@ class LinearLogModel:
             "hi": list(self.hi),
             "interval": list(self.interval),
             "interval_widen": self.widen,
+            "stack_offsets": dict(sorted(self.stack_offsets.items())),
             "meta": self.meta,
         }
 
@@ -176,6 +191,7 @@ class LinearLogModel:
             (float(d["interval"][0]), float(d["interval"][1])),
             dict(d.get("meta", {})),
             float(d.get("interval_widen", 0.0)),
+            {str(k): float(v) for k, v in dict(d.get("stack_offsets", {})).items()},
         )
         n = len(INPUTS)
         if model.inputs != INPUTS or any(
@@ -191,13 +207,15 @@ class LinearLogModel:
             *model.hi,
             *model.interval,
             model.widen,
+            *model.stack_offsets.values(),
         ]
         if not all(math.isfinite(v) for v in numbers) or any(s <= 0 for s in model.scale) or model.widen < 0:
             raise ValueError(
                 "linear LLM model: a parameter that is not a finite number (or a scale <= 0, a widening < 0)"
             )
         # Terms of a log efficiency: past |50| a stored file would overflow every prediction instead.
-        if any(abs(v) > 50.0 for v in (model.intercept, *model.coef, *model.interval, model.widen)):
+        terms = (model.intercept, *model.coef, *model.interval, model.widen, *model.stack_offsets.values())
+        if any(abs(v) > 50.0 for v in terms):
             raise ValueError(
                 "linear LLM model: an intercept, weight, interval or widening past |50| (not log efficiency)"
             )

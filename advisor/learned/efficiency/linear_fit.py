@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
-from advisor.learned.efficiency.linear import INPUTS, SIGNS, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
 from advisor.learned.efficiency.samples import Sample
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ LAMBDAS = (0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 # these few physically motivated terms free (every other weight held at 0): the family of source (a vendor's
 # tuned table, or a typical run), and how far the core's physics already discounts below peak.
 PHYSICAL: tuple[tuple[str, ...], ...] = ((), ("vendor",), ("vendor", "log_sol_over_mfu"))
+# Partial pooling of a stack's own residual (empirical Bayes on the sources behind it): a stack measured by n
+# sources moves n / (n + k) of the way from the pooled estimate to the median of its sources' medians, so a
+# stack seen in one source barely moves. The k tried, from the most pooling (closest to one constant) down.
+POOLING = (4.0, 2.0, 1.0, 0.5)
 HUBER = 0.2
 IRLS_STEPS = 20
 _SIGN_COLUMNS = {INPUTS.index(name): sign for name, sign in SIGNS.items()}
@@ -65,6 +69,8 @@ class Candidate:
     median: bool = False
     """The physical constant (per family of source, when 'vendor' is free) is the median log efficiency of
     the rows, every run counting once, instead of the source-balanced Huber fit."""
+    pool: float = 0.0
+    """> 0: each stack's own residual over the fit, shrunk by k = pool sources (stack_offsets); 0: none."""
 
     @property
     def name(self) -> str:
@@ -72,21 +78,28 @@ class Candidate:
         if self.free is None:
             return f"ridge, lambda {self.lam:g}"
         how = "median" if self.median else "source-balanced Huber"
-        return f"physical: speed of light x constant ({how})" + "".join(f" + {n}" for n in self.free)
+        stack = f" + the stack's residual, pooled (k = {self.pool:g} sources)" if self.pool else ""
+        return f"physical: speed of light x constant ({how})" + "".join(f" + {n}" for n in self.free) + stack
 
 
 def candidate_of(meta: dict) -> Candidate:
     """The candidate a fitted model's metadata names (an older artifact: the ridge at its penalty)."""
     free = meta.get("free")
     return Candidate(
-        float(meta["lambda"]), tuple(free) if free is not None else None, bool(meta.get("median", False))
+        float(meta["lambda"]),
+        tuple(free) if free is not None else None,
+        bool(meta.get("median", False)),
+        float(meta.get("pool", 0.0)),
     )
 
 
+# The median's pooling path (from the most pooled) follows the median it shrinks to, before any other term.
 CANDIDATES: tuple[Candidate, ...] = (
-    tuple(Candidate(0.0, free, median=True) for free in PHYSICAL[:2])
-    + tuple(Candidate(0.0, free) for free in PHYSICAL)
-    + tuple(Candidate(lam) for lam in LAMBDAS)
+    Candidate(0.0, (), median=True),
+    *(Candidate(0.0, (), median=True, pool=k) for k in POOLING),
+    Candidate(0.0, ("vendor",), median=True),
+    *(Candidate(0.0, free) for free in PHYSICAL),
+    *(Candidate(lam) for lam in LAMBDAS),
 )
 
 
@@ -139,6 +152,19 @@ def _median_beta(X: Array, y: Array, mean: Array, scale: Array, free: tuple[str,
     return beta
 
 
+def stack_offsets(samples: Sequence[Sample], residuals: Sequence[float], k: float) -> dict[str, float]:
+    """Each stack's log residual over a fit (residuals: measured - fitted, in log), partially pooled: the
+    median of its sources' median residuals x n / (n + k), n the sources that measured the stack."""
+    by_stack: dict[str, dict[str, list[float]]] = {}
+    for s, r in zip(samples, residuals, strict=True):
+        by_stack.setdefault(s.row.stack, {}).setdefault(s.row.origin, []).append(r)
+    out = {}
+    for stack, sources in sorted(by_stack.items()):
+        n = len(sources)
+        out[stack] = float(n / (n + k) * statistics.median(statistics.median(v) for v in sources.values()))
+    return out
+
+
 def fit_linear(
     samples: Sequence[Sample],
     lam: float | Candidate,
@@ -163,6 +189,10 @@ def fit_linear(
         # A floor on the penalty: a free input constant in these rows (no MoE run) leaves it solvable.
         penalty = np.diag([0.0] + [max(cand.lam, 1e-6) * len(samples)] * len(INPUTS))
         beta = _huber_beta(A, y, np.array(source_weights(samples)), penalty, held)
+    offsets: dict[str, float] = {}
+    if cand.pool > 0.0:
+        fitted = beta[0] + ((X - mean) / scale) @ beta[1:]
+        offsets = stack_offsets(samples, list(y - fitted), cand.pool)
     return LinearLogModel(
         INPUTS,
         float(beta[0]),
@@ -178,13 +208,22 @@ def fit_linear(
             "estimator": cand.name,
             "median": cand.median,
             **({"free": list(cand.free)} if cand.free is not None else {}),
+            **({"pool": cand.pool} if cand.pool else {}),
         },
         widen,
+        offsets,
     )
 
 
+def predict_sample(model: LinearLogModel, s: Sample, vendor: float | None = None) -> float:
+    """The model's log residual of one measured run: at its own vendor flag unless one is given, with its
+    stack's own residual."""
+    return model.predict_log(sample_inputs(s, vendor)) + model.stack_offset(s.row.stack)
+
+
 def loso_medians(samples: Sequence[Sample], cand: Candidate) -> list[float]:
-    """One candidate's held-out-source median error on these rows, per source."""
+    """One candidate's held-out-source median error on these rows, per source, each run predicted as a user
+    is answered: at the typical family of source (a vendor flag would know the held-out source's family)."""
     by_source: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         by_source.setdefault(s.row.origin, []).append(i)
@@ -195,14 +234,15 @@ def loso_medians(samples: Sequence[Sample], cand: Candidate) -> list[float]:
         if not train:
             continue
         model = fit_linear(train, cand)
-        predicted = [math.exp(model.predict_log(sample_inputs(samples[i]))) * samples[i].sol for i in test]
+        predicted = [math.exp(predict_sample(model, samples[i], TYPICAL)) * samples[i].sol for i in test]
         medians.append(statistics.median(apes([samples[i] for i in test], predicted)))
     return medians
 
 
 def simplest_first() -> list[Candidate]:
-    """The candidates from the fewest fitted weights to the most: the physical ones in order, then the ridge
-    from the strongest penalty down."""
+    """The candidates from the fewest fitted weights to the most: the physical ones in order (the median, its
+    stacks' residuals from the most pooled down, then the family-of-source flag), then the ridge from the
+    strongest penalty down."""
     return [c for c in CANDIDATES if c.free is not None] + sorted(
         (c for c in CANDIDATES if c.free is None), key=lambda c: -c.lam
     )
@@ -211,13 +251,20 @@ def simplest_first() -> list[Candidate]:
 def choose_lambda(samples: Sequence[Sample]) -> tuple[Candidate, dict[Candidate, float]]:
     """The estimator for these LLM runs (all of them training rows: an evaluation calls this inside each
     fold), and every candidate's source-balanced held-out-source error (mean of the per-source medians).
-    The one-standard-error rule: the simplest candidate within one standard error (over sources) of the
-    best, since with few sources the best figure is partly luck and the richer model pays for it on the
-    next unseen source."""
+    The one-standard-error rule: the simplest candidate within one standard error of the best, since with
+    few sources the best figure is partly luck and the richer model pays for it on the next unseen source;
+    the error of the difference, source by source (every candidate is scored on the same held-out sources,
+    so what the sources share, how hard each is, is not counted as luck)."""
     per = {c: loso_medians(samples, c) for c in CANDIDATES}
     figures = {c: sum(m) / len(m) if m else math.inf for c, m in per.items()}
     best = min(CANDIDATES, key=lambda c: figures[c])
-    n = len(per[best])
-    se = statistics.stdev(per[best]) / math.sqrt(n) if n > 1 else 0.0
-    chosen = next(c for c in simplest_first() if figures[c] <= figures[best] + se + 1e-12)
+    chosen = next(
+        c for c in simplest_first() if figures[c] <= figures[best] + paired_se(per[c], per[best]) + 1e-12
+    )
     return chosen, figures
+
+
+def paired_se(a: Sequence[float], b: Sequence[float]) -> float:
+    """The standard error of the mean difference of two candidates' per-source errors (0 with one source)."""
+    diff = [x - y for x, y in zip(a, b, strict=True)]
+    return statistics.stdev(diff) / math.sqrt(len(diff)) if len(diff) > 1 else 0.0

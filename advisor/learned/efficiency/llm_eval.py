@@ -30,7 +30,7 @@ from advisor.learned.efficiency.linear_fit import (
     choose_lambda,
     fit_linear,
     is_vendor,
-    sample_inputs,
+    predict_sample,
 )
 from advisor.learned.efficiency.samples import Sample
 
@@ -96,8 +96,8 @@ def held_out(
             lam_fold = lam
         model = fit_linear(train, lam_fold)
         for i in test:
-            out.own[i] = model.predict_log(sample_inputs(samples[i]))
-            out.typical[i] = model.predict_log(sample_inputs(samples[i], TYPICAL))
+            out.own[i] = predict_sample(model, samples[i])
+            out.typical[i] = predict_sample(model, samples[i], TYPICAL)
         out.bounds[key] = fit_bounds([s for s in samples if group(s) != key])
     return out
 
