@@ -213,22 +213,26 @@ def test_cited_matches_whole_repository_names_only() -> None:
     assert _cited("https://example.org/a/b", text)
 
 
-def test_heldout4_sources_appear_nowhere_else() -> None:
-    """The fourth sealed set is held out from everything: no origin (repository or URL) of a heldout4 row is
-    cited by a file under knowledge/, by external_validation.csv or by the first three sets. The lead reruns
-    this on the merged tree, where it catches a branch that put a heldout4 source into knowledge/."""
+def _assert_sealed(rows: list[dict[str, str]], earlier: list[Path], min_origins: int, label: str) -> None:
+    """No origin (repository or URL) of a sealed set's rows is cited by a file under knowledge/, by
+    external_validation.csv or by the earlier sets; each row names a commit or URL and what it assumed."""
     seen = _text_of(
         [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
-        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING, TRAINING2, SERVING2]
-        + [TRAINING3, SERVING3]
+        + [ROOT / "benchmarks" / "external_validation.csv", *earlier]
     )
-    rows = _rows(TRAINING4) + _rows(SERVING4)
     held = {_origin(r["source"]) for r in rows}
-    assert len(held) >= 10, f"only {len(held)} distinct origins in the fourth set"
+    assert len(held) >= min_origins, f"only {len(held)} distinct origins in {label}"
     assert all("@" in r["source"] or "://" in r["source"] for r in rows), "a source without a commit or URL"
     assert all(r["assumed"] for r in rows), "a row that states no assumption"
     leaked = sorted(s for s in held if _cited(s, seen))
-    assert not leaked, f"heldout4 origins also used elsewhere: {leaked}"
+    assert not leaked, f"{label} origins also used elsewhere: {leaked}"
+
+
+def test_heldout4_sources_appear_nowhere_else() -> None:
+    """The fourth sealed set is held out from everything. The lead reruns this on the merged tree, where it
+    catches a branch that put a heldout4 source into knowledge/."""
+    earlier = [TRAINING, SERVING, TRAINING2, SERVING2, TRAINING3, SERVING3]
+    _assert_sealed(_rows(TRAINING4) + _rows(SERVING4), earlier, 10, "heldout4")
 
 
 def test_heldout4_source_ids_are_new_and_broad() -> None:
@@ -246,21 +250,10 @@ def test_heldout4_source_ids_are_new_and_broad() -> None:
 
 
 def test_heldout5_sources_appear_nowhere_else() -> None:
-    """The fifth sealed set is held out from everything: no origin (repository or URL) of a heldout5 row is
-    cited by a file under knowledge/, by external_validation.csv or by the first four sets. The lead reruns
-    this on the merged tree, where it catches a branch that put a heldout5 source into knowledge/."""
-    seen = _text_of(
-        [p for p in (ROOT / "knowledge").rglob("*") if p.suffix in {".csv", ".toml", ".json", ".md"}]
-        + [ROOT / "benchmarks" / "external_validation.csv", TRAINING, SERVING, TRAINING2, SERVING2]
-        + [TRAINING3, SERVING3, TRAINING4, SERVING4]
-    )
-    rows = _rows(TRAINING5) + _rows(SERVING5)
-    held = {_origin(r["source"]) for r in rows}
-    assert len(held) >= 4, f"only {len(held)} distinct origins in the fifth set"
-    assert all("@" in r["source"] or "://" in r["source"] for r in rows), "a source without a commit or URL"
-    assert all(r["assumed"] for r in rows), "a row that states no assumption"
-    leaked = sorted(s for s in held if _cited(s, seen))
-    assert not leaked, f"heldout5 origins also used elsewhere: {leaked}"
+    """The fifth sealed set is held out from everything, the fourth set included (rerun by the lead on the
+    merged tree)."""
+    earlier = [TRAINING, SERVING, TRAINING2, SERVING2, TRAINING3, SERVING3, TRAINING4, SERVING4]
+    _assert_sealed(_rows(TRAINING5) + _rows(SERVING5), earlier, 4, "heldout5")
 
 
 def test_heldout5_source_ids_are_new_and_spread() -> None:
