@@ -53,20 +53,19 @@ class Engine:
         predates the current defaults and its source is stated, else the current one."""
         return self.release_source if self.release_source and self.older(version) else self.source
 
-    def older(self, version: str | None) -> bool:
-        """Whether a measured row's release is one of the older tiers' (any `before_version` tier)."""
+    def older(self, version: str | None, *, legacy_only: bool = False) -> bool:
+        """Whether a measured row's release is one of the older tiers' (any `before_version` tier; with
+        legacy_only, only the tiers that do not say `legacy = false`)."""
         got = release(version) if version else None
-        cutoffs = [release(str(t["before_version"])) for t in self.tiers if "before_version" in t]
+        kept = [t for t in self.tiers if t.get("legacy", True) or not legacy_only]
+        cutoffs = [release(str(t["before_version"])) for t in kept if "before_version" in t]
         return got is not None and any(c is not None and got < c for c in cutoffs)
 
     def legacy(self, version: str | None) -> bool:
         """Whether a measured row's release predates this engine's current defaults (an older tier's, unless
         the tier says `legacy = false`: its scheduler is simulated, its rows learn the current
         efficiencies)."""
-        got = release(version) if version else None
-        older = [t for t in self.tiers if "before_version" in t and t.get("legacy", True)]
-        cutoffs = [release(str(t["before_version"])) for t in older]
-        return got is not None and any(c is not None and got < c for c in cutoffs)
+        return self.older(version, legacy_only=True)
 
     def limits(
         self,
