@@ -1,4 +1,4 @@
-"""The five held-out run sets parse: every row has a source and family, configs name catalogue ids."""
+"""The six held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ SERVING4 = ROOT / "benchmarks" / "heldout4_serving_runs.csv"
 # The sealed fifth set (docs/heldout.md): scored once, at the end; its sources are unused everywhere else.
 TRAINING5 = ROOT / "benchmarks" / "heldout5_training_runs.csv"
 SERVING5 = ROOT / "benchmarks" / "heldout5_serving_runs.csv"
+# The sealed sixth set (docs/heldout.md): scored once, at the end of stop 38; sources unused elsewhere.
+TRAINING6 = ROOT / "benchmarks" / "heldout6_training_runs.csv"
+SERVING6 = ROOT / "benchmarks" / "heldout6_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -86,8 +89,8 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5"],
+    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"],
 )
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -117,8 +120,8 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
 
 @pytest.mark.parametrize(
     "path",
-    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5"],
+    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"],
 )
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -283,6 +286,37 @@ def test_heldout5_is_not_one_family() -> None:
     loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
     assert len(loaded) >= 10, f"only {len(loaded)} TTFT rows at a stated concurrency or request rate"
     assert len({_origin(r["source"]) for r in loaded}) >= 2, "TTFT under load from fewer than 2 origins"
+
+
+SETS_1_TO_5 = [
+    *(TRAINING, SERVING, TRAINING2, SERVING2, TRAINING3, SERVING3, TRAINING4, SERVING4, TRAINING5, SERVING5),
+]
+
+
+def test_heldout6_sources_appear_nowhere_else() -> None:
+    """The sixth sealed set is held out from everything, sets 1-5 included (rerun by the lead on the merged
+    tree, where it catches a branch that put a heldout6 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING6) + _rows(SERVING6), SETS_1_TO_5, 9, "heldout6")
+
+
+def test_heldout6_source_ids_are_new_and_spread() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_5 for r in _rows(path)}
+    training, serving = _rows(TRAINING6), _rows(SERVING6)
+    sixth = {r["source_id"] for r in training + serving}
+    assert not earlier & sixth, f"source ids shared with an earlier set: {sorted(earlier & sixth)}"
+    assert len({r["source_id"] for r in training}) >= 5, "fewer than five training sources in heldout6"
+    assert len({r["source_id"] for r in serving}) >= 3, "fewer than three serving sources in heldout6"
+    assert len({r["gpu"] for r in training + serving}) >= 7, "fewer than seven GPU types in heldout6"
+
+
+def test_heldout6_is_not_mlperf_and_has_loaded_ttft() -> None:
+    """The sixth set is non-MLPerf first, with serving TTFT under a stated load and TPOT at one request."""
+    training, serving = _rows(TRAINING6), _rows(SERVING6)
+    assert training and all(r["family"] != "mlperf" for r in training), "an MLPerf row in the sixth set"
+    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
+    assert loaded, "no TTFT row at a stated concurrency or request rate"
+    batch_one = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
+    assert batch_one, "no TPOT at one request"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
