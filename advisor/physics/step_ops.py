@@ -383,12 +383,15 @@ class ComposedStep:
         if s.tp <= 1:
             return
         p = self.prices
+        # A TP group wider than a server (stated only: the search keeps TP inside the NVLink domain) runs its
+        # collectives over the servers' network.
+        nodes = max(1, math.ceil(s.tp / s.node_size))
         if self.megatron:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
-            one = p.collective("all_gather", s.tp, 1, nbytes)
-            other = p.collective("reduce_scatter", s.tp, 1, nbytes)
+            one = p.collective("all_gather", s.tp, nodes, nbytes)
+            other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
         else:
-            per_pass = p.collective("all_reduce", s.tp, 1, nbytes)
+            per_pass = p.collective("all_reduce", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)
         passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
         acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))

@@ -1,0 +1,75 @@
+"""Stated layouts that ran in public are answered, not refused: a TP group wider than a server priced over the
+servers' network with a warning, and DeepSpeed's sequence parallelism (Ulysses) priced as its all-to-alls."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.cli.main import main
+from advisor.job.inputs import RunConfig, Workload
+from advisor.job.layout import Layout
+from advisor.job.resolve import resolve_job
+from advisor.physics.memory import TrainingMemoryModel
+from advisor.physics.speed import network_for, stack_traits, training_step
+from advisor.physics.step_ops import TP
+
+# The shape of a 30B GPT run with TP 32 over 4 DGX A100-40GB servers (the folder's TP-32 script of
+# Megatron-DeepSpeed's long-sequence example: 64 layers, hidden 6144, 64 heads, 4h MLP, GPT-2 vocabulary).
+GPT_30B = ["--layers", "64", "--hidden", "6144", "--heads", "64", "--kv-heads", "64", "--ffn", "24576"]
+GPT_30B += ["--vocab", "50257", "--workload", "pretrain", "--gpu", "a100-40gb-sxm", "--count", "32"]
+GPT_30B += ["--precision", "fp16", "--recompute", "full", "--micro-batch", "1", "--global-batch", "2"]
+
+
+def _predict(capsys, *flags: str) -> tuple[int, dict]:
+    code = main(["predict", *flags, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_stated_tp_across_servers_is_priced_with_a_warning_not_refused(capsys) -> None:
+    code, out = _predict(capsys, *GPT_30B, "--seq-len", "8192", "--tp", "32")
+    assert code == 0 and out["throughput"] is not None, out.get("refusal")
+    assert out["layout"]["tp"] == 32
+    texts = json.dumps(out)
+    assert "crosses a100-40gb-sxm's NVLink domain" in texts
+    parts = {p["op"]: p for p in out["step_breakdown"]["parts"]}
+    assert "servers" in parts[TP]["basis"]  # the inter-server rows or NCCL's model on the fabric
+
+
+def test_the_search_still_keeps_tp_inside_a_server(capsys) -> None:
+    code, out = _predict(capsys, *GPT_30B, "--seq-len", "8192")
+    assert code == 0
+    assert out["layout"]["tp"] <= 8
+
+
+def _70b_step(knowledge, tp: int, nodes: int):
+    w = Workload(
+        model="llama-2-70b", kind="pretrain", precision="fp16", seq_len=8192, batch_size=1,
+        config=RunConfig(global_batch=2, stack="megatron"),
+    )  # fmt: skip
+    job = resolve_job(knowledge, w, need_data=False)
+    gpu = knowledge.gpu("a100-40gb-sxm")
+    layout = Layout(
+        count=tp, nodes=nodes, node_size=8, precision="fp16", tp=tp, pp=1, dp=1, sharding="none",
+        recompute="full", micro_batch=1, grad_accum=2,
+    )  # fmt: skip
+    per = TrainingMemoryModel(job, gpu, "fp16", knowledge.assumptions).per_sequence("full", tp, 1, 1)
+    fabric = knowledge.assumptions.fabric[gpu.fabric]
+    step = training_step(job, gpu, layout, fabric, knowledge.assumptions, per, stack_traits("megatron"))
+    assert step is not None and step.ops is not None
+    return step, layout, fabric, gpu
+
+
+def test_tp_across_servers_pays_the_network_not_nvlink(knowledge) -> None:
+    step16, layout, fabric, gpu = _70b_step(knowledge, 16, 2)
+    step8, *_ = _70b_step(knowledge, 8, 1)
+    assert step16.ops is not None and step8.ops is not None
+    # Half the bytes per rank of TP 8's GEMMs, but the collectives leave the server: slower per layer.
+    assert step16.ops.seconds(TP) > step8.ops.seconds(TP)
+    # The speed of light's TP ring runs through the servers' network cards (their whole share), never at
+    # PCIe's rate nor above NVLink's.
+    net = network_for(gpu, layout, fabric, knowledge.assumptions, 16)
+    inner = network_for(gpu, layout, fabric, knowledge.assumptions, 8)
+    assert net.intra_gbs == pytest.approx(min(inner.intra_gbs, fabric.gbs_per_gpu(8) * 8))
+    assert net.lat_intra == fabric.latency_s
