@@ -13,7 +13,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import resolve_job
 from advisor.physics.memory import TrainingMemoryModel
 from advisor.physics.speed import network_for, stack_traits, training_step
-from advisor.physics.step_ops import TP
+from advisor.physics.step_ops import ATTN, CPR, TP
 
 # The shape of a 30B GPT run with TP 32 over 4 DGX A100-40GB servers (the folder's TP-32 script of
 # Megatron-DeepSpeed's long-sequence example: 64 layers, hidden 6144, 64 heads, 4h MLP, GPT-2 vocabulary).
@@ -73,3 +73,37 @@ def test_tp_across_servers_pays_the_network_not_nvlink(knowledge) -> None:
     inner = network_for(gpu, layout, fabric, knowledge.assumptions, 8)
     assert net.intra_gbs == pytest.approx(min(inner.intra_gbs, fabric.gbs_per_gpu(8) * 8))
     assert net.lat_intra == fabric.latency_s
+
+
+EC = ["--model", "llama-2-7b", "--workload", "finetune", "--gpu", "a100-80gb-sxm", "--count", "8"]
+EC += ["--precision", "bf16", "--seq-len", "131072", "--zero", "3", "--recompute", "full"]
+EC += ["--micro-batch", "1"]
+EC += ["--optimizer", "adamw", "--offload", "params", "--stack", "deepspeed"]
+
+
+def test_deepspeed_sequence_parallelism_is_answered_and_priced_as_ulysses(capsys) -> None:
+    code, out = _predict(capsys, *EC, "--cp", "8", "--dp", "1")
+    assert code == 0 and out["throughput"] is not None, out.get("refusal")
+    assert out["layout"]["cp"] == 8
+    parts = {p["op"]: p for p in out["step_breakdown"]["parts"]}
+    assert CPR in parts and "Ulysses" in json.dumps(parts[CPR])
+
+
+def test_ulysses_attention_is_the_whole_sequence_over_fewer_heads(knowledge) -> None:
+    w = Workload(
+        model="llama-2-7b", kind="finetune", precision="bf16", seq_len=65536, batch_size=1,
+        config=RunConfig(stack="deepspeed"),
+    )  # fmt: skip
+    job = resolve_job(knowledge, w, need_data=False)
+    gpu = knowledge.gpu("a100-80gb-sxm")
+    layout = Layout(
+        count=8, nodes=1, node_size=8, precision="bf16", tp=1, pp=1, dp=1, cp=8, sharding="zero3",
+        recompute="full", micro_batch=1, grad_accum=1,
+    )  # fmt: skip
+    per = TrainingMemoryModel(job, gpu, "bf16", knowledge.assumptions).per_sequence("full", 1, 8, 1)
+    fabric = knowledge.assumptions.fabric[gpu.fabric]
+    step = training_step(job, gpu, layout, fabric, knowledge.assumptions, per, stack_traits("deepspeed"))
+    assert step is not None and step.ops is not None
+    # 4 all-to-alls of a 16-bit (8192 x 4096) tensor per layer per pass over NVLink: milliseconds, well below
+    # the attention of a 64k sequence.
+    assert 0 < step.ops.seconds(CPR) < step.ops.seconds(ATTN)
