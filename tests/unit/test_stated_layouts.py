@@ -107,3 +107,42 @@ def test_ulysses_attention_is_the_whole_sequence_over_fewer_heads(knowledge) -> 
     # 4 all-to-alls of a 16-bit (8192 x 4096) tensor per layer per pass over NVLink: milliseconds, well below
     # the attention of a 64k sequence.
     assert 0 < step.ops.seconds(CPR) < step.ops.seconds(ATTN)
+
+
+def _lora_memory(knowledge, kind: str, precision: str, targets: str = "attention") -> TrainingMemoryModel:
+    w = Workload(
+        model="llama-2-70b", kind=kind, precision=precision, seq_len=8192, batch_size=1,
+        config=RunConfig(stack="megatron", lora_targets=targets),  # type: ignore[arg-type]
+    )  # fmt: skip
+    job = resolve_job(knowledge, w, need_data=False)
+    return TrainingMemoryModel(job, knowledge.gpu("b200"), precision, knowledge.assumptions)
+
+
+def test_frozen_transformer_engine_linears_keep_no_input_for_a_weight_gradient(knowledge) -> None:
+    full, lora = _lora_memory(knowledge, "finetune", "bf16"), _lora_memory(knowledge, "lora", "bf16")
+    everywhere = _lora_memory(knowledge, "lora", "bf16", "all")
+    h, f, s = 8192, 28672, 8192
+    kept_full, kept_lora = full.per_layer["none"][0], lora.per_layer["none"][0]
+    # Adapters on the attention projections keep those inputs; the frozen FFN's two GEMMs keep theirs no more.
+    assert kept_full - kept_lora == pytest.approx((2 * h + 2 * f) * s)
+    assert everywhere.per_layer["none"][0] == pytest.approx(kept_full)  # every input kept by an adapter
+
+
+def test_a_frozen_base_under_te_fp8_is_held_in_one_byte(knowledge) -> None:
+    assert _lora_memory(knowledge, "lora", "fp8").base_bytes == 1.0
+    assert _lora_memory(knowledge, "lora", "bf16").base_bytes == 2.0
+    assert _lora_memory(knowledge, "finetune", "fp8").base_bytes == 2.0  # a trained weight keeps 16 bits
+
+
+LORA_70B = ["--model", "llama-2-70b", "--workload", "lora", "--count", "8", "--precision", "fp8"]
+LORA_70B += ["--seq-len", "8192", "--tp", "1", "--pp", "1", "--recompute", "none", "--micro-batch", "1"]
+LORA_70B += ["--global-batch", "8", "--stack", "megatron", "--lora-rank", "16", "--lora-targets", "attention"]
+
+
+@pytest.mark.parametrize("gpu, cp, dp", [("mi325x", "1", "8"), ("b200", "2", "4")])
+def test_the_public_70b_lora_configurations_are_answered(capsys, gpu: str, cp: str, dp: str) -> None:
+    # MLPerf's Llama-2-70B LoRA: FP8, adapters on the attention projections, no recomputation, one sequence
+    # of 8,192 tokens per GPU (or two GPUs per sequence), every weight on every GPU.
+    code, out = _predict(capsys, *LORA_70B, "--gpu", gpu, "--cp", cp, "--dp", dp)
+    assert code == 0 and out["throughput"] is not None, out.get("refusal")
+    assert out["memory"]["breakdown"]["weights"] == pytest.approx(69.0, rel=0.02)
