@@ -146,3 +146,14 @@ def test_the_public_70b_lora_configurations_are_answered(capsys, gpu: str, cp: s
     code, out = _predict(capsys, *LORA_70B, "--gpu", gpu, "--cp", cp, "--dp", dp)
     assert code == 0 and out["throughput"] is not None, out.get("refusal")
     assert out["memory"]["breakdown"]["weights"] == pytest.approx(69.0, rel=0.02)
+
+
+def test_a_stated_data_parallel_size_is_fed_without_a_stated_global_batch(capsys) -> None:
+    # torchtitan's FSDP2 over 512 H100 (one sequence of 8,192 tokens per rank): the default global batch
+    # (about 7.8k tokens per GPU: 489 sequences) grows to the stated 512 ranks instead of refusing them.
+    flags = ["--model", "llama-3.1-70b", "--workload", "pretrain", "--gpu", "h100-sxm", "--count", "512"]
+    flags += ["--precision", "bf16", "--seq-len", "8192", "--dp", "512", "--zero", "3"]
+    flags += ["--stack", "torchtitan"]
+    code, out = _predict(capsys, *flags)
+    assert code == 0 and out["throughput"] is not None, out.get("refusal")
+    assert out["configuration"]["global_batch"]["value"] >= 512
