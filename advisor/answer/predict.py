@@ -19,7 +19,7 @@ from advisor.answer.plan_out import AlternativeOut, ConfigValue, GoodputOut, Lay
 from advisor.answer.step_out import StepBreakdown, step_breakdown
 from advisor.catalog.gpus import Gpu
 from advisor.catalog.loader import Knowledge
-from advisor.catalog.rules import evaluate
+from advisor.catalog.rules import Firing, evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
@@ -229,8 +229,14 @@ def _predict_training(
         configuration=configuration(ctx.job, cand.layout),
         alternatives=tuple(alternative_out(c, e, step.p50, cand.step.items) for c, e in timed[1:]),
         goodput=goodput_out(good),
-        notes=notes + ((eff.note,) if eff.note else ()),
+        notes=notes + ((eff.note,) if eff.note else ()) + _warnings(cand.firings),
     )
+
+
+def _warnings(firings: list[Firing]) -> tuple[str, ...]:
+    """The warnings a stated plan earns (rules named warn-*: a layout answered though the search would never
+    choose it), said beside the figure."""
+    return tuple(f"warning: {f.message}" for f in firings if f.rule_id.startswith("warn-"))
 
 
 def _near_limit_note(memory: Memory) -> str:

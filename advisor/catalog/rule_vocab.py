@@ -17,6 +17,7 @@ FIELDS: dict[str, type] = {
     "workload.seq_len": int,
     "workload.optimizer": str,
     "workload.recompute_given": bool,  # the user stated the recomputation policy
+    "workload.tp_given": bool,  # the user stated the tensor-parallel size
     "constraints.deployment": str,  # cloud | on-prem
     "constraints.pricing": str,  # on-demand | spot | reserved
     "constraints.objective": str,

@@ -196,6 +196,18 @@ def _te_fp8_saved_savings(arch: Arch) -> float:
     return 2.0 * arch.hidden + arch.heads * arch.head_dim + _ffn_width(arch)
 
 
+def _te_frozen_savings(arch: Arch, targets: str) -> float:
+    """Bytes per token per layer a frozen base saves in Transformer Engine's linears (LoRA on Megatron-Core):
+    `_Linear.forward` keeps its input for the weight gradient only `if weight.requires_grad`
+    (NVIDIA/TransformerEngine@0004dbd0231c: transformer_engine/pytorch/module/linear.py), so a frozen linear
+    keeps none. An adapted linear's input is still kept, by the adapter's own first GEMM (16-bit), so with
+    adapters on the attention projections only the FFN's two inputs go: the first GEMM's (2h) and the
+    second's (2 bytes per FFN unit); with adapters everywhere nothing goes."""
+    if targets != "attention":
+        return 0.0
+    return 2.0 * arch.hidden + 2.0 * _ffn_width(arch)
+
+
 def _fused_attention_bytes_per_token(arch: Arch) -> float:
     """Attention-side activations per token per layer of a fused block, 16-bit (Korthikanti's 15h = 11h + 4h,
     term by term with the real widths): the two norms' inputs (4h), the QKV input (2h), Q and K (2q + 2kv),
@@ -356,6 +368,12 @@ class TrainingMemoryModel:
         grad, master, opt, w = _state_bytes(job, a, self.traits, precision)
         table = 4.0 if self.traits.kbit_fp32_tables else w
         self.base_bytes = _qlora_base_bytes(job, a, table) if job.kind == "qlora" else w
+        if job.kind == "lora" and precision == "fp8" and job.stack == "megatron":
+            # A frozen base multiplied in FP8 by Transformer Engine is held as FP8 (fp8_model_init: the
+            # module's primary weights are Float8Tensors, `primary_weights_in_fp8` in _Linear.forward,
+            # NVIDIA/TransformerEngine@0004dbd0231c: transformer_engine/pytorch/module/linear.py): no
+            # optimizer steps it, so no higher-precision copy is needed.
+            self.base_bytes = 1.0
         self.grad_bytes = 0.0 if self.peft else grad
         # Stepping the optimizer inside backward frees each gradient as it is applied: about one parameter's
         # gradient (the largest, the vocabulary table) is held at a time.
@@ -399,7 +417,9 @@ class TrainingMemoryModel:
             # Megatron-Core's block, term by term (Korthikanti's 15h + 19h at the block's real widths):
             # grouped-query K and V, and the fused SwiGLU's saved input only.
             per_token = _fused_attention_bytes_per_token(arch) + _mlp_bytes_per_token(arch, fused_swiglu=True)
-            if self.te_fp8:
+            if self.peft:  # frozen FP8 linears keep nothing; the adapters keep their inputs in 16 bits
+                per_token -= _te_frozen_savings(arch, self.job.lora_targets)
+            elif self.te_fp8:
                 per_token -= _te_fp8_saved_savings(arch)
         else:
             # Korthikanti's 34h = 15h (attention and norms) + 19h (FFN); the FFN part follows the real

@@ -62,14 +62,22 @@ def intra_gbs(gpu: Gpu, group: int, a: Assumptions) -> float:
 
 
 def network_for(gpu: Gpu, layout: Layout, fabric: Fabric, a: Assumptions, group: int) -> Network:
-    """The cluster network as a group of `group` ranks in one server sees it."""
+    """The cluster network as a group of `group` ranks in one server sees it. A group wider than a server (a
+    stated TP across servers) rings through every server's network cards, one NCCL channel per card: its
+    bus bandwidth is at most the server's whole network share (the per-GPU share x the GPUs of a server),
+    and never above the in-server links, at the network's latency."""
+    inter = fabric.gbs_per_gpu(layout.node_size)
+    intra, lat = intra_gbs(gpu, group, a), a.comm["intra_node_latency_s"].value
+    if group > layout.node_size > 1:
+        intra = min(intra_gbs(gpu, layout.node_size, a), inter * layout.node_size)
+        lat = fabric.latency_s
     return Network(
-        intra_gbs=intra_gbs(gpu, group, a),
-        inter_gbs=fabric.gbs_per_gpu(layout.node_size),
+        intra_gbs=intra,
+        inter_gbs=inter,
         node_size=layout.node_size,
         pod_gpus=int(a.network["pod_gpus"].value),
         oversubscription=a.network["oversubscription"].value,
-        lat_intra=a.comm["intra_node_latency_s"].value,
+        lat_intra=lat,
         lat_inter=fabric.latency_s,
     )
 

@@ -262,6 +262,9 @@ class ComposedStep:
         overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
         self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
         self.frozen = job.kind in ("lora", "qlora")
+        # DeepSpeed's own context (sequence) parallelism is Ulysses: heads, not sequence chunks, split the
+        # attention (deepspeedai/DeepSpeed@25493c74bfbb: deepspeed/sequence/layer.py, DistributedAttention).
+        self.ulysses = job.stack == "deepspeed"
         self._layers: dict[tuple[_Shape, bool], _Acc] = {}
         self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
         self._stages: dict[tuple[_Shape, tuple[tuple[int, int], ...]], _Stage] = {}
@@ -311,15 +314,17 @@ class ComposedStep:
 
     def _attention(self, acc: _Acc, s: _Shape, tokens: int) -> None:
         arch, p = self.arch, self.prices
-        heads = max(1, arch.heads // s.tp)
-        kv = max(1, -(-arch.kv_heads // s.tp))
-        seq = max(1, self.job.seq_len // s.cp)
+        ulysses = self.ulysses and s.cp > 1
+        split = s.tp * s.cp if ulysses else s.tp  # Ulysses: the whole sequence, cp times fewer heads
+        heads = max(1, arch.heads // split)
+        kv = max(1, -(-arch.kv_heads // split))
+        seq = self.job.seq_len if ulysses else max(1, self.job.seq_len // s.cp)
         again = {"full": 1.0, "selective": 1.0}.get(s.recompute, 0.0)
         if self.flash:
             fwd, bwd = p.attention(attention_dtype(s.precision), seq, heads, kv, arch.head_dim, s.mb)
             # A context-parallel rank's queries meet every rank's keys: cp x the FLOPs of its own chunk,
             # halved by causality across chunks as within one (load-balanced ring attention).
-            ring = float(s.cp)
+            ring = 1.0 if ulysses else float(s.cp)
             acc.add(ATTN, fwd, ring * (1.0 + again))
             acc.add(ATTN, bwd, ring)
         else:
@@ -336,13 +341,29 @@ class ComposedStep:
                 acc.add(ATTN, gemm, 1.0 + again + 2.0)
             scores = heads * s.mb * seq * full * 2.0
             acc.add(MEM, p.memory(scores, scores), 2.0 * (1.0 + again) + 3.0)
-        if s.cp > 1:
+        if ulysses:
+            self._ulysses_comm(acc, s, tokens, 1.0 + again)
+        elif s.cp > 1:
             kv_bytes = arch.kv_values_per_token_layer(s.tp) * tokens * 2.0
             nodes = max(1, math.ceil(s.cp * s.tp / s.node_size))
             ring_s = p.collective("send_recv", 2, nodes, kv_bytes).seconds * (s.cp - 1) * 3.0
             hidden_under = acc.seconds.get(ATTN, 0.0)
             exposed = max(0.0, ring_s - hidden_under)  # overlapped with the attention of the same layer
             acc.add(CPR, Price(exposed, p.collective("send_recv", 2, nodes, kv_bytes).source, "measured"))
+
+    def _ulysses_comm(self, acc: _Acc, s: _Shape, tokens: int, fwd_passes: float) -> None:
+        """DeepSpeed-Ulysses: q, k and v all-to-all over the cp ranks before attention and its output back
+        after, each pass (forward, recomputed forward, and the same four on the gradients backward); exposed:
+        the attention waits on them."""
+        arch, p = self.arch, self.prices
+        act = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
+        q = arch.heads * arch.head_dim / s.tp * tokens * act
+        kv = arch.kv_heads * arch.head_dim / s.tp * tokens * act
+        nodes = max(1, math.ceil(s.cp * s.tp / s.node_size))
+        one = p.collective("all_to_all", s.cp, nodes, q)
+        seconds = 2.0 * one.seconds + 2.0 * p.collective("all_to_all", s.cp, nodes, kv).seconds
+        acc.add(CPR, Price(seconds, one.source, one.basis), fwd_passes + 1.0)
+        acc.notes[CPR] = f"Ulysses: 4 all-to-alls of q/k/v/o over {s.cp} ranks per layer per pass"
 
     def _memory_bound(
         self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool, fwd_passes: float
@@ -383,12 +404,15 @@ class ComposedStep:
         if s.tp <= 1:
             return
         p = self.prices
+        # A TP group wider than a server (stated only: the search keeps TP inside the NVLink domain) runs its
+        # collectives over the servers' network.
+        nodes = max(1, math.ceil(s.tp / s.node_size))
         if self.megatron:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
-            one = p.collective("all_gather", s.tp, 1, nbytes)
-            other = p.collective("reduce_scatter", s.tp, 1, nbytes)
+            one = p.collective("all_gather", s.tp, nodes, nbytes)
+            other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
         else:
-            per_pass = p.collective("all_reduce", s.tp, 1, nbytes)
+            per_pass = p.collective("all_reduce", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)
         passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
         acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))

@@ -62,6 +62,7 @@ class Context:
             "workload.seq_len": job.seq_len,
             "workload.optimizer": job.optimizer,
             "workload.recompute_given": job.config.recompute is not None,
+            "workload.tp_given": job.config.tp is not None,
             "constraints.deployment": c.deployment,
             "constraints.pricing": c.pricing,
             "constraints.objective": c.objective,

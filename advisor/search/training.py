@@ -178,6 +178,8 @@ class TrainingSearch:
             job, got = self.job, self.job.global_batch_seqs
             if got and not job.global_batch_given and job.kind == "pretrain":
                 got = max(got, math.ceil(count * self.tokens_per_gpu / max(job.seq_len, 1)))
+            if got and not job.global_batch_given and self.cfg.dp:
+                got = max(got, self.cfg.dp)  # a stated data-parallel size: a sequence for every rank
             self._global[count] = got
         return got
 
