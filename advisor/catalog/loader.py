@@ -120,7 +120,8 @@ def cached_part(root: Traversable, name: str, part: str, salt: bytes, build: Cal
     if folder is None:
         return None
     stem = f"{name.replace('/', '_')}.{part or 'all'}."
-    key = _digest(_file_digest(root, name) + _schema_key() + salt + part.encode()).hexdigest()[:24]
+    code = _salt_digest(salt)
+    key = _digest(_file_digest(root, name) + _schema_key() + code + part.encode()).hexdigest()[:24]
     cached = folder / f"{stem}{key}.json"
     records = _read_cache(cached)
     if records is _MISSING:
@@ -138,6 +139,17 @@ def _file_digest(root: Traversable, name: str) -> bytes:
 
 
 _DIGESTS: dict[tuple[str, str], bytes] = {}
+
+
+def _salt_digest(salt: bytes) -> bytes:
+    """A salt's digest, worked out once per process: the salt (the source of the code deriving a table's
+    parts, tens of kB) keys every part a command reads."""
+    if salt not in _SALTS:
+        _SALTS[salt] = _digest(salt).digest()
+    return _SALTS[salt]
+
+
+_SALTS: dict[bytes, bytes] = {}
 
 
 _MISSING = object()

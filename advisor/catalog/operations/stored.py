@@ -6,13 +6,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from advisor.catalog.operations.grid import Grid
 
-Groups = dict[tuple[Any, ...], Grid | None]
+Groups = Mapping[tuple[Any, ...], Grid | None]
 """A table part's groups: (kind, *the group's key) -> its grid (None: too few points for one)."""
 
 # The code that derives a stored entry: an edit to any of them must not read entries it did not write.
@@ -33,7 +33,30 @@ def stored_groups(
     entries = cached_part(shipped_root(), f"operations/{table}.csv", part, _salt(), encoded)
     if entries is None:
         return None
-    return {tuple(key): None if raw is None else _decode(raw) for key, raw in entries}
+    return _Decoded({tuple(key): raw for key, raw in entries})
+
+
+class _Decoded(Mapping[tuple[Any, ...], Grid | None]):
+    """A part's stored groups, each grid decoded when first asked: a command asks a few of a GPU's groups
+    (a 7B predict decoded 56 grids and read 8)."""
+
+    __slots__ = ("_grids", "_raw")
+
+    def __init__(self, raw: dict[tuple[Any, ...], Any]) -> None:
+        self._raw = raw
+        self._grids: dict[tuple[Any, ...], Grid | None] = {}
+
+    def __getitem__(self, key: tuple[Any, ...]) -> Grid | None:
+        if key not in self._grids:
+            raw = self._raw[key]
+            self._grids[key] = None if raw is None else _decode(raw)
+        return self._grids[key]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 def stored_gpus(table: str, build: Callable[[], Iterable[str]]) -> tuple[str, ...] | None:
