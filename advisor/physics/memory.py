@@ -42,9 +42,9 @@ def usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
 
 
 def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
-    """What a serving engine gives the model and its KV cache, GB: its share of the card's memory (vLLM's
-    gpu_memory_utilization), less the fraction the user keeps free."""
-    return capacity_gb(gpu, a) * a.memory["serving_memory_fraction"].value * (1.0 - headroom)
+    """What a serving engine gives the model and its KV cache, GB: its share of what CUDA hands out (vLLM's
+    gpu_memory_utilization times cudaMemGetInfo's total), less the fraction the user keeps free."""
+    return usable_gb(gpu, a) * a.memory["serving_memory_fraction"].value * (1.0 - headroom)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -704,10 +704,22 @@ def inference_terms(
 
 
 def inference_memory(
-    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float, context_tokens: int
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    a: Assumptions,
+    usable_gb: float,
+    context_tokens: int,
+    engine_bytes: tuple[float, float] | None = None,
 ) -> Memory:
-    """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica."""
+    """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica; `engine_bytes`
+    (activations, the rest besides weights and KV) as the engine counts them inside its memory fraction,
+    where the replica was built for an engine."""
     terms = inference_terms(job, gpu, layout, a, context_tokens)
     # Serving is sized on the upper terms (the engine reserves them), so they are its central estimate.
     comps = [(n, hi) for n, _, hi in terms.fixed] + [("kv_cache", terms.kv_per_seq_high * layout.micro_batch)]
+    if engine_bytes is not None:
+        working, rest = engine_bytes
+        comps = [c for c in comps if c[0] in ("weights", "kv_cache")]
+        comps += [("activations", working), ("overhead", rest)]
     return _to_gb(comps, gpu, a, usable_gb)

@@ -419,7 +419,9 @@ def _candidate(ctx: Context, gpu: Gpu, precision: str, node_size: int, served: S
     usable = serving_usable_gb(gpu, a, ctx.headroom)
     # KV per running sequence as the engine holds it: paged caches average prompt + output / 2.
     held = round(seq_tokens(served.figures.setup.limits, job.prompt_tokens, job.output_tokens))
-    memory = inference_memory(job, gpu, layout, a, usable, held)
+    setup = served.figures.setup
+    engine_bytes = (setup.working_bytes, setup.overhead_bytes - setup.working_bytes)
+    memory = inference_memory(job, gpu, layout, a, usable, held, engine_bytes)
     facts = plan_facts(ctx.gpu_facts(gpu, node_size), layout, memory, gpu, 0.0)
     firings = evaluate(ctx.rules_by_scope["plan"], facts)
     hard = [f for f in firings if f.kind == "constraint"]

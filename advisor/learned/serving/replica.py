@@ -10,7 +10,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job
 from advisor.learned.serving.engines import Engine, engine
 from advisor.physics.batching import EngineLimits, profile_peak_bytes
-from advisor.physics.memory import inference_terms, weight_bytes_per_param
+from advisor.physics.memory import inference_terms, usable_gb, weight_bytes_per_param
 from advisor.physics.serving import GB, Hardware, Replica, bytes_per_kv, mla_absorbed_bytes, shape_of_arch
 from advisor.physics.serving_ops import ServingOps, compose
 from advisor.physics.speed import intra_gbs, peak_flops
@@ -25,6 +25,9 @@ class Setup:
     overhead_bytes: float
     engine: Engine
     kv_precision: str
+    working_bytes: float = 0.0
+    """The activations' part of overhead_bytes (the forward the engine profiles, or the prefill's working
+    set); the rest is the runtime's own memory inside the engine's fraction."""
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -68,7 +71,9 @@ def build(
     hw = Hardware(
         peak_flops=peak,
         bandwidth=gpu.memory_bw_gbs * GB,
-        memory_bytes=gpu.memory_gb * GB,
+        # What CUDA hands out (cudaMemGetInfo's total, which vLLM's gpu_memory_utilization is a share of):
+        # the catalogue's '80 GB' is 80 GiB, less the driver's reservation and a GDDR card's ECC.
+        memory_bytes=usable_gb(gpu, a) * GB,
         link_bytes_s=intra_gbs(gpu, tp, a) * GB,
         link_latency_s=a.comm["intra_node_latency_s"].value,
     )
@@ -91,12 +96,24 @@ def build(
     )
     if eng.profile == "budget":  # the engine sizes its cache after profiling a forward at its token budget
         working = profile_peak_bytes(rep, limits, job.arch.vocab, a.activations["per_layer_coeff"].value)
-        overhead = working + sum(hi for name, _, hi in terms.fixed if name == "overhead")
+        overhead = working + communicator_bytes(tp, pp, a)
     else:
+        working = sum(hi for name, _, hi in terms.fixed if name == "activations")
         overhead = sum(hi for name, _, hi in terms.fixed if name != "weights")
     if eng.absorbs_mla(engine_version):  # absorbed decode weights beside the raw ones, before the cache
         overhead += mla_absorbed_bytes(job.arch, tp, rep.weight_bytes)
-    return Setup(rep, limits, overhead, eng, kv)
+    return Setup(rep, limits, overhead, eng, kv, working)
+
+
+def communicator_bytes(tp: int, pp: int, a: Assumptions) -> float:
+    """What vLLM's profile counts inside its memory fraction besides the weights and the profiled forward:
+    the non-torch memory allocated after its baseline snapshot, the NCCL communicators' buffers (one per
+    parallel dimension over 1). The CUDA context is in the baseline, and the CUDA graphs are captured after
+    the cache is sized, so both live in the share the fraction leaves (vllm-project/vllm@v0.7.3
+    vllm/worker/worker.py determine_num_available_blocks: total x gpu_memory_utilization less weights,
+    non-torch increase and the torch peak; vllm/worker/model_runner.py capture_model: 'If out-of-memory
+    error occurs during cudagraph capture, consider decreasing gpu_memory_utilization')."""
+    return (int(tp > 1) + int(pp > 1)) * a.memory["nccl_buffers_gb"].range[1] * GB
 
 
 def measured_ops(job: Job, gpu: Gpu, rep: Replica, precision: str) -> ServingOps | None:
