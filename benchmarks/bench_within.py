@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_within.py [--by source|cluster|both] [--rows] [--stated-kernel]
        python benchmarks/bench_within.py --detail-file FILE --runs heldout|heldout2|heldout3
+       python benchmarks/bench_within.py --terms
 
 For every LLM run of an LLM stack the efficiency model is trained on (knowledge/llm_benchmarks.csv and
 benchmarks.csv; learned/efficiency/dataset.py), r = log(measured / composed step) before the learned residual
@@ -253,6 +254,41 @@ def heldout_within(detail: str, runs: str) -> None:
     )
 
 
+# The plan's traits a learned residual term could read (linear.INPUTS), each tried alone (a Huber fit with
+# that input free, the others held at 0) at a light and a firm penalty.
+TERMS = ("log_items_per_gpu_step", "comm_share", "log_count", "log_sol_over_mfu", "log_pp", "log_tp")
+
+
+def residual_terms() -> None:
+    """Does a learned term on the plan's traits cut the within-source spread? Each candidate is fitted with
+    every source held out in turn (learned/efficiency/llm_eval.held_out); per held-out source: the median
+    error of its runs (held out), and the same with that source's own mean log residual removed (what one
+    run of calibration per source could know: the within-source spread); both source-balanced."""
+    from advisor.learned.efficiency.dataset import shipped_dataset
+    from advisor.learned.efficiency.evaluate import target
+    from advisor.learned.efficiency.linear_fit import CANDIDATES, Candidate
+    from advisor.learned.efficiency.llm_eval import by_source, held_out
+
+    samples = shipped_dataset(load_knowledge()).samples
+    rows = [i for i, s in enumerate(samples) if s.family == "llm"]
+    shipped = [c for c in CANDIDATES if c.median and c.pool in (0.0, 2.0) and not c.free]
+    ridges = [c for c in CANDIDATES if c.free is None and c.lam in (1.0, 10.0)]  # every trait at once
+    tried = [*shipped, *(Candidate(lam, (t,)) for t in TERMS for lam in (0.01, 1.0)), *ridges]
+    print(f"{'candidate (held out by source)':<78} {'error':>7} {'within':>7}")
+    for cand in tried:
+        ho = held_out(samples, rows, by_source, cand)
+        by: dict[str, list[float]] = defaultdict(list)
+        for i in rows:
+            by[samples[i].row.origin].append(target(samples[i]) - ho.own[i])
+        error = statistics.fmean(statistics.median(abs(math.exp(r) - 1) for r in v) for v in by.values())
+        within = statistics.fmean(
+            statistics.median(abs(math.exp(r - statistics.fmean(v)) - 1) for r in v) for v in by.values()
+        )
+        name = cand.name.replace("physical: speed of light x ", "").replace("source-balanced ", "")
+        name = f"{name}, lambda {cand.lam:g}" if cand.free and not cand.median else name
+        print(f"{name[:78]:<78} {error:>7.1%} {within:>7.1%}")
+
+
 def main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by", choices=("source", "cluster", "both"), default="both")
@@ -264,7 +300,15 @@ def main(argv: Sequence[str]) -> None:
     )
     parser.add_argument("--detail-file", help="a saved bench_heldout.py --detail output (with --runs)")
     parser.add_argument("--runs", default="heldout", help="the held-out set the detail file scored")
+    parser.add_argument(
+        "--terms",
+        action="store_true",
+        help="held out by source: does a residual term on a trait cut the spread",
+    )
     args = parser.parse_args(argv)
+    if args.terms:
+        residual_terms()
+        return
     if args.detail_file:
         heldout_within(args.detail_file, args.runs)
         return

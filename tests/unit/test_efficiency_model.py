@@ -280,8 +280,8 @@ def test_the_interval_widens_until_each_held_out_source_is_covered() -> None:
 
     # Sources that sit apart: a new source falls outside the others' 10th-90th percentiles, which cover too
     # little; the quantiles chosen come nearest the band (3 sources a family: coverage moves in thirds).
-    def miss(levels) -> float:
-        return max(
+    def miss(levels) -> float:  # the families' distances from the band, summed
+        return sum(
             max(COVER_BAND[0] - c, c - COVER_BAND[1], 0) for c in cover(rows, typical, levels).values()
         )
 

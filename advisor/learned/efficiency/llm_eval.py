@@ -181,7 +181,9 @@ def levels_for(
     """The LEVEL_GRID pair and WIDEN_GRID widening for the interval: each group in turn scored against the
     offsets of the others (split conformal by source, nested inside any group already excluded); the
     narrowest under which every family of at least MIN_FAMILY_RUNS runs is covered within FIT_BAND, else the
-    one whose worst family is nearest the band (ties: the narrower, the less widened)."""
+    one whose families are nearest the band in all (the sum of their distances: where one family cannot be
+    reached, its distance alone would set the choice and widen every other family out of the band for
+    nothing; ties: the narrower, the less widened)."""
     rows = [i for i in typical if group(samples[i]) not in exclude]
     keys = sorted({group(samples[i]) for i in rows})
     resid = {i: target(samples[i]) - typical[i] for i in rows}
@@ -196,12 +198,9 @@ def levels_for(
         pairs, mean = _normalised(samples, typical, group, exclude, widen)
         for levels in LEVEL_GRID:
             covered = _covered(samples, resid, members, others, levels, widen)
-            miss = max(
-                (
-                    max(FIT_BAND[0] - c, c - FIT_BAND[1], 0.0)
-                    for c in (covered.get(f, 0) / runs[f] for f in held)
-                ),
-                default=0.0,
+            miss = sum(
+                max(FIT_BAND[0] - c, c - FIT_BAND[1], 0.0)
+                for c in (covered.get(f, 0) / runs[f] for f in held)
             )
             spread = (sorted_quantile(pairs, levels[1]) - sorted_quantile(pairs, levels[0])) * mean
             rank = (round(miss, 9), round(spread, 9), widen, levels)
