@@ -146,7 +146,7 @@ class GoodputFigures(TypedDict):
 
 
 class CommFigures(TypedDict):
-    """Link latencies, PCIe bandwidths, and the host's memory bandwidth an offloaded optimizer runs at."""
+    """Link latencies, PCIe bandwidths, the host's memory bandwidth and CPU-Adam's measured rate (offload)."""
 
     intra_node_latency_s: Figure
     pcie_gen3_gbs: Figure
@@ -154,6 +154,8 @@ class CommFigures(TypedDict):
     pcie_gen5_gbs: Figure
     host_memory_ddr4_gbs: Figure
     host_memory_ddr5_gbs: Figure
+    cpu_adam_params_per_s: Figure
+    cpu_adam_host_gbs: Figure
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -10,6 +10,7 @@ from advisor.physics.op_prices import Price
 
 GBS = 1e9
 FP32 = 4.0
+ADAM = ("adamw", "paged-adamw")  # the fp32-state Adams DeepSpeed's CPU-Adam runs
 
 
 def offloaded(job: Job) -> bool:
@@ -40,6 +41,18 @@ def host_bandwidth(gpu: Gpu, a: Assumptions) -> tuple[float, str]:
     return ddr4.value, f"comm.host_memory_ddr4_gbs [{ddr4.source}]"
 
 
+def cpu_adam_params_per_s(gpu: Gpu, a: Assumptions) -> tuple[float, str]:
+    """Parameters a second the whole host's CPU Adam updates, measured: DeepSpeed's CPU-Adam on a DGX-2 host
+    (ZeRO-Offload Table 4), scaled by this host's memory peak over that host's (Adam streams its states)."""
+    c = a.comm
+    rate, measured_on = c["cpu_adam_params_per_s"], c["cpu_adam_host_gbs"]
+    bw, _ = host_bandwidth(gpu, a)
+    source = (
+        f"comm.cpu_adam_params_per_s [{rate.source}] x host / comm.cpu_adam_host_gbs [{measured_on.source}]"
+    )
+    return rate.value * bw / measured_on.value, source
+
+
 def pcie_gbs(gpu: Gpu, a: Assumptions) -> float:
     """The GPU's x16 host link, one direction (PCI-SIG's rate of its generation; gen 4 if not catalogued)."""
     c = a.comm
@@ -52,10 +65,10 @@ def pcie_gen(gpu: Gpu) -> int:
 
 
 def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) -> Price:
-    """The exposed seconds of one offloaded optimizer step per GPU: the Adam step over the local shard at
-    this GPU's share of the host's memory bandwidth (a floor: every stack's CPU Adam, DeepSpeed's or
-    PyTorch's, at the host's peak), then the updated `w`-byte parameters sent up over PCIe, which the next
-    forward waits for.
+    """The exposed seconds of one offloaded optimizer step per GPU: the Adam step over the host's
+    parameters at the slower of the host's memory peak (a floor) and, under DeepSpeed, its CPU-Adam's
+    measured rate scaled to this host (other stacks' CPU Adam has no published rate: the floor), then
+    the updated `w`-byte parameters sent up over PCIe, which the next forward waits for.
     The gradients sent down stream in buckets under the backward pass (ZeRO-Offload sec. 4.1) and are not
     counted; DeepSpeed's one-step delayed parameter update, which would hide the CPU step, is off by
     default and not assumed."""
@@ -63,6 +76,13 @@ def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) 
     bw, bw_source = host_bandwidth(gpu, a)
     cpu_s = local * cpu_bytes_per_param(job, a) * host_share(layout) / (bw * GBS)
     sources = [bw_source]
+    basis = "host memory peak + PCIe nominal"
+    if job.optimizer in ADAM and job.stack == "deepspeed":  # the rate is DeepSpeed's CPU-Adam kernel's
+        rate, rate_source = cpu_adam_params_per_s(gpu, a)
+        measured_s = local * host_share(layout) / rate
+        if measured_s > cpu_s:
+            cpu_s, basis = measured_s, "measured CPU-Adam rate scaled to the host + PCIe nominal"
+            sources.append(rate_source)
     up_s = local * w / (pcie_gbs(gpu, a) * GBS)
     sources.append(f"comm.pcie_gen{pcie_gen(gpu)}_gbs [pcie]")
-    return Price(cpu_s + up_s, "assumptions.toml " + ", ".join(sources), "host memory peak + PCIe nominal")
+    return Price(cpu_s + up_s, "assumptions.toml " + ", ".join(sources), basis)

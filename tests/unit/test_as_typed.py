@@ -96,13 +96,15 @@ def test_typed_fine_tunes_are_not_faster_than_what_was_run(knowledge) -> None:
         got = predict(knowledge, typed, r.gpu, r.count, efficiency=model).throughput
         ran = predict(knowledge, workload_of_run(r), r.gpu, r.count, efficiency=model).throughput
         refused += got is None
-        if got is not None and ran is not None:
+        # A run that offloaded its optimizer chose memory over speed: the plan's own choice, with no offload,
+        # is rightly faster (stas00's own 8 H200 at 8k tokens: 8,957 tokens/s/GPU without, 2,739 with).
+        if got is not None and ran is not None and r.offload is None:
             # The plan's choice is what is tested, not the stacks' own residuals (the typed default, TRL, no
             # run measured; the stated stack's is its sources'): the gain with the residuals' ratio taken out.
             own = model.model.linear.stack_offset(r.stack) - model.model.linear.stack_offset("trl")
             gains.append(got.value / ran.value * math.exp(own))
-    assert len(runs) >= 30 and refused == 0 and len(gains) >= 20
-    assert 0.9 <= statistics.median(gains) <= 1.1
+    assert len(runs) >= 30 and refused == 0 and len(gains) >= 12
+    assert 0.9 <= statistics.median(gains) <= 1.1, sorted(gains)
 
 
 def test_the_default_pre_training_batch_grows_with_thousands_of_gpus(knowledge) -> None:
