@@ -440,6 +440,23 @@ def elementwise_values(arch: Arch, tp: int) -> float:
     )
 
 
+WEIGHT_ONLY_HEAD = ("int4",)
+"""Precisions whose checkpoints quantise the decoder layers' linear layers only: 4-bit weight-only AWQ
+and GPTQ. Their LM head loads in the 16-bit model dtype, so one decode step reads the head at 2 bytes a
+weight (vllm-project/vllm@92d756e9ccd74c7772d5d9936ac5631b811a961f:
+vllm/model_executor/layers/quantization/awq.py AWQConfig.get_linear_method: the AWQ method is the linear
+layers'; the LM head, a ParallelLMHead (a VocabParallelEmbedding), takes none). vLLM's fp8 path
+leaves the head 16-bit too; fp8, int8 and fp4 are not listed because the serving model's shares were
+fitted on their measured rows with the head at their own bytes (a refit)."""
+
+
+def head_kernels(k: Kernels, precision: str, profile: str | None) -> Kernels:
+    """The kernels pricing the LM head: the layers' own, or the 16-bit weights of a weight-only checkpoint."""
+    if precision not in WEIGHT_ONLY_HEAD:
+        return k
+    return kernels(k.gpu, "bf16", DTYPE_BYTES["bf16"], profile)
+
+
 def compose(
     arch: Arch,
     gpu: Gpu,
@@ -457,7 +474,9 @@ def compose(
 
     k = kernels(gpu.id, precision, weight_bytes, profile)
     mem, cmp, xmem, xcmp = _stage_gemms(k, arch, tp, pp, profile)
-    head_m, head_c = gemm_curve(k, max(1, arch.vocab // tp), arch.hidden, profile)
+    head_m, head_c = gemm_curve(
+        head_kernels(k, precision, profile), max(1, arch.vocab // tp), arch.hidden, profile
+    )
     bw = ops.memory_gbs(gpu.id, profile=profile)
     layers = arch.layers / pp
     heads, kv_heads = max(1, arch.heads // tp), max(1, -(-arch.kv_heads // tp))

@@ -174,3 +174,19 @@ def test_the_engine_timed_alone_has_no_server_in_its_first_token(cases):
     eff = replace(AS_MEASURED, request_s=1.0)
     got = observe(c, eff)
     assert got and all(o.predicted < 0.5 for o in got)
+
+
+def test_a_weight_only_4bit_checkpoint_reads_its_lm_head_at_16_bits(knowledge):
+    """AWQ/GPTQ quantise the decoder layers' linear layers only (vLLM's AWQConfig gives its method to the
+    linear layers, not to the LM head): at batch 1 the head's time is the 16-bit head's, not a quarter of
+    it, while the layers' GEMMs stay at 4-bit bytes. An 8-bit checkpoint keeps its head at its own bytes
+    (the serving model was fitted so)."""
+    int4 = _setup(knowledge, "qwen2.5-7b", "a100-80gb-sxm", 1, "int4").replica.ops
+    bf16 = _setup(knowledge, "qwen2.5-7b", "a100-80gb-sxm", 1, "bf16").replica.ops
+    fp8 = _setup(knowledge, "qwen2.5-7b", "h100-sxm", 1, "fp8").replica.ops
+    assert int4 is not None and bf16 is not None and fp8 is not None
+    assert at(int4.head_memory, 1.0) == pytest.approx(at(bf16.head_memory, 1.0), rel=1e-9)
+    assert at(int4.gemm_memory, 1.0) < 0.4 * at(bf16.gemm_memory, 1.0)
+    fp8_bf16 = _setup(knowledge, "qwen2.5-7b", "h100-sxm", 1, "bf16").replica.ops
+    assert fp8_bf16 is not None
+    assert at(fp8.head_memory, 1.0) < 0.7 * at(fp8_bf16.head_memory, 1.0)
