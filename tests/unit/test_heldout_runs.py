@@ -345,7 +345,8 @@ def test_heldout7_is_not_mlperf_and_has_loaded_ttft() -> None:
     """The seventh set leans on papers and independent teams: no MLPerf row, serving TTFT under a stated load
     and TPOT at one request."""
     training, serving = _rows(TRAINING7), _rows(SERVING7)
-    assert training and all(r["family"] != "mlperf" for r in training + serving), "an MLPerf row in the seventh set"
+    rows = training + serving
+    assert training and all(r["family"] != "mlperf" for r in rows), "an MLPerf row in the seventh set"
     assert "paper" in {r["family"] for r in training + serving}, "no paper's table in the seventh set"
     loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
     assert loaded, "no TTFT row at a stated concurrency or request rate"
