@@ -328,7 +328,7 @@ SETS_1_TO_6 = [*SETS_1_TO_5, TRAINING6, SERVING6]
 def test_heldout7_sources_appear_nowhere_else() -> None:
     """The seventh sealed set is held out from everything, sets 1-6 included (rerun by the lead on the merged
     tree, where it catches a branch that put a heldout7 source into knowledge/)."""
-    _assert_sealed(_rows(TRAINING7) + _rows(SERVING7), SETS_1_TO_6, 6, "heldout7")
+    _assert_sealed(_rows(TRAINING7) + _rows(SERVING7), SETS_1_TO_6, 9, "heldout7")
 
 
 def test_heldout7_source_ids_are_new_and_spread() -> None:
@@ -339,6 +339,19 @@ def test_heldout7_source_ids_are_new_and_spread() -> None:
     assert len({r["source_id"] for r in training}) >= 2, "fewer than two training sources in heldout7"
     assert len({r["source_id"] for r in serving}) >= 2, "fewer than two serving sources in heldout7"
     assert len({r["gpu"] for r in training + serving}) >= 7, "fewer than seven GPU types in heldout7"
+
+
+def test_heldout7_training_is_wide_enough_to_judge() -> None:
+    """The widening (heldout7b): training from at least five sources in three families, runs at 64 GPUs and
+    more, and GPU kinds beyond the first pass's A100/consumer cards (MI250X)."""
+    training = _rows(TRAINING7)
+    assert 40 <= len(training) <= 80, f"{len(training)} training runs in heldout7"
+    assert len({r["source_id"] for r in training}) >= 6, "fewer than six training sources in heldout7"
+    families = {r["family"] for r in training}
+    assert len(families) >= 3 and "vendor-docs" in families, f"training families: {sorted(families)}"
+    assert max(int(r["count"]) for r in training) >= 256, "no training run at 256 GPUs or more"
+    assert sum(int(r["count"]) >= 64 for r in training) >= 10, "fewer than ten runs at 64 GPUs or more"
+    assert "mi250x" in {r["gpu"] for r in training}, "no AMD training row in heldout7"
 
 
 def test_heldout7_is_not_mlperf_and_has_loaded_ttft() -> None:
