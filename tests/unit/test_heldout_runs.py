@@ -1,4 +1,4 @@
-"""The six held-out run sets parse: every row has a source and family, configs name catalogue ids."""
+"""The seven held-out run sets parse: every row has a source and family, configs name catalogue ids."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ SERVING5 = ROOT / "benchmarks" / "heldout5_serving_runs.csv"
 # The sealed sixth set (docs/heldout.md): scored once, at the end of stop 38; sources unused elsewhere.
 TRAINING6 = ROOT / "benchmarks" / "heldout6_training_runs.csv"
 SERVING6 = ROOT / "benchmarks" / "heldout6_serving_runs.csv"
+# The sealed seventh set (docs/heldout.md): scored once, at the end of stop 39; sources unused elsewhere.
+TRAINING7 = ROOT / "benchmarks" / "heldout7_training_runs.csv"
+SERVING7 = ROOT / "benchmarks" / "heldout7_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -89,8 +92,8 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"],
+    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6, TRAINING7],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"],
 )
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -120,8 +123,8 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
 
 @pytest.mark.parametrize(
     "path",
-    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"],
+    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6, SERVING7],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"],
 )
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -313,6 +316,51 @@ def test_heldout6_is_not_mlperf_and_has_loaded_ttft() -> None:
     """The sixth set is non-MLPerf first, with serving TTFT under a stated load and TPOT at one request."""
     training, serving = _rows(TRAINING6), _rows(SERVING6)
     assert training and all(r["family"] != "mlperf" for r in training), "an MLPerf row in the sixth set"
+    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
+    assert loaded, "no TTFT row at a stated concurrency or request rate"
+    batch_one = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
+    assert batch_one, "no TPOT at one request"
+
+
+SETS_1_TO_6 = [*SETS_1_TO_5, TRAINING6, SERVING6]
+
+
+def test_heldout7_sources_appear_nowhere_else() -> None:
+    """The seventh sealed set is held out from everything, sets 1-6 included (rerun by the lead on the merged
+    tree, where it catches a branch that put a heldout7 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING7) + _rows(SERVING7), SETS_1_TO_6, 9, "heldout7")
+
+
+def test_heldout7_source_ids_are_new_and_spread() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_6 for r in _rows(path)}
+    training, serving = _rows(TRAINING7), _rows(SERVING7)
+    seventh = {r["source_id"] for r in training + serving}
+    assert not earlier & seventh, f"source ids shared with an earlier set: {sorted(earlier & seventh)}"
+    assert len({r["source_id"] for r in training}) >= 2, "fewer than two training sources in heldout7"
+    assert len({r["source_id"] for r in serving}) >= 2, "fewer than two serving sources in heldout7"
+    assert len({r["gpu"] for r in training + serving}) >= 7, "fewer than seven GPU types in heldout7"
+
+
+def test_heldout7_training_is_wide_enough_to_judge() -> None:
+    """The widening (heldout7b): training from at least five sources in three families, runs at 64 GPUs and
+    more, and GPU kinds beyond the first pass's A100/consumer cards (MI250X)."""
+    training = _rows(TRAINING7)
+    assert 40 <= len(training) <= 80, f"{len(training)} training runs in heldout7"
+    assert len({r["source_id"] for r in training}) >= 6, "fewer than six training sources in heldout7"
+    families = {r["family"] for r in training}
+    assert len(families) >= 3 and "vendor-docs" in families, f"training families: {sorted(families)}"
+    assert max(int(r["count"]) for r in training) >= 256, "no training run at 256 GPUs or more"
+    assert sum(int(r["count"]) >= 64 for r in training) >= 10, "fewer than ten runs at 64 GPUs or more"
+    assert "mi250x" in {r["gpu"] for r in training}, "no AMD training row in heldout7"
+
+
+def test_heldout7_is_not_mlperf_and_has_loaded_ttft() -> None:
+    """The seventh set leans on papers and independent teams: no MLPerf row, serving TTFT under a stated load
+    and TPOT at one request."""
+    training, serving = _rows(TRAINING7), _rows(SERVING7)
+    rows = training + serving
+    assert training and all(r["family"] != "mlperf" for r in rows), "an MLPerf row in the seventh set"
+    assert "paper" in {r["family"] for r in training + serving}, "no paper's table in the seventh set"
     loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
     assert loaded, "no TTFT row at a stated concurrency or request rate"
     batch_one = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
