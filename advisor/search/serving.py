@@ -155,6 +155,16 @@ def filled_share(job: Job, replicas: int, per: int) -> float:
     return min(1.0, job.concurrency / (replicas * per))
 
 
+def _idle_note(clients: int, replicas: int) -> str:
+    """Why a closed loop of fewer clients than replicas completes less than the replicas could."""
+    many = clients > 1
+    return (
+        f"{clients} request{'s' if many else ''} in flight keep{'' if many else 's'} {clients} of the "
+        f"{replicas} replicas busy; the other {replicas - clients} idle (throughput counts the clients, "
+        "not the replicas)"
+    )
+
+
 def closed_loop(
     ctx: Context, fig: Figures, concurrency: int, quantile: float
 ) -> tuple[Latency, LoadStats] | None:
@@ -370,10 +380,7 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         served.stats = got[1] if got else None
         served.filled = filled_share(job, replicas, per)
         if served.filled * replicas * per < replicas:
-            served.notes.append(
-                f"{job.concurrency} requests in flight keep {job.concurrency} of the {replicas} replicas "
-                "busy; the others idle (throughput counts the clients, not the replicas)"
-            )
+            served.notes.append(_idle_note(job.concurrency or 0, replicas))
         return served
     rate_given = "requests_per_s" in job.given_workload
     if rate_given and job.requests_per_s:
