@@ -36,7 +36,7 @@ def load_out(ctx: Context | None, served: Served) -> LoadOut | None:
     st: LoadStats | None = stated_load(ctx, served) if ctx is not None else served.stats
     if st is None:
         return None
-    n = served.replicas
+    n = served.replicas * served.filled  # replicas' worth of clients: idle replicas complete nothing
     return LoadOut(
         loop=st.loop,
         in_flight_per_replica=st.concurrency,
@@ -64,7 +64,7 @@ def serving_interval(served: Served, quantity: str, p50: float) -> Interval:
 
 def served_rps(job: Job, served: Served) -> float:
     """Requests/s the plan serves: the stated rate, or at a stated concurrency what the replicas complete."""
-    return served.rate * served.replicas if job.concurrency else job.requests_per_s
+    return served.rate * served.replicas * served.filled if job.concurrency else job.requests_per_s
 
 
 def cost_per_million_note(job: Job, served: Served, cost: CostRange, hours: float) -> list[str]:
@@ -116,7 +116,7 @@ def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> 
     if job.concurrency:
         load = (
             f"{job.concurrency} requests in flight ({served.batch} each, closed loop; "
-            f"{served.rate * served.replicas:.2f} req/s completed)"
+            f"{served_rps(job, served):.2f} req/s completed)"
         )
     else:
         load = f"{job.requests_per_s:g} req/s ({served.rate:.2f} each, {served.batch} requests in flight)"

@@ -70,12 +70,15 @@ class Served:
     """Disaggregated: how many of the replicas only prefill (the others only decode); 0 = colocated."""
     stats: LoadStats | None = None
     """The stated load's figures per replica (running and waiting requests, latencies at P50/P90/P99)."""
+    filled: float = 1.0
+    """The share of the replicas' client slots a stated concurrency fills: its clients over the replicas x
+    the requests each was simulated at (1 client over 2 replicas keeps one busy and the other idle: 0.5)."""
 
     @property
     def throughput(self) -> float:
         """Output tokens/s of the whole deployment at its load (the capacity when none is given)."""
         if self.load is not None:
-            return self.load.output_tok_s * self.replicas
+            return self.load.output_tok_s * self.replicas * self.filled
         return self.figures.sat.output_tok_s * self.replicas
 
     @property

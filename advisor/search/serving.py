@@ -146,6 +146,25 @@ def in_flight(job: Job, replicas: int) -> int | None:
     return None
 
 
+def filled_share(job: Job, replicas: int, per: int) -> float:
+    """The share of `replicas` x `per` client slots a stated concurrency fills: N clients spread over R
+    replicas run ceil(N / R) on some and fewer (or none) on the others, so the deployment completes what
+    N clients send (Little's law on the clients), not R x ceil(N / R) (a static batch fills every slot)."""
+    if job.batch_size or not job.concurrency or per <= 0 or replicas <= 0:
+        return 1.0
+    return min(1.0, job.concurrency / (replicas * per))
+
+
+def _idle_note(clients: int, replicas: int) -> str:
+    """Why a closed loop of fewer clients than replicas completes less than the replicas could."""
+    many = clients > 1
+    return (
+        f"{clients} request{'s' if many else ''} in flight keep{'' if many else 's'} {clients} of the "
+        f"{replicas} replicas busy; the other {replicas - clients} idle (throughput counts the clients, "
+        "not the replicas)"
+    )
+
+
 def closed_loop(
     ctx: Context, fig: Figures, concurrency: int, quantile: float
 ) -> tuple[Latency, LoadStats] | None:
@@ -333,6 +352,7 @@ def _size_for_concurrency(
     load, stats = got
     served = Served(fig, hi, load.requests_s, load, load.requests_s, targets, math.ceil(total / hi), lone)
     served.stats = stats
+    served.filled = filled_share(ctx.job, hi, math.ceil(total / hi))
     return served
 
 
@@ -358,6 +378,9 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         rate = load.requests_s if load else 0.0
         served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, per, lone)
         served.stats = got[1] if got else None
+        served.filled = filled_share(job, replicas, per)
+        if served.filled * replicas * per < replicas:
+            served.notes.append(_idle_note(job.concurrency or 0, replicas))
         return served
     rate_given = "requests_per_s" in job.given_workload
     if rate_given and job.requests_per_s:

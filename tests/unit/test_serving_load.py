@@ -139,3 +139,21 @@ def test_micro_batch_for_inference_is_refused_by_the_flag_typed() -> None:
 def test_concurrency_for_training_is_refused() -> None:
     done = _cli("predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--count", "1", "--concurrency", "8")
     assert done.returncode == 2 and "--concurrency" in done.stderr
+
+
+def test_fewer_clients_than_replicas_leave_replicas_idle(knowledge) -> None:
+    """One client on two GPUs is one request in flight, not one per replica: the deployment completes what
+    its clients send (Little's law), so two one-GPU replicas are not twice one replica's throughput, and
+    predict's fastest shape for one client is the one that serves it fastest (TP2 for a 70B in fp8)."""
+    work = dict(BASE, model="llama-3.1-70b", prompt_tokens=5000, output_tokens=500, precision="fp8")
+    one = predict(knowledge, Workload(**work, concurrency=1), "h100-sxm", 2)
+    assert one.parallelism == "1 replica x TP2"
+    held = predict(knowledge, Workload(**work, concurrency=1, config=RunConfig(tp=1)), "h100-sxm", 2)
+    load = held.serving_load
+    assert load is not None and load.in_flight_per_replica == 1
+    # one client: throughput is its own output over its own end-to-end time, whatever the replicas
+    assert load.output_tok_s == pytest.approx(500 / load.e2e_s.mean, rel=0.02)
+    assert held.throughput.value == pytest.approx(load.output_tok_s, rel=0.02)
+    idle = "1 request in flight keeps 1 of the 2 replicas busy; the other 1 idle"
+    assert any(idle in n for n in held.notes)
+    assert one.throughput.value > held.throughput.value
