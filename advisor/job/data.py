@@ -207,11 +207,18 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
     run it (gradient checkpointing on: SFTConfig's default, as in axolotl's examples, LLaMA-Factory,
     torchtune and Unsloth, and in 25 of the 36 shipped fine-tuning runs that state it); Megatron only where a
     stated layout needs pipeline or expert parallelism (or, for pre-training, any model parallelism), which
-    those cannot run, and for pre-training what the FSDP stack cannot run as asked: a mixture of experts
-    (its experts split by expert parallelism, which that stack never chooses: knowledge/training_stacks.toml)
-    and FP8 (its GEMMs need FP8 kernels, Transformer Engine's in Megatron-Core/NeMo; that stack has none)."""
+    those cannot run; for any training in FP8 (its GEMMs need FP8 kernels, Transformer Engine's in
+    Megatron-Core/NeMo; neither the FSDP nor the fine-tuning toolkits' stack has them in
+    knowledge/training_stacks.toml, so an FP8 fine-tune typed on them was answered with neither FP8 kernels nor
+    the layouts FP8 recipes run); and for pre-training a mixture of experts (its experts split by expert
+    parallelism, which the FSDP stack never chooses)."""
     if (c.pp or 1) > 1 or (c.ep or 1) > 1:
         return "megatron", "the stated pipeline or expert parallelism needs a Megatron-style stack"
+    if precision == "fp8":
+        return (
+            "megatron",
+            "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
+        )
     if kind == "pretrain":
         if (c.tp or 1) > 1 or (c.cp or 1) > 1:
             return "megatron", "the stated tensor or context parallelism, as Megatron runs it"
@@ -219,11 +226,6 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
             return (
                 "megatron",
                 "a mixture of experts pre-trains with expert parallelism, as Megatron-Core runs it",
-            )
-        if precision == "fp8":
-            return (
-                "megatron",
-                "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
             )
         return (
             "fsdp",
