@@ -151,7 +151,7 @@ def _with_open_stack(
     model: EfficiencyModel,
 ) -> Prediction:
     """A training answer whose stack the user did not state, spanning the best-case stack's answer on the
-    same GPU x count (stack_span.spanned); unchanged when that stack cannot run it or nothing was answered."""
+    same GPU x count (stack_span.span); unchanged when that stack cannot run it or nothing was answered."""
     from advisor.job.data import open_stack
 
     assumed = found.configuration.get("stack")
@@ -160,7 +160,7 @@ def _with_open_stack(
     other = open_stack(workload.config.stack, found.workload, str(assumed.value))
     if other is None:
         return found
-    from advisor.answer.stack_span import spanned
+    from advisor.answer.stack_span import open_stack_note, span
     from advisor.question.errors import AdvisorError
 
     stated = dataclasses.replace(workload, config=dataclasses.replace(workload.config, stack=other))
@@ -170,7 +170,14 @@ def _with_open_stack(
         alt = _answer(knowledge, job, gpu, count, node_size, constraints, model)
     except AdvisorError:
         return found  # the best-case stack cannot run what was asked (a layout, an adapter, a precision)
-    return spanned(found, alt, str(assumed.value), other, count)
+    if alt.throughput is None:
+        return found  # it does not fit: nothing to span
+    theirs = alt.throughput.value
+    tput, step, eff = span(found.throughput, theirs, found.step_time_s, found.efficiency)
+    note = open_stack_note(str(assumed.value), other, alt.parallelism, found.throughput, theirs, count)
+    return dataclasses.replace(
+        found, throughput=tput, step_time_s=step, efficiency=eff, notes=(*found.notes, note)
+    )
 
 
 def _answer(

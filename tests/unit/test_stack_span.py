@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from advisor.answer.predict import predict
-from advisor.answer.stack_span import spanned
+from advisor.answer.stack_span import open_stack_note, span
 from advisor.job.inputs import RunConfig, Workload
 
 TYPED = Workload(model="llama-3.1-70b", kind="pretrain", precision="bf16", seq_len=8192)
@@ -54,15 +54,12 @@ def test_a_stated_stack_is_answered_for_that_stack_only(knowledge, answers) -> N
     assert not any(n.startswith("stack not stated") for n in fp8.notes)
 
 
-def test_spanned_keeps_an_interval_that_already_holds_the_other_answer(answers) -> None:
+def test_span_keeps_an_interval_that_already_holds_the_other_answer(answers) -> None:
     _, fsdp, _ = answers
     assert fsdp.throughput is not None
-    inside = replace(fsdp, throughput=replace(fsdp.throughput, value=fsdp.throughput.value * 1.01))
-    got = spanned(fsdp, inside, "fsdp", "megatron", 1024)
-    assert got.throughput is not None
-    assert (got.throughput.p10, got.throughput.value, got.throughput.p90) == (
-        fsdp.throughput.p10,
-        fsdp.throughput.value,
-        fsdp.throughput.p90,
-    )
-    assert "(1.01x)" in got.notes[-1]
+    mine = fsdp.throughput
+    tput, step, eff = span(mine, mine.value * 1.01, fsdp.step_time_s, fsdp.efficiency)
+    assert (tput.p10, tput.value, tput.p90) == (mine.p10, mine.value, mine.p90)
+    assert step == fsdp.step_time_s and eff == fsdp.efficiency
+    said = open_stack_note("fsdp", "megatron", "TP8 x DP128", mine, mine.value * 1.01, 1024)
+    assert "(1.01x)" in said and "1,024 GPUs" in said
