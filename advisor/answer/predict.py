@@ -136,7 +136,48 @@ def predict(
         lean = leaner_recipe(knowledge, workload, job, count)
         retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
         found = retry if retry is not None and retry.refusal is None else found
+    found = _with_open_stack(knowledge, workload, found, gpu, count, node_size, constraints, model)
     return _with_drift(knowledge, found, job, gpu)
+
+
+def _with_open_stack(
+    knowledge: Knowledge,
+    workload: Workload,
+    found: Prediction,
+    gpu: Gpu,
+    count: int,
+    node_size: int,
+    constraints: Constraints,
+    model: EfficiencyModel,
+) -> Prediction:
+    """A training answer whose stack the user did not state, spanning the best-case stack's answer on the
+    same GPU x count (stack_span.span); unchanged when that stack cannot run it or nothing was answered."""
+    from advisor.job.data import open_stack
+
+    assumed = found.configuration.get("stack")
+    if found.throughput is None or assumed is None:
+        return found
+    other = open_stack(workload.config.stack, found.workload, str(assumed.value))
+    if other is None:
+        return found
+    from advisor.answer.stack_span import open_stack_note, span
+    from advisor.question.errors import AdvisorError
+
+    stated = dataclasses.replace(workload, config=dataclasses.replace(workload.config, stack=other))
+    try:
+        job = resolve_job(knowledge, stated, need_data=False)
+        check_config(job, count)
+        alt = _answer(knowledge, job, gpu, count, node_size, constraints, model)
+    except AdvisorError:
+        return found  # the best-case stack cannot run what was asked (a layout, an adapter, a precision)
+    if alt.throughput is None:
+        return found  # it does not fit: nothing to span
+    theirs = alt.throughput.value
+    tput, step, eff = span(found.throughput, theirs, found.step_time_s, found.efficiency)
+    note = open_stack_note(str(assumed.value), other, alt.parallelism, found.throughput, theirs, count)
+    return dataclasses.replace(
+        found, throughput=tput, step_time_s=step, efficiency=eff, notes=(*found.notes, note)
+    )
 
 
 def _answer(

@@ -201,17 +201,41 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
     }
 
 
+BEST_CASE_STACK: Stack = "megatron"
+"""The stack whose answer an unstated stack's interval also spans: Megatron-Core/NeMo, the stack of most
+published pre-training runs from 9 GPUs up in knowledge/llm_benchmarks.csv and benchmarks.csv (counted by
+source: 4 of 7 at 9-255 GPUs, 8 of 10 from 256; FSDP-style stacks 4 of 7 on one server) and of the vendors'
+recipes, with fused kernels, Transformer Engine FP8 and searched 4D layouts: the best case a user who names
+no stack could reach."""
+
+
+def open_stack(workload_stack: str | None, kind: str, default: str) -> Stack | None:
+    """The other stack an answer whose stack the user left open should also be priced on (its P50 said and
+    the interval spanning it), or None: when the stack was stated, for serving, or when the default already
+    is the best-case stack."""
+    if workload_stack is not None or kind == "inference" or default == BEST_CASE_STACK:
+        return None
+    return BEST_CASE_STACK
+
+
 def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "auto") -> tuple[Stack, str]:
     """The stack a typical run of this kind uses when none is named, and why: a typical PyTorch FSDP stack
     for pre-training; for fine-tuning, TRL's SFTTrainer, the Hugging Face Trainer as fine-tuning toolkits
     run it (gradient checkpointing on: SFTConfig's default, as in axolotl's examples, LLaMA-Factory,
     torchtune and Unsloth, and in 25 of the 36 shipped fine-tuning runs that state it); Megatron only where a
     stated layout needs pipeline or expert parallelism (or, for pre-training, any model parallelism), which
-    those cannot run, and for pre-training what the FSDP stack cannot run as asked: a mixture of experts
-    (its experts split by expert parallelism, which that stack never chooses: knowledge/training_stacks.toml)
-    and FP8 (its GEMMs need FP8 kernels, Transformer Engine's in Megatron-Core/NeMo; that stack has none)."""
+    those cannot run; for any training in FP8 (its GEMMs need FP8 kernels, Transformer Engine's in
+    Megatron-Core/NeMo; neither the FSDP nor the fine-tuning toolkits' stack has them in
+    knowledge/training_stacks.toml, so an FP8 fine-tune typed on them was answered with neither FP8 kernels
+    nor the layouts FP8 recipes run); and for pre-training a mixture of experts (its experts split by expert
+    parallelism, which the FSDP stack never chooses)."""
     if (c.pp or 1) > 1 or (c.ep or 1) > 1:
         return "megatron", "the stated pipeline or expert parallelism needs a Megatron-style stack"
+    if precision == "fp8":
+        return (
+            "megatron",
+            "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
+        )
     if kind == "pretrain":
         if (c.tp or 1) > 1 or (c.cp or 1) > 1:
             return "megatron", "the stated tensor or context parallelism, as Megatron runs it"
@@ -219,11 +243,6 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
             return (
                 "megatron",
                 "a mixture of experts pre-trains with expert parallelism, as Megatron-Core runs it",
-            )
-        if precision == "fp8":
-            return (
-                "megatron",
-                "FP8 training needs Transformer Engine's FP8 kernels, as Megatron-Core runs them",
             )
         return (
             "fsdp",

@@ -138,3 +138,27 @@ def test_recomputation_defaults_to_what_the_stacks_recipes_use(knowledge, stack:
         8,
     )
     assert out.layout.recompute == recompute
+
+
+def test_a_typed_fp8_fine_tune_defaults_to_a_stack_with_fp8_kernels(knowledge) -> None:
+    # FP8 GEMMs need FP8 kernels (Transformer Engine's, in Megatron-Core/NeMo); the fine-tuning toolkits'
+    # default stack (TRL) has none in knowledge/training_stacks.toml. Typed, an FP8 LoRA used to get TRL,
+    # full recomputation and ZeRO-3: 0.6-0.7x the same tool's answer for the Megatron recipe it can express.
+    for kind in ("lora", "finetune"):
+        job = _job(knowledge, model="llama-3.1-70b", kind=kind, precision="fp8")
+        assert job.stack == "megatron" and any("Transformer Engine" in a.text for a in job.assumed)
+    assert _job(knowledge, model="llama-3.1-70b", kind="lora", precision="bf16").stack == "trl"
+    typed = predict(
+        knowledge, Workload(model="llama-3.1-70b", kind="lora", precision="fp8", seq_len=8192), "h100-sxm", 8
+    )
+    recipe = RunConfig(tp=4, zero=1, global_batch=8, recompute="none", stack="megatron")
+    stated = predict(
+        knowledge,
+        Workload(
+            model="llama-3.1-70b", kind="lora", precision="fp8", seq_len=8192, batch_size=1, config=recipe
+        ),
+        "h100-sxm",
+        8,
+    )
+    assert typed.throughput is not None and stated.throughput is not None
+    assert typed.throughput.value >= 0.9 * stated.throughput.value
