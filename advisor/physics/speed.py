@@ -315,11 +315,12 @@ class StepModel:
         m = layout.grad_accum
         sync = self._dp_sync(layout) if layout.dp * layout.cp > 1 else None
         overlap_params = composed.megatron and data_parallel.OVERLAP_PARAM_GATHER_MEGATRON
+        window = data_parallel.interleaved_window(layout.pp, layout.virtual, m) if composed.megatron else 1.0
 
         def dp(compute_s: float) -> Price:
             if sync is None:
                 return NO_TRAFFIC
-            seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params)
+            seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params, window)
             return Price(seconds, sync.source, sync.basis)
 
         def note() -> str:
