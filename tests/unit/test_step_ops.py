@@ -374,3 +374,13 @@ def test_megatron_reduces_each_interleaved_chunk_under_the_backward_of_the_chunk
     assert dp_seconds(8) < 0.6 * dp_seconds(1)
     other = stack_traits("fsdp")
     assert dp_seconds(8, other) == pytest.approx(dp_seconds(1, other), rel=1e-9)
+
+
+def test_the_data_parallel_line_says_what_an_interleaved_reduction_hides_under() -> None:
+    from advisor.physics.speed import _dp_note
+
+    layout = Layout(
+        count=64, nodes=8, node_size=8, precision="bf16", pp=4, dp=16, sharding="zero1", virtual=2
+    )
+    assert "under the last backward pass" in _dp_note(1, layout, True)
+    assert "model chunks after each (2.5 micro-batches' worth)" in _dp_note(1, layout, True, 2.5)
