@@ -159,15 +159,25 @@ def run_training(row: dict[str, str], mode: str) -> TrainResult:
 
 def layout_taus(results: Sequence[TrainResult]) -> list[tuple[str, int, float | None]]:
     """Kendall's tau of measured vs predicted tokens/s within each layout group (as-stated answers only)."""
-    groups: dict[str, list[tuple[float, float]]] = {}
+    groups: dict[str, list[tuple[float, float, object]]] = {}
     for r in results:
         group = r.row.get("layout_group", "")
         if group and r.mode == "stated" and r.scored.predicted is not None:
-            groups.setdefault(group, []).append((r.scored.measured, r.scored.predicted))
+            groups.setdefault(group, []).append((r.scored.measured, r.scored.predicted, configuration(r.row)))
     return [
         (g, len(pairs), kendall_tau(pairs))
         for g, pairs in sorted(groups.items(), key=lambda x: _natural(x[0]))
     ]
+
+
+def configuration(row: dict[str, str]) -> tuple[str, ...]:
+    """The stated run as the tool is asked it, a shard group that spans every data-parallel rank written as
+    none (InternEvo's zero1=8 on 8 data-parallel ranks is its zero1=-1 there): two rows with one configuration
+    differ only by the source's run-to-run noise."""
+    shard, dp, cp = row.get("shard_group", ""), row.get("dp", ""), row.get("cp", "")
+    if shard and dp and int(shard) >= int(dp) * int(cp or 1):
+        row = {**row, "shard_group": ""}
+    return tuple(training_args(row, "stated"))
 
 
 def _natural(name: str) -> tuple[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -108,17 +109,34 @@ def line(name: str, rows: Sequence[Scored], with_baseline: bool = True) -> str:
     )
 
 
-def kendall_tau(pairs: Iterable[tuple[float, float]]) -> float | None:
-    """Kendall's tau-a between measured and predicted orders (pairs tied in either are neither)."""
+def kendall_tau(pairs: Iterable[tuple[float, float] | tuple[float, float, object]]) -> float | None:
+    """Kendall's tau-b between measured and predicted orders, as `gpu-advisor model evaluate` computes it
+    (advisor/learned/efficiency/evaluate.py): a pair tied in both orders counts in neither, a pair tied in one
+    counts against that order's denominator only. A third element, where given, names the run's stated
+    configuration: two runs of one configuration are tied in the measured order whatever their figures (their
+    difference is the source's run-to-run noise, not a layout's effect). None when no pair is ordered in
+    either, 0 when only one of the orders has an ordered pair."""
     items = list(pairs)
-    concordant = discordant = 0
+    concordant = discordant = tied_measured = tied_predicted = 0
     for i in range(len(items)):
         for j in range(i + 1, len(items)):
-            dm = items[i][0] - items[j][0]
+            same = len(items[i]) > 2 and len(items[j]) > 2 and items[i][2] == items[j][2]
+            dm = 0.0 if same else items[i][0] - items[j][0]
             dp = items[i][1] - items[j][1]
-            if dm * dp > 0:
+            if dm == 0 and dp == 0:
+                continue
+            if dm == 0:
+                tied_measured += 1
+            elif dp == 0:
+                tied_predicted += 1
+            elif (dm > 0) == (dp > 0):
                 concordant += 1
-            elif dm * dp < 0:
+            else:
                 discordant += 1
-    total = len(items) * (len(items) - 1) // 2
-    return (concordant - discordant) / total if total else None
+    ordered_m = concordant + discordant + tied_predicted
+    ordered_p = concordant + discordant + tied_measured
+    if not ordered_m and not ordered_p:
+        return None
+    if not ordered_m or not ordered_p:
+        return 0.0  # one order has none: no agreement (model evaluate's 0)
+    return (concordant - discordant) / math.sqrt(ordered_m * ordered_p)

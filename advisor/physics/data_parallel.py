@@ -157,23 +157,44 @@ def _zero3(sync: DpSync, m: int, compute_s: float) -> float:
     return m * one
 
 
-def exposed(sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: bool) -> float:
+def interleaved_window(pp: int, virtual: int, m: int) -> float:
+    """How many micro-batches' backward (and forward) passes Megatron-Core's data-parallel collectives hide
+    under: one (the last micro-batch's backward, the first one's forward) without interleaving; with `virtual`
+    model chunks per stage, the interleaved schedule starts each chunk's gradient reduction when that chunk's
+    last micro-batch is through its backward pass (`is_last_microbatch_for_model_chunk` -> grad sync, and a
+    chunk's parameter gather at the first micro-batch of the chunk before it: NVIDIA/Megatron-LM@4dabc6238579:
+    megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving). Its last
+    group of min(pp, m) micro-batches runs chunk after chunk (the backward from the last chunk down), so the
+    reductions of all but the last chunk hide under (virtual - 1) / virtual of that group's backward, and the
+    last chunk's under its own last micro-batch: ((virtual - 1) min(pp, m) + 1) / virtual micro-batches. The
+    Megatron Bridge guide says the same: "the granularity of DP communication becomes the Transformer layers
+    per virtual pipeline stage" (docs.nvidia.com/nemo/megatron-bridge, "Communication Overlap")."""
+    if pp <= 1 or virtual <= 1:
+        return 1.0
+    return ((virtual - 1) * min(pp, max(1, m)) + 1) / virtual
+
+
+def exposed(
+    sync: DpSync, zero: int, m: int, compute_s: float, overlap_params: bool, window: float = 1.0
+) -> float:
     """Seconds of a step's data-parallel traffic the step waits for, given its compute of `m` micro-batches:
-    DDP and ZeRO-1 reduce under the last micro-batch's backward pass, ZeRO-2 under each one's, ZeRO-3 a layer
-    at a time (_zero3); the last bucket of a reduction is never hidden, and compute with a collective beside
-    it runs slower (overlapped); ZeRO-1/2's parameter gather follows the optimizer step, hidden under the next
-    step's first forward pass only when `overlap_params` (Megatron's --overlap-param-gather:
-    OVERLAP_PARAM_GATHER_MEGATRON)."""
+    DDP and ZeRO-1 reduce under the last micro-batch's backward pass (`window` micro-batches' where the
+    schedule interleaves model chunks: interleaved_window), ZeRO-2 under each one's, ZeRO-3 a layer at a time
+    (_zero3); the last bucket of a reduction is never hidden, and compute with a collective beside it runs
+    slower (overlapped); ZeRO-1/2's parameter gather follows the optimizer step, hidden under the next step's
+    first forward pass (as many as the `window`) only when `overlap_params` (Megatron's
+    --overlap-param-gather: OVERLAP_PARAM_GATHER_MEGATRON)."""
     m = max(1, m)
     if zero == 3:
         return _zero3(sync, m, compute_s)
-    backward_one = compute_s * BACKWARD_SHARE / m
-    grads = sync.grads_last + overlapped(sync.grads - sync.grads_last, backward_one)
+    share = min(float(m), max(1.0, window)) / m
+    backward = compute_s * BACKWARD_SHARE * share
+    grads = sync.grads_last + overlapped(sync.grads - sync.grads_last, backward)
     if zero == 2:
         grads *= m
     if zero == 0:
         return grads
-    forward_one = compute_s * (1.0 - BACKWARD_SHARE) / m
+    forward = compute_s * (1.0 - BACKWARD_SHARE) * share
     if not overlap_params:
         return grads + sync.params
-    return grads + sync.params_last + overlapped(sync.params - sync.params_last, forward_one)
+    return grads + sync.params_last + overlapped(sync.params - sync.params_last, forward)

@@ -315,15 +315,16 @@ class StepModel:
         m = layout.grad_accum
         sync = self._dp_sync(layout) if layout.dp * layout.cp > 1 else None
         overlap_params = composed.megatron and data_parallel.OVERLAP_PARAM_GATHER_MEGATRON
+        window = data_parallel.interleaved_window(layout.pp, layout.virtual, m) if composed.megatron else 1.0
 
         def dp(compute_s: float) -> Price:
             if sync is None:
                 return NO_TRAFFIC
-            seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params)
+            seconds = data_parallel.exposed(sync, zero, m, compute_s, overlap_params, window)
             return Price(seconds, sync.source, sync.basis)
 
         def note() -> str:
-            return _dp_note(zero, layout, overlap_params) if sync is not None else ""
+            return _dp_note(zero, layout, overlap_params, window) if sync is not None else ""
 
         return composed.step(layout, floor_s, dp, self._optimizer(layout, states), note, self.offload)
 
@@ -425,14 +426,17 @@ class StepModel:
         return times
 
 
-def _dp_note(zero: int, layout: Layout, overlap_params: bool) -> str:
-    """What the data-parallel line of a composed step is."""
+def _dp_note(zero: int, layout: Layout, overlap_params: bool, window: float = 1.0) -> str:
+    """What the data-parallel line of a composed step is (`window`: the micro-batches it hides under)."""
     hybrid = f" (shard {layout.shard_group})" if layout.shard_group else ""
     if zero == 3:
         return f"ZeRO-3 gathers + gradient reduce-scatter{hybrid}, a layer at a time under the layer before"
     grads = {0: "gradient all-reduce", 1: "gradient reduce-scatter", 2: "gradient reduce-scatter"}[zero]
     when = "per micro-batch, each" if zero == 2 else "bucketed"
-    text = f"{grads}{hybrid} {when} under the last backward pass"
+    under = "the last backward pass"
+    if window > 1.0:
+        under = f"the backward of the model chunks after each ({window:.2g} micro-batches' worth)"
+    text = f"{grads}{hybrid} {when} under {under}"
     if zero:
         text += ", then the parameter all-gather " + (
             "under the next forward pass" if overlap_params else "after the optimizer step"

@@ -330,3 +330,57 @@ def test_hugging_faces_loss_upcasts_and_copies_the_logits_and_a_chunked_one_does
     extra = composed.prices.memory(logits * HF_LOSS_EXTRA_BYTES, logits * 4.0).seconds
     assert hf.seconds[HEAD] - mg.seconds[HEAD] == pytest.approx(extra, rel=1e-9)
     assert HF_LOSS_EXTRA_BYTES == 32.0
+
+
+def test_interleaved_chunks_widen_the_window_the_data_parallel_reduction_hides_under() -> None:
+    from advisor.physics.data_parallel import interleaved_window
+
+    # Without interleaving: the last micro-batch's backward (and the first one's forward).
+    assert interleaved_window(1, 1, 16) == 1.0
+    assert interleaved_window(8, 1, 16) == 1.0
+    # MLPerf's GPT-3 at 10,752 H100: PP 6, 8 chunks a stage, 6 micro-batches: every chunk but the last
+    # reduces under the backward of the chunks after it in the last group of 6 micro-batches.
+    assert interleaved_window(6, 8, 6) == pytest.approx((7 * 6 + 1) / 8)
+    # The last group is min(pp, m) micro-batches: never more than the step holds.
+    assert interleaved_window(8, 4, 4) == pytest.approx((3 * 4 + 1) / 4)
+
+
+def test_megatron_reduces_each_interleaved_chunk_under_the_backward_of_the_chunks_after_it(knowledge) -> None:
+    # NVIDIA/Megatron-LM@4dabc6238579 schedules.py starts a model chunk's gradient reduction at its last
+    # micro-batch's backward: with 8 chunks a stage the reduction of 7 of them hides under the others'
+    # backward, where a plain 1F1B stage hides it under one micro-batch's.
+    job = _job(knowledge, model="gpt3-175b", seq=2048)
+    gpu = knowledge.gpu("h100-sxm")
+    fabric = knowledge.assumptions.fabric["ib-ndr"]
+
+    def dp_seconds(virtual: int, traits=MEGATRON) -> float:
+        layout = Layout(
+            count=10752,
+            nodes=1344,
+            node_size=8,
+            precision="bf16",
+            tp=4,
+            pp=6,
+            dp=448,
+            sharding="zero1",
+            micro_batch=1,
+            grad_accum=6,
+            virtual=virtual,
+        )
+        step = training_step(job, gpu, layout, fabric, knowledge.assumptions, 0.0, traits)
+        assert step is not None and step.ops is not None
+        return step.ops.seconds("DP gradient reduce")
+
+    assert dp_seconds(8) < 0.6 * dp_seconds(1)
+    other = stack_traits("fsdp")
+    assert dp_seconds(8, other) == pytest.approx(dp_seconds(1, other), rel=1e-9)
+
+
+def test_the_data_parallel_line_says_what_an_interleaved_reduction_hides_under() -> None:
+    from advisor.physics.speed import _dp_note
+
+    layout = Layout(
+        count=64, nodes=8, node_size=8, precision="bf16", pp=4, dp=16, sharding="zero1", virtual=2
+    )
+    assert "under the last backward pass" in _dp_note(1, layout, True)
+    assert "model chunks after each (2.5 micro-batches' worth)" in _dp_note(1, layout, True, 2.5)
