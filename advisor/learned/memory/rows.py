@@ -190,6 +190,8 @@ def row_layout(knowledge: Knowledge, row: dict[str, str]) -> Layout:
         sharding=sharding,
         recompute=row_recompute(knowledge, row),
         micro_batch=micro_batch(row),
+        # Micro-batches accumulated per step: a stack that frees its gradients holds them between these.
+        grad_accum=max(1, int(row["local_batch"] or 1) // micro_batch(row)),
     )
 
 
