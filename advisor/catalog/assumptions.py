@@ -66,6 +66,7 @@ STACK_TRAITS = (
     "fp32_main_grads",
     "optimizer_in_backward",
     "kbit_fp32_tables",
+    "grads_freed_each_step",
 )
 
 
@@ -94,6 +95,10 @@ class StackMemory:
     kbit_fp32_tables: bool
     """QLoRA leaves the parameters it does not quantise (embedding, output layer, norms) in fp32 (PEFT's
     prepare_model_for_kbit_training), rather than in the 16-bit compute dtype."""
+    grads_freed_each_step: bool
+    """Its loop frees the gradients after each optimizer step (zero_grad(set_to_none=True)) and keeps no
+    gradient buffer of its own, so one rank without accumulation holds no gradient while its activations
+    peak."""
     sources: dict[str, str]
     """The source of each trait."""
     note: str = ""

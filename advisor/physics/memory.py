@@ -572,6 +572,32 @@ class TrainingMemoryModel:
         overhead = overhead_central(1 if count > 1 else 0, self.a)
         return weights + grads + master + opt + adapters + overhead
 
+    @property
+    def frees_gradients(self) -> bool:
+        """Whether the stack's loop frees the whole gradient after each step (zero_grad(set_to_none=True), no
+        gradient buffer of its own) with the gradients on the GPU: full training, no optimizer stepped in
+        backward or offloaded."""
+        return (
+            self.traits.grads_freed_each_step
+            and not self.peft
+            and not self.grad_in_backward
+            and self.job.offload not in ("optimizer", "params")
+        )
+
+    def freed_floor(self, count: int) -> float:
+        """The most of fixed_floor() a layout over `count` GPUs may not hold while its activations peak: the
+        whole gradient on one GPU (freed_gradients), nothing on several."""
+        return self.job.params * self.grad_bytes if count == 1 and self.frees_gradients else 0.0
+
+    def freed_gradients(self, layout: Layout) -> float:
+        """Gradient bytes not held while the activations peak: on one rank without accumulation, a stack that
+        frees its gradients after each step (`frees_gradients`) allocates them again only as the backward
+        produces them, while it frees the activations (torch-zero-grad, hf-trainer-zero-grad). The step's
+        peak is then the larger of weights + optimizer + activations and weights + optimizer + gradients."""
+        if layout.count > 1 or layout.grad_accum > 1 or not self.frees_gradients:
+            return 0.0
+        return self.states(layout)["gradients"][0]
+
     def per_sequence(self, recompute: str, tp: int, cp: int = 1, pp: int = 1, virtual: int = 1) -> float:
         """Activation bytes per sequence (or item) of micro-batch on the busiest pipeline stage: what autograd
         holds at the peak, before the allocator's reserve (`virtual`: model chunks per stage of an interleaved
@@ -621,7 +647,8 @@ class TrainingMemoryModel:
         """The central estimate of the peak on the GPU (the total of components())."""
         act = self.per_sequence_bytes(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
         act *= layout.micro_batch
-        return self.fixed_bytes(layout) + act
+        freed = self.freed_gradients(layout)
+        return self.fixed_bytes(layout) - freed + max(act, freed)
 
     def components(self, layout: Layout, usable_gb: float) -> Memory:
         """The full breakdown of a layout, each component's central estimate, and what sits in host memory."""
@@ -630,6 +657,10 @@ class TrainingMemoryModel:
         act *= layout.micro_batch
         comps = [("weights", st["weights"][0] + self._gathered(layout))]
         names = ("adapters",) if self.peft else ("gradients", "optimizer", "master_weights")
+        freed = self.freed_gradients(layout)
+        if freed:  # at the peak only the gradients the activations' bytes do not cover are counted
+            held = st["gradients"][0] - freed + max(0.0, freed - act * (1.0 + self.frag))
+            st = {**st, "gradients": (held, st["gradients"][1])}
         comps += [(n, st[n][0]) for n in names if st[n][0] or n != "master_weights"]
         comps += [
             ("activations", act),

@@ -549,7 +549,10 @@ class TrainingSearch:
         act = min(
             self.model.per_sequence_bytes(r, tp, cp, pp) for r in self.recomputes() for tp, cp, pp in splits
         )
-        floor = self.model.fixed_floor(count) + act * (self.job.batch_size or 1)
+        fixed, act = self.model.fixed_floor(count), act * (self.job.batch_size or 1)
+        # One GPU's gradients may be freed while the activations peak: then the peak is the larger of the
+        # states with the activations but no gradients, and the states alone (the optimizer step).
+        floor = max(fixed, fixed - self.model.freed_floor(count) + act)
         return floor * (1.0 - BOUND_MARGIN) > self.room_total
 
     def refusal(self, count: int) -> Miss | None:
@@ -801,10 +804,15 @@ class TrainingSearch:
         batch = self.job.batch_size or 1
         g = self.global_batch(base.count)
         accum = max(1, math.ceil(g / (batch * base.dp))) if g else 1  # so the refusal shows the global batch
+        # A stated micro-batch that takes the whole global batch on one GPU: a stack that frees its gradients
+        # after each step holds none while the activations peak (TrainingMemoryModel.freed_gradients).
+        freed = self.model.freed_gradients(base.with_(grad_accum=accum)) if self.job.batch_size else 0.0
         for recompute in self._recomputes:
             per = self.model.per_sequence_bytes(recompute, shape.tp, shape.cp, shape.pp, shape.virtual)
             mb_max = int(room // per) if per > 0 else 1 << 20
-            need = self.room_total - room + per * batch
+            if freed and room >= 0 and per * batch <= room + freed:
+                mb_max = max(mb_max, batch)
+            need = self.room_total - room - freed + max(per * batch, freed)
             if res.leanest is None or need < res.leanest[0]:
                 res.leanest = (need, base.with_(recompute=recompute, micro_batch=batch, grad_accum=accum))
             if mb_max < 1 or (self.dominance and mb_max == seen_mb):

@@ -271,3 +271,53 @@ def test_moe_layers_keep_the_dispatched_tokens(knowledge) -> None:
     coeff = knowledge.assumptions.activations["moe_dispatch_bytes"].value
     dense = full - coeff * arch.experts_per_token * arch.hidden * 4096
     assert full > dense > 0
+
+
+def _pure_bf16_8b(knowledge, stack: str) -> TrainingMemoryModel:
+    workload = Workload(
+        model="llama-3.1-8b",
+        kind="finetune",
+        tokens=1e9,
+        seq_len=4096,
+        config=RunConfig(stack=stack, master_weights=False),
+    )
+    job = resolve_job(knowledge, workload)
+    return TrainingMemoryModel(job, knowledge.gpu("h200"), "bf16", knowledge.assumptions)
+
+
+def test_freed_gradients_are_not_held_at_the_activations_peak(knowledge) -> None:
+    # benchmarks/device/results/h200-hf-training-2026-11-30.jsonl: Llama-3.1-8B pure bf16 on one H200,
+    # 2 x 4,096 tokens, checkpointed, fused AdamW, zero_grad(set_to_none=True) after each step: peak allocated
+    # 65.191 GB, below weights + gradients + AdamW states (64.2 GB) + the activations (the logits alone are
+    # ~10 GB): the gradients are allocated again by each backward while it frees the activations.
+    model = _pure_bf16_8b(knowledge, "hf")
+    one = Layout(count=1, nodes=1, node_size=1, precision="bf16", recompute="full", micro_batch=2)
+    grads = model.states(one)["gradients"][0]
+    assert grads / GB == pytest.approx(16.06, abs=0.05)
+    assert model.freed_gradients(one) == grads
+    act = model.per_sequence_bytes("full", 1) * 2
+    assert model.nominal_bytes(one) == pytest.approx(model.fixed_bytes(one) - grads + max(act, grads))
+    states = sum(v[0] for v in model.states(one).values())
+    allocated = max(states - grads + model.per_sequence("full", 1) * 2, states)  # no context, no reserve
+    assert allocated / GB == pytest.approx(65.191, rel=0.1)
+    assert (states + model.per_sequence("full", 1) * 2) / GB > 65.191 * 1.1  # held together: too high
+    shown = model.components(one, 150.0)
+    assert shown.central_gb == pytest.approx(model.nominal_bytes(one) / GB, rel=1e-6)
+    # Accumulating micro-batches keeps the gradients between them; so do several ranks (DDP's buckets) and a
+    # stack whose gradients live in its own buffers (Megatron's main_grad).
+    assert model.freed_gradients(one.with_(grad_accum=2)) == 0.0
+    two = Layout(count=2, nodes=1, node_size=2, precision="bf16", dp=2, sharding="ddp", micro_batch=2)
+    assert model.freed_gradients(two) == 0.0
+    assert _pure_bf16_8b(knowledge, "megatron").freed_gradients(one) == 0.0
+
+
+def test_a_full_fine_tune_of_8b_in_pure_bf16_fits_one_80gb_gpu(knowledge) -> None:
+    # An 8B model fully fine-tuned in pure bf16 on one 80 GB card (16 + 16 + 32 GB of weights, gradients and
+    # AdamW states) with checkpointing and no accumulation: it fits because the gradients and the logits'
+    # activations are not held together; with accumulation the gradients stay and it does not.
+    model = _pure_bf16_8b(knowledge, "hf")
+    h100 = knowledge.gpu("h100-sxm")
+    model = TrainingMemoryModel(model.job, h100, "bf16", knowledge.assumptions)
+    one = Layout(count=1, nodes=1, node_size=1, precision="bf16", recompute="full", micro_batch=2)
+    assert model.nominal_bytes(one) / GB < 85.0
+    assert model.nominal_bytes(one.with_(grad_accum=4)) / GB > model.nominal_bytes(one) / GB + 10.0

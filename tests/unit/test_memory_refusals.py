@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from advisor.catalog.loader import Knowledge
@@ -63,3 +65,26 @@ def test_transformer_engine_fp8_linears_keep_their_inputs_in_one_byte(knowledge:
     # GPT-3's QKV, output projection, FC1 and FC2 inputs (h + h + h + 4h per token) kept at 1 byte, not 2.
     assert per_layer("bf16", "megatron") - per_layer("fp8", "megatron") == pytest.approx(7 * h * 2048)
     assert per_layer("bf16", "fsdp") == per_layer("fp8", "fsdp")  # no Transformer Engine: 16-bit inputs
+
+
+def _predict_8b_pure_bf16(capsys: pytest.CaptureFixture[str], global_batch: int) -> tuple[int, str]:
+    from advisor.cli.main import main
+
+    argv = "predict --model llama-3.1-8b --workload finetune --gpu h100-sxm --count 1 --precision bf16"
+    argv += " --seq-len 8192 --recompute full --micro-batch 2 --stack hf --no-master-weights --format json"
+    code = main([*argv.split(), "--global-batch", str(global_batch)])
+    return code, capsys.readouterr().out
+
+
+def test_a_pure_bf16_8b_full_fine_tune_on_one_80gb_gpu_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B fully fine-tuned in pure bf16 on one 80 GB H100 (weights, gradients, AdamW states: 64 GB),
+    # 2 x 8,192 tokens, checkpointed, no accumulation: the Trainer frees the gradients after each step
+    # (zero_grad(set_to_none=True)), so they are not held with the logits' activations; such runs ran (peak
+    # 78 GiB). Accumulating four micro-batches keeps the gradients between them: refused.
+    code, out = _predict_8b_pure_bf16(capsys, 2)
+    assert code == 0
+    memory = json.loads(out)["memory"]
+    assert memory["fits"] and memory["breakdown"]["gradients"] < 1.0
+    assert memory["per_gpu_gb"] < memory["usable_gb"]
+    code, _ = _predict_8b_pure_bf16(capsys, 8)
+    assert code == 1

@@ -47,10 +47,14 @@ class Estimate:
     """What autograd and the states allocate: the reserved figure less the allocator's reserve."""
     usable: float
     """What CUDA hands out on the row's GPU."""
+    context: float = 0.0
+    """The context and NCCL buffers: a measured 'device' peak is the allocator's reserve plus them."""
 
     def on_footing(self, footing: str) -> float:
-        """The estimate on the footing of the counter a source measured."""
-        return {"device": self.device, "reserved": self.reserved, "allocated": self.allocated}[footing]
+        """The estimate on the footing of the counter a source measured (a measured device peak is the caching
+        allocator's reserve plus the context, which with room to spare keeps freed blocks: `reserved`)."""
+        device = self.reserved + self.context
+        return {"device": device, "reserved": self.reserved, "allocated": self.allocated}[footing]
 
 
 def read_rows(path: Path = CSV_PATH) -> list[dict[str, str]]:
@@ -190,6 +194,8 @@ def row_layout(knowledge: Knowledge, row: dict[str, str]) -> Layout:
         sharding=sharding,
         recompute=row_recompute(knowledge, row),
         micro_batch=micro_batch(row),
+        # Micro-batches accumulated per step: a stack that frees its gradients holds them between these.
+        grad_accum=max(1, int(row["local_batch"] or 1) // micro_batch(row)),
     )
 
 
@@ -219,8 +225,15 @@ def estimate(knowledge: Knowledge, row: dict[str, str], seq_len: int | None = No
     model = TrainingMemoryModel(job, gpu, row["precision"], a, row_traits(knowledge, row))
     layout = row_layout(knowledge, row)
     device = model.nominal_bytes(layout)
-    reserved = device - overhead_central(comm_groups(layout), a)
     act = model.per_sequence(layout.recompute, layout.tp, layout.cp, layout.pp, layout.virtual)
     act *= layout.micro_batch
-    allocated = reserved - act * model.frag
-    return Estimate(device / GB, reserved / GB, allocated / GB, usable_gb(gpu, a, a.memory["headroom"].value))
+    # Freed gradients (TrainingMemoryModel.freed_gradients) lower what is allocated at once, but with room to
+    # spare the caching allocator keeps the activations' freed blocks and takes new ones for the gradients:
+    # its reserve then holds both, as the old sum (under pressure it releases the cache and retries first).
+    freed = model.freed_gradients(layout)
+    context = overhead_central(comm_groups(layout), a)
+    states = model.fixed_bytes(layout) - context
+    reserved = states + act * (1.0 + model.frag)
+    allocated = max(states - freed + act, states)
+    usable = usable_gb(gpu, a, a.memory["headroom"].value)
+    return Estimate(device / GB, reserved / GB, allocated / GB, usable, context / GB)
