@@ -93,9 +93,12 @@ def best_busbw_gbs(op: str, link: str, gpus: int, sizes: tuple[float, ...]) -> f
 @functools.lru_cache(maxsize=8)
 def _sizes_tag(sizes: tuple[float, ...]) -> str:
     """A short digest of the sizes swept: an entry keeps only the sweep it was worked out over."""
-    import hashlib  # on use: only a search with tensor parallelism asks
+    try:  # as the loader: the builtin blake2 module, not hashlib (which loads OpenSSL's library)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter built without it
+        from hashlib import blake2b
 
-    return hashlib.blake2b(repr(sizes).encode(), digest_size=6).hexdigest()
+    return blake2b(repr(sizes).encode(), digest_size=6).hexdigest()
 
 
 def _collective_own(
