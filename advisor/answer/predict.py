@@ -30,7 +30,7 @@ from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
-from advisor.search.candidates import efficiency_query, resolve_precision
+from advisor.search.candidates import Candidate, efficiency_query, resolve_precision
 from advisor.search.context import Context
 from advisor.search.training import TrainingSearch, _CountResult, layout_margin, preferred, with_simplest
 
@@ -167,17 +167,32 @@ def _with_open_stack(
     try:
         job = resolve_job(knowledge, stated, need_data=False)
         check_config(job, count)
-        alt = _answer(knowledge, job, gpu, count, node_size, constraints, model)
+        alt = _best_plan(Context(knowledge, job, constraints, model), gpu, count, node_size, model)
     except AdvisorError:
         return found  # the best-case stack cannot run what was asked (a layout, an adapter, a precision)
-    if alt.throughput is None:
+    if alt is None:
         return found  # it does not fit: nothing to span
-    theirs = alt.throughput.value
+    theirs, layout = alt
     tput, step, eff = span(found.throughput, theirs, found.step_time_s, found.efficiency)
-    note = open_stack_note(str(assumed.value), other, alt.parallelism, found.throughput, theirs, count)
+    note = open_stack_note(str(assumed.value), other, layout, found.throughput, theirs, count)
     return dataclasses.replace(
         found, throughput=tput, step_time_s=step, efficiency=eff, notes=(*found.notes, note)
     )
+
+
+def _best_plan(
+    ctx: Context, gpu: Gpu, count: int, node_size: int, model: EfficiencyModel
+) -> tuple[float, str] | None:
+    """The P50 throughput and layout a training answer on the GPU x count would give (_answer's, without the
+    rest of the answer: what the open stack's span reads), or None where nothing runs."""
+    precision = resolve_precision(ctx.job.precision, gpu)
+    _check_precision(ctx, gpu, precision, node_size)
+    search = TrainingSearch(ctx, gpu, precision, node_size)
+    ranked = _ranked_plans(ctx, search, search.search_count(count), model)
+    if ranked is None:
+        return None
+    cand, eff = ranked[0][0]
+    return eff.scaled(cand.sol_items_per_s).p50, cand.layout.label()
 
 
 def _answer(
@@ -232,18 +247,10 @@ def _predict_training(
 ) -> Prediction:
     search = TrainingSearch(ctx, gpu, precision, node_size)
     res = search.search_count(count)
-    found = with_simplest(res)
-    notes: tuple[str, ...] = ()
-    if not found:
-        near = search.near_limit(res)
-        if near is None:
-            return _refusal(ctx, search, res, count, common)
-        # Within the memory model's measured error of fitting: answered, and said, rather than refused.
-        found, notes = [near], (_near_limit_note(search.candidate(near).memory),)
-    cands = [search.candidate(f) for f in found]
-    effs = model.estimate([efficiency_query(c, ctx) for c in cands])
-    timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
-    timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
+    ranked = _ranked_plans(ctx, search, res, model)
+    if ranked is None:
+        return _refusal(ctx, search, res, count, common)
+    timed, notes = ranked
     cand, eff = timed[0]
     assert cand.step is not None
     tput = eff.scaled(cand.sol_items_per_s)
@@ -272,6 +279,26 @@ def _predict_training(
         goodput=goodput_out(good),
         notes=notes + ((eff.note,) if eff.note else ()) + _warnings(cand.firings),
     )
+
+
+def _ranked_plans(
+    ctx: Context, search: TrainingSearch, res: _CountResult, model: EfficiencyModel
+) -> tuple[list[tuple[Candidate, Interval]], tuple[str, ...]] | None:
+    """The count's kept layouts with their learned efficiency, the one answered first (the fastest unless a
+    simpler one is within the model's margin), and the notes that choice earns; None where nothing runs."""
+    found = with_simplest(res)
+    notes: tuple[str, ...] = ()
+    if not found:
+        near = search.near_limit(res)
+        if near is None:
+            return None
+        # Within the memory model's measured error of fitting: answered, and said, rather than refused.
+        found, notes = [near], (_near_limit_note(search.candidate(near).memory),)
+    cands = [search.candidate(f) for f in found]
+    effs = model.estimate([efficiency_query(c, ctx) for c in cands])
+    timed = sorted(zip(cands, effs, strict=True), key=lambda ce: ce[0].predicted_s(ce[1].p50))
+    timed.insert(0, timed.pop(preferred(timed, layout_margin(model))))
+    return timed, notes
 
 
 def _warnings(firings: list[Firing]) -> tuple[str, ...]:

@@ -138,3 +138,41 @@ def test_stored_derived_figures_are_the_computed_ones(fresh: None, tmp_path: Pat
         for op in {r["op"] for r in rows}:
             nodes = {r["nodes"] for r in rows if r["op"] == op and r["link"] == link}
             assert links._measured_nodes(op, link, None) == tuple(sorted(nodes))
+
+
+def test_stored_best_bus_bandwidth_is_the_sweep(fresh: None, tmp_path: Path, monkeypatch) -> None:
+    """A collective's best bus bandwidth inside one server (a search's lower bound): written to the cache and
+    read back, the very float the sweep over every size gives, on every shipped in-server link and op with
+    rows; OpPrices.best_busbw gives the same with and without a cache, and sweeps where nothing is stored."""
+    from advisor.catalog.loader import load_knowledge
+    from advisor.physics.op_prices import _SIZES, _SWEEP, OpPrices
+
+    monkeypatch.setenv("GPU_ADVISOR_CACHE_DIR", str(tmp_path))
+    rows = tables.table("collectives")
+    keys = sorted({(r["op"], r["link"]) for r in rows if r["nodes"] == 1})
+    assert keys
+    for op, link in keys:
+        for gpus in (2, 4, 8):
+            swept = max(links.collective_busbw_gbs(op, link, gpus, 1, s).value for s in _SIZES)
+            written = links.best_busbw_gbs(op, link, gpus, _SIZES)
+            assert written == swept, (op, link, gpus)
+            ops.clear_cache()
+            assert links.best_busbw_gbs(op, link, gpus, _SIZES) == swept  # read back
+    assert links.best_busbw_gbs("all_reduce", "ib-ndr400", 16, _SIZES) is None  # between servers
+    assert links.best_busbw_gbs("all_reduce", keys[0][1], 1, _SIZES) is None  # nothing crosses a link
+    gpu = load_knowledge().gpu("h100-sxm")
+    asked = [
+        (op, g, n) for op in ("all_reduce", "all_gather", "send_recv") for g, n in ((2, 1), (8, 1), (16, 2))
+    ]
+    ops.clear_cache()
+    cached = OpPrices(gpu, gpu.fabric)
+    from_cache = [cached.best_busbw(*a) for a in asked]
+    assert any(
+        p.name.startswith("operations_collectives.csv.best.") for p in (tmp_path / "gpu-advisor").iterdir()
+    )
+    monkeypatch.setenv("GPU_ADVISOR_NO_CACHE", "1")
+    ops.clear_cache()
+    uncached = OpPrices(gpu, gpu.fabric)
+    for (op, gpus, nodes), got in zip(asked, from_cache, strict=True):
+        swept = max(uncached.busbw(op, gpus, nodes, s)[0] for s in _SWEEP)
+        assert got == uncached.best_busbw(op, gpus, nodes) == swept, (op, gpus, nodes)

@@ -15,7 +15,13 @@ from advisor.catalog.operations.grid import (
     SCALED_SPREAD,
     Grid,
 )
-from advisor.catalog.operations.links import COLLECTIVE_OPS, collective_busbw_gbs, link_key, nominal_gbs
+from advisor.catalog.operations.links import (
+    COLLECTIVE_OPS,
+    best_busbw_gbs,
+    collective_busbw_gbs,
+    link_key,
+    nominal_gbs,
+)
 from advisor.catalog.operations.rates import DTYPES, gemm_curve, gemm_tflops, grid_tflops, memory_gbs
 from advisor.catalog.operations.tables import Measured, peak_tflops, table
 
@@ -33,6 +39,7 @@ __all__ = [
     "Grid",
     "Measured",
     "attention_tflops",
+    "best_busbw_gbs",
     "clear_cache",
     "collective_busbw_gbs",
     "gemm_curve",

@@ -76,6 +76,31 @@ def collective_busbw_gbs(
     return _collective_fallback(op, link, gpus, nodes, nbytes)
 
 
+def best_busbw_gbs(op: str, link: str, gpus: int, sizes: tuple[float, ...]) -> float | None:
+    """The highest collective_busbw_gbs() of a collective inside one server over the message sizes `sizes`
+    (the shipped rows, the op's own), from the knowledge cache: a search's lower bound asks it for each
+    tensor-parallel group, and working it out reads every size (161 lookups, ~6 ms a group). None where
+    the figure reads more than the op's own rows (another op's, another link's, nominal bandwidths) or
+    without a cache folder: the caller sweeps the sizes itself then."""
+    if gpus < 2 or _between_servers(link) or _grids("collectives", (op, link, 1.0), None)[0] is None:
+        return None
+    part = f"best.{op}.{link}.{gpus}.{_sizes_tag(sizes)}"
+    return stored_value(
+        "collectives", part, lambda: max(collective_busbw_gbs(op, link, gpus, 1, s).value for s in sizes)
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _sizes_tag(sizes: tuple[float, ...]) -> str:
+    """A short digest of the sizes swept: an entry keeps only the sweep it was worked out over."""
+    try:  # as the loader: the builtin blake2 module, not hashlib (which loads OpenSSL's library)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter built without it
+        from hashlib import blake2b
+
+    return blake2b(repr(sizes).encode(), digest_size=6).hexdigest()
+
+
 def _collective_own(
     op: str, link: str, gpus: int, nodes: int, nbytes: float, profile: str | None
 ) -> Measured | None:
