@@ -185,11 +185,13 @@ def closed_loop(
 
 
 def burst(ctx: Context, fig: Figures, prompts: int, quantile: float) -> tuple[Latency, LoadStats] | None:
-    """Latency at the percentile, and the full figures, of one replica sent `prompts` requests at once (t=0,
-    as `vllm bench serve --request-rate inf` sends them: vllm-project/vllm@v0.8.5
-    benchmarks/benchmark_serving.py get_request yields every request without a wait when request_rate is
-    inf): the engine's scheduler simulated (its running cap and KV blocks admit them in waves, its token
-    budget chunks the prefills), every request counted once, throughput = output tokens / the makespan."""
+    """Latency at the percentile, and the full figures, of one replica sent `prompts` requests at once: t=0,
+    as `vllm bench serve --request-rate inf` sends them
+    (vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:vllm/benchmarks/serve.py get_request:
+    a delay of 0 for every request when the rate is inf;
+    calculate_metrics: output_throughput = output tokens / the run's duration, TTFT over every request).
+    The engine's scheduler simulated (its running cap and KV blocks from knowledge/serving_engines.toml
+    admit them in waves, its token budget chunks the prefills), every request counted once."""
     job, s = ctx.job, fig.setup
     lengths = [(job.prompt_tokens, job.output_tokens)] * prompts
     cap = min(fig.sat.cap, prompts)
