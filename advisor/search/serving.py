@@ -439,7 +439,7 @@ def _size_for_burst(
         min(per, fig.sat.cap),
         lone,
     )
-    served.stats = got[1] if got else None
+    served.stats = replace(got[1], loop="burst") if got else None
     served.filled = min(1.0, n / (replicas * per))
     served.notes.append(
         f"assumed all {n} prompts sent at once (t=0, as bench serve --request-rate inf): throughput is "

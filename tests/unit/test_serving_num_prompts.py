@@ -40,6 +40,7 @@ def test_a_burst_splits_over_the_replicas_and_says_what_it_assumed(knowledge) ->
     four = predict(knowledge, Workload(**BASE, num_prompts=512), "h100-sxm", 4)
     assert four.serving_load.ttft_ms.mean < one.serving_load.ttft_ms.mean
     assert four.throughput.value > 2 * one.throughput.value
+    assert one.serving_load.loop == "burst" and one.serving_load.in_flight_per_replica == 512
     text = " ".join(one.notes)
     assert "assumed all 512 prompts sent at once" in text
 
