@@ -277,6 +277,9 @@ def serve_load(row: dict[str, str], base: list[str]) -> tuple[cli.Answer, str]:
             return cli.predict([*base, "--concurrency", row["concurrency"]]), "--concurrency"
         return closed_by_littles_law(base, int(row["concurrency"]), osl), "Little's law on --requests-per-s"
     if loop == "offline":
+        prompts = row.get("num_prompts", "").strip()
+        if prompts and cli.has_flag("--num-prompts"):  # a burst: every prompt sent at once
+            return cli.predict([*base, "--num-prompts", prompts]), "--num-prompts (a burst at t=0)"
         answer = cli.predict([*base, "--requests-per-s", "inf"])
         if answer.data is not None:
             return answer, "--requests-per-s inf"

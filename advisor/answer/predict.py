@@ -513,6 +513,8 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
             f"at {job.concurrency} requests in flight (closed loop, {served.batch} per replica): P{q} TTFT "
             "and TPOT shown"
         )
+    elif job.num_prompts:
+        lines.append(f"a burst of {job.num_prompts} prompts sent at once: P{q} TTFT and TPOT over them")
     elif served.load is not None:
         lines.append(f"at {served.rate * served.replicas:g} req/s: P{q} TTFT and TPOT shown")
     elif served.rate <= 0:  # (a rate over capacity says so in its own note)

@@ -64,7 +64,8 @@ def serving_interval(served: Served, quantity: str, p50: float) -> Interval:
 
 def served_rps(job: Job, served: Served) -> float:
     """Requests/s the plan serves: the stated rate, or at a stated concurrency what the replicas complete."""
-    return served.rate * served.replicas * served.filled if job.concurrency else job.requests_per_s
+    closed = job.concurrency or job.num_prompts
+    return served.rate * served.replicas * served.filled if closed else job.requests_per_s
 
 
 def cost_per_million_note(job: Job, served: Served, cost: CostRange, hours: float) -> list[str]:
@@ -113,7 +114,12 @@ def serving_out(
 def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> str:
     """Why a serving plan sizes as it does: replicas, the load each takes, latency at the percentile."""
     q, fig = job.slo_percentile, served.figures
-    if job.concurrency:
+    if job.num_prompts:
+        load = (
+            f"a burst of {job.num_prompts} prompts sent at once ({served_rps(job, served):.2f} req/s "
+            "over its makespan)"
+        )
+    elif job.concurrency:
         load = (
             f"{job.concurrency} requests in flight ({served.batch} each, closed loop; "
             f"{served_rps(job, served):.2f} req/s completed)"

@@ -26,7 +26,8 @@ class LoadOut:
     each latency at P50/P90/P99 (from the engine's scheduler simulated, or the open loop's analysis)."""
 
     loop: str
-    """'closed': requests in flight (a concurrency or a static batch); 'open': a Poisson request rate."""
+    """'closed': requests in flight (a concurrency or a static batch); 'open': a Poisson request rate;
+    'burst': N prompts sent at once (--num-prompts), counted from t=0 to the last token."""
     in_flight_per_replica: int | None
     requests_per_s: float
     """Completed (closed loop) or offered (open loop), whole deployment."""

@@ -232,11 +232,10 @@ def prediction_text(p: Prediction) -> str:
 
 def load_lines(load: Any) -> list[str]:
     """The stated load's figures: the loop, running and waiting requests, latency percentiles."""
-    kind = (
-        f"closed loop, {load.in_flight_per_replica} requests in flight per replica"
-        if load.loop == "closed"
-        else "open loop, Poisson arrivals"
-    )
+    kind = {
+        "closed": f"closed loop, {load.in_flight_per_replica} requests in flight per replica",
+        "burst": f"a burst of {load.in_flight_per_replica} prompts per replica sent at once",
+    }.get(load.loop, "open loop, Poisson arrivals")
     lines = [
         f"load        {kind}: {load.requests_per_s:,.2f} req/s, {load.output_tok_s:,.0f} output tokens/s; "
         f"{load.running_per_replica:,.1f} running and {load.waiting_per_replica:,.1f} waiting per replica"

@@ -137,16 +137,7 @@ def serving_inputs(
             assumed.append(Assumed(text=f"{output} output tokens per request", field="output_tokens"))
         if workload.tpot_ms is None:
             assumed.append(Assumed(text=f"latency target {tpot:g} ms per output token", field="tpot_ms"))
-        if workload.concurrency is not None and workload.requests_per_s is not None:
-            raise InputError(
-                field="concurrency",
-                value=workload.concurrency,
-                problem="is given with a request rate",
-                accepted="one load: requests in flight (a closed loop) or requests per second (an open loop)",
-            )
-        if workload.requests_per_s is None and workload.concurrency is None:
-            rps = default_of("requests_per_s")
-            assumed.append(Assumed(text=f"load {rps:g} request/s", field="requests_per_s"))
+        rps = _load(workload, assumed)
         if workload.slo_percentile is None:
             assumed.append(
                 Assumed(text="latency targets held by the median request (P50)", field="slo_percentile")
@@ -173,7 +164,31 @@ def serving_inputs(
         "ttft_ms": workload.ttft_ms,
         "slo_percentile": workload.slo_percentile or default_of("slo_percentile"),
         "concurrency": workload.concurrency,
+        "num_prompts": workload.num_prompts,
     }
+
+
+def _load(workload: Workload, assumed: list[Assumed]) -> float:
+    """The serving load's request rate (0 with a concurrency or a burst); one load at a time."""
+    if workload.concurrency is not None and workload.requests_per_s is not None:
+        raise InputError(
+            field="concurrency",
+            value=workload.concurrency,
+            problem="is given with a request rate",
+            accepted="one load: requests in flight (a closed loop) or requests per second (an open loop)",
+        )
+    if workload.num_prompts is not None and (workload.requests_per_s or workload.concurrency):
+        raise InputError(
+            field="num_prompts",
+            value=workload.num_prompts,
+            problem="is given with a request rate or a concurrency",
+            accepted="a burst of N prompts sent at once (no rate: every prompt at t=0) or a steady load",
+        )
+    if workload.requests_per_s is None and workload.concurrency is None and workload.num_prompts is None:
+        rps = default_of("requests_per_s")
+        assumed.append(Assumed(text=f"load {rps:g} request/s", field="requests_per_s"))
+        return rps
+    return workload.requests_per_s or 0.0
 
 
 def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list[Assumed]) -> dict[str, Any]:

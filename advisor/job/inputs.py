@@ -138,6 +138,8 @@ class Workload:
     requests_per_s: PositiveFloat | None = None
     concurrency: PositiveInt | None = None
     """Requests in flight on the whole deployment (a closed loop); instead of requests_per_s."""
+    num_prompts: PositiveInt | None = None
+    """A finite burst: this many prompts sent at once (all at t=0), as a benchmark harness does."""
     prompt_tokens: PositiveInt | None = None
     output_tokens: PositiveInt | None = None
     tpot_ms: PositiveFloat | None = None

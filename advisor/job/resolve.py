@@ -60,6 +60,8 @@ class Job:
     """The percentile of requests the latency targets hold for (50, 90 or 99)."""
     concurrency: int | None = None
     """Requests in flight on the whole deployment (a closed loop), when the user states the load so."""
+    num_prompts: int | None = None
+    """A finite burst of this many prompts sent at once (None: the steady state of the load)."""
     precision: str = "auto"
     """As asked: 'auto' resolves per GPU to bf16 or fp16."""
     assumed: tuple[Assumed, ...] = field(default=())

@@ -26,6 +26,7 @@ from advisor.learned.serving.engines import engines, runs
 from advisor.learned.serving.model import Traits, load_model
 from advisor.learned.serving.replica import build
 from advisor.physics.batching import (
+    EVERY,
     Latency,
     LoadStats,
     Saturation,
@@ -181,6 +182,24 @@ def closed_loop(
     # The steady state: the first wave (every client sending at once) is a benchmark's start-up, not the load.
     run = closed_run(sched, s.replica, fig.eff, requests=None)
     return run.latency(quantile), run.stats(concurrency)
+
+
+def burst(ctx: Context, fig: Figures, prompts: int, quantile: float) -> tuple[Latency, LoadStats] | None:
+    """Latency at the percentile, and the full figures, of one replica sent `prompts` requests at once: t=0,
+    as `vllm bench serve --request-rate inf` sends them
+    (vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:vllm/benchmarks/serve.py get_request:
+    a delay of 0 for every request when the rate is inf;
+    calculate_metrics: output_throughput = output tokens / the run's duration, TTFT over every request).
+    The engine's scheduler simulated (its running cap and KV blocks from knowledge/serving_engines.toml
+    admit them in waves, its token budget chunks the prefills), every request counted once."""
+    job, s = ctx.job, fig.setup
+    lengths = [(job.prompt_tokens, job.output_tokens)] * prompts
+    cap = min(fig.sat.cap, prompts)
+    sched = closed_schedule(s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, prompts)
+    if sched is None:
+        return None
+    run = closed_run(sched, s.replica, fig.eff, requests=EVERY)
+    return run.latency(quantile), run.stats(prompts)
 
 
 def closed_loop_at(ctx: Context, fig: Figures, concurrency: int, quantile: float) -> Latency | None:
@@ -371,6 +390,8 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
     job = ctx.job
     lone = alone(ctx, fig)
     q = targets.quantile
+    if job.num_prompts:
+        return _size_for_burst(ctx, fig, targets, replicas, lone)
     per = in_flight(job, replicas)
     if per:
         got = closed_loop(ctx, fig, per, q)
@@ -397,6 +418,35 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         return served
     batch = max(1, round(fig.sat.batch))
     return Served(fig, replicas, 0.0, None, max_rate(ctx, fig, targets), targets, batch, lone)
+
+
+def _size_for_burst(
+    ctx: Context, fig: Figures, targets: Targets, replicas: int, lone: tuple[float, float]
+) -> Served:
+    """predict: a burst of N prompts split evenly over the replicas (ceil(N / R) each, as a load balancer
+    spreads them), each replica's share simulated from t=0 to its last token."""
+    n = ctx.job.num_prompts or 1
+    per = math.ceil(n / max(replicas, 1))
+    got = burst(ctx, fig, per, targets.quantile)
+    load = got[0] if got else None
+    served = Served(
+        fig,
+        replicas,
+        load.requests_s if load else 0.0,
+        load,
+        max_rate(ctx, fig, targets),
+        targets,
+        min(per, fig.sat.cap),
+        lone,
+    )
+    served.stats = replace(got[1], loop="burst") if got else None
+    served.filled = min(1.0, n / (replicas * per))
+    served.notes.append(
+        f"assumed all {n} prompts sent at once (t=0, as bench serve --request-rate inf): throughput is "
+        f"output tokens over the burst's makespan, TTFT over its {n} requests (queued behind earlier "
+        "prefills and admission waves)"
+    )
+    return served
 
 
 def _memory_miss(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> Miss:
@@ -481,6 +531,13 @@ def _sized(ctx: Context, gpu: Gpu, fig: Figures, targets: Targets, count: int | 
     g = rep.tp * rep.pp
     if count is not None:
         return size_for_count(ctx, fig, targets, count // g)
+    if job.num_prompts:  # a burst ends: there is no steady load to size replicas for
+        raise InputError(
+            field="num_prompts",
+            value=job.num_prompts,
+            problem="is a burst on stated GPUs (predict), not a load to size replicas for",
+            accepted="a request rate or a concurrency to recommend for; a burst with a GPU and a count",
+        )
     served = size_for_load(ctx, fig, targets, job.requests_per_s)
     if isinstance(served, str):
         return Miss(gpu.id, g, "latency", served, 1.5)

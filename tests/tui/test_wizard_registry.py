@@ -115,3 +115,15 @@ def test_concurrency_is_asked_for_inference_and_reaches_the_workload(fixture_kno
     assert "concurrency" not in check({"kind": "lora", "model": "llama-3.1-8b"}, fixture_knowledge).applicable
     both = check({**base, "concurrency": "8", "requests_per_s": "2"}, fixture_knowledge).errors
     assert "request rate" in " ".join(both.values()) and not any(FLAG.search(m) for m in both.values())
+
+
+def test_num_prompts_is_asked_for_inference_and_reaches_the_workload(fixture_knowledge: Knowledge) -> None:
+    """The registry's prompt count (a burst sent at once) is a wizard row for inference, reaches the
+    workload, and a bad count is refused beside the field in the wizard's words."""
+    base = {"kind": "inference", "model": "llama-3.1-8b"}
+    checked = check({**base, "num_prompts": "320"}, fixture_knowledge)
+    assert not checked.errors and checked.workload is not None and checked.workload.num_prompts == 320
+    assert "num_prompts" in checked.applicable
+    assert "num_prompts" not in check({"kind": "lora", "model": "llama-3.1-8b"}, fixture_knowledge).applicable
+    bad = check({**base, "num_prompts": "0"}, fixture_knowledge).errors
+    assert "num_prompts" in bad and not any(FLAG.search(m) for m in bad.values())

@@ -1,0 +1,78 @@
+"""A burst of N prompts sent at once (--num-prompts, as `vllm bench serve --request-rate inf` sends them):
+the engine's scheduler simulated from t=0 to the last token; its TTFT grows with N and its throughput
+approaches the saturated steady state as N grows; the flag's bad values are one line, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from advisor.answer.predict import predict
+from advisor.job.inputs import Workload
+from advisor.question.errors import InputError
+
+BASE = dict(model="llama-3.1-8b", kind="inference", prompt_tokens=1000, output_tokens=200)
+CLI = ["predict", "--model", "llama-3.1-8b", "--workload", "inference", "--gpu", "h100-sxm", "--count", "1"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_bursts_ttft_grows_with_n_and_its_throughput_approaches_the_steady_state(knowledge) -> None:
+    got = {n: predict(knowledge, Workload(**BASE, num_prompts=n), "h100-sxm", 1) for n in (4, 64, 512, 2048)}
+    ttft = [got[n].serving_load.ttft_ms.mean for n in sorted(got)]
+    assert ttft == sorted(ttft) and ttft[-1] > 20 * ttft[0], ttft
+    tput = [got[n].throughput.value for n in sorted(got)]
+    steady = predict(knowledge, Workload(**BASE, requests_per_s=1e6), "h100-sxm", 1).throughput.value
+    assert tput[0] < tput[1] < tput[2], tput
+    # the fill and the tail shrink against the makespan: within 15% of the capacity, never over it by more
+    assert 0.85 * steady < tput[-1] <= 1.02 * steady, (tput, steady)
+    assert tput[0] < 0.5 * steady
+
+
+def test_a_burst_splits_over_the_replicas_and_says_what_it_assumed(knowledge) -> None:
+    one = predict(knowledge, Workload(**BASE, num_prompts=512), "h100-sxm", 1)
+    four = predict(knowledge, Workload(**BASE, num_prompts=512), "h100-sxm", 4)
+    assert four.serving_load.ttft_ms.mean < one.serving_load.ttft_ms.mean
+    assert four.throughput.value > 2 * one.throughput.value
+    assert one.serving_load.loop == "burst" and one.serving_load.in_flight_per_replica == 512
+    text = " ".join(one.notes)
+    assert "assumed all 512 prompts sent at once" in text
+
+
+def test_a_burst_with_a_rate_or_a_concurrency_is_refused(knowledge) -> None:
+    for extra in ({"requests_per_s": 2.0}, {"concurrency": 8}):
+        with pytest.raises(InputError, match="num_prompts"):
+            predict(knowledge, Workload(**BASE, num_prompts=10, **extra), "h100-sxm", 1)
+
+
+@pytest.mark.parametrize(
+    "value,needle",
+    [("0", "--num-prompts: '0' must be"), ("2.5", "must be a whole"), ("lots", "is not a number")],
+)
+def test_bad_num_prompts_is_one_line_exit_2(value: str, needle: str) -> None:
+    result = _cli(*CLI, "--num-prompts", value)
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and needle in lines[0], result.stderr
+
+
+def test_num_prompts_with_a_rate_is_one_line_exit_2() -> None:
+    result = _cli(*CLI, "--num-prompts", "10", "--requests-per-s", "2")
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and "num-prompts" in lines[0], result.stderr
+
+
+def test_the_door_and_recommend_refuse_what_a_burst_cannot_be(knowledge) -> None:
+    from advisor.answer.recommend import recommend
+    from advisor.job.door import question
+    from advisor.job.inputs import Constraints
+
+    with pytest.raises(InputError, match="num_prompts"):
+        question(Workload, {**BASE, "num_prompts": 0})
+    with pytest.raises(InputError, match="num_prompts"):
+        recommend(knowledge, Workload(**BASE, num_prompts=100), Constraints(gpus=("h100-sxm",)))
