@@ -34,6 +34,8 @@ SERVING6 = ROOT / "benchmarks" / "heldout6_serving_runs.csv"
 # The sealed seventh set (docs/heldout.md): scored once, at the end of stop 39; sources unused elsewhere.
 TRAINING7 = ROOT / "benchmarks" / "heldout7_training_runs.csv"
 SERVING7 = ROOT / "benchmarks" / "heldout7_serving_runs.csv"
+TRAINING8 = ROOT / "benchmarks" / "heldout8_training_runs.csv"
+SERVING8 = ROOT / "benchmarks" / "heldout8_serving_runs.csv"
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -92,8 +94,8 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6, TRAINING7],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"],
+    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6, TRAINING7, TRAINING8],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
 )
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -123,8 +125,8 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
 
 @pytest.mark.parametrize(
     "path",
-    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6, SERVING7],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"],
+    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6, SERVING7, SERVING8],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
 )
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -365,6 +367,24 @@ def test_heldout7_is_not_mlperf_and_has_loaded_ttft() -> None:
     assert loaded, "no TTFT row at a stated concurrency or request rate"
     batch_one = [r for r in serving if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"]]
     assert batch_one, "no TPOT at one request"
+
+
+SETS_1_TO_7 = [*SETS_1_TO_6, TRAINING7, SERVING7]
+
+
+def test_heldout8_sources_appear_nowhere_else() -> None:
+    """The eighth sealed set is held out from everything, sets 1-7 included (rerun by the lead on the merged
+    tree, where it catches a branch that put a heldout8 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING8) + _rows(SERVING8), SETS_1_TO_7, 3, "heldout8")
+
+
+def test_heldout8_source_ids_are_new() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_7 for r in _rows(path)}
+    training, serving = _rows(TRAINING8), _rows(SERVING8)
+    eighth = {r["source_id"] for r in training + serving}
+    assert not earlier & eighth, f"source ids shared with an earlier set: {sorted(earlier & eighth)}"
+    assert training and serving, "an empty half in heldout8"
+    assert all(r["family"] != "mlperf" for r in training + serving), "an MLPerf row in the eighth set"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
