@@ -388,14 +388,18 @@ def test_heldout8_source_ids_are_new() -> None:
 
 
 def test_heldout8_is_wide_enough_to_judge() -> None:
-    """The widening (heldout8b): training from three sources with runs at 64 GPUs, serving from two sources with
-    TTFT under a stated request rate or concurrency."""
+    """The widening (heldout8b): training from three sources with runs at 64 GPUs, serving from two sources
+    with TTFT under a stated request rate or concurrency."""
     training, serving = _rows(TRAINING8), _rows(SERVING8)
     assert 15 <= len(training) <= 60, f"{len(training)} training runs in heldout8"
     assert len({r["source_id"] for r in training}) >= 3, "fewer than three training sources in heldout8"
     assert sum(int(r["count"]) >= 64 for r in training) >= 2, "fewer than two runs at 64 GPUs or more"
     assert len({r["source_id"] for r in serving}) >= 2, "fewer than two serving sources in heldout8"
-    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] not in ("", "inf") or r["concurrency"] not in ("", "1"))]
+    loaded = [
+        r
+        for r in serving
+        if r["ttft_ms"] and (r["request_rate"] not in ("", "inf") or r["concurrency"] not in ("", "1"))
+    ]
     assert len(loaded) >= 8, "fewer than eight TTFT rows at a stated request rate or concurrency"
 
 
