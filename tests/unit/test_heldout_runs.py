@@ -375,7 +375,7 @@ SETS_1_TO_7 = [*SETS_1_TO_6, TRAINING7, SERVING7]
 def test_heldout8_sources_appear_nowhere_else() -> None:
     """The eighth sealed set is held out from everything, sets 1-7 included (rerun by the lead on the merged
     tree, where it catches a branch that put a heldout8 source into knowledge/)."""
-    _assert_sealed(_rows(TRAINING8) + _rows(SERVING8), SETS_1_TO_7, 3, "heldout8")
+    _assert_sealed(_rows(TRAINING8) + _rows(SERVING8), SETS_1_TO_7, 5, "heldout8")
 
 
 def test_heldout8_source_ids_are_new() -> None:
@@ -385,6 +385,22 @@ def test_heldout8_source_ids_are_new() -> None:
     assert not earlier & eighth, f"source ids shared with an earlier set: {sorted(earlier & eighth)}"
     assert training and serving, "an empty half in heldout8"
     assert all(r["family"] != "mlperf" for r in training + serving), "an MLPerf row in the eighth set"
+
+
+def test_heldout8_is_wide_enough_to_judge() -> None:
+    """The widening (heldout8b): training from three sources with runs at 64 GPUs, serving from two sources
+    with TTFT under a stated request rate or concurrency."""
+    training, serving = _rows(TRAINING8), _rows(SERVING8)
+    assert 15 <= len(training) <= 60, f"{len(training)} training runs in heldout8"
+    assert len({r["source_id"] for r in training}) >= 3, "fewer than three training sources in heldout8"
+    assert sum(int(r["count"]) >= 64 for r in training) >= 2, "fewer than two runs at 64 GPUs or more"
+    assert len({r["source_id"] for r in serving}) >= 2, "fewer than two serving sources in heldout8"
+    loaded = [
+        r
+        for r in serving
+        if r["ttft_ms"] and (r["request_rate"] not in ("", "inf") or r["concurrency"] not in ("", "1"))
+    ]
+    assert len(loaded) >= 8, "fewer than eight TTFT rows at a stated request rate or concurrency"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
