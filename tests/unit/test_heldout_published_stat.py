@@ -1,5 +1,7 @@
-"""bench_heldout scores a latency as its source defines it: the simulated requests' mean where the row
-states a mean (genai-perf's averages, result files' means), else the P50 of the answer."""
+"""bench_heldout asks and scores a serving row as its source ran and defines it: an offline row that states its
+prompt count as that burst (--num-prompts N, every prompt at t=0, as `vllm bench serve --request-rate inf
+--num-prompts N` runs); a latency as the simulated requests' mean where the row states a mean (genai-perf's
+averages, result files' means), else the P50 of the answer."""
 
 from __future__ import annotations
 
@@ -34,3 +36,16 @@ def test_a_mean_row_is_scored_against_the_simulated_mean() -> None:
     assert bench.as_published({"ttft_stat": ""}, "ttft_ms", DATA, ttft_get) == 100.0
     without_load = {k: v for k, v in DATA.items() if k != "serving_load"}
     assert bench.as_published({"ttft_stat": "mean"}, "ttft_ms", without_load, ttft_get) == 100.0
+
+
+def test_an_offline_row_with_its_prompt_count_is_asked_as_a_burst(monkeypatch) -> None:
+    bench = _bench()
+    asked: list[list[str]] = []
+    monkeypatch.setattr(
+        bench.cli, "predict", lambda args: asked.append(args) or bench.cli.Answer(data={}, refusal=None)
+    )
+    row = {"loop": "offline", "osl": "224", "num_prompts": "320"}
+    _, how = bench.serve_load(row, ["--model", "m"])
+    assert asked[-1] == ["--model", "m", "--num-prompts", "320"] and "burst" in how
+    _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
+    assert "--num-prompts" not in asked[-1] and "--requests-per-s" in asked[-1]
