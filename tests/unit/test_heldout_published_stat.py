@@ -1,5 +1,5 @@
-"""bench_heldout asks and scores a serving row as its source ran and defines it: an offline row that states its
-prompt count as that burst (--num-prompts N, every prompt at t=0, as `vllm bench serve --request-rate inf
+"""bench_heldout asks and scores a serving row as its source ran and defines it: an offline row that states
+its prompt count as that burst (--num-prompts N, every prompt at t=0, as `vllm bench serve --request-rate inf
 --num-prompts N` runs); a latency as the simulated requests' mean where the row states a mean (genai-perf's
 averages, result files' means), else the P50 of the answer."""
 
