@@ -389,8 +389,9 @@ def test_heldout8_source_ids_are_new() -> None:
 
 def test_heldout8_is_wide_enough_to_judge() -> None:
     """The widenings (heldout8b, heldout8c, heldout8d): training from six sources in four families, with
-    independent teams' runs at 64 H100 and H200/H100 rows beside the A100, MI300X/MI325X and V100 ones; serving
-    from six sources (five origins) with TTFT under a stated request rate or concurrency on four GPU kinds."""
+    independent teams' runs at 64 H100 and H200/H100 rows beside the A100, MI300X/MI325X and V100 ones;
+    serving from six sources (five origins) with TTFT under a stated request rate or concurrency on four GPU
+    kinds."""
     training, serving = _rows(TRAINING8), _rows(SERVING8)
     assert 40 <= len(training) <= 80, f"{len(training)} training runs in heldout8"
     assert len({r["source_id"] for r in training}) >= 6, "fewer than six training sources in heldout8"
