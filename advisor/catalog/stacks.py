@@ -45,6 +45,7 @@ def _schema() -> Any:
         recompute: Literal["search", "none", "selective", "full"]
         recompute_full_from_params: PosFloat | None = None
         interleaved: bool = False
+        reduce_fp32: bool = False
         flash_attention: Month
         compiled: Month
         te_fp8: Month
@@ -73,6 +74,9 @@ class Stack:
     interleaved: bool
     """Whether the stack runs an interleaved 1F1B pipeline (v model chunks per stage), so that the search
     chooses v where the user does not state a schedule."""
+    reduce_fp32: bool
+    """Whether the stack reduces (reduce-scatters, all-reduces) the gradients in fp32 beside 16-bit weights
+    by default, so its data-parallel reduction moves 4 bytes a gradient, not 2."""
     since: dict[str, str]
     """Trait -> the month ('YYYY-MM') it arrived in this stack, '' when it never did."""
     note: str
@@ -126,6 +130,7 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
             recompute=spec.recompute,
             recompute_full_from_params=spec.recompute_full_from_params,
             interleaved=spec.interleaved,
+            reduce_fp32=spec.reduce_fp32,
             since={t: getattr(spec, t) for t in TRAITS},
             note=spec.note,
         )

@@ -225,6 +225,14 @@ def stack_traits(stack: str) -> Traits:
     return spec.traits() if spec is not None else (1.0, 1.0, 0.0, 0.0)
 
 
+def reduces_fp32(stack: str) -> bool:
+    """Whether the shipped stack reduces its gradients in fp32 by default (training_stacks.toml)."""
+    from advisor.catalog.stacks import shipped_stacks
+
+    spec = shipped_stacks().get(stack)
+    return spec is not None and spec.reduce_fp32
+
+
 # The harnesses of the non-LLM benchmark tables: an LLM measured there keeps the speed-of-light path of the
 # other models (its runs are fitted with them).
 NON_LLM_STACKS = ("ngc-pytorch", "pytorch")
@@ -355,10 +363,13 @@ class StepModel:
             job, a = self.job, self.a
             w = weight_bytes_per_param(layout.precision, a, training=True)
             base_w = a.precision["nf4_bits"].value / 8 if job.kind == "qlora" else w
-            grads = job.trainable_params / layout.model_parallel * w
+            # A stack that reduces its gradients in fp32 (torchtitan) moves 4 bytes a gradient when it shards.
+            reduce_w = 4.0 if layout.zero >= 1 and reduces_fp32(job.stack) else w
+            trainable = job.trainable_params / layout.model_parallel
+            grads = trainable * reduce_w
             # ZeRO-3 gathers every weight it shards (frozen base weights too); ZeRO-1/2 gathers only the
-            # parameters the optimizer updated (a LoRA step: the adapters), as many bytes as the gradients.
-            weights = _local_params(job, layout) * base_w if layout.zero == 3 else grads
+            # parameters the optimizer updated (a LoRA step: the adapters), in the weights' own dtype.
+            weights = _local_params(job, layout) * base_w if layout.zero == 3 else trainable * w
             layers = max(1, (job.arch.layers if job.arch is not None else 1) // layout.pp)
             got = self._ops_dp[key] = data_parallel.dp_sync(
                 layout, composed.prices, (grads, weights, layers), job.stack, composed.megatron

@@ -384,3 +384,34 @@ def test_the_data_parallel_line_says_what_an_interleaved_reduction_hides_under()
     )
     assert "under the last backward pass" in _dp_note(1, layout, True)
     assert "model chunks after each (2.5 micro-batches' worth)" in _dp_note(1, layout, True, 2.5)
+
+
+def _sync(knowledge, stack: str, zero: int):
+    w = Workload(
+        model="llama-3.1-8b",
+        kind="pretrain",
+        precision="bf16",
+        seq_len=8192,
+        batch_size=1,
+        config=RunConfig(global_batch=64, stack=stack),
+    )
+    job = resolve_job(knowledge, w, need_data=False)
+    gpu = knowledge.gpu("h100-sxm")
+    layout = Layout(
+        count=64, nodes=8, node_size=8, precision="bf16", dp=64, sharding=f"zero{zero}", micro_batch=1
+    )
+    model = StepModel(job, gpu, knowledge.assumptions.fabric[gpu.fabric], knowledge.assumptions)
+    return model._dp_sync(layout)
+
+
+def test_torchtitan_reduce_scatters_its_gradients_in_fp32_and_gathers_its_weights_in_bf16(knowledge) -> None:
+    # torchtitan's FSDP2 MixedPrecisionPolicy reduces in training.mixed_precision_reduce, 'float32' only
+    # (pytorch/torchtitan@b5bcd76c: torchtitan/config/configs.py); PyTorch FSDP's own default reduces in the
+    # parameters' dtype. Same job, same layout: twice the reduce-scatter bytes, the same gathers.
+    titan, fsdp = _sync(knowledge, "torchtitan", 3), _sync(knowledge, "fsdp", 3)
+    assert titan.grads > 1.8 * fsdp.grads
+    assert titan.gathers == pytest.approx(fsdp.gathers)
+    # ZeRO-1's parameter gather after the optimizer step moves the 16-bit weights, not the fp32 gradients.
+    one_titan, one_fsdp = _sync(knowledge, "torchtitan", 1), _sync(knowledge, "fsdp", 1)
+    assert one_titan.params == pytest.approx(one_fsdp.params)
+    assert one_titan.grads > 1.8 * one_fsdp.grads
