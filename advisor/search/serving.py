@@ -188,8 +188,8 @@ def closed_loop(
 def closed_requests(concurrency: int, prompts: int | None) -> tuple[int, int | None]:
     """(requests to simulate, how closed_run counts them) for `concurrency` clients. Without a stated run
     length the steady state (None): the first wave, every client sending at once, is a service's start-up,
-    not its load. With `--num-prompts N` the run as `vllm bench serve --max-concurrency C --num-prompts N`
-    times it: every request counted once, the first wave and the last included
+    not its load. With a stated number of prompts N, the run as vllm's bench serve times N prompts at a
+    max_concurrency of C: every request counted once, the first wave and the last included
     (vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:vllm/benchmarks/serve.py `benchmark`: a
     semaphore of max_concurrency around every request, all N sent at rate inf; `calculate_metrics`: TTFT
     over every request); a run longer than the simulation weighs its waves once and its steady part as
