@@ -182,7 +182,7 @@ def _load(workload: Workload, assumed: list[Assumed]) -> float:
             field="num_prompts",
             value=workload.num_prompts,
             problem="is given with a request rate",
-            accepted="N prompts sent at once (a burst), N prompts through the concurrency's clients, or a rate",
+            accepted="N prompts sent at once (a burst), N prompts through the concurrency, or a rate",
         )
     if workload.requests_per_s is None and workload.concurrency is None and workload.num_prompts is None:
         rps = default_of("requests_per_s")
