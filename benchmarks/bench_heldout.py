@@ -273,6 +273,12 @@ def serve_load(row: dict[str, str], base: list[str]) -> tuple[cli.Answer, str]:
             return answer, "--batch-size (static batch)"
         loop, row = "closed", {**row, "concurrency": row["batch"]}
     if loop == "closed":
+        prompts = row.get("num_prompts", "").strip()
+        if prompts and cli.has_flag("--num-prompts"):  # the run's N requests through its clients, all counted
+            args = [*base, "--concurrency", row["concurrency"], "--num-prompts", prompts]
+            answer = cli.predict(args)
+            if answer.data is not None:
+                return answer, "--concurrency with --num-prompts (every request counted)"
         if cli.has_flag("--concurrency"):
             return cli.predict([*base, "--concurrency", row["concurrency"]]), "--concurrency"
         return closed_by_littles_law(base, int(row["concurrency"]), osl), "Little's law on --requests-per-s"

@@ -509,9 +509,11 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
             "and TPOT shown"
         )
     elif job.concurrency:
+        n = job.num_prompts
+        run = f"; a run of {n} requests, each counted, not the steady state" if n else ""
         lines.append(
-            f"at {job.concurrency} requests in flight (closed loop, {served.batch} per replica): P{q} TTFT "
-            "and TPOT shown"
+            f"at {job.concurrency} requests in flight (closed loop, {served.batch} per replica{run}): "
+            f"P{q} TTFT and TPOT shown"
         )
     elif job.num_prompts:
         lines.append(f"a burst of {job.num_prompts} prompts sent at once: P{q} TTFT and TPOT over them")

@@ -114,7 +114,12 @@ def serving_out(
 def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> str:
     """Why a serving plan sizes as it does: replicas, the load each takes, latency at the percentile."""
     q, fig = job.slo_percentile, served.figures
-    if job.num_prompts:
+    if job.num_prompts and job.concurrency:
+        load = (
+            f"{job.num_prompts} prompts through {job.concurrency} clients, every request counted "
+            f"({served_rps(job, served):.2f} req/s over the run)"
+        )
+    elif job.num_prompts:
         load = (
             f"a burst of {job.num_prompts} prompts sent at once ({served_rps(job, served):.2f} req/s "
             "over its makespan)"

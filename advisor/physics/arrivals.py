@@ -39,9 +39,8 @@ class _OpenLoop(_Loop):
         self.first_s, self.done_s = [math.nan] * len(times), [math.nan] * len(times)
         self.spent: list[float] = []  # seconds of each recorded run of iterations
 
-    def _finish(self, r: int) -> None:  # an open loop's next request comes at its own time
-        self.s.done[r] = self.it
-        self.kv_used -= self._reserve(r)
+    def _next_request(self) -> None:  # an open loop's next request comes at its own time, not at a finish
+        pass
 
     def arrive(self) -> None:
         while self.issued < len(self.times) and self.times[self.issued] <= self.clock:

@@ -556,9 +556,15 @@ class _Loop:
             self.prefill.append([r, self.s.lengths[r][0] + self.had[r]])
 
     def _finish(self, r: int) -> None:
+        """Its last token out: its KV freed (paged: the prompt and every output token it holds), and its
+        client's next request sent."""
         self.s.done[r] = self.it
         self.kv_used -= sum(self.s.lengths[r]) if self.paged else self._reserve(r)
         self.order.pop(r, None)
+        self._next_request()
+
+    def _next_request(self) -> None:
+        """A closed loop: the client whose request finished sends its next one."""
         if self.issued < len(self.s.lengths):
             self.s.arrival[self.issued] = self.it
             self.waiting.append(self.issued)

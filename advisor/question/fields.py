@@ -479,7 +479,8 @@ _ALL_FIELDS: tuple[Field, ...] = (
         W,
         "Prompts sent",
         "--num-prompts",
-        "prompts sent at once (a burst, as bench serve --request-rate inf)",
+        "prompts sent: at once (a burst, as bench serve --request-rate inf), or with --concurrency through "
+        "its clients (each counted)",
         bound=_whole(1, 1 << 20),
         applies_to=INFERENCE,
         hint="a finite burst, all at t=0",

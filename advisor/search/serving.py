@@ -167,21 +167,39 @@ def _idle_note(clients: int, replicas: int) -> str:
 
 
 def closed_loop(
-    ctx: Context, fig: Figures, concurrency: int, quantile: float
+    ctx: Context, fig: Figures, concurrency: int, quantile: float, prompts: int | None = None
 ) -> tuple[Latency, LoadStats] | None:
     """Latency at the percentile, and the full figures, of one replica kept at `concurrency` requests in
-    flight: the engine's scheduler simulated (its running cap, KV blocks, token budget, waiting queue)."""
+    flight: the engine's scheduler simulated (its running cap, KV blocks, token budget, waiting queue); a run
+    of `prompts` requests counted as a benchmark of that many counts them (closed_requests)."""
     job, s = ctx.job, fig.setup
-    lengths = [(job.prompt_tokens, job.output_tokens)] * min(CLOSED_LOOP_REQUESTS, max(4 * concurrency, 64))
+    n, counted_as = closed_requests(concurrency, prompts)
+    lengths = [(job.prompt_tokens, job.output_tokens)] * n
     cap = min(fig.sat.cap, concurrency)
     sched = closed_schedule(
         s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, concurrency
     )
     if sched is None:
         return None
-    # The steady state: the first wave (every client sending at once) is a benchmark's start-up, not the load.
-    run = closed_run(sched, s.replica, fig.eff, requests=None)
+    run = closed_run(sched, s.replica, fig.eff, requests=counted_as)
     return run.latency(quantile), run.stats(concurrency)
+
+
+def closed_requests(concurrency: int, prompts: int | None) -> tuple[int, int | None]:
+    """(requests to simulate, how closed_run counts them) for `concurrency` clients. Without a stated run
+    length the steady state (None): the first wave, every client sending at once, is a service's start-up,
+    not its load. With a stated number of prompts N, the run as vllm's bench serve times N prompts at a
+    max_concurrency of C: every request counted once, the first wave and the last included
+    (vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:vllm/benchmarks/serve.py `benchmark`: a
+    semaphore of max_concurrency around every request, all N sent at rate inf; `calculate_metrics`: TTFT
+    over every request); a run longer than the simulation weighs its waves once and its steady part as
+    N - 2C requests (`counted`)."""
+    steady = min(CLOSED_LOOP_REQUESTS, max(4 * concurrency, 64))
+    if not prompts:
+        return steady, None
+    if prompts <= steady:
+        return prompts, EVERY
+    return steady, prompts
 
 
 def burst(ctx: Context, fig: Figures, prompts: int, quantile: float) -> tuple[Latency, LoadStats] | None:
@@ -390,11 +408,12 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
     job = ctx.job
     lone = alone(ctx, fig)
     q = targets.quantile
-    if job.num_prompts:
+    if job.num_prompts and not job.concurrency:
         return _size_for_burst(ctx, fig, targets, replicas, lone)
     per = in_flight(job, replicas)
     if per:
-        got = closed_loop(ctx, fig, per, q)
+        prompts = math.ceil(job.num_prompts / replicas) if job.num_prompts and job.concurrency else None
+        got = closed_loop(ctx, fig, per, q, prompts)
         load = got[0] if got else None
         rate = load.requests_s if load else 0.0
         served = Served(fig, replicas, rate, load, max_rate(ctx, fig, targets), targets, per, lone)

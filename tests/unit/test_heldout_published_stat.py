@@ -49,3 +49,19 @@ def test_an_offline_row_with_its_prompt_count_is_asked_as_a_burst(monkeypatch) -
     assert asked[-1] == ["--model", "m", "--num-prompts", "320"] and "burst" in how
     _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
     assert "--num-prompts" not in asked[-1] and "--requests-per-s" in asked[-1]
+
+
+def test_a_closed_row_with_its_prompt_count_is_asked_as_that_run(monkeypatch) -> None:
+    """A closed loop that states N prompts (`vllm bench serve --max-concurrency C --num-prompts N`) is asked
+    as that run, every request counted; one that does not, as the steady state."""
+    bench = _bench()
+    asked: list[list[str]] = []
+    monkeypatch.setattr(
+        bench.cli, "predict", lambda args: asked.append(args) or bench.cli.Answer(data={}, refusal=None)
+    )
+    row = {"loop": "closed", "osl": "256", "concurrency": "64", "num_prompts": "100"}
+    _, how = bench.serve_load(row, ["--model", "m"])
+    assert asked[-1] == ["--model", "m", "--concurrency", "64", "--num-prompts", "100"], asked[-1]
+    assert "every request counted" in how
+    _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
+    assert asked[-1] == ["--model", "m", "--concurrency", "64"] and how == "--concurrency"

@@ -45,10 +45,35 @@ def test_a_burst_splits_over_the_replicas_and_says_what_it_assumed(knowledge) ->
     assert "assumed all 512 prompts sent at once" in text
 
 
-def test_a_burst_with_a_rate_or_a_concurrency_is_refused(knowledge) -> None:
-    for extra in ({"requests_per_s": 2.0}, {"concurrency": 8}):
-        with pytest.raises(InputError, match="num_prompts"):
-            predict(knowledge, Workload(**BASE, num_prompts=10, **extra), "h100-sxm", 1)
+def test_a_burst_with_a_rate_is_refused(knowledge) -> None:
+    with pytest.raises(InputError, match="num_prompts"):
+        predict(knowledge, Workload(**BASE, num_prompts=10, requests_per_s=2.0), "h100-sxm", 1)
+
+
+def test_n_prompts_through_c_clients_count_every_request_as_the_harness_does(knowledge) -> None:
+    """`vllm bench serve --max-concurrency C --num-prompts N` times every request, the first wave (every
+    client sending at once, queued behind its own prompts) included: a run of N = 2C requests has a higher
+    mean TTFT than the steady state, a long run approaches it, and N <= C is the burst of N."""
+    c = 64
+
+    def mean_ttft(**extra: int) -> float:
+        got = predict(knowledge, Workload(**BASE, concurrency=c, **extra), "h100-sxm", 1)
+        return got.serving_load.ttft_ms.mean
+
+    steady, short, long = mean_ttft(), mean_ttft(num_prompts=2 * c), mean_ttft(num_prompts=100 * c)
+    assert short > 1.3 * steady, (short, steady)
+    assert steady <= long < short and long == pytest.approx(steady, rel=0.1), (long, steady)
+    burst = predict(knowledge, Workload(**BASE, num_prompts=c), "h100-sxm", 1).serving_load.ttft_ms.mean
+    assert mean_ttft(num_prompts=c) == pytest.approx(burst, rel=0.02)
+
+
+def test_closed_requests_simulates_a_short_run_whole_and_weighs_a_long_one() -> None:
+    from advisor.physics.batching import EVERY
+    from advisor.search.serving import closed_requests
+
+    assert closed_requests(16, None) == (64, None)  # the steady state
+    assert closed_requests(16, 40) == (40, EVERY)
+    assert closed_requests(16, 5000) == (64, 5000)
 
 
 @pytest.mark.parametrize(
