@@ -264,11 +264,23 @@ def _loss_bytes_per_token(
 def _op_sac_bytes(arch: Arch) -> float:
     """Bytes per token a block keeps under torchtitan's op-level selective checkpointing (16-bit): its input,
     the attention kernel's output and every other matmul output in forward order (wq, wv, w1, w2 of a gated
-    block; w1 of a plain one)."""
-    h, f = arch.hidden, _ffn_width(arch)
+    block; w1 of a plain one).
+
+    A mixture of experts keeps less (torchtitan-moe-sac): its router's gate is force-recomputed and not
+    counted (`force_recompute_mm_shapes_by_fqns` = ['moe.router.gate']), and the routed experts run
+    `torch._grouped_mm`, which is not among the ops saved (PyTorch's compute-intensive ops: mm, bmm, addmm,
+    the attention kernels, _scaled_mm), so their outputs are recomputed; the top-k scores (fp32) and indices
+    (int64) are saved; shared experts are counted on like a dense FFN (w1, w2)."""
+    h = arch.hidden
     q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    saved_mm = q + kv + (f + h if arch.gated else f)
-    return 2.0 * (h + q + saved_mm)
+    if arch.is_moe:
+        shared = arch.expert_ffn * arch.shared_experts
+        ffn_mm = shared + h if shared else 0.0
+        topk = 12.0 * arch.experts_per_token
+    else:
+        f = arch.ffn_hidden
+        ffn_mm, topk = (f + h if arch.gated else f), 0.0
+    return 2.0 * (h + q + q + kv + ffn_mm) + topk
 
 
 # torch.optim keeps these optimizers' states in the parameter's dtype (fp32 figures in assumptions.toml).
