@@ -13,7 +13,7 @@ from advisor.physics.memory import GB, TrainingMemoryModel, inference_terms
 
 def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:
     # ZeRO's accounting (2 + 2 + K bytes per parameter) is DeepSpeed's: 16-bit gradients, fp32 states, in the
-    # paper's fp16 mixed precision (in bf16 at stage 0 DeepSpeed runs BF16_Optimizer instead: test_memory_refusals).
+    # paper's fp16 mixed precision (in bf16 at stage 0 DeepSpeed runs BF16_Optimizer: test_memory_refusals).
     # Through the door, as a user's optimizer name arrives (the old names are read there).
     workload = question(
         Workload,
@@ -326,8 +326,9 @@ def test_a_full_fine_tune_of_8b_in_pure_bf16_fits_one_80gb_gpu(knowledge) -> Non
 
 def test_torchtitan_op_sac_recomputes_the_routed_experts(knowledge) -> None:
     # torchtitan's op-level SAC saves mm outputs (every other one) but not torch._grouped_mm's, and it
-    # force-recomputes the router's gate without counting it (torchtitan-moe-sac): a MoE block keeps its input,
-    # the attention output, wq's and wv's outputs and the top-k scores and indices, not its experts' outputs.
+    # force-recomputes the router's gate without counting it (torchtitan-moe-sac): a MoE block keeps its
+    # input, the attention output, wq's and wv's outputs and the top-k scores and indices, not its experts'
+    # outputs.
     from advisor.physics.memory import usable_gb
 
     job = resolve_job(
@@ -348,9 +349,12 @@ def test_torchtitan_op_sac_recomputes_the_routed_experts(knowledge) -> None:
     kept = 2.0 * (arch.hidden + 2 * q + kv) + 12.0 * arch.experts_per_token
     assert model.per_layer["selective"][0] == pytest.approx(kept * 8192)
     routed = 2.0 * (arch.expert_ffn * arch.experts_per_token + arch.hidden)  # w1's and w2's outputs
-    layout = Layout(count=8, nodes=1, node_size=8, precision="bf16", dp=8, sharding="zero3", recompute="selective")
+    layout = Layout(
+        count=8, nodes=1, node_size=8, precision="bf16", dp=8, sharding="zero3", recompute="selective"
+    )
     usable = usable_gb(b200, knowledge.assumptions)
-    # 4 x 8,192 tokens on 8 B200 under FSDP: fits; counting the experts' outputs as saved put it past the card.
+    # 4 x 8,192 tokens on 8 B200 under FSDP: fits; counting the experts' outputs as saved put it past the
+    # card.
     four = model.nominal_bytes(layout.with_(micro_batch=4)) / GB
     assert four < usable < four + arch.layers * routed * 4 * 8192 * 1.12 / GB
     # 8 x 8,192 with the eager fp32 loss (12 bytes a logit: 119 GB) does not fit, whatever the block keeps.

@@ -90,9 +90,8 @@ def test_a_pure_bf16_8b_full_fine_tune_on_one_80gb_gpu_runs(capsys: pytest.Captu
     assert code == 1
 
 
-
-def _deepspeed_model(  # noqa: ANN202
-    knowledge: Knowledge, model: str, precision: str = "bf16", gpu: str = "rtx-4090", traits=None, **config  # noqa: ANN001, ANN003
+def _deepspeed_model(
+    knowledge: Knowledge, model: str, precision: str = "bf16", gpu: str = "rtx-4090", traits=None, **config
 ):
     from advisor.job.inputs import RunConfig, Workload
     from advisor.job.resolve import resolve_job
@@ -116,7 +115,9 @@ def test_deepspeed_trains_its_module_in_16_bits(knowledge: Knowledge) -> None:
     pure = _deepspeed_model(knowledge, "tinyllama-1.1b", stack="hf", master_weights=False)
     mixed = _deepspeed_model(knowledge, "tinyllama-1.1b", stack="hf")
     assert ds.per_sequence("none", 1) == pure.per_sequence("none", 1) < mixed.per_sequence("none", 1)
-    fp32_module = _deepspeed_model(knowledge, "tinyllama-1.1b", traits=replace(ds.traits, deepspeed_engine=False))
+    fp32_module = _deepspeed_model(
+        knowledge, "tinyllama-1.1b", traits=replace(ds.traits, deepspeed_engine=False)
+    )
     usable = usable_gb(knowledge.gpu("rtx-4090"), knowledge.assumptions)
     p25 = knowledge.assumptions.memory["verdict_band"].range[0]
     layout = Layout(count=8, nodes=1, node_size=8, precision="bf16", dp=8, sharding="zero2")
@@ -129,10 +130,11 @@ def test_deepspeed_trains_its_module_in_16_bits(knowledge: Knowledge) -> None:
 
 
 def test_deepspeed_bf16_at_zero_0_partitions_its_optimizer_like_zero_1(knowledge: Knowledge) -> None:
-    # At ZeRO stage 0 in bf16 DeepSpeed accumulates gradients in fp32 and wraps the optimizer in BF16_Optimizer
-    # (engine.get_data_types, _do_optimizer_sanity_check -> BFLOAT16): each data-parallel rank keeps the fp32
-    # master weights and Adam states of 1/dp of the model, and a full flat fp32 gradient buffer beside the bf16
-    # gradients (bf16_optimizer.py). fp16 keeps FP16_Optimizer's whole fp32 copy and states, as before.
+    # At ZeRO stage 0 in bf16 DeepSpeed accumulates gradients in fp32 and wraps the optimizer in
+    # BF16_Optimizer (engine.get_data_types, _do_optimizer_sanity_check -> BFLOAT16): each data-parallel rank
+    # keeps the fp32 master weights and Adam states of 1/dp of the model, and a full flat fp32 gradient buffer
+    # beside the bf16 gradients (bf16_optimizer.py). fp16 keeps FP16_Optimizer's whole fp32 copy and states,
+    # as before.
     from advisor.job.layout import Layout
     from advisor.physics.memory import GB
 
@@ -142,7 +144,8 @@ def test_deepspeed_bf16_at_zero_0_partitions_its_optimizer_like_zero_1(knowledge
         if dp == 1:
             layout = Layout(count=1, nodes=1, node_size=8, precision=precision)
         states = mem.states(layout)
-        return sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer")) / mem.job.params
+        held = sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer"))
+        return held / mem.job.params
 
     assert per_param("bf16", 8) == pytest.approx(2 + 2 + 4 + 12 / 8)
     assert per_param("bf16", 1) == pytest.approx(2 + 2 + 4 + 12)  # one rank: nothing to partition over
