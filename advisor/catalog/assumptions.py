@@ -67,6 +67,7 @@ STACK_TRAITS = (
     "optimizer_in_backward",
     "kbit_fp32_tables",
     "grads_freed_each_step",
+    "deepspeed_engine",
 )
 
 
@@ -99,6 +100,10 @@ class StackMemory:
     """Its loop frees the gradients after each optimizer step (zero_grad(set_to_none=True)) and keeps no
     gradient buffer of its own, so one rank without accumulation holds no gradient while its activations
     peak."""
+    deepspeed_engine: bool
+    """DeepSpeed's engine runs the model: it casts the module to the 16-bit dtype (no fp32 residual stream
+    under a master copy) and, at ZeRO stage 0 in bf16, wraps the optimizer in its BF16_Optimizer (fp32 master
+    weights and optimizer states partitioned over the data-parallel ranks, a full fp32 gradient buffer)."""
     sources: dict[str, str]
     """The source of each trait."""
     note: str = ""

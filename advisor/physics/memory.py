@@ -264,11 +264,23 @@ def _loss_bytes_per_token(
 def _op_sac_bytes(arch: Arch) -> float:
     """Bytes per token a block keeps under torchtitan's op-level selective checkpointing (16-bit): its input,
     the attention kernel's output and every other matmul output in forward order (wq, wv, w1, w2 of a gated
-    block; w1 of a plain one)."""
-    h, f = arch.hidden, _ffn_width(arch)
+    block; w1 of a plain one).
+
+    A mixture of experts keeps less (torchtitan-moe-sac): its router's gate is force-recomputed and not
+    counted (`force_recompute_mm_shapes_by_fqns` = ['moe.router.gate']), and the routed experts run
+    `torch._grouped_mm`, which is not among the ops saved (PyTorch's compute-intensive ops: mm, bmm, addmm,
+    the attention kernels, _scaled_mm), so their outputs are recomputed; the top-k scores (fp32) and indices
+    (int64) are saved; shared experts are counted on like a dense FFN (w1, w2)."""
+    h = arch.hidden
     q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    saved_mm = q + kv + (f + h if arch.gated else f)
-    return 2.0 * (h + q + saved_mm)
+    if arch.is_moe:
+        shared = arch.expert_ffn * arch.shared_experts
+        ffn_mm = shared + h if shared else 0.0
+        topk = 12.0 * arch.experts_per_token
+    else:
+        f = arch.ffn_hidden
+        ffn_mm, topk = (f + h if arch.gated else f), 0.0
+    return 2.0 * (h + q + q + kv + ffn_mm) + topk
 
 
 # torch.optim keeps these optimizers' states in the parameter's dtype (fp32 figures in assumptions.toml).
@@ -344,14 +356,25 @@ class TrainingMemoryModel:
         self.peft = job.kind in ("lora", "qlora")
         self._init_states(precision)
         self.paged = job.optimizer.startswith("paged")
+        # DeepSpeed at ZeRO stage 0 in bf16 wraps the optimizer in BF16_Optimizer (deepspeed-engine-16bit).
+        self.bf16_optimizer = (
+            self.traits.deepspeed_engine
+            and precision == "bf16"
+            and not self.peft
+            and job.master_weights
+            and job.offload == "none"
+        )
         arch = job.arch
         self.expert = min(arch.expert_params, job.params) if arch is not None else 0.0
         self.dense = job.params - self.expert
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
         self.te_fp8 = precision == "fp8" and job.stack == "megatron"  # Transformer Engine's FP8 GEMMs
-        # Hugging Face model code under autocast keeps an fp32 residual stream; 'pure' trains 16-bit weights.
-        self.hf_mode = "peft" if self.peft else ("mixed" if mixed and job.master_weights else "pure")
+        # Hugging Face model code under autocast keeps an fp32 residual stream; 'pure' trains 16-bit weights,
+        # as DeepSpeed's engine does whatever its master copy: it casts the module to the 16-bit dtype
+        # (deepspeed-engine-16bit: _configure_distributed_model's self.module.bfloat16() / .half()).
+        fp32_module = mixed and job.master_weights and not self.traits.deepspeed_engine
+        self.hf_mode = "peft" if self.peft else ("mixed" if fp32_module else "pure")
         self.per_layer: dict[str, tuple[float, float]] = {}
         self._fixed: dict[tuple[object, ...], float] = {}
         self._locals: dict[tuple[int, ...], tuple[float, float]] = {}
@@ -516,8 +539,14 @@ class TrainingMemoryModel:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
         whole, sharded = self._local_pair(layout)
         zero = layout.zero
-        opt = (sharded if zero >= 1 else whole) * self.opt_bytes  # _local_params(layout, 1), read once
+        bf16_opt = self.bf16_optimizer and zero == 0
+        part = zero >= 1 or bf16_opt  # what ZeRO-1 shards: the optimizer states and the master copy
+        opt = (sharded if part else whole) * self.opt_bytes  # _local_params(layout, 1), read once
         grads = (sharded if zero >= 2 else whole) * self.grad_bytes
+        if bf16_opt:
+            # BF16_Optimizer: a full flat fp32 gradient buffer the bf16 gradients are added into after each
+            # backward (update_hp_grads keeps the bf16 ones), besides the 1/dp fp32 partition it steps.
+            grads = whole * (self.grad_bytes + 4.0)
         if layout.pp > 1 and zero >= 3 and self.job.stack == "torchtitan" and not self.peft:
             # FSDP2 under a pipeline schedule accumulates each stage's whole gradient in fp32 between
             # micro-batches (gradient sync is off until the last one): fsdp2-pp-grads.
@@ -528,7 +557,7 @@ class TrainingMemoryModel:
         out = {
             "weights": (self._sharded_weights(layout), 0.0),
             "gradients": (grads, 0.0),
-            "master_weights": ((sharded if zero >= 1 else whole) * self.master_bytes, 0.0),
+            "master_weights": ((sharded if part else whole) * self.master_bytes, 0.0),
             "optimizer": (opt, 0.0),
         }
         if self.peft:

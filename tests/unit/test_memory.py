@@ -12,7 +12,8 @@ from advisor.physics.memory import GB, TrainingMemoryModel, inference_terms
 
 
 def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "adamw") -> float:
-    # ZeRO's accounting (2 + 2 + K bytes per parameter) is DeepSpeed's: 16-bit gradients, fp32 states.
+    # ZeRO's accounting (2 + 2 + K bytes per parameter) is DeepSpeed's: 16-bit gradients, fp32 states, in the
+    # paper's fp16 mixed precision (in bf16 at stage 0 DeepSpeed runs BF16_Optimizer: test_memory_refusals).
     # Through the door, as a user's optimizer name arrives (the old names are read there).
     workload = question(
         Workload,
@@ -25,9 +26,9 @@ def _states_gb(knowledge, params: float, dp: int, zero: int, optimizer: str = "a
         ),
     )
     job = resolve_job(knowledge, workload)
-    model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "bf16", knowledge.assumptions)
+    model = TrainingMemoryModel(job, knowledge.gpu("a100-80gb-sxm"), "fp16", knowledge.assumptions)
     sharding = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}[zero] if dp > 1 else "none"
-    layout = Layout(count=dp, nodes=1, node_size=8, precision="bf16", dp=dp, sharding=sharding)
+    layout = Layout(count=dp, nodes=1, node_size=8, precision="fp16", dp=dp, sharding=sharding)
     states = model.states(layout)
     return sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer")) / GB
 
@@ -321,3 +322,40 @@ def test_a_full_fine_tune_of_8b_in_pure_bf16_fits_one_80gb_gpu(knowledge) -> Non
     one = Layout(count=1, nodes=1, node_size=1, precision="bf16", recompute="full", micro_batch=2)
     assert model.nominal_bytes(one) / GB < 85.0
     assert model.nominal_bytes(one.with_(grad_accum=4)) / GB > model.nominal_bytes(one) / GB + 10.0
+
+
+def test_torchtitan_op_sac_recomputes_the_routed_experts(knowledge) -> None:
+    # torchtitan's op-level SAC saves mm outputs (every other one) but not torch._grouped_mm's, and it
+    # force-recomputes the router's gate without counting it (torchtitan-moe-sac): a MoE block keeps its
+    # input, the attention output, wq's and wv's outputs and the top-k scores and indices, not its experts'
+    # outputs.
+    from advisor.physics.memory import usable_gb
+
+    job = resolve_job(
+        knowledge,
+        Workload(
+            model="qwen3-30b-a3b",
+            kind="pretrain",
+            tokens=1e9,
+            seq_len=8192,
+            config=RunConfig(stack="torchtitan", recompute="selective"),
+        ),
+    )
+    b200 = knowledge.gpu("b200")
+    model = TrainingMemoryModel(job, b200, "bf16", knowledge.assumptions)
+    arch = job.arch
+    assert arch is not None and arch.is_moe and arch.shared_experts == 0
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    kept = 2.0 * (arch.hidden + 2 * q + kv) + 12.0 * arch.experts_per_token
+    assert model.per_layer["selective"][0] == pytest.approx(kept * 8192)
+    routed = 2.0 * (arch.expert_ffn * arch.experts_per_token + arch.hidden)  # w1's and w2's outputs
+    layout = Layout(
+        count=8, nodes=1, node_size=8, precision="bf16", dp=8, sharding="zero3", recompute="selective"
+    )
+    usable = usable_gb(b200, knowledge.assumptions)
+    # 4 x 8,192 tokens on 8 B200 under FSDP: fits; counting the experts' outputs as saved put it past the
+    # card.
+    four = model.nominal_bytes(layout.with_(micro_batch=4)) / GB
+    assert four < usable < four + arch.layers * routed * 4 * 8192 * 1.12 / GB
+    # 8 x 8,192 with the eager fp32 loss (12 bytes a logit: 119 GB) does not fit, whatever the block keeps.
+    assert model.nominal_bytes(layout.with_(micro_batch=8)) / GB > 1.3 * usable

@@ -88,3 +88,77 @@ def test_a_pure_bf16_8b_full_fine_tune_on_one_80gb_gpu_runs(capsys: pytest.Captu
     assert memory["per_gpu_gb"] < memory["usable_gb"]
     code, _ = _predict_8b_pure_bf16(capsys, 8)
     assert code == 1
+
+
+def _deepspeed_model(
+    knowledge: Knowledge, model: str, precision: str = "bf16", gpu: str = "rtx-4090", traits=None, **config
+):
+    from advisor.job.inputs import RunConfig, Workload
+    from advisor.job.resolve import resolve_job
+    from advisor.physics.memory import TrainingMemoryModel
+
+    run = RunConfig(stack=config.pop("stack", "deepspeed"), **config)
+    job = resolve_job(knowledge, Workload(model=model, kind="pretrain", tokens=1e9, seq_len=2048, config=run))
+    return TrainingMemoryModel(job, knowledge.gpu(gpu), precision, knowledge.assumptions, traits)
+
+
+def test_deepspeed_trains_its_module_in_16_bits(knowledge: Knowledge) -> None:
+    # DeepSpeed's engine casts the module to bf16 (_configure_distributed_model: self.module.bfloat16(),
+    # deepspeed-engine-16bit), so a Hugging Face model under it keeps a 16-bit residual stream whatever its
+    # fp32 master copy: its activations are pure bf16 training's, not those of fp32 weights under autocast.
+    from dataclasses import replace
+
+    from advisor.job.layout import Layout
+    from advisor.physics.memory import GB, usable_gb
+
+    ds = _deepspeed_model(knowledge, "tinyllama-1.1b")
+    pure = _deepspeed_model(knowledge, "tinyllama-1.1b", stack="hf", master_weights=False)
+    mixed = _deepspeed_model(knowledge, "tinyllama-1.1b", stack="hf")
+    assert ds.per_sequence("none", 1) == pure.per_sequence("none", 1) < mixed.per_sequence("none", 1)
+    fp32_module = _deepspeed_model(
+        knowledge, "tinyllama-1.1b", traits=replace(ds.traits, deepspeed_engine=False)
+    )
+    usable = usable_gb(knowledge.gpu("rtx-4090"), knowledge.assumptions)
+    p25 = knowledge.assumptions.memory["verdict_band"].range[0]
+    layout = Layout(count=8, nodes=1, node_size=8, precision="bf16", dp=8, sharding="zero2")
+
+    # TinyLlama-1.1B, ZeRO-2 over 8 x 24 GB cards, 4 x 2,048 tokens: answered (within the error band), where
+    # the fp32-module count put it past the band; at 8 x 2,048 the bf16 activations alone are twice the card.
+    assert ds.nominal_bytes(layout.with_(micro_batch=4)) / GB * (1 + p25) <= usable
+    assert fp32_module.nominal_bytes(layout.with_(micro_batch=4)) / GB * (1 + p25) > usable
+    assert ds.nominal_bytes(layout.with_(micro_batch=8)) / GB > 1.5 * usable
+
+
+def test_deepspeed_bf16_at_zero_0_partitions_its_optimizer_like_zero_1(knowledge: Knowledge) -> None:
+    # At ZeRO stage 0 in bf16 DeepSpeed accumulates gradients in fp32 and wraps the optimizer in
+    # BF16_Optimizer (engine.get_data_types, _do_optimizer_sanity_check -> BFLOAT16): each data-parallel rank
+    # keeps the fp32 master weights and Adam states of 1/dp of the model, and a full flat fp32 gradient buffer
+    # beside the bf16 gradients (bf16_optimizer.py). fp16 keeps FP16_Optimizer's whole fp32 copy and states,
+    # as before.
+    from advisor.job.layout import Layout
+    from advisor.physics.memory import GB
+
+    def per_param(precision: str, dp: int, stack: str = "deepspeed") -> float:
+        mem = _deepspeed_model(knowledge, "llama-2-7b", precision, "a100-80gb-sxm", stack=stack)
+        layout = Layout(count=dp, nodes=1, node_size=8, precision=precision, dp=dp, sharding="ddp")
+        if dp == 1:
+            layout = Layout(count=1, nodes=1, node_size=8, precision=precision)
+        states = mem.states(layout)
+        held = sum(states[k][0] for k in ("weights", "gradients", "master_weights", "optimizer"))
+        return held / mem.job.params
+
+    assert per_param("bf16", 8) == pytest.approx(2 + 2 + 4 + 12 / 8)
+    assert per_param("bf16", 1) == pytest.approx(2 + 2 + 4 + 12)  # one rank: nothing to partition over
+    assert per_param("fp16", 8) == pytest.approx(16.0)
+    assert per_param("bf16", 8, stack="hf") == pytest.approx(16.0)  # DDP under the Trainer: no partition
+
+    def central(model: str, precision: str = "bf16") -> float:
+        mem = _deepspeed_model(knowledge, model, precision, "a100-80gb-sxm", recompute="full")
+        layout = Layout(count=8, nodes=1, node_size=8, precision=precision, dp=8, sharding="ddp")
+        return mem.nominal_bytes(layout.with_(recompute="full")) / GB
+
+    # Llama-2-7B on 8 A100 80GB at ZeRO 0 in bf16: about 64 GB of states, fits (16 bytes a parameter, 108 GB,
+    # before); Llama-2-13B needs ~124 GB and fp16 keeps 16 bytes a parameter: neither fits.
+    assert central("llama-2-7b") < 75.0
+    assert central("llama-2-13b") > 110.0
+    assert central("llama-2-7b", "fp16") > 100.0
