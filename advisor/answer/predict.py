@@ -152,9 +152,9 @@ def _with_open_recompute(
     constraints: Constraints,
     model: EfficiencyModel,
 ) -> Prediction:
-    """A training answer whose recipe the user left open, at a model size where the assumed stack's public runs
-    split between no and full recomputation (job/data.py open_recompute): its P50 midway between the plan and
-    the same stack's answer with full recomputation, the interval spanning both, and the answer saying so."""
+    """A training answer whose recipe the user left open, at a model size where the assumed stack's public
+    runs split between no and full recomputation (job/data.py open_recompute): its P50 midway between the plan
+    and the same stack's answer with full recomputation, the interval spanning both, the answer saying so."""
     from advisor.catalog.stacks import stack_of
     from advisor.job.data import open_recompute
 
@@ -177,9 +177,14 @@ def _with_open_recompute(
         return found
     tput, step, eff = between(found.throughput, alt[0], found.step_time_s, found.efficiency)
     note = open_recompute_note(found.throughput, alt[0], job.params)
-    config = {**found.configuration, "recompute": dataclasses.replace(chosen, note=f"open: {other} also priced")}
+    marked = dataclasses.replace(chosen, note=f"open: {other} also priced")
     return dataclasses.replace(
-        found, throughput=tput, step_time_s=step, efficiency=eff, notes=(*found.notes, note), configuration=config
+        found,
+        throughput=tput,
+        step_time_s=step,
+        efficiency=eff,
+        notes=(*found.notes, note),
+        configuration={**found.configuration, "recompute": marked},
     )
 
 

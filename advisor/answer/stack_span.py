@@ -1,7 +1,7 @@
-"""Provides span(), between() and their notes: a training answer whose stack the user left open keeps its P50, its
-interval widened to the best-case stack's P50 and the difference said, so a plan is never quoted for one stack
-as if it were all; one whose recipe was left open where public runs disagree on recomputation is answered
-between the two policies."""
+"""Provides span(), between() and their notes: a training answer whose stack the user left open keeps its P50,
+its interval widened to the best-case stack's P50 and the difference said, so a plan is never quoted for one
+stack as if it were all; one whose recipe was left open where public runs disagree on recomputation is
+answered between the two policies."""
 
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def between(
 def open_recompute_note(mine: Throughput, theirs: float, params: float) -> str:
     """What the answer says of a recomputation the user left open (mine: the plan without it)."""
     return (
-        f"recompute not stated: public runs of this stack at {params / 1e9:.0f}B parameters split between none "
-        f"and full activation recomputation (knowledge/training_stacks.toml); the P50 is midway between this "
-        f"plan without it ({mine.value:,.0f} {mine.unit}) and with full recomputation ({theirs:,.0f}, "
+        f"recompute not stated: public runs of this stack at {params / 1e9:.0f}B parameters split between "
+        f"none and full activation recomputation (knowledge/training_stacks.toml); the P50 is midway between "
+        f"this plan without it ({mine.value:,.0f} {mine.unit}) and with full recomputation ({theirs:,.0f}, "
         f"{theirs / mine.value:.2f}x), the interval spans both; pass --recompute to answer for one"
     )
 

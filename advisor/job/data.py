@@ -12,7 +12,7 @@ from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.fields import default_of
 from advisor.question.units import human
-from advisor.question.vocab import Stack
+from advisor.question.vocab import Recompute, Stack
 
 if TYPE_CHECKING:
     from advisor.catalog.stacks import Stack as TrainingStack
@@ -233,7 +233,7 @@ RECIPE_FIELDS = (
 left the whole recipe to the tool."""
 
 
-def open_recompute(workload: Workload, stack: TrainingStack, params: float, chosen: str) -> str | None:
+def open_recompute(workload: Workload, stack: TrainingStack, params: float, chosen: str) -> Recompute | None:
     """The recomputation an answer whose recipe the user left wholly open should also be priced with (its P50
     taken between the two and the interval spanning both), or None: when any of the recipe was stated, when
     the plan already recomputes, or when the assumed stack's public runs at this model size agree on none
