@@ -46,7 +46,7 @@ def open_recompute_note(mine: Throughput, theirs: float, params: float) -> str:
         f"recompute not stated: public runs of this stack at {params / 1e9:.0f}B parameters split between "
         f"none and full activation recomputation (knowledge/training_stacks.toml); the P50 is midway between "
         f"this plan without it ({mine.value:,.0f} {mine.unit}) and with full recomputation ({theirs:,.0f}, "
-        f"{theirs / mine.value:.2f}x), the interval spans both; pass --recompute to answer for one"
+        f"{theirs / mine.value:.2f}x), the interval spans both; state the recomputation to answer for one"
     )
 
 
