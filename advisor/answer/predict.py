@@ -136,8 +136,56 @@ def predict(
         lean = leaner_recipe(knowledge, workload, job, count)
         retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
         found = retry if retry is not None and retry.refusal is None else found
+    found = _with_open_recompute(knowledge, workload, job, found, gpu, count, node_size, constraints, model)
     found = _with_open_stack(knowledge, workload, found, gpu, count, node_size, constraints, model)
     return _with_drift(knowledge, found, job, gpu)
+
+
+def _with_open_recompute(
+    knowledge: Knowledge,
+    workload: Workload,
+    job: Job,
+    found: Prediction,
+    gpu: Gpu,
+    count: int,
+    node_size: int,
+    constraints: Constraints,
+    model: EfficiencyModel,
+) -> Prediction:
+    """A training answer whose recipe the user left open, at a model size where the assumed stack's public
+    runs split between no and full recomputation (job/data.py open_recompute): its P50 midway between the plan
+    and the same stack's answer with full recomputation, the interval spanning both, the answer saying so."""
+    from advisor.catalog.stacks import stack_of
+    from advisor.job.data import open_recompute
+
+    stack, chosen = found.configuration.get("stack"), found.configuration.get("recompute")
+    if found.throughput is None or stack is None or chosen is None:
+        return found
+    other = open_recompute(workload, stack_of(knowledge, str(stack.value)), job.params, str(chosen.value))
+    if other is None:
+        return found
+    from advisor.answer.stack_span import between, open_recompute_note
+    from advisor.question.errors import AdvisorError
+
+    stated = dataclasses.replace(workload, config=dataclasses.replace(workload.config, recompute=other))
+    try:
+        alt_job = resolve_job(knowledge, stated, need_data=False)
+        alt = _best_plan(Context(knowledge, alt_job, constraints, model), gpu, count, node_size, model)
+    except AdvisorError:
+        return found
+    if alt is None:
+        return found
+    tput, step, eff = between(found.throughput, alt[0], found.step_time_s, found.efficiency)
+    note = open_recompute_note(found.throughput, alt[0], job.params)
+    marked = dataclasses.replace(chosen, note=f"open: {other} also priced")
+    return dataclasses.replace(
+        found,
+        throughput=tput,
+        step_time_s=step,
+        efficiency=eff,
+        notes=(*found.notes, note),
+        configuration={**found.configuration, "recompute": marked},
+    )
 
 
 def _with_open_stack(

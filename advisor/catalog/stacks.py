@@ -44,6 +44,7 @@ def _schema() -> Any:
         zero_stated: list[int]
         recompute: Literal["search", "none", "selective", "full"]
         recompute_full_from_params: PosFloat | None = None
+        recompute_open_from_params: PosFloat | None = None
         interleaved: bool = False
         reduce_fp32: bool = False
         flash_attention: Month
@@ -71,6 +72,10 @@ class Stack:
     zero_stated: tuple[int, ...]
     recompute: str
     recompute_full_from_params: float | None
+    recompute_open_from_params: float | None
+    """From this model size up to recompute_full_from_params the stack's public runs split between no and full
+    recomputation: a plan whose recipe the user left open is answered between the two (job/data.py
+    open_recompute)."""
     interleaved: bool
     """Whether the stack runs an interleaved 1F1B pipeline (v model chunks per stage), so that the search
     chooses v where the user does not state a schedule."""
@@ -102,6 +107,11 @@ class Stack:
             return "full"
         return self.recompute
 
+    def recompute_open(self, params: float) -> bool:
+        """Whether public runs of this stack at this model size split between no and full recomputation."""
+        low, high = self.recompute_open_from_params, self.recompute_full_from_params
+        return low is not None and params >= low and (high is None or params < high)
+
 
 def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]:
     """Validate the parsed file; KnowledgeError names the stack and the field."""
@@ -129,6 +139,7 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
             zero_stated=tuple(spec.zero_stated),
             recompute=spec.recompute,
             recompute_full_from_params=spec.recompute_full_from_params,
+            recompute_open_from_params=spec.recompute_open_from_params,
             interleaved=spec.interleaved,
             reduce_fp32=spec.reduce_fp32,
             since={t: getattr(spec, t) for t in TRAITS},

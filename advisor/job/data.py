@@ -12,9 +12,10 @@ from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.fields import default_of
 from advisor.question.units import human
-from advisor.question.vocab import Stack
+from advisor.question.vocab import Recompute, Stack
 
 if TYPE_CHECKING:
+    from advisor.catalog.stacks import Stack as TrainingStack
     from advisor.job.shape import ModelShape, WorkSize
 
 
@@ -222,6 +223,27 @@ published pre-training runs from 9 GPUs up in knowledge/llm_benchmarks.csv and b
 source: 4 of 7 at 9-255 GPUs, 8 of 10 from 256; FSDP-style stacks 4 of 7 on one server) and of the vendors'
 recipes, with fused kernels, Transformer Engine FP8 and searched 4D layouts: the best case a user who names
 no stack could reach."""
+
+
+RECIPE_FIELDS = (
+    "tp", "pp", "cp", "ep", "dp", "zero", "shard_group", "recompute", "global_batch", "global_batch_tokens",
+    "pp_schedule", "offload", "stack",
+)  # fmt: skip
+"""The run-configuration fields of a training recipe: a workload that states none of them (nor a micro-batch)
+left the whole recipe to the tool."""
+
+
+def open_recompute(workload: Workload, stack: TrainingStack, params: float, chosen: str) -> Recompute | None:
+    """The recomputation an answer whose recipe the user left wholly open should also be priced with (its P50
+    taken between the two and the interval spanning both), or None: when any of the recipe was stated, when
+    the plan already recomputes, or when the assumed stack's public runs at this model size agree on none
+    (knowledge/training_stacks.toml `recompute_open_from_params`)."""
+    c = workload.config
+    if workload.batch_size is not None or any(getattr(c, name) is not None for name in RECIPE_FIELDS):
+        return None
+    if chosen != "none" or not stack.recompute_open(params):
+        return None
+    return "full"
 
 
 def open_stack(workload_stack: str | None, kind: str, default: str) -> Stack | None:
