@@ -444,10 +444,10 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
 def _size_for_finite_run(
     ctx: Context, fig: Figures, targets: Targets, replicas: int, lone: tuple[float, float]
 ) -> Served:
-    """predict: a run of N prompts sent at a rate (vllm bench serve at a request rate with a number of prompts),
-    split evenly over the replicas (ceil(N / R) each at the rate / R), each replica's share simulated from
-    its first send to its last token (arrivals.finite_open): throughput over the run's duration, the drain
-    included, and every request's latency counted."""
+    """predict: a run of N prompts sent at a rate (vllm bench serve at a request rate with a number of
+    prompts), split evenly over the replicas (ceil(N / R) each at the rate / R), each replica's share
+    simulated from the start to its last token (arrivals.finite_open): throughput over the run's duration,
+    the drain included, and every request's latency counted."""
     from advisor.physics.arrivals import finite_open
 
     job, s = ctx.job, fig.setup
