@@ -290,6 +290,12 @@ def serve_load(row: dict[str, str], base: list[str]) -> tuple[cli.Answer, str]:
         if answer.data is not None:
             return answer, "--requests-per-s inf"
         return cli.predict([*base, "--requests-per-s", "1e6"]), "--requests-per-s 1e6 (saturating)"
+    prompts = row.get("num_prompts", "").strip()
+    if prompts and cli.has_flag("--num-prompts"):  # a run of N requests at the rate, its drain included
+        args = [*base, "--requests-per-s", row["request_rate"], "--num-prompts", prompts]
+        answer = cli.predict(args)
+        if answer.data is not None:
+            return answer, "--requests-per-s with --num-prompts (a finite run, every request counted)"
     return cli.predict([*base, "--requests-per-s", row["request_rate"]]), "--requests-per-s"
 
 

@@ -563,6 +563,11 @@ def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
             f"at {job.concurrency} requests in flight (closed loop, {served.batch} per replica{run}): "
             f"P{q} TTFT and TPOT shown"
         )
+    elif job.num_prompts and 0 < job.requests_per_s < math.inf:
+        lines.append(
+            f"a run of {job.num_prompts} prompts at {job.requests_per_s:g} req/s: P{q} TTFT and TPOT "
+            "over them"
+        )
     elif job.num_prompts:
         lines.append(f"a burst of {job.num_prompts} prompts sent at once: P{q} TTFT and TPOT over them")
     elif served.load is not None:

@@ -119,6 +119,11 @@ def serving_reason(job: Job, served: Served, ttft: Interval, tpot: Interval) -> 
             f"{job.num_prompts} prompts through {job.concurrency} clients, every request counted "
             f"({served_rps(job, served):.2f} req/s over the run)"
         )
+    elif job.num_prompts and 0 < job.requests_per_s < math.inf:
+        load = (
+            f"a run of {job.num_prompts} prompts at {job.requests_per_s:g} req/s, every request counted "
+            f"({served_rps(job, served):.2f} req/s over the run, its drain included)"
+        )
     elif job.num_prompts:
         load = (
             f"a burst of {job.num_prompts} prompts sent at once ({served_rps(job, served):.2f} req/s "

@@ -178,12 +178,12 @@ def _load(workload: Workload, assumed: list[Assumed]) -> float:
             problem="is given with a request rate",
             accepted="one load: requests in flight (a closed loop) or requests per second (an open loop)",
         )
-    if workload.num_prompts is not None and workload.requests_per_s:
+    if workload.num_prompts is not None and workload.requests_per_s == math.inf:
         raise InputError(
             field="num_prompts",
             value=workload.num_prompts,
-            problem="is given with a request rate",
-            accepted="N prompts sent at once (a burst), N prompts through the concurrency, or a rate",
+            problem="is given with an infinite request rate",
+            accepted="N prompts alone (a burst at once), N through the concurrency, or N at a finite rate",
         )
     if workload.requests_per_s is None and workload.concurrency is None and workload.num_prompts is None:
         rps = default_of("requests_per_s")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 from advisor.physics.batching import (
     ClosedRun,
     EngineLimits,
+    Latency,
     LoadStats,
     Schedule,
     _Loop,
@@ -116,6 +118,66 @@ def simulate_open(
     loop = _OpenLoop(lim, cap, kv, lengths, times)
     loop.run(pricer_of(rep, eff))
     return _stats(loop, loop.s, eff, rate)
+
+
+FINITE_RUNS = 4
+"""Seeded draws a finite run is averaged over: the harness fixes the run's length, not how its requests
+cluster, and near capacity one draw's clusters move the first tokens from an idle replica to a queue."""
+
+
+def finite_open(
+    rep: Replica,
+    eff: Efficiency,
+    lim: EngineLimits,
+    cap: int,
+    kv: float,
+    lengths: list[tuple[int, int]],
+    rate: float,
+    quantile: float,
+) -> tuple[Latency, LoadStats] | None:
+    """A run of len(`lengths`) requests sent at Poisson times at `rate`, timed as vllm's bench serve times a
+    number of prompts at a request rate (vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:
+    vllm/benchmarks/serve.py `get_request`: exponential gaps at the rate, their running sum scaled so the
+    last request is sent at N / rate, "to stabilize the throughput data from different random seeds";
+    `benchmark`: the duration runs from the start to the last request's end; `calculate_metrics`:
+    output_throughput = every output token / that duration, TTFT and TPOT over every request). The run ends
+    as its queue drains, so a short run at a high rate completes fewer tokens per second than the steady
+    state (rate x output), and its first requests find an idle replica. FINITE_RUNS seeded draws, every
+    request of each counted once and the throughput their tokens over their durations. (Latency at the
+    percentile, LoadStats); None when not one request fits."""
+    if cap < 1 or not lengths or seq_tokens(lim, *lengths[0]) > kv or rate <= 0:
+        return None
+    price = pricer_of(rep, eff)
+    ttft: list[float] = []
+    tpot: list[float] = []
+    e2e: list[float] = []
+    gaps: list[tuple[float, float]] = []
+    duration = running = waiting = busy = clocks = 0.0
+    for k in range(FINITE_RUNS):
+        drawn = poisson_times(rate, len(lengths), SEED + k)
+        times = [t * len(lengths) / rate / drawn[-1] for t in drawn]  # the last sent at N / rate
+        loop = _OpenLoop(lim, cap, kv, lengths, times)
+        loop.run(price)
+        n = len(lengths)
+        ttft += [loop.first_s[r] - times[r] + eff.request_s for r in range(n)]
+        ends = [loop.done_s[r] - times[r] + eff.request_s for r in range(n)]
+        e2e += ends
+        tpot += [(loop.done_s[r] - loop.first_s[r]) / (o - 1) for r, (_, o) in enumerate(lengths) if o > 1]
+        for run, spent in zip(loop.s.runs, loop.spent, strict=True):
+            if run.batch > 0:
+                gaps.append((spent / run.count, run.count * run.batch))
+            running += spent * (run.batch + run.waiting - run.queued)
+            waiting += spent * run.queued
+        duration += max(ends[r] + times[r] for r in range(n))  # the last request's end
+        busy += sum(r.count * r.batch for r in loop.s.runs) / max(loop.it, 1) / FINITE_RUNS
+        clocks += loop.clock
+    out = float(FINITE_RUNS * sum(o for _, o in lengths))
+    priced = ClosedRun(ttft, tpot, duration, out, busy, gaps, e2e)
+    clocks = clocks or 1.0
+    stats = replace(
+        priced.stats(0), loop="open", concurrency=None, running=running / clocks, waiting=waiting / clocks
+    )
+    return priced.latency(quantile), stats
 
 
 def _stats(loop: _OpenLoop, sched: Schedule, eff: Efficiency, rate: float) -> LoadStats:

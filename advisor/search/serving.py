@@ -408,6 +408,9 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
     job = ctx.job
     lone = alone(ctx, fig)
     q = targets.quantile
+    rate_given = "requests_per_s" in job.given_workload
+    if job.num_prompts and rate_given and 0 < job.requests_per_s < math.inf:
+        return _size_for_finite_run(ctx, fig, targets, replicas, lone)
     if job.num_prompts and not job.concurrency:
         return _size_for_burst(ctx, fig, targets, replicas, lone)
     per = in_flight(job, replicas)
@@ -422,7 +425,6 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         if served.filled * replicas * per < replicas:
             served.notes.append(_idle_note(job.concurrency or 0, replicas))
         return served
-    rate_given = "requests_per_s" in job.given_workload
     if rate_given and job.requests_per_s:
         rate = job.requests_per_s / replicas
         load = latency_at(ctx, fig, rate, q)
@@ -437,6 +439,36 @@ def size_for_count(ctx: Context, fig: Figures, targets: Targets, replicas: int) 
         return served
     batch = max(1, round(fig.sat.batch))
     return Served(fig, replicas, 0.0, None, max_rate(ctx, fig, targets), targets, batch, lone)
+
+
+def _size_for_finite_run(
+    ctx: Context, fig: Figures, targets: Targets, replicas: int, lone: tuple[float, float]
+) -> Served:
+    """predict: a run of N prompts sent at a rate (vllm bench serve at a request rate with a number of
+    prompts), split evenly over the replicas (ceil(N / R) each at the rate / R), each replica's share
+    simulated from the start to its last token (arrivals.finite_open): throughput over the run's duration,
+    the drain included, and every request's latency counted."""
+    from advisor.physics.arrivals import finite_open
+
+    job, s = ctx.job, fig.setup
+    n = job.num_prompts or 1
+    per = math.ceil(n / max(replicas, 1))
+    rate = job.requests_per_s / max(replicas, 1)
+    lengths = [(job.prompt_tokens, job.output_tokens)] * per
+    kv = kv_tokens(s.replica, s.limits, s.overhead_bytes)
+    got = finite_open(s.replica, fig.eff, s.limits, fig.sat.cap, kv, lengths, rate, targets.quantile)
+    load = got[0] if got else None
+    batch = max(1, round(load.batch)) if load else fig.sat.cap
+    done = load.requests_s if load else 0.0
+    served = Served(fig, replicas, done, load, max_rate(ctx, fig, targets), targets, batch, lone)
+    served.stats = got[1] if got else None
+    served.filled = min(1.0, n / (replicas * per))
+    served.notes.append(
+        f"a run of {n} prompts sent at {job.requests_per_s:g} req/s (Poisson, as bench serve --request-rate "
+        "with --num-prompts): throughput is output tokens over the run, from the first send to the last "
+        f"token (the drain included), TTFT over its {n} requests"
+    )
+    return served
 
 
 def _size_for_burst(

@@ -65,3 +65,19 @@ def test_a_closed_row_with_its_prompt_count_is_asked_as_that_run(monkeypatch) ->
     assert "every request counted" in how
     _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
     assert asked[-1] == ["--model", "m", "--concurrency", "64"] and how == "--concurrency"
+
+
+def test_an_open_row_with_its_prompt_count_is_asked_as_that_finite_run(monkeypatch) -> None:
+    """An open loop that states N prompts (`vllm bench serve --request-rate R --num-prompts N`) is asked as
+    that run, its drain included; one that does not, as the steady state at the rate."""
+    bench = _bench()
+    asked: list[list[str]] = []
+    monkeypatch.setattr(
+        bench.cli, "predict", lambda args: asked.append(args) or bench.cli.Answer(data={}, refusal=None)
+    )
+    row = {"loop": "open", "osl": "202", "request_rate": "16", "num_prompts": "200"}
+    _, how = bench.serve_load(row, ["--model", "m"])
+    assert asked[-1] == ["--model", "m", "--requests-per-s", "16", "--num-prompts", "200"]
+    assert "finite run" in how
+    _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
+    assert asked[-1] == ["--model", "m", "--requests-per-s", "16"] and how == "--requests-per-s"

@@ -45,9 +45,39 @@ def test_a_burst_splits_over_the_replicas_and_says_what_it_assumed(knowledge) ->
     assert "assumed all 512 prompts sent at once" in text
 
 
-def test_a_burst_with_a_rate_is_refused(knowledge) -> None:
+def test_n_prompts_with_an_infinite_rate_is_refused(knowledge) -> None:
+    """N prompts alone is the burst at t=0; a stated infinite rate beside it is one load too many."""
     with pytest.raises(InputError, match="num_prompts"):
-        predict(knowledge, Workload(**BASE, num_prompts=10, requests_per_s=2.0), "h100-sxm", 1)
+        predict(knowledge, Workload(**BASE, num_prompts=10, requests_per_s=float("inf")), "h100-sxm", 1)
+
+
+def test_a_finite_run_at_a_rate_counts_its_drain_as_the_harness_does(knowledge) -> None:
+    """`vllm bench serve --request-rate R --num-prompts N` divides every output token by the time from the
+    first send to the last token: a short run at a high rate completes fewer tokens per second than the
+    steady state (R x output), a long run approaches it, and at a low rate the drain is a small share."""
+    steady = predict(knowledge, Workload(**BASE, requests_per_s=16.0), "h100-sxm", 1)
+    short = predict(knowledge, Workload(**BASE, requests_per_s=16.0, num_prompts=50), "h100-sxm", 1)
+    long = predict(knowledge, Workload(**BASE, requests_per_s=16.0, num_prompts=600), "h100-sxm", 1)
+    assert short.throughput.value < long.throughput.value < steady.throughput.value
+    assert long.throughput.value > 0.85 * steady.throughput.value
+    assert short.serving_load is not None and short.serving_load.loop == "open"
+    assert any("a run of 50 prompts sent at 16 req/s" in n for n in short.notes)
+    slow = predict(knowledge, Workload(**BASE, requests_per_s=1.0, num_prompts=200), "h100-sxm", 1)
+    assert 0.9 * 200 < slow.throughput.value <= 200 * 1.05  # ~ 1 req/s x 200 output tokens
+
+
+def test_a_finite_run_over_capacity_has_a_finite_queue(knowledge) -> None:
+    """Over capacity the steady state has no latency (the queue grows without bound), but a run of N
+    requests ends: its first tokens wait behind the queue it builds, longer the more requests it sends."""
+    cap = predict(knowledge, Workload(**BASE, requests_per_s=1e6), "h100-sxm", 1).throughput.value / 200
+    over = 2.0 * cap
+
+    def ttft_ms(n: int) -> float:
+        got = predict(knowledge, Workload(**BASE, requests_per_s=over, num_prompts=n), "h100-sxm", 1)
+        assert got.serving_load is not None
+        return got.serving_load.ttft_ms.mean
+
+    assert ttft_ms(400) > 2 * ttft_ms(100)
 
 
 def test_n_prompts_through_c_clients_count_every_request_as_the_harness_does(knowledge) -> None:
@@ -86,10 +116,10 @@ def test_bad_num_prompts_is_one_line_exit_2(value: str, needle: str) -> None:
     assert result.returncode == 2 and len(lines) == 1 and needle in lines[0], result.stderr
 
 
-def test_num_prompts_with_a_rate_is_one_line_exit_2() -> None:
+def test_num_prompts_with_a_rate_is_a_finite_run_on_the_cli() -> None:
     result = _cli(*CLI, "--num-prompts", "10", "--requests-per-s", "2")
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert result.returncode == 2 and len(lines) == 1 and "num-prompts" in lines[0], result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "a run of 10 prompts" in result.stdout, result.stdout
 
 
 def test_the_door_and_recommend_refuse_what_a_burst_cannot_be(knowledge) -> None:
