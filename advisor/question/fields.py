@@ -685,7 +685,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         C,
         "Fused loss",
         "--fused-loss",
-        "a fused cross-entropy kernel: liger (Liger-Kernel's, chunked) or flash-attn (16-bit logits)",
+        "a fused loss kernel: liger (chunked) or flash-attn",
         choices=FUSED_LOSSES,
         applies_to=TRAINING,
         hint="liger: Liger-Kernel's; flash-attn: FlashAttention's",

@@ -36,9 +36,9 @@ def test_a_published_8b_run_on_8_b200_fits_with_the_distributed_optimizer(datase
 
 def test_what_still_refuses_is_what_the_tool_cannot_model(dataset: Dataset) -> None:
     refused = {s.row.origin for s in dataset.samples if s.family == "llm" and not s.fits}
-    # stas00's 131k-262k sequences (Liger's fused linear cross entropy is not an input), Llama 3's 405B
-    # runs, fms-fsdp's 70B, TinyLlama, and the largest NeMo / Megatron-Bridge recipes (their recompute and
-    # offload settings are not in their tables).
+    # stas00's 131k-262k sequences (Liger's fused linear cross entropy, not a column of their rows), Llama 3's
+    # 405B runs, fms-fsdp's 70B, TinyLlama, and the largest NeMo / Megatron-Bridge recipes (their recompute
+    # and offload settings are not in their tables).
     assert "stas00/ml-engineering" in refused
     assert len([s for s in dataset.samples if s.family == "llm" and not s.fits]) <= 32
 
