@@ -44,6 +44,7 @@ CONFIG_FLAGS = {
     "global_batch": "--global-batch",
     "optimizer": "--optimizer",
     "offload": "--offload",
+    "fused_loss": "--fused-loss",
     "stack": "--stack",
     "lora_rank": "--lora-rank",
     "lora_targets": "--lora-targets",

@@ -42,6 +42,7 @@ ADVANCED_FIELDS: tuple[str, ...] = (
     "optimizer",
     "master_weights",
     "offload",
+    "fused_loss",
     "lora_rank",
     "lora_targets",
     "stack",

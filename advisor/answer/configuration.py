@@ -105,6 +105,8 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
     }
     if lay.shard_group:
         values["shard_group"] = lay.shard_group
+    if job.fused_loss != "off":
+        values["fused_loss"] = job.fused_loss
     if job.kind in ("lora", "qlora"):
         values["lora_rank"] = job.lora_rank
         values["lora_targets"] = job.lora_targets

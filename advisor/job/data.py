@@ -209,12 +209,30 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
             )
         )
     master = c.master_weights if c.master_weights is not None else True
+    if c.fused_loss in FUSED_WORDS:
+        assumed.append(
+            Assumed(
+                text=f"loss: {FUSED_WORDS[c.fused_loss]} (stated)",
+                note=f"knowledge/assumptions.toml [loss.{c.fused_loss}], read from the kernel's code",
+                field="fused_loss",
+            )
+        )
     return {
         "stack": stack or "pytorch",
         "master_weights": master,
         "offload": c.offload or "none",
+        "fused_loss": c.fused_loss or default_of("fused_loss"),
         "lora_targets": c.lora_targets or "all",
     }
+
+
+FUSED_WORDS = {
+    "liger": "Liger-Kernel's fused linear cross-entropy: the logits held one chunk of about tokens x hidden "
+    "at a time, never the full fp32 logits",
+    "flash-attn": "FlashAttention's cross-entropy kernel: the 16-bit logits and their log-sum-exp kept, "
+    "no fp32 log-softmax",
+}
+"""How an answer states a fused loss the user gave (--fused-loss)."""
 
 
 BEST_CASE_STACK: Stack = "megatron"

@@ -22,6 +22,7 @@ from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of th
     Demand,
     Deployment,
     Engine,
+    FusedLoss,
     LoraTargets,
     Objective,
     Offload,
@@ -60,6 +61,8 @@ class RunConfig:
     master_weights: bool | None = None
     """False: pure 16-bit training without an fp32 master copy."""
     offload: Offload | None = None
+    fused_loss: FusedLoss | None = None
+    """'liger': the output layer and cross entropy fused in chunks (Liger-Kernel); None: the stack's loss."""
     lora_targets: LoraTargets | None = None
     stack: Stack | None = None
     engine: Engine | None = None

@@ -72,6 +72,8 @@ class Job:
     """The training stack (megatron, hf, ...): decides the loss path and the runtime overhead."""
     master_weights: bool = True
     offload: str = "none"
+    fused_loss: str = "off"
+    """'liger': the output layer and loss run as Liger-Kernel's chunked fused linear cross-entropy."""
     lora_targets: str = "all"
     global_batch_given: bool = False
     given_workload: frozenset[str] = frozenset()

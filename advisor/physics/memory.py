@@ -253,7 +253,9 @@ def _loss_bytes_per_token(
     """Peak bytes per token of the output layer and loss as (low, nominal, high), and whether TP splits it."""
     arch = job.arch
     assert arch is not None
-    figure = a.loss.get(traits.loss) or a.loss["pytorch"]
+    # A stated fused linear cross-entropy replaces the stack's loss path (liger-fused-linear-ce).
+    stated = a.loss.get(job.fused_loss) if job.fused_loss != "off" else None
+    figure = stated or a.loss.get(traits.loss) or a.loss["pytorch"]
     lo, hi = figure.range
     width = (
         arch.hidden if "hidden" in figure.unit else arch.vocab

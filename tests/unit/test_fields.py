@@ -206,3 +206,22 @@ def test_a_deadline_reads_units_not_number_suffixes(text: str, words: str) -> No
     code, err = _cli(["recommend", "--model", "llama-2-7b", "--deadline", text])
     assert code == 2 and f"--deadline: {words}" in err, err
     assert check("deadline_hours", "90min") == 1.5 and check("deadline_hours", "1e3") == 1000
+
+
+def test_a_bad_fused_loss_is_refused_the_same_way_at_every_door(tmp_path: Path, knowledge) -> None:
+    from advisor.job.door import question
+    from advisor.job.inputs import RunConfig
+
+    words = "'ligr' is not accepted; one of off, liger, flash-attn; did you mean 'liger'?"
+    code, cli = _cli(["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--fused-loss", "ligr"])
+    assert code == 2 and cli.strip().endswith(f"--fused-loss: {words}"), cli
+    wizard = wizard_check({"kind": "pretrain", "model": "llama-2-7b", "fused_loss": "ligr"}, knowledge)
+    assert wizard.errors["fused_loss"] == words and "fused_loss" in WIZARD_FIELDS
+    code, spec = _cli(
+        ["recommend", "--from", str(_spec_file(tmp_path, "workload.config", "fused_loss", "ligr"))]
+    )
+    assert code == 2 and spec.strip().endswith(f"inputs.workload.config.fused_loss: {words}"), spec
+    with pytest.raises(InputError, match="fused_loss: 'ligr' is not accepted"):
+        question(RunConfig, {"fused_loss": "ligr"})
+    assert question(RunConfig, {"fused_loss": "liger"}).fused_loss == "liger"
+    assert RunConfig().fused_loss is None  # off unless stated: the stack's own loss path

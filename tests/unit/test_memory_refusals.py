@@ -36,9 +36,9 @@ def test_a_published_8b_run_on_8_b200_fits_with_the_distributed_optimizer(datase
 
 def test_what_still_refuses_is_what_the_tool_cannot_model(dataset: Dataset) -> None:
     refused = {s.row.origin for s in dataset.samples if s.family == "llm" and not s.fits}
-    # stas00's 131k-262k sequences (Liger's fused linear cross entropy is not an input), Llama 3's 405B
-    # runs, fms-fsdp's 70B, TinyLlama, and the largest NeMo / Megatron-Bridge recipes (their recompute and
-    # offload settings are not in their tables).
+    # stas00's 131k-262k sequences (Liger's fused linear cross entropy, not a column of their rows), Llama 3's
+    # 405B runs, fms-fsdp's 70B, TinyLlama, and the largest NeMo / Megatron-Bridge recipes (their recompute
+    # and offload settings are not in their tables).
     assert "stas00/ml-engineering" in refused
     assert len([s for s in dataset.samples if s.family == "llm" and not s.fits]) <= 32
 
@@ -162,3 +162,63 @@ def test_deepspeed_bf16_at_zero_0_partitions_its_optimizer_like_zero_1(knowledge
     assert central("llama-2-7b") < 75.0
     assert central("llama-2-13b") > 110.0
     assert central("llama-2-7b", "fp16") > 100.0
+
+
+def _predict_8b(capsys: pytest.CaptureFixture[str], micro_batch: int, *extra: str) -> tuple[int, str]:
+    from advisor.cli.main import main
+
+    argv = "predict --model llama-3.1-8b --workload finetune --gpu h100-sxm --count 1 --precision bf16"
+    argv += " --seq-len 8192 --recompute full --stack hf --no-master-weights --format json"
+    mb = str(micro_batch)
+    code = main([*argv.split(), "--micro-batch", mb, "--global-batch", mb, *extra])
+    return code, capsys.readouterr().out
+
+
+def test_a_stated_fused_linear_cross_entropy_holds_a_chunk_of_logits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Liger-Kernel's FusedLinearCrossEntropy (liger-fused-linear-ce) never holds the full logits: at 4 x 8,192
+    # tokens of Llama-3.1-8B (vocabulary 128,256) Transformers' loss path holds 12 bytes a logit (~50 GB with
+    # the rest: ~115 GB of 85); the kernel holds its input's gradient and one chunk of 16-bit logits (about
+    # tokens x hidden values): ~66 GB, so the run fits only with it.
+    code, out = _predict_8b(capsys, 4)
+    assert code == 1 and not json.loads(out)["memory"]["fits"]
+    code, out = _predict_8b(capsys, 4, "--fused-loss", "liger")
+    answer = json.loads(out)
+    assert code == 0 and answer["memory"]["fits"]
+    assert any(a["field"] == "fused_loss" and "Liger" in a["text"] for a in answer["assumed"])
+    assert answer["configuration"]["fused_loss"] == {"value": "liger", "source": "given", "note": None}
+    # FlashAttention's cross entropy (flash-attn-cross-entropy) keeps the 16-bit logits and, in backward,
+    # their 16-bit gradient: 4 bytes a logit, ~77 GB at 4 x 8,192; at 8 x 8,192 (~106 GB) it does not fit,
+    # where Liger's chunks (~83 GB) still do.
+    code, out = _predict_8b(capsys, 4, "--fused-loss", "flash-attn")
+    assert code == 0 and json.loads(out)["memory"]["fits"]
+    code, out = _predict_8b(capsys, 8, "--fused-loss", "flash-attn")
+    assert code == 1 and not json.loads(out)["memory"]["fits"]
+    code, out = _predict_8b(capsys, 8, "--fused-loss", "liger")
+    assert code == 0 and json.loads(out)["memory"]["fits"]
+    # 16 x 8,192 tokens do not fit even so: 60 GB of checkpointed activations beside 48 GB of states.
+    code, out = _predict_8b(capsys, 16, "--fused-loss", "liger")
+    assert code == 1 and not json.loads(out)["memory"]["fits"]
+
+
+def test_the_fused_loss_is_off_unless_stated(
+    capsys: pytest.CaptureFixture[str], knowledge: Knowledge
+) -> None:
+    # Default off: the answer is the stack's loss path, byte for byte, and says nothing of a fused loss.
+    code, plain = _predict_8b(capsys, 2)
+    code_off, off = _predict_8b(capsys, 2, "--fused-loss", "off")
+    assert code == code_off == 0 and plain == off
+    assert "fused_loss" not in plain and "Liger" not in plain
+    # The figure is per (token x hidden), as the kernel's chunk is sized (chunk_size x V ~ BT x H).
+    figure = knowledge.assumptions.loss["liger"]
+    assert "hidden" in figure.unit and figure.source == "liger-fused-linear-ce"
+    assert figure.range == (4.0, 6.0)
+
+
+def test_a_bad_fused_loss_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli.main import main
+
+    code = main(["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--fused-loss", "ligr"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'liger'" in err
