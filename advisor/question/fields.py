@@ -331,11 +331,11 @@ _ALL_FIELDS: tuple[Field, ...] = (
         S,
         "FFN type",
         "--ffn-type",
-        "gated: SwiGLU, three matrices (Llama, Mistral, Qwen); plain: two matrices, usually 4x hidden "
-        "(GPT-2/3, OPT, BLOOM, Falcon, StarCoder)",
+        "gated (SwiGLU, Llama) or plain (GPT-2/3, OPT, BLOOM)",
         choices=FFN_TYPES,
         default="gated",
         example="plain",
+        metavar="TYPE",
     ),
     Field(
         "precision",
