@@ -63,9 +63,10 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return [{k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(f)]
 
 
-def shape_of(row: dict[str, str]) -> dict[str, int]:
+def shape_of(row: dict[str, str]) -> dict[str, int | str]:
+    """The model_shape cell's keys: whole numbers, and ffn_type (gated or plain) as written."""
     parts = [p.split("=") for p in row.get("model_shape", "").split(";") if "=" in p]
-    return {k.strip(): int(v) for k, v in parts}
+    return {k.strip(): v.strip() if k.strip() == "ffn_type" else int(v) for k, v in parts}
 
 
 def model_args(row: dict[str, str]) -> list[str]:
@@ -122,7 +123,9 @@ def params_of(row: dict[str, str]) -> float | None:
             return float(load_knowledge().model(row["model"]).active)
         from advisor.catalog.hf_config import spec_from_shape
 
-        spec = spec_from_shape(**shape_of(row))  # type: ignore[arg-type]
+        shape = shape_of(row)
+        gated = shape.pop("ffn_type", "gated") == "gated"
+        spec = spec_from_shape(**shape, gated=gated)  # type: ignore[arg-type]
         return float(spec.active_params or spec.params)
     except Exception:  # noqa: BLE001 - the catalogue's API may move on other branches: the baseline is then left out
         return None

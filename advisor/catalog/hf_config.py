@@ -449,7 +449,7 @@ def spec_from_shape(
         tied=tied,
         moe=moe,
     )
-    label = f"L{layers} h{hidden} a{heads}/{kv_heads} f{ffn} V{vocab}"
+    label = f"L{layers} h{hidden} a{heads}/{kv_heads} f{ffn}{'' if gated else ' plain'} V{vocab}"
     return spec_from_shape_obj(
         shape,
         model_id=model_id,

@@ -76,7 +76,8 @@ def model_spec_fields(args: argparse.Namespace) -> ModelSpec | None:
             raise InputError(
                 f"a model shape needs {', '.join(missing)} too (or give --model, --params or --config)"
             )
-        spec = spec_from_shape(**shape)
+        ffn_type = shape.pop("ffn_type", "gated")
+        spec = spec_from_shape(**shape, gated=ffn_type == "gated")
     return spec
 
 

@@ -101,8 +101,9 @@ def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed
             assumed.append(
                 Assumed(
                     text=f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
-                    f"{spec.heads} heads ({spec.kv_heads} KV), FFN {spec.ffn_hidden}, vocab {spec.vocab}, "
-                    f"{human(spec.params)} parameters counted from the shape"
+                    f"{spec.heads} heads ({spec.kv_heads} KV), {'' if spec.gated_ffn else 'plain '}FFN "
+                    f"{spec.ffn_hidden}, vocab {spec.vocab}, {human(spec.params)} parameters counted from "
+                    "the shape"
                 )
             )
         return ModelShape(spec, arch_of(spec), spec.params, spec.active, spec.id, spec.name, spec.kind)

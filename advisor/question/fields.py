@@ -256,12 +256,14 @@ _PARALLEL_HINTS = {
     "ep": "GPUs splitting the experts (MoE)",
     "dp": "model replicas",
 }
+FFN_TYPES = ("gated", "plain")
+"""A custom shape's feed-forward block: gated (three matrices, the default) or plain (two)."""
 _SHAPE = {
     "layers": ("transformer blocks", _whole(1, 10_000), "32"),
     "hidden": ("hidden size", _whole(1, 1 << 20), "4096"),
     "heads": ("attention heads", _whole(1, 1 << 16), "32"),
     "kv_heads": ("key-value heads (grouped-query attention)", _whole(1, 1 << 16), "8"),
-    "ffn": ("FFN width (gated)", _whole(1, 1 << 22), "14336"),
+    "ffn": ("FFN width (intermediate size; see --ffn-type)", _whole(1, 1 << 22), "14336"),
     "vocab": ("vocabulary size", _whole(1, 1 << 24), "128256"),
     "experts": ("routed experts (MoE)", _whole(1, 1 << 16), "8"),
     "experts_per_token": ("experts each token visits (MoE)", _whole(1, 1 << 16), "2"),
@@ -323,6 +325,18 @@ _ALL_FIELDS: tuple[Field, ...] = (
     *(
         Field(n, "number", S, what.capitalize(), _flag(n), what, bound=b, example=ex)
         for n, (what, b, ex) in _SHAPE.items()
+    ),
+    Field(
+        "ffn_type",
+        "choice",
+        S,
+        "FFN type",
+        "--ffn-type",
+        "gated (SwiGLU, Llama) or plain (GPT-2/3, OPT, BLOOM)",
+        choices=FFN_TYPES,
+        default="gated",
+        example="plain",
+        metavar="TYPE",
     ),
     Field(
         "precision",

@@ -89,6 +89,8 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
         return
     shape = dict(part.split("=") for part in row.get("model_shape", "").split(";") if part)
     assert set(shape) >= SHAPE_KEYS, f"row {row['id']}: no catalogue model, parameter count or full shape"
+    ffn_type = shape.pop("ffn_type", "gated")  # a plain two-matrix FFN (GPT-2/3, BLOOM) is marked plain
+    assert ffn_type in {"gated", "plain"}, f"row {row['id']}: ffn_type {ffn_type!r}"
     assert all(int(v) > 0 for v in shape.values())
 
 
