@@ -7,9 +7,9 @@ overall; Kendall's tau of the layout order within each group that varies only th
 (benchmarks/heldout_serving_runs.csv): output throughput, TTFT and TPOT per loop kind (closed, open,
 offline, static batch), within 2x. Refusals are listed.
 
-Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2|...|heldout8]   (seconds)
+Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2|...|heldout9]   (seconds)
 --runs picks the run set: benchmarks/<runs>_training_runs.csv and <runs>_serving_runs.csv (default heldout;
-heldout2-heldout8 are the later sealed sets, docs/heldout.md).
+heldout2-heldout9 are the later sealed sets, docs/heldout.md).
 """
 
 from __future__ import annotations
@@ -417,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runs",
         default=DEFAULT_RUNS,
         help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv "
-        "(default heldout; heldout2 .. heldout8)",
+        "(default heldout; heldout2 .. heldout9)",
     )
     args = parser.parse_args(argv)
     training_csv, serving_csv = run_files(args.runs)

@@ -36,6 +36,14 @@ TRAINING7 = ROOT / "benchmarks" / "heldout7_training_runs.csv"
 SERVING7 = ROOT / "benchmarks" / "heldout7_serving_runs.csv"
 TRAINING8 = ROOT / "benchmarks" / "heldout8_training_runs.csv"
 SERVING8 = ROOT / "benchmarks" / "heldout8_serving_runs.csv"
+# The sealed ninth set (docs/heldout.md): built and scored once in stop 41; sources unused elsewhere.
+TRAINING9 = ROOT / "benchmarks" / "heldout9_training_runs.csv"
+SERVING9 = ROOT / "benchmarks" / "heldout9_serving_runs.csv"
+# The ninth set's floors (docs/heldout.md, "The sealed ninth set"): what it holds, so that a lost row fails
+# (first pass 19 training / 25 serving rows from 7 origins; widened by heldout9b to 41 / 46 from 15 origins).
+MIN_ORIGINS_9, MIN_SERVING_9 = 15, 46
+MIN_TRAINING_9, MIN_TRAINING_SOURCES_9, MIN_TRAINING_FAMILIES_9 = 41, 8, 4
+SET_IDS = ["heldout", *(f"heldout{n}" for n in range(2, 10))]
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
 WORKLOADS = {"pretrain", "finetune", "lora", "qlora"}
@@ -96,8 +104,8 @@ def _check_model(row: dict[str, str], catalogue: dict[str, set[str]]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6, TRAINING7, TRAINING8],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+    [TRAINING, TRAINING2, TRAINING3, TRAINING4, TRAINING5, TRAINING6, TRAINING7, TRAINING8, TRAINING9],
+    ids=SET_IDS,
 )
 def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -127,8 +135,8 @@ def test_training_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None
 
 @pytest.mark.parametrize(
     "path",
-    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6, SERVING7, SERVING8],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+    [SERVING, SERVING2, SERVING3, SERVING4, SERVING5, SERVING6, SERVING7, SERVING8, SERVING9],
+    ids=SET_IDS,
 )
 def test_serving_rows_parse(catalogue: dict[str, set[str]], path: Path) -> None:
     rows = _rows(path)
@@ -414,6 +422,57 @@ def test_heldout8_is_wide_enough_to_judge() -> None:
     ]
     assert len(loaded) >= 35, "fewer than 35 TTFT rows at a stated request rate or concurrency"
     assert len({r["gpu"] for r in loaded}) >= 4, "loaded TTFT rows on fewer than four GPU kinds"
+
+
+SETS_1_TO_8 = [*SETS_1_TO_7, TRAINING8, SERVING8]
+
+
+def test_heldout9_sources_appear_nowhere_else() -> None:
+    """The ninth sealed set is held out from everything, sets 1-8 included (rerun by the lead on the merged
+    tree, where it catches a branch that put a heldout9 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING9) + _rows(SERVING9), SETS_1_TO_8, MIN_ORIGINS_9, "heldout9")
+
+
+def test_heldout9_source_ids_are_new() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_8 for r in _rows(path)}
+    training, serving = _rows(TRAINING9), _rows(SERVING9)
+    ninth = {r["source_id"] for r in training + serving}
+    assert not earlier & ninth, f"source ids shared with an earlier set: {sorted(earlier & ninth)}"
+    assert training and serving, "an empty half in heldout9"
+    assert all(r["family"] != "mlperf" for r in training + serving), "an MLPerf row in the ninth set"
+
+
+def test_heldout9_is_wide_enough_to_judge() -> None:
+    """What the ninth set was built to judge (docs/heldout.md): training from seven publishers over 1 to 2,560
+    GPUs with a layout group of one source at one count, serving with TTFT under a stated concurrency."""
+    training, serving = _rows(TRAINING9), _rows(SERVING9)
+    assert len(training) >= MIN_TRAINING_9, f"{len(training)} training runs in heldout9"
+    assert len({r["source_id"] for r in training}) >= MIN_TRAINING_SOURCES_9, "too few training sources"
+    assert len({r["family"] for r in training}) >= MIN_TRAINING_FAMILIES_9, "too few training families"
+    groups = [r["layout_group"] for r in training if r["layout_group"]]
+    assert any(groups.count(g) >= 3 for g in set(groups)), "no layout group of three runs or more"
+    assert max(int(r["count"]) for r in training) >= 256, "no run at 256 GPUs or more"
+    assert min(int(r["count"]) for r in training) == 1, "no one-GPU run"
+    assert len(serving) >= MIN_SERVING_9, f"{len(serving)} serving runs in heldout9"
+    loaded = [r for r in serving if r["ttft_ms"] and (r["request_rate"] or r["concurrency"] not in ("", "1"))]
+    assert loaded, "no TTFT at a stated request rate or concurrency"
+    open_loop = [r for r in serving if r["loop"] == "open" and r["ttft_ms"]]
+    assert open_loop, "no TTFT at a stated open-loop request rate"
+
+
+def test_heldout9_widening_covers_papers_toolkits_and_batch_one_tpot() -> None:
+    """The second pass (heldout9b): a paper's and a toolkit's rows, one source varying model size, GPU count
+    and precision on datacenter and consumer GPUs, and TPOT at one request in flight on datacenter GPUs."""
+    training, serving = _rows(TRAINING9), _rows(SERVING9)
+    families = {r["family"] for r in training}
+    assert {"paper", "toolkit-docs"} <= families, f"training families {sorted(families)}"
+    toolkit = [r for r in training if r["family"] == "toolkit-docs"]
+    assert {r["gpu"] for r in toolkit} >= {"h100-sxm", "rtx-4090"}, "toolkit rows on fewer GPU kinds"
+    assert {int(r["count"]) for r in toolkit} >= {1, 4, 8}, "toolkit rows at fewer GPU counts"
+    assert {r["precision"] for r in toolkit} >= {"bf16", "fp8"}, "toolkit rows in one precision"
+    batch_one = [r for r in serving if r["tpot_ms"] and "1" in (r["concurrency"], r["batch"])]
+    assert len(batch_one) >= 13, f"{len(batch_one)} TPOT rows at one request"
+    assert len({r["gpu"] for r in batch_one}) >= 3, "batch-1 TPOT on fewer than three GPU kinds"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
