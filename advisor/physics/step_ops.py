@@ -308,7 +308,10 @@ class ComposedStep:
             acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
         if self.job.kind == "qlora":
             local = _layer_params(arch, moe, s.tp, s.ep)
-            # NF4 base weights read and dequantised to 16-bit for every pass that multiplies by them.
+            # NF4 base weights read and dequantised to 16-bit for every pass that multiplies by them:
+            # bitsandbytes' MatMul4Bit runs dequantize_4bit in its forward and again in its backward, into a
+            # fresh 16-bit tensor the GEMM then reads (bitsandbytes-foundation/bitsandbytes@60a0d8a5084f:
+            # bitsandbytes/autograd/_functions.py); a recomputed forward dequantises once more.
             acc.add(MEM, p.memory(local * (0.5 + 2.0), local * 2.0), 2.0 + fwd_again)
         return acc
 
