@@ -180,8 +180,9 @@ NOTES = [
     "P10-P90 cover: the interval a user is shown (around the typical P50), from the other sources' "
     "held-out residuals, every family of source weighing the same, at the narrowest lower and upper "
     "quantiles (2.5th-20th, 80th-97.5th) and the widening by what the composed step does not know of a "
-    "plan (an eager stack; the servers it spans) that hold each family of 10+ runs within "
-    "80-90% coverage with each source held out from them in turn, else the pair nearest that band",
+    "plan (an eager stack; the servers it spans) under which the sources' mean coverage, each source "
+    "held out from them in turn and weighing the same, lies within 80-90% for each kind of plan (what "
+    "the step knows all of, what it does not), else the pair nearest that band",
 ]
 
 

@@ -260,7 +260,14 @@ def _residual_rows(shift: float) -> tuple[list, dict[int, float]]:
 
 
 def test_the_interval_widens_until_each_held_out_source_is_covered() -> None:
-    from advisor.learned.efficiency.llm_eval import COVER_BAND, LEVEL_GRID, by_source, levels_for, offsets
+    from advisor.learned.efficiency.llm_eval import (
+        COVER_BAND,
+        FIT_BAND,
+        LEVEL_GRID,
+        by_source,
+        levels_for,
+        offsets,
+    )
 
     def cover(rows, typical, levels) -> dict[str, float]:  # each source against the others' offsets
         got: dict[str, list[bool]] = {}
@@ -269,26 +276,26 @@ def test_the_interval_widens_until_each_held_out_source_is_covered() -> None:
             for i, r in enumerate(rows):
                 if r.row.origin == k:
                     resid = math.log(r.efficiency) - typical[i]
-                    got.setdefault(r.row.source_family, []).append(lo - 1e-12 <= resid <= hi + 1e-12)
-        return {f: sum(v) / len(v) for f, v in got.items()}
+                    got.setdefault(k, []).append(lo - 1e-12 <= resid <= hi + 1e-12)
+        return {k: sum(v) / len(v) for k, v in got.items()}
 
-    # Sources that agree: quantiles near the 10th-90th percentiles hold every family inside the band.
+    # Sources that agree: quantiles near the 10th-90th percentiles hold every source inside the band.
     rows, typical = _residual_rows(0.0)
     near, widen = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
     assert widen == 0.0  # nothing to widen by: the least widening of those that tie
     assert all(COVER_BAND[0] <= c <= COVER_BAND[1] for c in cover(rows, typical, near).values())
 
     # Sources that sit apart: a new source falls outside the others' 10th-90th percentiles, which cover too
-    # little; the quantiles chosen come nearest the band (3 sources a family: coverage moves in thirds).
-    def miss(levels) -> float:  # the families' distances from the band, summed
-        return sum(
-            max(COVER_BAND[0] - c, c - COVER_BAND[1], 0) for c in cover(rows, typical, levels).values()
-        )
+    # little; the quantiles chosen bring the sources' mean coverage (each source weighing the same) nearest
+    # the band the choice aims at, and of those the narrowest.
+    def miss(levels) -> float:
+        mean = sum(cover(rows, typical, levels).values()) / 6
+        return max(FIT_BAND[0] - mean, mean - FIT_BAND[1], 0.0)
 
     rows, typical = _residual_rows(0.2)
     apart, _ = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
-    assert min(cover(rows, typical, (0.10, 0.90)).values()) < COVER_BAND[0]
-    assert miss(apart) == min(miss(levels) for levels in LEVEL_GRID)
+    assert sum(cover(rows, typical, (0.10, 0.90)).values()) / 6 < COVER_BAND[0]
+    assert miss(apart) == pytest.approx(min(miss(levels) for levels in LEVEL_GRID))
 
 
 def test_the_llm_linear_model_loads_without_numpy(knowledge) -> None:

@@ -1,6 +1,7 @@
 """The LLM interval's width by what the composed step does not know of a plan: an eager stack (memory-bound
-passes the step prices as fused kernels) and the servers it spans widen it, by a factor chosen with the
-interval by leave-one-source-out so that every family of source is covered within 75-90%."""
+passes the step prices as fused kernels) and the servers it spans may widen it, by a factor chosen with the
+interval by leave-one-source-out so that each source held out is covered alike, every kind of plan on its
+own (llm_eval.levels_for); on the shipped runs the choice is no widening."""
 
 from __future__ import annotations
 
@@ -61,48 +62,67 @@ def test_the_widening_is_stored_and_read_back(knowledge) -> None:
             LinearLogModel.from_dict({**linear.to_dict(), "interval_widen": bad})
 
 
-def test_a_plan_on_an_eager_stack_has_a_wider_interval(knowledge) -> None:
-    # Llama 3.1 8B pre-trained on 8 H100: the same plan's P90 / P10 on an eager PyTorch FSDP stack against
-    # torchtitan (compiled): the held-out runs of eager stacks scatter about twice as far.
-    from advisor.answer.predict import predict
-    from advisor.learned.efficiency.learned import load_learned
+def _widened(knowledge, widen: float):
+    """The shipped model with its LLM interval's widening set to widen (the mechanism, whatever the
+    training chose)."""
+    import json
+
+    from advisor.learned.efficiency.gbdt import ExportedModel
+    from advisor.learned.efficiency.learned import LearnedEfficiency
     from advisor.learned.efficiency.prior import PriorEfficiency
 
-    model = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
-    assert model is not None and model.model.linear is not None
-    assert model.model.linear.widen > 0.0
-    spans, outs = {}, {}
-    for stack in ("fsdp", "torchtitan"):
-        w = Workload(
-            model="llama-3.1-8b",
-            kind="pretrain",
-            seq_len=8192,
-            config=RunConfig(stack=stack, tp=1, pp=1, zero=3, recompute="full"),
-        )
-        out = predict(knowledge, w, "h100-sxm", 8, efficiency=model)
-        assert out.throughput is not None and out.throughput.p10 and out.throughput.p90
-        spans[stack], outs[stack] = out.throughput.p90 / out.throughput.p10, out
-    assert spans["fsdp"] > 1.25 * spans["torchtitan"]
-    wide = f"interval {1.0 + model.model.linear.widen:.1f}x as wide: an eager stack"  # the widening trained
-    assert any(wide in n for n in outs["fsdp"].notes)
-    assert not any("as wide" in n for n in outs["torchtitan"].notes)  # one server, compiled: nothing unknown
+    data = json.loads((ROOT / "knowledge" / "efficiency_model.json").read_text(encoding="utf-8"))
+    data["llm_linear"]["interval_widen"] = widen
+    model = ExportedModel.from_json(json.dumps(data))
+    return LearnedEfficiency(model, knowledge.assumptions, PriorEfficiency(knowledge.assumptions))
+
+
+def test_a_plan_on_an_eager_stack_has_a_wider_interval_where_the_training_widens(knowledge) -> None:
+    # Llama 3.1 8B pre-trained on 8 H100: the same plan's P90 / P10 on an eager PyTorch FSDP stack against
+    # torchtitan (compiled). Widened (a widening the training may choose), the eager plan's interval is
+    # wider and says why; at no widening (what the shipped runs choose today) the two are as wide and
+    # neither says it is wider.
+    from advisor.answer.predict import predict
+
+    def spans(widen: float) -> tuple[dict[str, float], dict[str, list[str]]]:
+        model = _widened(knowledge, widen)
+        out_spans, notes = {}, {}
+        for stack in ("fsdp", "torchtitan"):
+            w = Workload(
+                model="llama-3.1-8b",
+                kind="pretrain",
+                seq_len=8192,
+                config=RunConfig(stack=stack, tp=1, pp=1, zero=3, recompute="full"),
+            )
+            out = predict(knowledge, w, "h100-sxm", 8, efficiency=model)
+            assert out.throughput is not None and out.throughput.p10 and out.throughput.p90
+            out_spans[stack], notes[stack] = out.throughput.p90 / out.throughput.p10, list(out.notes)
+        return out_spans, notes
+
+    wide, notes = spans(1.0)
+    assert wide["fsdp"] > 1.25 * wide["torchtitan"]
+    assert any("interval 2.0x as wide: an eager stack" in n for n in notes["fsdp"])
+    assert not any("as wide" in n for n in notes["torchtitan"])  # one server, compiled: nothing unknown
+    same, notes = spans(0.0)
+    assert same["fsdp"] == pytest.approx(same["torchtitan"], rel=0.35)  # only the stacks' own offsets differ
+    assert same["fsdp"] < wide["fsdp"]
+    assert not any("as wide" in n for n in notes["fsdp"] + notes["torchtitan"])
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="stop 38 (branch interval): the interval chosen by leave-one-source-out covers vendor 90% and "
-    "independent 66% (stas00's DeepSpeed runs 21%, outside every other source's residuals; an interval per "
-    "group of plans did worse: docs/step-model.md, stop 38)",
+    reason="stop 41 (branch intervals): the interval chosen so that each source held out is covered alike "
+    "(its mean coverage over sources, each kind of plan on its own) covers vendor 95% of 286 (MosaicML's 216 "
+    "runs sit tight around the P50 and weigh 3/4 of the family), papers 71% of 17, independent 77% of 62; "
+    "the family-held choice before it (vendor 90%, independent 71%) widened eager and multi-server plans 7x "
+    "and covered the development sets 94-98% (docs/accuracy.md, stop 41)",
 )
 def test_the_shipped_interval_covers_every_family_near_the_band() -> None:
     # The shipped model's own held-out figures (`gpu-advisor model train` writes them): each family of source
-    # with 10 or more runs covered by the interval a user is shown, each source held out (one width for every
-    # plan: vendor 96%, paper 100%, independent 61%; widened: 79%, 94%, 73%, stas00's offloaded DeepSpeed runs
-    # out of reach; with the offloaded optimizer priced: 90%, 100%, 84%). The two large families sit inside
-    # the 75-90% goal; the papers' 17 runs move 6 points a run and now cover all 17 (10 points over the goal,
-    # not met: docs/accuracy.md), so they are held only to cover at least 70%.
+    # with 10 or more runs covered by the interval a user is shown, each source held out. The two large
+    # families are held to the 75-90% goal; the papers' 17 runs move 6 points a run, so they are held only
+    # to cover at least 70%.
     meta = tomllib.loads((ROOT / "knowledge" / "efficiency_model.meta.toml").read_text(encoding="utf-8"))
-    assert meta["llm_model"]["interval_widen"] > 0.0
     cv = meta["cv"]
     seen = 0
     for family in ("vendor", "paper", "report", "independent"):
