@@ -263,6 +263,7 @@ _SHAPE = {
     "hidden": ("hidden size", _whole(1, 1 << 20), "4096"),
     "heads": ("attention heads", _whole(1, 1 << 16), "32"),
     "kv_heads": ("key-value heads (grouped-query attention)", _whole(1, 1 << 16), "8"),
+    "head_dim": ("width of one attention head (default hidden / heads)", _whole(1, 1 << 16), "128"),
     "ffn": ("FFN width (intermediate size; see --ffn-type)", _whole(1, 1 << 22), "14336"),
     "vocab": ("vocabulary size", _whole(1, 1 << 24), "128256"),
     "experts": ("routed experts (MoE)", _whole(1, 1 << 16), "8"),
