@@ -76,10 +76,18 @@ def _check_splits(job: Job, c: RunConfig, arch: Arch) -> None:
         )
 
 
+# Pipeline chunks the embedding and the loss can each hold in place of a layer (_check_schedule).
+EMBEDDING_AND_LOSS = 2
+
+
 def _check_schedule(c: RunConfig, layers: int) -> None:
-    """An interleaved schedule needs pipeline stages and at least one layer per chunk: pp x V chunks of
+    """An interleaved schedule needs pipeline stages and something on every chunk: pp x V chunks of
     contiguous layers, the first ones a layer larger when they do not divide (Megatron's split, as the step
-    model prices it; Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8)."""
+    model prices it; Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8). The embedding and
+    the loss may each stand in for a layer (Megatron-LM's --account-for-embedding-in-pipeline-split and
+    --account-for-loss-in-pipeline-split, or a --pipeline-model-parallel-layout whose first chunk is the
+    embedding alone and last the loss alone: NVIDIA/Megatron-LM@00caa53af309:megatron/core/transformer/
+    pipeline_parallel_layer_layout.py), so L layers fill up to L + 2 chunks: Qwen3-235B's 94 on PP32 x V3."""
     v = virtual_stages(c.pp_schedule or "1f1b")
     pp = c.pp or 1
     if v > 1 and c.pp is not None and pp == 1:
@@ -89,12 +97,12 @@ def _check_schedule(c: RunConfig, layers: int) -> None:
             problem="needs pipeline parallelism of 2 or more",
             accepted="1f1b with pp 1",
         )
-    if v > 1 and c.pp and layers < pp * v:
+    if v > 1 and c.pp and layers + EMBEDDING_AND_LOSS < pp * v:
         raise InputError(
             field="pp_schedule",
             value=c.pp_schedule,
-            problem=f"with pp {pp}: {layers} layers do not fill {pp * v} chunks of at least one layer",
-            accepted="V such that pp x V is at most the layers",
+            problem=f"with pp {pp}: {layers} layers, the embedding and the loss do not fill {pp * v} chunks",
+            accepted="V such that pp x V is at most the layers + 2",
         )
 
 

@@ -53,7 +53,16 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
         (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not the 64 GPUs"),
         (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "global_batch: 99 is not divisible by dp 2"),
         (dict(cp=3), 48, "cp: 3 does not divide the sequence length 2048"),
-        (dict(pp=8, pp_schedule="interleaved:16"), 64, "96 layers do not fill 128 chunks"),
+        (
+            dict(pp=8, pp_schedule="interleaved:16"),
+            64,
+            "96 layers, the embedding and the loss do not fill 128",
+        ),
+        (
+            dict(pp=32, pp_schedule="interleaved:4"),
+            64,
+            "96 layers, the embedding and the loss do not fill 128",
+        ),
         (dict(zero=0, offload="optimizer"), 8, "offload: 'optimizer' needs ZeRO"),
         (dict(engine="vllm"), 8, "engine: 'vllm' is not used by finetune; used only by inference"),
         (dict(tp=8, shard_group=3), 64, "shard_group: 3 does not divide"),
@@ -103,3 +112,24 @@ def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:
         PriorEfficiency(knowledge.assumptions),
     )
     assert p.layout.tp == 1 and p.layout.pp == 1
+
+
+def test_uneven_pipeline_chunks_with_the_embedding_and_the_loss_on_their_own_are_legal(knowledge) -> None:
+    # Qwen3-235B's 94 layers on PP32 x V3 = 96 chunks: the first chunk holds the embedding alone and the last
+    # the loss alone (Megatron-LM's account-for-embedding/loss split, or a custom pipeline layout), every
+    # other chunk one layer; the step's stages hold 2 and 3 layers.
+    from advisor.physics.step_ops import chunk_sizes
+
+    sizes = chunk_sizes(94, 96)
+    assert sizes[0] == sizes[-1] == 0 and set(sizes[1:-1]) == {1} and sum(sizes) == 94
+    w = Workload(
+        model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(pp=32, pp_schedule="interleaved:3", ep=8)
+    )
+    p = predict(knowledge, w, "h100-sxm", 768, Constraints(), PriorEfficiency(knowledge.assumptions))
+    assert p.layout.pp == 32 and p.layout.virtual == 3 and p.configuration["pp_schedule"].source == "given"
+    # 95 layers (the embedding on a chunk of its own, the loss beside the last layer) fill 96 too; 93 do not.
+    assert chunk_sizes(95, 96)[-1] == 0
+    from advisor.job.config_check import _check_schedule
+
+    with pytest.raises(InputError, match="93 layers, the embedding and the loss do not fill 96 chunks"):
+        _check_schedule(RunConfig(pp=32, pp_schedule="interleaved:3"), 93)
