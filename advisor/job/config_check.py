@@ -116,7 +116,7 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
     if dp is None and count is not None and len(known) == 3:
         dp = count // product
     if dp:
-        _check_ranks(c, dp * (c.cp or 1), "")
+        _check_ranks(c, dp * (c.cp or 1), "", c.tp or 1)
     _check_offload(c)
     gb = job.global_batch_seqs if job.global_batch_given else None
     if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
@@ -147,19 +147,28 @@ def _check_product(c: RunConfig, known: dict[str, int], product: int, count: int
             accepted=f"sizes whose product divides {count}",
         )
     # data x context parallel ranks divide count / (tp x pp), whatever is chosen
-    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs")
+    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs", c.tp or 1)
 
 
-def _check_ranks(c: RunConfig, ranks: int, where: str) -> None:
-    """Expert parallelism and the shard group divide the data x context parallel ranks."""
-    for name, value in (("ep", c.ep), ("shard_group", c.shard_group)):
-        if value and ranks % value:
-            raise InputError(
-                field=name,
-                value=value,
-                problem=f"does not divide the {ranks} data x context parallel ranks{where}",
-                accepted=f"a divisor of {ranks}",
-            )
+def _check_ranks(c: RunConfig, ranks: int, where: str, tp: int) -> None:
+    """The shard group divides the data x context parallel ranks; expert parallelism those ranks, or, folded
+    over the tensor-parallel ranks as well (MoE parallel folding, Layout.expert_tp: EP 32 on TP 2 x DP 16),
+    the tensor x data x context parallel ranks."""
+    if c.shard_group and ranks % c.shard_group:
+        raise InputError(
+            field="shard_group",
+            value=c.shard_group,
+            problem=f"does not divide the {ranks} data x context parallel ranks{where}",
+            accepted=f"a divisor of {ranks}",
+        )
+    if c.ep and (ranks * tp) % c.ep:
+        what = "tensor x data x context" if tp > 1 else "data x context"
+        raise InputError(
+            field="ep",
+            value=c.ep,
+            problem=f"does not divide the {ranks * tp} {what} parallel ranks{where}",
+            accepted=f"a divisor of {ranks * tp}",
+        )
 
 
 def _check_offload(c: RunConfig) -> None:

@@ -157,9 +157,10 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
 
 
 def _local_params(job: Job, layout: Layout) -> float:
-    """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts also over ep."""
+    """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts over expert TP x ep x pp."""
     expert = min(job.arch.expert_params, job.params) if job.arch is not None else 0.0
-    return (job.params - expert) / layout.model_parallel + expert / (layout.model_parallel * layout.ep)
+    experts_split = layout.expert_tp * layout.pp * layout.ep
+    return (job.params - expert) / layout.model_parallel + expert / experts_split
 
 
 def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[float, float, float, float]:

@@ -133,3 +133,39 @@ def test_uneven_pipeline_chunks_with_the_embedding_and_the_loss_on_their_own_are
 
     with pytest.raises(InputError, match="93 layers, the embedding and the loss do not fill 96 chunks"):
         _check_schedule(RunConfig(pp=32, pp_schedule="interleaved:3"), 93)
+
+
+def test_expert_parallelism_folds_over_the_tensor_parallel_ranks(knowledge) -> None:
+    # Megatron-Core's MoE parallel folding: expert TP x EP x expert DP = TP x CP x DP (parallel_state.py at
+    # 00caa53af309), so EP 32 on TP 2 x DP 16 runs with the experts whole on each rank (expert TP 1).
+    from advisor.job.layout import expert_tp
+
+    assert expert_tp(2, 16, 32) == 1 and expert_tp(2, 16, 16) == 2 and expert_tp(4, 8, 16) == 2
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=32))
+    folded = predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+    assert (folded.layout.tp, folded.layout.ep, folded.layout.dp) == (2, 32, 16)
+    assert "EP32 (folded, expert TP 1)" in folded.parallelism and folded.throughput is not None
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=16))
+    plain = predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+    # Either way every rank holds 1/256 of the experts (1 x 32 x 8 = 2 x 16 x 8 ranks split them).
+    assert folded.memory.breakdown["weights"] == pytest.approx(plain.memory.breakdown["weights"], rel=1e-3)
+    # An EP the tensor x data x context parallel ranks cannot hold is still refused.
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=64))
+    with pytest.raises(InputError, match="ep: 64 does not divide the 32 tensor x data x context parallel"):
+        predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+
+
+def test_folded_experts_run_the_same_flops_at_other_gemm_shapes() -> None:
+    from advisor.job.resolve import Arch
+    from advisor.physics.step_ops import _gemms
+
+    arch = Arch(
+        layers=4, hidden=4096, heads=32, kv_heads=4, ffn_hidden=1536, gated=True, vocab=1000,
+        experts=128, experts_per_token=8,
+    )  # fmt: skip
+    flops = lambda gemms: sum(m * n * k * c for m, n, k, c in gemms[2:4])  # noqa: E731 - the routed experts
+    plain, folded = _gemms(arch, 8192, 2, 16, True), _gemms(arch, 8192, 2, 32, True, etp=1)
+    assert flops(plain) == flops(folded)
+    assert (
+        folded[2][0] == plain[2][0] and folded[2][1] == 2 * plain[2][1] and folded[2][3] == plain[2][3] // 2
+    )
