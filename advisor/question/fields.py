@@ -35,6 +35,7 @@ from advisor.question.vocab import (
     PRICING_PLANS,
     RECOMPUTES,
     SLO_PERCENTILES,
+    STACK_ALIASES,
     STACKS,
     WORKLOADS,
 )
@@ -731,6 +732,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         applies_to=TRAINING,
         hint="its loss path and overheads",
         auto=True,
+        aliases=STACK_ALIASES,
     ),
     Field(
         "engine",
