@@ -38,6 +38,7 @@ def _schema() -> Any:
 
         label: str
         data_only: bool = False
+        runs_as: str = ""
         search: list[Dimension]
         stated: list[Dimension]
         zero: list[int]
@@ -64,6 +65,9 @@ class Stack:
     id: str
     label: str
     data_only: bool
+    runs_as: str
+    """A stack of the measured runs only: the `--stack` whose traits a question naming it is answered with
+    ('' for the stacks a question can name)."""
     search: frozenset[str]
     """Model-parallel dimensions the search may choose."""
     stated: frozenset[str]
@@ -133,6 +137,7 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
             id=key,
             label=spec.label,
             data_only=spec.data_only,
+            runs_as=spec.runs_as,
             search=frozenset(spec.search),
             stated=frozenset(spec.stated),
             zero=tuple(spec.zero),
@@ -147,6 +152,13 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
         )
     if UNKNOWN not in out:
         raise KnowledgeError(f"{name}: the default stack {UNKNOWN!r} is missing")
+    for key, stack in out.items():
+        target = out.get(stack.runs_as)
+        if stack.data_only != bool(stack.runs_as) or (stack.runs_as and (target is None or target.data_only)):
+            raise KnowledgeError(
+                f"{name}: stacks.{key}.runs_as: {stack.runs_as!r}; a data-only stack names a --stack stack, "
+                "every other none"
+            )
     return out
 
 

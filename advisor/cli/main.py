@@ -45,7 +45,18 @@ RECOMMEND_EXAMPLES = """examples:
 Numbers take k, M, B, T (20k, 13B, 2T); a configuration value given (--tp 8) is held, the rest searched;
 blank or auto leaves it to the search."""
 
-SHAPE = ("layers", "hidden", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "experts", "experts_per_token")
+SHAPE = (
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "ffn_type",
+    "vocab",
+    "experts",
+    "experts_per_token",
+)
 DATA = ("tokens", "samples", "epochs", "dataset_gb")
 ONPREM = ("electricity_usd_kwh", "utilization", "years")
 

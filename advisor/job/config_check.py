@@ -76,10 +76,18 @@ def _check_splits(job: Job, c: RunConfig, arch: Arch) -> None:
         )
 
 
+# Pipeline chunks the embedding and the loss can each hold in place of a layer (_check_schedule).
+EMBEDDING_AND_LOSS = 2
+
+
 def _check_schedule(c: RunConfig, layers: int) -> None:
-    """An interleaved schedule needs pipeline stages and at least one layer per chunk: pp x V chunks of
+    """An interleaved schedule needs pipeline stages and something on every chunk: pp x V chunks of
     contiguous layers, the first ones a layer larger when they do not divide (Megatron's split, as the step
-    model prices it; Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8)."""
+    model prices it; Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP8 x V8). The embedding and
+    the loss may each stand in for a layer (Megatron-LM's --account-for-embedding-in-pipeline-split and
+    --account-for-loss-in-pipeline-split, or a --pipeline-model-parallel-layout whose first chunk is the
+    embedding alone and last the loss alone: NVIDIA/Megatron-LM@00caa53af309:megatron/core/transformer/
+    pipeline_parallel_layer_layout.py), so L layers fill up to L + 2 chunks: Qwen3-235B's 94 on PP32 x V3."""
     v = virtual_stages(c.pp_schedule or "1f1b")
     pp = c.pp or 1
     if v > 1 and c.pp is not None and pp == 1:
@@ -89,12 +97,12 @@ def _check_schedule(c: RunConfig, layers: int) -> None:
             problem="needs pipeline parallelism of 2 or more",
             accepted="1f1b with pp 1",
         )
-    if v > 1 and c.pp and layers < pp * v:
+    if v > 1 and c.pp and layers + EMBEDDING_AND_LOSS < pp * v:
         raise InputError(
             field="pp_schedule",
             value=c.pp_schedule,
-            problem=f"with pp {pp}: {layers} layers do not fill {pp * v} chunks of at least one layer",
-            accepted="V such that pp x V is at most the layers",
+            problem=f"with pp {pp}: {layers} layers, the embedding and the loss do not fill {pp * v} chunks",
+            accepted="V such that pp x V is at most the layers + 2",
         )
 
 
@@ -108,7 +116,7 @@ def _check_counts(job: Job, c: RunConfig, count: int | None) -> None:
     if dp is None and count is not None and len(known) == 3:
         dp = count // product
     if dp:
-        _check_ranks(c, dp * (c.cp or 1), "")
+        _check_ranks(c, dp * (c.cp or 1), "", c.tp or 1)
     _check_offload(c)
     gb = job.global_batch_seqs if job.global_batch_given else None
     if gb and dp and (gb % dp or (job.batch_size and gb % (dp * job.batch_size))):
@@ -139,19 +147,28 @@ def _check_product(c: RunConfig, known: dict[str, int], product: int, count: int
             accepted=f"sizes whose product divides {count}",
         )
     # data x context parallel ranks divide count / (tp x pp), whatever is chosen
-    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs")
+    _check_ranks(c, count // ((c.tp or 1) * (c.pp or 1)), " left by the GPUs", c.tp or 1)
 
 
-def _check_ranks(c: RunConfig, ranks: int, where: str) -> None:
-    """Expert parallelism and the shard group divide the data x context parallel ranks."""
-    for name, value in (("ep", c.ep), ("shard_group", c.shard_group)):
-        if value and ranks % value:
-            raise InputError(
-                field=name,
-                value=value,
-                problem=f"does not divide the {ranks} data x context parallel ranks{where}",
-                accepted=f"a divisor of {ranks}",
-            )
+def _check_ranks(c: RunConfig, ranks: int, where: str, tp: int) -> None:
+    """The shard group divides the data x context parallel ranks; expert parallelism those ranks, or, folded
+    over the tensor-parallel ranks as well (MoE parallel folding, Layout.expert_tp: EP 32 on TP 2 x DP 16),
+    the tensor x data x context parallel ranks."""
+    if c.shard_group and ranks % c.shard_group:
+        raise InputError(
+            field="shard_group",
+            value=c.shard_group,
+            problem=f"does not divide the {ranks} data x context parallel ranks{where}",
+            accepted=f"a divisor of {ranks}",
+        )
+    if c.ep and (ranks * tp) % c.ep:
+        what = "tensor x data x context" if tp > 1 else "data x context"
+        raise InputError(
+            field="ep",
+            value=c.ep,
+            problem=f"does not divide the {ranks * tp} {what} parallel ranks{where}",
+            accepted=f"a divisor of {ranks * tp}",
+        )
 
 
 def _check_offload(c: RunConfig) -> None:

@@ -46,6 +46,14 @@ class Layout:
         return self.tp * self.pp
 
     @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel ranks that split each expert: tp where expert parallelism divides the data x
+        context parallel ranks; otherwise the experts are folded over the tensor-parallel ranks too (MoE
+        parallel folding: expert TP x EP x expert DP = TP x CP x DP, NVIDIA/Megatron-LM@00caa53af309:
+        megatron/core/parallel_state.py initialize_model_parallel), with the widest expert TP that fits."""
+        return expert_tp(self.tp, self.cp * self.dp, self.ep)
+
+    @property
     def shard_ranks(self) -> int:
         """Ranks the ZeRO/FSDP states are sharded over: data x context parallel, or the hybrid group."""
         return self.shard_group or self.dp * self.cp
@@ -60,7 +68,8 @@ class Layout:
         if self.cp > 1:
             parts.append(f"CP{self.cp}")
         if self.ep > 1:
-            parts.append(f"EP{self.ep}")
+            folded = self.expert_tp != self.tp
+            parts.append(f"EP{self.ep}" + (f" (folded, expert TP {self.expert_tp})" if folded else ""))
         if self.dp > 1 and (parts or self.sharding in ("none", "ddp")):
             parts.append(f"DP{self.dp}")
         text = " x ".join(parts)
@@ -89,3 +98,12 @@ class Layout:
 
 
 _FIELDS = tuple(f.name for f in fields(Layout))
+
+
+def expert_tp(tp: int, ranks: int, ep: int) -> int:
+    """Tensor-parallel ranks that split each expert when `ep` expert-parallel ranks run beside `ranks` data x
+    context parallel ones (Layout.expert_tp): tp when ep divides them, else the largest divisor of tp whose
+    product with ep divides tp x ranks (1 at least, where ep divides that product at all)."""
+    if ep <= 1 or ranks % ep == 0:
+        return tp
+    return next((d for d in range(tp, 0, -1) if tp % d == 0 and (tp * ranks) % (d * ep) == 0), 1)

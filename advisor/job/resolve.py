@@ -94,6 +94,11 @@ class Job:
         return self.params / 1e9
 
 
+def _of_width(head_dim: int | None) -> str:
+    """' of <n>' where a shape states its head width apart from hidden / heads (Qwen3, Gemma)."""
+    return f" of {head_dim}" if head_dim else ""
+
+
 def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed]) -> ModelShape:
     spec = knowledge.model(workload.model) if workload.model else workload.spec
     if spec is not None:
@@ -101,7 +106,8 @@ def _model_shape(knowledge: Knowledge, workload: Workload, assumed: list[Assumed
             assumed.append(
                 Assumed(
                     text=f"model shape from {spec.source}: {spec.layers} layers, hidden {spec.hidden}, "
-                    f"{spec.heads} heads ({spec.kv_heads} KV), {'' if spec.gated_ffn else 'plain '}FFN "
+                    f"{spec.heads} heads{_of_width(spec.kv_channels)} ({spec.kv_heads} KV), "
+                    f"{'' if spec.gated_ffn else 'plain '}FFN "
                     f"{spec.ffn_hidden}, vocab {spec.vocab}, {human(spec.params)} parameters counted from "
                     "the shape"
                 )

@@ -5,7 +5,7 @@ latency), priced from the measured-operation tables, and what of them the step w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.job.layout import Layout
 from advisor.physics.op_prices import OpPrices, Price
@@ -128,6 +128,44 @@ def dp_sync(
     if zero == 3:
         return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis, b.layers)
     return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
+
+
+def expert_group(layout: Layout) -> Layout:
+    """The ranks an expert's gradients and shards are reduced and gathered over: its expert-data-parallel
+    ones, TP x CP x DP / (expert TP x EP) of them, adjacent groups of expert TP x EP apart (Megatron-Core's
+    expert rank order etp-ep-dp-pp: expert_data_parallel_size = world / (etp x ep x pp), NVIDIA/
+    Megatron-LM@00caa53af309:megatron/core/parallel_state.py; FSDP2's experts shard over the data-parallel
+    ranks left by EP, as torchtitan and NeMo AutoModel build their meshes). EP 64 on DP 64: one rank, no
+    traffic."""
+    etp = layout.expert_tp
+    ranks = max(1, layout.tp * layout.cp * layout.dp // (etp * layout.ep))
+    return replace(layout, tp=etp * layout.ep, cp=1, dp=ranks, shard_group=0)
+
+
+def moe_dp_sync(
+    layout: Layout,
+    prices: OpPrices,
+    dense: tuple[float, float, int],
+    experts: tuple[float, float, int],
+    stack: str,
+    megatron: bool,
+) -> DpSync:
+    """dp_sync of a mixture of experts: the dense weights' collectives over the data x context parallel ranks,
+    the routed experts' over their expert-data-parallel ranks (expert_group), one after the other."""
+    a = dp_sync(layout, prices, dense, stack, megatron)
+    if experts[0] <= 0 and experts[1] <= 0:
+        return a
+    b = dp_sync(expert_group(layout), prices, experts, stack, megatron)
+    return DpSync(
+        a.grads + b.grads,
+        a.grads_last + b.grads_last,
+        a.params + b.params,
+        a.params_last + b.params_last,
+        a.gathers + b.gathers,
+        a.source or b.source,
+        a.basis,
+        a.layers,
+    )
 
 
 def overlapped(comm_s: float, compute_s: float) -> float:

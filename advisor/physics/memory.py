@@ -478,12 +478,16 @@ class TrainingMemoryModel:
         """Parameters (dense + expert) held per GPU unsharded, and sharded over the ZeRO ranks (memoised:
         every state term of every layout asks)."""
         shard = layout.shard_ranks
-        key = (layout.tp, layout.pp, layout.ep, shard)
+        etp = layout.expert_tp
+        key = (layout.tp, layout.pp, layout.ep, shard, etp)
         pair = self._locals.get(key)
         if pair is None:
             mp = layout.tp * layout.pp
-            dense, expert = self.dense / mp, self.expert / (mp * layout.ep)
-            pair = self._locals[key] = (dense + expert, dense / shard + expert / max(1, shard // layout.ep))
+            dense, expert = self.dense / mp, self.expert / (etp * layout.pp * layout.ep)
+            # The experts' ZeRO ranks: the expert-data-parallel ones (shard / ep unfolded; folded over the
+            # tensor-parallel ranks, tp / expert TP times more).
+            expert_shard = max(1, shard * layout.tp // (etp * layout.ep))
+            pair = self._locals[key] = (dense + expert, dense / shard + expert / expert_shard)
         return pair
 
     def _gathered(self, layout: Layout) -> float:

@@ -156,10 +156,18 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     return flops
 
 
+def _trained_experts(job: Job) -> float:
+    """The routed experts' parameters a full training step updates (none under LoRA: the adapters are)."""
+    if job.arch is None or not job.arch.is_moe or job.trainable_params < job.params:
+        return 0.0
+    return min(job.arch.expert_params, job.params)
+
+
 def _local_params(job: Job, layout: Layout) -> float:
-    """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts also over ep."""
+    """Parameters one GPU holds before ZeRO sharding: dense over tp x pp, experts over expert TP x ep x pp."""
     expert = min(job.arch.expert_params, job.params) if job.arch is not None else 0.0
-    return (job.params - expert) / layout.model_parallel + expert / (layout.model_parallel * layout.ep)
+    experts_split = layout.expert_tp * layout.pp * layout.ep
+    return (job.params - expert) / layout.model_parallel + expert / experts_split
 
 
 def _model_comm(job: Job, layout: Layout, net: Network, roof: float) -> tuple[float, float, float, float]:
@@ -365,14 +373,23 @@ class StepModel:
             base_w = a.precision["nf4_bits"].value / 8 if job.kind == "qlora" else w
             # A stack that reduces its gradients in fp32 (torchtitan) moves 4 bytes a gradient when it shards.
             reduce_w = 4.0 if layout.zero >= 1 and reduces_fp32(job.stack) else w
-            trainable = job.trainable_params / layout.model_parallel
-            grads = trainable * reduce_w
+            # A rank's routed experts (full training): 1 / (expert TP x EP x PP) of them, reduced over their
+            # own expert-data-parallel ranks (data_parallel.moe_dp_sync); the rest over the data-parallel.
+            experts = _trained_experts(job)
+            trainable = (job.trainable_params - experts) / layout.model_parallel
+            mine = experts / (layout.expert_tp * layout.ep * layout.pp)
             # ZeRO-3 gathers every weight it shards (frozen base weights too); ZeRO-1/2 gathers only the
             # parameters the optimizer updated (a LoRA step: the adapters), in the weights' own dtype.
-            weights = _local_params(job, layout) * base_w if layout.zero == 3 else trainable * w
+            whole = _local_params(job, layout) - mine
+            weights = whole * base_w if layout.zero == 3 else trainable * w
             layers = max(1, (job.arch.layers if job.arch is not None else 1) // layout.pp)
-            got = self._ops_dp[key] = data_parallel.dp_sync(
-                layout, composed.prices, (grads, weights, layers), job.stack, composed.megatron
+            got = self._ops_dp[key] = data_parallel.moe_dp_sync(
+                layout,
+                composed.prices,
+                (trainable * reduce_w, weights, layers),
+                (mine * reduce_w, mine * (base_w if layout.zero == 3 else w), layers),
+                job.stack,
+                composed.megatron,
             )
         return got
 

@@ -234,6 +234,14 @@ class _Shape:
     recompute: str
     ep: int
     node_size: int
+    etp: int = 0
+    """Tensor-parallel ranks splitting each expert where expert parallelism folds over the tensor-parallel
+    ranks (Layout.expert_tp); 0: tp."""
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel ranks splitting each expert."""
+        return self.etp or self.tp
 
 
 class ComposedStep:
@@ -290,7 +298,7 @@ class ComposedStep:
         dt = gemm_dtype(s.precision)
         act = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
         fwd_again = 1.0 if s.recompute == "full" else 0.0
-        for m, n, k, count in _gemms(arch, tokens, s.tp, s.ep, moe):
+        for m, n, k, count in _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp):
             fwd = p.gemm(dt, m, n, k)
             acc.add(GEMM, fwd, count * (1.0 + fwd_again))
             acc.add(GEMM, p.gemm(dt, m, k, n), count)  # data gradient
@@ -303,7 +311,10 @@ class ComposedStep:
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
             routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            nodes = max(1, math.ceil(s.ep * s.tp * s.cp / s.node_size))
+            # Unfolded, an expert-parallel group strides over the tensor x context parallel ranks; folded, its
+            # ranks are adjacent (Megatron-Core's expert rank order etp-ep-dp-pp).
+            span = s.ep * (s.tp * s.cp if s.etp == 0 else s.etp)
+            nodes = max(1, math.ceil(span / s.node_size))
             # Dispatch and combine, forward and backward (and again when the forward is recomputed).
             acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
         if self.job.kind == "qlora":
@@ -557,13 +568,14 @@ class ComposedStep:
         comm = sum(acc.seconds.get(op, 0.0) for op in COMM)
         return _Stage(tuple(acc.shares(1.0)), label, acc.total - comm, comm)
 
-    def stage_of(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> _Stage:
+    def stage_of(self, key: tuple[str, int, int, int, str, int, int, int, int], etp: int = 0) -> _Stage:
         """The slowest stage of (precision, tp, cp, micro-batch, recompute, ep, server size, pp, chunks per
-        stage), memoised."""
-        stage = self._by_layout.get(key)
+        stage), memoised (`etp`: the expert TP of experts folded over the tensor-parallel ranks)."""
+        memo = (*key, etp) if etp else key
+        stage = self._by_layout.get(memo)
         if stage is None:
-            s = _Shape(*key[:7])
-            stage = self._by_layout[key] = self.slowest_stage(s, key[7], key[8])
+            s = _Shape(*key[:7], etp)
+            stage = self._by_layout[memo] = self.slowest_stage(s, key[7], key[8])
         return stage
 
     def stage_seconds(self, key: tuple[str, int, int, int, str, int, int, int, int]) -> float:
@@ -598,7 +610,8 @@ class ComposedStep:
                 layout.node_size,
                 layout.pp,
                 layout.virtual,
-            )
+            ),
+            layout.expert_tp if layout.expert_tp != layout.tp else 0,
         )
         m = layout.grad_accum
         compute, comm = stage.compute, stage.comm
@@ -681,9 +694,13 @@ def chunk_sizes(layers: int, chunks: int) -> list[int]:
     return [layers // chunks + (1 if c < layers % chunks else 0) for c in range(chunks)]
 
 
-def _gemms(arch: Arch, tokens: int, tp: int, ep: int, moe: bool) -> list[tuple[int, int, int, int]]:
+def _gemms(
+    arch: Arch, tokens: int, tp: int, ep: int, moe: bool, etp: int = 0
+) -> list[tuple[int, int, int, int]]:
     """A layer's forward GEMMs on one rank as (m, n, k, how many): QKV, attention out, the FFN (gated: up and
-    gate in one), or the routed experts' and shared experts' FFNs and the router."""
+    gate in one), or the routed experts' and shared experts' FFNs and the router. Experts folded over the
+    tensor-parallel ranks (`etp` < tp) are split etp ways, each rank routing its 1 / (tp / etp) of the
+    tokens (sequence parallel): the same FLOPs as unfolded, at a narrower m and a wider n."""
     hd = arch.head_dim
     q = arch.heads * hd // tp
     kv = max(1, -(-arch.kv_heads // tp)) * hd
@@ -693,12 +710,13 @@ def _gemms(arch: Arch, tokens: int, tp: int, ep: int, moe: bool) -> list[tuple[i
     if not moe:
         f = max(1, arch.ffn_hidden // tp)
         return [*out, (tokens, up * f, h, 1), (tokens, h, f, 1)]
-    f = max(1, arch.expert_ffn // tp)
+    etp = etp or tp
+    f = max(1, arch.expert_ffn // etp)
     local = max(1, arch.experts // ep)
-    per_expert = max(1, tokens * arch.experts_per_token * ep // arch.experts)
+    per_expert = max(1, tokens * etp // tp * arch.experts_per_token * ep // arch.experts)
     out += [(per_expert, up * f, h, local), (per_expert, h, f, local), (tokens, arch.experts, h, 1)]
     if arch.shared_experts:
-        fs = f * arch.shared_experts
+        fs = max(1, arch.expert_ffn // tp) * arch.shared_experts
         out += [(tokens, up * fs, h, 1), (tokens, h, fs, 1)]
     return out
 

@@ -35,6 +35,7 @@ from advisor.question.vocab import (
     PRICING_PLANS,
     RECOMPUTES,
     SLO_PERCENTILES,
+    STACK_ALIASES,
     STACKS,
     WORKLOADS,
 )
@@ -263,6 +264,7 @@ _SHAPE = {
     "hidden": ("hidden size", _whole(1, 1 << 20), "4096"),
     "heads": ("attention heads", _whole(1, 1 << 16), "32"),
     "kv_heads": ("key-value heads (grouped-query attention)", _whole(1, 1 << 16), "8"),
+    "head_dim": ("width of one attention head (default hidden / heads)", _whole(1, 1 << 16), "128"),
     "ffn": ("FFN width (intermediate size; see --ffn-type)", _whole(1, 1 << 22), "14336"),
     "vocab": ("vocabulary size", _whole(1, 1 << 24), "128256"),
     "experts": ("routed experts (MoE)", _whole(1, 1 << 16), "8"),
@@ -730,6 +732,7 @@ _ALL_FIELDS: tuple[Field, ...] = (
         applies_to=TRAINING,
         hint="its loss path and overheads",
         auto=True,
+        aliases=STACK_ALIASES,
     ),
     Field(
         "engine",

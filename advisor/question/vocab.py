@@ -41,6 +41,19 @@ TRAINING_PRECISIONS: tuple[str, ...] = tuple(p for p in PRECISIONS if p not in (
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 OPTIMIZER_ALIASES = {"adam8bit": "adamw-8bit"}  # the name before adamw-8bit, still read
 STACKS: tuple[str, ...] = get_args(Stack)
+# The stacks of the measured runs only (knowledge/training_stacks.toml `data_only`), read as the stack their
+# `runs_as` names (a test holds the two equal; --help reads no catalogue).
+STACK_ALIASES = {
+    "flash-attn": "fsdp",
+    "in-house": "megatron",
+    "litgpt": "fsdp",
+    "megatron-deepspeed": "megatron",
+    "metaseq": "fsdp",
+    "nanotron": "megatron",
+    "ngc-pytorch": "fsdp",
+    "pytorch": "fsdp",
+    "pytorch-fsdp": "fsdp",
+}
 ENGINES: tuple[str, ...] = get_args(Engine)
 DEFAULT_ENGINE = "vllm"
 """The serving engine an answer assumes when none is given: notes, configuration and launch file alike."""

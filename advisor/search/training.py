@@ -224,7 +224,9 @@ class TrainingSearch:
                     if (c.dp is not None and dp != c.dp) or (c.shard_group and (dp * cp) % c.shard_group):
                         continue
                     virtual = self.virtual if pp > 1 else 1
-                    out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if (dp * cp) % ep == 0]
+                    # A stated expert parallelism may fold over the tensor-parallel ranks (Layout.expert_tp).
+                    ranks = dp * cp * (tp if c.ep else 1)
+                    out += [Shape(tp, pp, cp, ep, dp, virtual) for ep in eps if ranks % ep == 0]
         return out
 
     def schedules(self, shape: Shape) -> tuple[Shape, ...]:

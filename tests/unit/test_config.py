@@ -53,7 +53,16 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
         (dict(tp=8, pp=4, dp=4, cp=1), 64, "= 128, not the 64 GPUs"),
         (dict(tp=8, pp=8, cp=1, global_batch=99), 128, "global_batch: 99 is not divisible by dp 2"),
         (dict(cp=3), 48, "cp: 3 does not divide the sequence length 2048"),
-        (dict(pp=8, pp_schedule="interleaved:16"), 64, "96 layers do not fill 128 chunks"),
+        (
+            dict(pp=8, pp_schedule="interleaved:16"),
+            64,
+            "96 layers, the embedding and the loss do not fill 128",
+        ),
+        (
+            dict(pp=32, pp_schedule="interleaved:4"),
+            64,
+            "96 layers, the embedding and the loss do not fill 128",
+        ),
         (dict(zero=0, offload="optimizer"), 8, "offload: 'optimizer' needs ZeRO"),
         (dict(engine="vllm"), 8, "engine: 'vllm' is not used by finetune; used only by inference"),
         (dict(tp=8, shard_group=3), 64, "shard_group: 3 does not divide"),
@@ -103,3 +112,60 @@ def test_small_model_gets_no_tensor_parallelism(knowledge) -> None:
         PriorEfficiency(knowledge.assumptions),
     )
     assert p.layout.tp == 1 and p.layout.pp == 1
+
+
+def test_uneven_pipeline_chunks_with_the_embedding_and_the_loss_on_their_own_are_legal(knowledge) -> None:
+    # Qwen3-235B's 94 layers on PP32 x V3 = 96 chunks: the first chunk holds the embedding alone and the last
+    # the loss alone (Megatron-LM's account-for-embedding/loss split, or a custom pipeline layout), every
+    # other chunk one layer; the step's stages hold 2 and 3 layers.
+    from advisor.physics.step_ops import chunk_sizes
+
+    sizes = chunk_sizes(94, 96)
+    assert sizes[0] == sizes[-1] == 0 and set(sizes[1:-1]) == {1} and sum(sizes) == 94
+    w = Workload(
+        model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(pp=32, pp_schedule="interleaved:3", ep=8)
+    )
+    p = predict(knowledge, w, "h100-sxm", 768, Constraints(), PriorEfficiency(knowledge.assumptions))
+    assert p.layout.pp == 32 and p.layout.virtual == 3 and p.configuration["pp_schedule"].source == "given"
+    # 95 layers (the embedding on a chunk of its own, the loss beside the last layer) fill 96 too; 93 do not.
+    assert chunk_sizes(95, 96)[-1] == 0
+    from advisor.job.config_check import _check_schedule
+
+    with pytest.raises(InputError, match="93 layers, the embedding and the loss do not fill 96 chunks"):
+        _check_schedule(RunConfig(pp=32, pp_schedule="interleaved:3"), 93)
+
+
+def test_expert_parallelism_folds_over_the_tensor_parallel_ranks(knowledge) -> None:
+    # Megatron-Core's MoE parallel folding: expert TP x EP x expert DP = TP x CP x DP (parallel_state.py at
+    # 00caa53af309), so EP 32 on TP 2 x DP 16 runs with the experts whole on each rank (expert TP 1).
+    from advisor.job.layout import expert_tp
+
+    assert expert_tp(2, 16, 32) == 1 and expert_tp(2, 16, 16) == 2 and expert_tp(4, 8, 16) == 2
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=32))
+    folded = predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+    assert (folded.layout.tp, folded.layout.ep, folded.layout.dp) == (2, 32, 16)
+    assert "EP32 (folded, expert TP 1)" in folded.parallelism and folded.throughput is not None
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=16))
+    plain = predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+    # Either way every rank holds 1/256 of the experts (1 x 32 x 8 = 2 x 16 x 8 ranks split them).
+    assert folded.memory.breakdown["weights"] == pytest.approx(plain.memory.breakdown["weights"], rel=1e-3)
+    # An EP the tensor x data x context parallel ranks cannot hold is still refused.
+    w = Workload(model="qwen3-235b-a22b", kind="pretrain", config=RunConfig(tp=2, pp=8, dp=16, ep=64))
+    with pytest.raises(InputError, match="ep: 64 does not divide the 32 tensor x data x context parallel"):
+        predict(knowledge, w, "h100-sxm", 256, Constraints(), PriorEfficiency(knowledge.assumptions))
+
+
+def test_folded_experts_run_the_same_flops_at_other_gemm_shapes() -> None:
+    from advisor.job.resolve import Arch
+    from advisor.physics.step_ops import _gemms
+
+    arch = Arch(
+        layers=4, hidden=4096, heads=32, kv_heads=4, ffn_hidden=1536, gated=True, vocab=1000,
+        experts=128, experts_per_token=8,
+    )  # fmt: skip
+    flops = lambda gemms: sum(m * n * k * c for m, n, k, c in gemms[2:4])  # noqa: E731 - the routed experts
+    plain, folded = _gemms(arch, 8192, 2, 16, True), _gemms(arch, 8192, 2, 32, True, etp=1)
+    assert flops(plain) == flops(folded)
+    assert (
+        folded[2][0] == plain[2][0] and folded[2][1] == 2 * plain[2][1] and folded[2][3] == plain[2][3] // 2
+    )

@@ -49,9 +49,44 @@ def test_quick_shape_matches_the_config(capsys) -> None:
     assert any("model shape from shape" in a["text"] for a in out["assumed"])
 
 
+QWEN3_MOE = [
+    "--layers",
+    "48",
+    "--hidden",
+    "2048",
+    "--heads",
+    "32",
+    "--kv-heads",
+    "4",
+    "--ffn",
+    "768",
+    "--vocab",
+    "151936",
+    "--experts",
+    "128",
+    "--experts-per-token",
+    "8",
+]
+
+
+def test_an_explicit_head_dim_widens_the_attention_as_the_catalogue_counts_it(knowledge, capsys) -> None:
+    # Qwen3-30B-A3B: 32 heads of 128 on a 2,048 hidden size, so its q projection is 4,096 wide (models.toml).
+    wide = _predict_json(capsys, *QWEN3_MOE, "--head-dim", "128", "--workload", "pretrain")
+    narrow = _predict_json(capsys, *QWEN3_MOE, "--workload", "pretrain")
+    counted = [a["text"] for a in wide["assumed"] if "parameters counted from the shape" in a["text"]]
+    assert counted and "32 heads of 128 (4 KV)" in counted[0] and "30.5B parameters" in counted[0], counted
+    assert any("30.1B parameters" in a["text"] for a in narrow["assumed"])  # q 2,048 wide: 0.4B fewer
+    # Qwen3-32B (the brief's case): 64 heads of 128 on a 5,120 hidden size, attention projections 8,192 wide;
+    # Qwen's model card states 32.8B parameters.
+    qwen3_32b = ["--layers", "64", "--hidden", "5120", "--heads", "64", "--kv-heads", "8", "--ffn", "25600"]
+    out = _predict_json(capsys, *qwen3_32b, "--vocab", "151936", "--head-dim", "128", "--workload", "lora")
+    assert any("64 heads of 128 (8 KV)" in a["text"] and "32.8B" in a["text"] for a in out["assumed"])
+
+
 @pytest.mark.parametrize(
     "flags",
     [
+        [*SHAPE, "--head-dim", "0"],
         ["--model", "llama-3.1-8b", "--config", str(CONFIGS / "llama-3.1-8b.json")],
         ["--layers", "32", "--hidden", "4096"],
         ["--config", "/no/such/config.json"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -162,3 +163,33 @@ def test_a_typed_fp8_fine_tune_defaults_to_a_stack_with_fp8_kernels(knowledge) -
     )
     assert typed.throughput is not None and stated.throughput is not None
     assert typed.throughput.value >= 0.9 * stated.throughput.value
+
+
+def test_every_stack_of_the_catalogue_is_accepted_as_a_stack(capsys) -> None:
+    # knowledge/training_stacks.toml lists the stacks of the measured runs too (`pytorch`, `nanotron`, ...):
+    # a question naming one is answered as the stack its runs_as names, never refused as an unknown name.
+    from advisor.cli.main import main
+    from advisor.question.vocab import STACK_ALIASES
+
+    stacks = shipped_stacks()
+    assert {k: s.runs_as for k, s in stacks.items() if s.data_only} == STACK_ALIASES
+    for name, stack in stacks.items():
+        argv = ["predict", "--model", "llama-3.1-8b", "--workload", "pretrain", "--gpu", "h100-sxm"]
+        assert main([*argv, "--count", "8", "--stack", name, "--format", "json"]) == 0, name
+        answered = json.loads(capsys.readouterr().out)["configuration"]["stack"]["value"]
+        assert answered == (stack.runs_as or name), name
+    assert main(["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--stack", "pytorc"]) == 2
+    assert "one of axolotl" in capsys.readouterr().err
+
+
+def test_a_data_only_stack_names_a_stack_a_question_can_name() -> None:
+    from advisor.catalog.stacks import parse_stacks
+    from advisor.question.errors import KnowledgeError
+
+    table = dict(label="x", search=[], stated=[], zero=[0], zero_stated=[], recompute="search")
+    table |= dict(flash_attention="", compiled="", te_fp8="", megatron_runtime="", sources=[], note="")
+    ok = {"fsdp": table, "old": table | {"data_only": True, "runs_as": "fsdp"}}
+    assert parse_stacks({"stacks": ok})["old"].runs_as == "fsdp"
+    for bad in ({"data_only": True}, {"data_only": True, "runs_as": "old"}, {"runs_as": "fsdp"}):
+        with pytest.raises(KnowledgeError, match="runs_as"):
+            parse_stacks({"stacks": ok | {"other": table | bad}})

@@ -415,3 +415,38 @@ def test_torchtitan_reduce_scatters_its_gradients_in_fp32_and_gathers_its_weight
     one_titan, one_fsdp = _sync(knowledge, "torchtitan", 1), _sync(knowledge, "fsdp", 1)
     assert one_titan.params == pytest.approx(one_fsdp.params)
     assert one_titan.grads > 1.8 * one_fsdp.grads
+
+
+def _moe_sync(knowledge, ep: int, zero: int = 3):
+    w = Workload(
+        model="deepseek-v3",
+        kind="pretrain",
+        precision="bf16",
+        seq_len=4096,
+        batch_size=1,
+        config=RunConfig(global_batch=512, stack="fsdp"),
+    )
+    job = resolve_job(knowledge, w, need_data=False)
+    gpu = knowledge.gpu("h100-sxm")
+    layout = Layout(
+        count=256, nodes=32, node_size=8, precision="bf16", pp=4, dp=64, ep=ep, sharding=f"zero{zero}"
+    )
+    model = StepModel(job, gpu, knowledge.assumptions.fabric[gpu.fabric], knowledge.assumptions)
+    return job, layout, model._dp_sync(layout)
+
+
+def test_an_experts_gradients_reduce_over_its_expert_data_parallel_ranks_only(knowledge) -> None:
+    # NeMo AutoModel's DeepSeek-V3 on 256 H100 (PP4, EP64, DP64): every rank holds 1/256 of the routed
+    # experts, whole (expert data parallel 256 / (64 x 4) = 1), so their gradients are reduced nowhere and
+    # their shards gathered from nowhere; only the dense weights (attention, dense layers, shared experts,
+    # tables: 1/4 each) cross the 64 data-parallel ranks. The step used to move every expert's gradient.
+    from advisor.physics.data_parallel import expert_group
+
+    job, layout, sync = _moe_sync(knowledge, 64)
+    assert expert_group(layout).dp == 1 and job.arch.expert_params > 0.95 * job.params
+    _, _, plain = _moe_sync(knowledge, 1)  # the same bytes as a dense model of the same size would move
+    assert sync.grads < 0.1 * plain.grads and sync.gathers < 0.1 * plain.gathers
+    # EP 8 leaves 8 expert-data-parallel ranks: the experts' 8x larger shards cross them too.
+    _, layout8, sync8 = _moe_sync(knowledge, 8)
+    assert expert_group(layout8).dp == 8 and (expert_group(layout8).tp, expert_group(layout8).cp) == (8, 1)
+    assert sync.grads < sync8.grads < plain.grads
