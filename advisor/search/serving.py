@@ -30,6 +30,7 @@ from advisor.physics.batching import (
     Latency,
     LoadStats,
     Saturation,
+    cached_tokens,
     capacity,
     closed_run,
     closed_schedule,
@@ -286,7 +287,8 @@ def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bo
 def alone(ctx: Context, fig: Figures) -> tuple[float, float]:
     """(TTFT, TPOT) of one request on an idle replica."""
     s, job = fig.setup, ctx.job
-    ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget)
+    cached = cached_tokens(s.limits, job.prompt_tokens)
+    ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget, cached)
     # latency_at(a trickle).tpot_s: the steady state's mean iteration, without the rest of the latency
     st = steady_state(
         s.replica,

@@ -138,12 +138,15 @@ def measured_ops(job: Job, gpu: Gpu, rep: Replica, precision: str) -> ServingOps
 
 def with_flags(lim: EngineLimits, flags: object) -> EngineLimits:
     """The engine's caps with the flags a run set (max_num_seqs, max_batched_tokens,
-    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags): priced as it ran."""
+    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags; a stated prefix cache hit):
+    priced as it ran."""
     seqs = getattr(flags, "max_num_seqs", None)
     budget = getattr(flags, "max_batched_tokens", None)
     fraction = getattr(flags, "gpu_memory_utilization", None)
+    hit = getattr(flags, "prefix_cache_hit", None)
     return replace(
         lim,
+        prefix_hit=float(hit) if hit else lim.prefix_hit,
         max_seqs=int(seqs) if seqs else lim.max_seqs,
         token_budget=int(budget) if budget else lim.token_budget,
         memory_fraction=float(fraction) if fraction else lim.memory_fraction,
