@@ -401,7 +401,7 @@ def comm_curve(gpu: Gpu, arch: Arch, tp: int, pp: int, profile: str | None) -> t
     for m in M_POINTS:
         nbytes = m * arch.hidden * ACT_BYTES
         t = 0.0
-        if servers > 1:  # nccl-tests' rows of that many GPUs on that many servers, on the GPU's cluster fabric
+        if servers > 1:  # nccl-tests' rows of that many GPUs on that many servers, on the cluster fabric
             t += 2.0 * layers * prices.collective("all_reduce", tp, servers, nbytes).seconds
         elif tp > 1:
             t += 2.0 * layers * allreduce_s(prices, tp, nbytes, floor)
