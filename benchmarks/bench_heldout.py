@@ -242,6 +242,9 @@ def serving_base(row: dict[str, str], mode: str) -> list[str]:
         _flag(args, "--engine", row.get("engine", ""))
         _flag(args, "--tp", row.get("tp", ""))
         _flag(args, "--pp", row.get("pp", ""))
+    # a workload fact, typed or not: the share of each prompt the engine had cached (the same prompts sent
+    # again to a server with prefix caching on)
+    _flag(args, "--prefix-cache-hit", row.get("prefix_cache_hit", ""))
     return args
 
 

@@ -418,12 +418,13 @@ def _predict_serving(
     from advisor.search.serving import search_serving, shapes
 
     job = ctx.job
-    if job.config.tp and job.config.tp > node_size:
+    if job.config.tp and job.config.tp > node_size and job.config.tp % node_size:
         raise InputError(
             field="tp",
             value=job.config.tp,
-            problem=f"is wider than {gpu.id}'s {node_size}-GPU servers",
-            accepted=f"tensor parallel within a server: up to {node_size} on {gpu.id}",
+            problem=f"is wider than {gpu.id}'s {node_size}-GPU servers and not a whole number of them",
+            accepted=f"tensor parallel within a server (up to {node_size} on {gpu.id}) or over whole servers "
+            f"(a multiple of {node_size})",
         )
     found, missed = search_serving(ctx, gpu, precision, node_size, count)
     if not found:

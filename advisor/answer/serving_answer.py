@@ -186,6 +186,17 @@ def step_note(served: Served) -> str | None:
     )
 
 
+def prefix_note(hit: float, prompt: int) -> str:
+    """What a stated prefix cache hit changes (--prefix-cache-hit)."""
+    cached = max(0, min(prompt - 1, int(hit * prompt)))
+    return (
+        f"prefix cache: {hit:.0%} of each prompt stated cached ({cached} of {prompt} tokens), not prefilled "
+        "(the rest is, attending over the whole prompt): in the first token alone, a burst, a closed loop "
+        "and a simulated run at a rate; the mean-value analysis that sizes replicas for a rate prefills "
+        "whole prompts, and the cache's blocks are counted as each request's own"
+    )
+
+
 def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
     """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed."""
     job = ctx.job
@@ -214,6 +225,8 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
             f"{'the GPU' if lim.fraction_of == 'total' else 'free memory'} for weights and KV cache "
             f"({info.source_for(job.stack_version)})"
         )
+        if lim.prefix_hit > 0:
+            notes.append(prefix_note(lim.prefix_hit, job.prompt_tokens))
     q = job.slo_percentile
     targets = []
     if job.ttft_ms:

@@ -72,6 +72,9 @@ class RunConfig:
     """The serving engine's token budget per iteration (None: its default)."""
     gpu_memory_utilization: PositiveFloat | None = None
     """Share of GPU memory the serving engine takes (None: its default)."""
+    prefix_cache_hit: float | None = None
+    """Share of each prompt's tokens the serving engine finds in its prefix cache (a shared system prompt,
+    or the same prompts sent again); None: none."""
 
     def __post_init__(self) -> None:
         if self.pp_schedule is not None:

@@ -62,6 +62,21 @@ class EngineLimits:
     requests that arrived together before any first token: LMDeploy TurboMind 0.1.0's published closed
     loops, knowledge/serving_engines.toml [lmdeploy]); False: each prompt's first token at the end of its
     own prefill iteration."""
+    prefix_hit: float = 0.0
+    """Share of each prompt's tokens the engine finds in its prefix cache (stated, --prefix-cache-hit): they
+    are not prefilled, the rest is, its attention over the whole prefix (vLLM's automatic prefix caching,
+    SGLang's radix cache). 0: every prompt prefilled in full."""
+
+
+def cached_tokens(lim: EngineLimits, isl: float) -> int:
+    """Prompt tokens a request finds in the prefix cache: the stated share, less at least the last token,
+    which the engine computes for its logits; the token budget counts only the rest
+    (vllm-project/vllm@003df2961dd8 vllm/v1/core/kv_cache_manager.py get_computed_blocks: 'When all tokens
+    hit the cache, we must recompute the last token', max_cache_hit_length = num_tokens - 1, whole blocks
+    only: vLLM prefills up to a block more, 16 tokens by default, which is left out)."""
+    if lim.prefix_hit <= 0.0:
+        return 0
+    return max(0, min(int(isl) - 1, int(lim.prefix_hit * isl)))
 
 
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
@@ -553,7 +568,8 @@ class _Loop:
                 return
             self.waiting.popleft()
             self.kv_used += self._reserve(r)
-            self.prefill.append([r, self.s.lengths[r][0] + self.had[r]])
+            isl = self.s.lengths[r][0]  # the cached prefix is not prefilled, only the rest
+            self.prefill.append([r, isl - cached_tokens(self.lim, isl) + self.had[r]])
 
     def _finish(self, r: int) -> None:
         """Its last token out: its KV freed (paged: the prompt and every output token it holds), and its

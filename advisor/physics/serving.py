@@ -408,9 +408,10 @@ def roofline_pricer(rep: Replica, eff: Efficiency) -> StepPricer:
     return price
 
 
-def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int) -> float:
-    """Time to first token of one request on an idle replica: its prompt in chunks of `budget` tokens."""
-    done, total = 0, eff.request_s
+def prefill_alone_s(rep: Replica, eff: Efficiency, prompt: int, budget: int, cached: int = 0) -> float:
+    """Time to first token of one request on an idle replica: its prompt in chunks of `budget` tokens, past
+    the `cached` tokens its prefix cache holds."""
+    done, total = cached, eff.request_s
     while done < prompt:
         chunk = min(budget, prompt - done)
         total += iteration_s(rep, eff, 0.0, 0.0, chunk, done + chunk / 2.0)

@@ -387,19 +387,23 @@ def allreduce_s(prices: OpPrices, gpus: int, nbytes: float, floor: float) -> flo
 
 def comm_curve(gpu: Gpu, arch: Arch, tp: int, pp: int, profile: str | None) -> tuple[float, ...]:
     """One stage's collectives over GRID tokens: two all-reduces a layer across the tensor-parallel group (a
-    smaller message never slower than a larger one) and, with pipeline stages, one send/recv."""
+    smaller message never slower than a larger one; a group wider than a server all-reduces over the servers'
+    network, as the measured multi-server rows do) and, with pipeline stages, one send/recv."""
     from advisor.physics.op_prices import OpPrices
 
     if tp <= 1 and pp <= 1:
         return tuple(0.0 for _ in GRID)
     prices = OpPrices(gpu, gpu.fabric, profile)
     layers = arch.layers / pp
-    floor = allreduce_floor(tp) if tp > 1 else 0.0
+    servers = math.ceil(tp / gpu.gpus_per_node)  # a stated TP over whole servers crosses their network
+    floor = allreduce_floor(tp) if 1 < tp <= gpu.gpus_per_node else 0.0
     values = []
     for m in M_POINTS:
         nbytes = m * arch.hidden * ACT_BYTES
         t = 0.0
-        if tp > 1:
+        if servers > 1:  # nccl-tests' rows of that many GPUs on that many servers, on the cluster fabric
+            t += 2.0 * layers * prices.collective("all_reduce", tp, servers, nbytes).seconds
+        elif tp > 1:
             t += 2.0 * layers * allreduce_s(prices, tp, nbytes, floor)
         if pp > 1:
             across = tp * pp > gpu.gpus_per_node

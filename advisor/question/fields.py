@@ -783,6 +783,20 @@ _ALL_FIELDS: tuple[Field, ...] = (
         auto=True,
         example="0.9",
     ),
+    Field(
+        "prefix_cache_hit",
+        "fraction",
+        C,
+        "Prefix cache hit",
+        "--prefix-cache-hit",
+        "share of each prompt already in the engine's prefix cache (not prefilled)",
+        bound=Bound(0, 1),
+        applies_to=INFERENCE,
+        hint="a shared system prompt, or the same prompts again",
+        placeholder="e.g. 0.5 or 50%",
+        example="0.5",
+        auto=True,
+    ),
     # Calibration on the user's own runs (gpu-advisor calibrate): which profile, and the software version.
     Field(
         "profile",

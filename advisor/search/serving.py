@@ -30,6 +30,7 @@ from advisor.physics.batching import (
     Latency,
     LoadStats,
     Saturation,
+    cached_tokens,
     capacity,
     closed_run,
     closed_schedule,
@@ -286,7 +287,8 @@ def _meets(ctx: Context, fig: Figures, targets: Targets) -> Callable[[float], bo
 def alone(ctx: Context, fig: Figures) -> tuple[float, float]:
     """(TTFT, TPOT) of one request on an idle replica."""
     s, job = fig.setup, ctx.job
-    ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget)
+    cached = cached_tokens(s.limits, job.prompt_tokens)
+    ttft = prefill_alone_s(s.replica, fig.eff, job.prompt_tokens, s.limits.token_budget, cached)
     # latency_at(a trickle).tpot_s: the steady state's mean iteration, without the rest of the latency
     st = steady_state(
         s.replica,
@@ -311,9 +313,9 @@ def shapes(job: Job, node_size: int, gpus: int | None = None) -> list[tuple[int,
     if given_tp or given_pp:
         tps = [given_tp] if given_tp else sorted({t for t, _ in out})
         pps = [given_pp] if given_pp else [1]
-        # Tensor parallelism stays inside a server: a GPU whose servers are narrower than the stated tp has no
-        # shape (its all-reduces would cross the network, which the step model does not price).
-        out = [(t, p) for t in tps for p in pps if t <= node_size]
+        # Tensor parallelism a search picks stays inside a server; a stated tp over whole servers (SGLang's
+        # TP 16 over two nodes) is held, its all-reduces priced over the servers' network (serving_ops).
+        out = [(t, p) for t in tps for p in pps if t <= node_size or t % node_size == 0]
     if gpus is not None:
         out = [(t, p) for t, p in out if gpus % (t * p) == 0]
     return _runnable(job, out)
@@ -609,8 +611,8 @@ def search_serving(
     missed: list[Miss] = []
     given_targets = job.ttft_ms is not None or "tpot_ms" in job.given_workload
     targets = targets_of(job, use=count is None or given_targets)
-    if job.config.tp and job.config.tp > node_size:
-        why = f"tensor parallel {job.config.tp} is wider than its {node_size}-GPU servers"
+    if job.config.tp and job.config.tp > node_size and job.config.tp % node_size:
+        why = f"tensor parallel {job.config.tp} is wider than its {node_size}-GPU servers, not whole servers"
         return [], [Miss(gpu.id, job.config.tp, "constraint", why, 2.0)]
     for tp, pp in shapes(job, node_size, count):
         fig = figures_for(ctx, gpu, tp, pp, precision)

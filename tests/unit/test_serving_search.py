@@ -28,16 +28,33 @@ def test_a_stated_tp_is_every_serving_plans_tp(knowledge) -> None:
     assert p.layout.tp == 2 and p.layout.dp == 2
 
 
-def test_a_stated_tp_wider_than_a_server_is_never_served_across_servers(knowledge) -> None:
+def test_a_stated_tp_wider_than_a_server_is_served_over_whole_servers(knowledge) -> None:
+    """A stated TP over whole servers (SGLang's --tp 16 --nnodes 2) is answered, its all-reduces over the
+    servers' network; a TP that is not a whole number of servers is still refused, in one line."""
     from advisor.question.errors import InputError
 
     w = Workload(model="llama-2-13b", kind="inference", config=RunConfig(tp=2))
     report = recommend(knowledge, w, Constraints(top=40))
-    narrow = {g.id for g in knowledge.gpus if g.gpus_per_node == 1}
-    assert narrow and not {p.gpu for p in report.plans} & narrow
-    assert all(p.nodes * knowledge.gpu(p.gpu).gpus_per_node >= p.count for p in report.plans)
-    with pytest.raises(InputError, match="wider than gh200's 1-GPU servers"):
-        predict(knowledge, w, "gh200", 2)
+    assert all(p.layout.tp == 2 for p in report.plans)
+    across = predict(knowledge, w, "gh200", 2)  # one GPU a server: TP 2 spans two of them
+    assert across.layout.tp == 2 and across.nodes == 2
+    odd = Workload(model="llama-2-13b", kind="inference", config=RunConfig(tp=20))  # 40 heads: 20 divides
+    with pytest.raises(InputError, match="not a whole number of them"):
+        predict(knowledge, odd, "h100-sxm", 40)
+
+
+def test_a_tp_group_over_two_servers_all_reduces_slower_than_inside_one() -> None:
+    """The measured multi-server all-reduce (nccl-tests over the H100's InfiniBand) prices a TP-16 group's
+    layer collectives above a TP-8 group's inside one server, at every message size."""
+    from advisor.catalog.loader import load_knowledge
+    from advisor.job.shape import arch_of
+    from advisor.physics.serving_ops import comm_curve
+
+    k = load_knowledge()
+    gpu, arch = k.gpu("h100-sxm"), arch_of(k.model("llama-3.1-70b"))
+    assert arch is not None
+    inside, across = comm_curve(gpu, arch, 8, 1, None), comm_curve(gpu, arch, 16, 1, None)
+    assert all(a > i for a, i in zip(across, inside, strict=True))
 
 
 def test_the_cli_gives_tp2_plans_when_asked() -> None:

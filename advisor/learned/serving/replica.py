@@ -74,8 +74,10 @@ def build(
         # What CUDA hands out (cudaMemGetInfo's total, which vLLM's gpu_memory_utilization is a share of):
         # the catalogue's '80 GB' is 80 GiB, less the driver's reservation and a GDDR card's ECC.
         memory_bytes=usable_gb(gpu, a) * GB,
-        link_bytes_s=intra_gbs(gpu, tp, a) * GB,
-        link_latency_s=a.comm["intra_node_latency_s"].value,
+        link_bytes_s=_tp_link_gbs(gpu, tp, a) * GB,
+        link_latency_s=(
+            a.fabric[gpu.fabric].latency_s if tp > gpu.gpus_per_node else a.comm["intra_node_latency_s"].value
+        ),
     )
     rep = Replica(
         shape=shape_of_arch(job.arch, job.params, job.active_params),
@@ -103,6 +105,16 @@ def build(
     if eng.absorbs_mla(engine_version):  # absorbed decode weights beside the raw ones, before the cache
         overhead += mla_absorbed_bytes(job.arch, tp, rep.weight_bytes)
     return Setup(rep, limits, overhead, eng, kv, working)
+
+
+def _tp_link_gbs(gpu: Gpu, tp: int, a: Assumptions) -> float:
+    """Per-direction bandwidth of the tensor-parallel group's all-reduce: the in-server links, or for a
+    stated group over whole servers their network, one NCCL channel per card: at most a server's whole
+    network share, never above the in-server links (as advisor/physics/speed.py network_for)."""
+    node = gpu.gpus_per_node
+    if tp <= node:
+        return intra_gbs(gpu, tp, a)
+    return min(intra_gbs(gpu, node, a), a.fabric[gpu.fabric].gbs_per_gpu(node) * node)
 
 
 def communicator_bytes(tp: int, pp: int, a: Assumptions) -> float:
@@ -138,12 +150,15 @@ def measured_ops(job: Job, gpu: Gpu, rep: Replica, precision: str) -> ServingOps
 
 def with_flags(lim: EngineLimits, flags: object) -> EngineLimits:
     """The engine's caps with the flags a run set (max_num_seqs, max_batched_tokens,
-    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags): priced as it ran."""
+    gpu_memory_utilization on a RunConfig or a measured row's EngineFlags; a stated prefix cache hit):
+    priced as it ran."""
     seqs = getattr(flags, "max_num_seqs", None)
     budget = getattr(flags, "max_batched_tokens", None)
     fraction = getattr(flags, "gpu_memory_utilization", None)
+    hit = getattr(flags, "prefix_cache_hit", None)
     return replace(
         lim,
+        prefix_hit=float(hit) if hit else lim.prefix_hit,
         max_seqs=int(seqs) if seqs else lim.max_seqs,
         token_budget=int(budget) if budget else lim.token_budget,
         memory_fraction=float(fraction) if fraction else lim.memory_fraction,
