@@ -41,6 +41,14 @@ TP_HIDDEN_MEGATRON = 0.5
 # differ by up to 1.6x (Shah et al., FlashAttention-3, arXiv:2407.08608, Figures 5-6: FA2, cuDNN, FA3).
 MEGATRON_ATTENTION, FLASH_ATTENTION = "cudnn", "fa2"
 TP_OVERLAP_FROM_CC = 9.0
+# PyTorch's DTensor sequence parallelism (torchtitan's TP plan: pytorch/torchtitan@81c1243395b4:
+# torchtitan/models/llama3/infra/parallelize.py) gathers the [batch, sequence, hidden] activation on the
+# sequence dimension before each column-parallel block and reduce-scatters onto it after each row-parallel
+# one. NCCL gathers and scatters on the first dimension, so functional collectives add a torch.cat of the
+# whole tensor after each gather and before each scatter (pytorch/pytorch@fff02e67db38:
+# torch/distributed/_functional_collectives.py, all_gather_tensor / reduce_scatter_tensor): each of the two
+# gathers and two scatters of a layer's pass reads and writes the full activation once more.
+DTENSOR_SP_COPIES = 4
 # Memory-bound values moved per token per layer in the forward pass, in units of the hidden size (norms:
 # 2 x read + write; residual adds: 2 x two reads + one write); the activation and rotary terms are added
 # from the layer's own widths. The backward pass moves about twice the forward's bytes (reads the saved input
@@ -249,12 +257,17 @@ class ComposedStep:
         a: Assumptions,
         traits: tuple[float, float, float, float] = (1.0, 1.0, 0.0, 0.0),
         attention: str | None = None,
+        sequence_parallel: bool = False,
     ) -> None:
         assert job.arch is not None
         self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
+        # Sequence-parallel TP: Megatron's, or PyTorch DTensor's (torchtitan's plan), whose gathers and
+        # scatters on the sequence dimension each copy the whole activation (DTENSOR_SP_COPIES).
+        self.sp = self.megatron or sequence_parallel
+        self.dtensor_sp = sequence_parallel and not self.megatron
         self.hf_loss = _hf_loss(job, a)
         # The attention kernel a run states (a measured run's software) before the stack's usual one.
         kernel = attention or (MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION)
@@ -369,9 +382,9 @@ class ComposedStep:
         self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool, fwd_passes: float
     ) -> None:
         arch = self.arch
-        # Sequence parallelism (Megatron) splits the norms and residual adds over the TP ranks; elsewhere
-        # every TP rank repeats them on the whole sequence.
-        split = s.tp if self.megatron else 1
+        # Sequence parallelism (Megatron's, torchtitan's DTensor plan) splits the norms and residual adds over
+        # the TP ranks; elsewhere every TP rank repeats them on the whole sequence.
+        split = s.tp if self.sp else 1
         width = (
             arch.expert_ffn * arch.experts_per_token + arch.expert_ffn * arch.shared_experts
             if moe
@@ -407,17 +420,20 @@ class ComposedStep:
         # A TP group wider than a server (stated only: the search keeps TP inside the NVLink domain) runs its
         # collectives over the servers' network.
         nodes = max(1, math.ceil(s.tp / s.node_size))
-        if self.megatron:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
+        if self.sp:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
             one = p.collective("all_gather", s.tp, nodes, nbytes)
             other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
+            if self.dtensor_sp:  # the sequence-dimension copies around each, every pass
+                copies = p.memory(2.0 * nbytes * DTENSOR_SP_COPIES, nbytes)
+                acc.add(MEM, copies, 2.0 + fwd_again)
         else:
             per_pass = p.collective("all_reduce", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)
         passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
         acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))
         acc.notes[TP] = (
-            f"{4 if self.megatron else 2} {'AG/RS' if self.megatron else 'all-reduce'} of "
+            f"{4 if self.sp else 2} {'AG/RS' if self.sp else 'all-reduce'} of "
             f"{nbytes / 2**20:,.0f} MiB "
             f"per layer per pass, {self.tp_hidden:.0%} hidden under GEMMs"
         )
@@ -432,7 +448,7 @@ class ComposedStep:
         act = 2.0 if precision not in ("fp32", "tf32") else 4.0
         nbytes = max(1, self.job.seq_len // cp) * arch.hidden * act
         share = (tp - 1) / tp
-        if self.megatron:
+        if self.sp:
             gather, scatter = p.best_busbw("all_gather", tp, 1), p.best_busbw("reduce_scatter", tp, 1)
             per_pass = 2.0 * share * nbytes * (1.0 / gather + 1.0 / scatter)
         else:
