@@ -41,14 +41,6 @@ TP_HIDDEN_MEGATRON = 0.5
 # differ by up to 1.6x (Shah et al., FlashAttention-3, arXiv:2407.08608, Figures 5-6: FA2, cuDNN, FA3).
 MEGATRON_ATTENTION, FLASH_ATTENTION = "cudnn", "fa2"
 TP_OVERLAP_FROM_CC = 9.0
-# PyTorch's DTensor sequence parallelism (torchtitan's TP plan: pytorch/torchtitan@81c1243395b4:
-# torchtitan/models/llama3/infra/parallelize.py) gathers the [batch, sequence, hidden] activation on the
-# sequence dimension before each column-parallel block and reduce-scatters onto it after each row-parallel
-# one. NCCL gathers and scatters on the first dimension, so functional collectives add a torch.cat of the
-# whole tensor after each gather and before each scatter (pytorch/pytorch@fff02e67db38:
-# torch/distributed/_functional_collectives.py, all_gather_tensor / reduce_scatter_tensor): each of the two
-# gathers and two scatters of a layer's pass reads and writes the full activation once more.
-DTENSOR_SP_COPIES = 4
 # Memory-bound values moved per token per layer in the forward pass, in units of the hidden size (norms:
 # 2 x read + write; residual adds: 2 x two reads + one write); the activation and rotary terms are added
 # from the layer's own widths. The backward pass moves about twice the forward's bytes (reads the saved input
@@ -264,10 +256,10 @@ class ComposedStep:
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
-        # Sequence-parallel TP: Megatron's, or PyTorch DTensor's (torchtitan's plan), whose gathers and
-        # scatters on the sequence dimension each copy the whole activation (DTENSOR_SP_COPIES).
+        # Sequence-parallel TP: Megatron's, or PyTorch DTensor's (torchtitan's plan: SequenceParallel norms,
+        # the input gathered before each column-parallel block and scattered after each row-parallel one;
+        # pytorch/torchtitan@81c1243395b4: torchtitan/models/llama3/infra/parallelize.py).
         self.sp = self.megatron or sequence_parallel
-        self.dtensor_sp = sequence_parallel and not self.megatron
         self.hf_loss = _hf_loss(job, a)
         # The attention kernel a run states (a measured run's software) before the stack's usual one.
         kernel = attention or (MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION)
@@ -424,9 +416,6 @@ class ComposedStep:
             one = p.collective("all_gather", s.tp, nodes, nbytes)
             other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
-            if self.dtensor_sp:  # the sequence-dimension copies around each, every pass
-                copies = p.memory(2.0 * nbytes * DTENSOR_SP_COPIES, nbytes)
-                acc.add(MEM, copies, 2.0 + fwd_again)
         else:
             per_pass = p.collective("all_reduce", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)

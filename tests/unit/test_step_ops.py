@@ -429,10 +429,7 @@ def _tp_layer(knowledge, sequence_parallel: bool):
     return composed.layer(_Shape("bf16", 4, 1, 1, "none", 1, 8), False)
 
 
-def test_dtensor_sequence_parallelism_splits_the_norms_and_copies_around_its_gathers(
-    knowledge, monkeypatch
-) -> None:
-    from advisor.physics import step_ops
+def test_dtensor_sequence_parallelism_splits_the_norms_and_gathers_and_scatters(knowledge) -> None:
     from advisor.physics.speed import sequence_parallel
     from advisor.physics.step_ops import MEM
 
@@ -441,14 +438,5 @@ def test_dtensor_sequence_parallelism_splits_the_norms_and_copies_around_its_gat
     assert "AG/RS" in sp.notes[TP] and "all-reduce" in plain.notes[TP]
     # The traffic is about the same bytes (an all-gather and a reduce-scatter move what an all-reduce does).
     assert math.isclose(sp.seconds[TP], plain.seconds[TP], rel_tol=0.35)
-    # Without the sequence-dimension copies, the norms and residual adds split four ways save memory time...
-    monkeypatch.setattr(step_ops, "DTENSOR_SP_COPIES", 0)
-    split_only = _tp_layer(knowledge, True)
-    assert split_only.seconds[MEM] < 0.7 * plain.seconds[MEM]
-    # ...and each pass (forward and backward here) copies the whole activation, read and written, around its
-    # two gathers and two scatters: 2,048 tokens x 4,096 x 2 bytes, 8 times a pass.
-    activation = 2048 * 4096 * 2.0
-    copies = sp.seconds[MEM] - split_only.seconds[MEM]
-    assert copies > 0
-    bw = activation * 2.0 * 4 * 2.0 / copies
-    assert 1.0e12 < bw < knowledge.gpu("h100-sxm").memory_bw_gbs * 1e9 * 1.0001
+    # The norms and residual adds split four ways: less memory-bound time than every rank repeating them.
+    assert sp.seconds[MEM] < 0.7 * plain.seconds[MEM]
