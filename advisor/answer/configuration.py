@@ -114,8 +114,8 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
     for key, value in values.items():
         if key == "micro_batch":
             source = "given" if job.batch_size else "chosen"
-        elif key == "global_batch":
-            source = "given" if job.global_batch_given else "chosen"
+        elif key == "global_batch":  # an LLM's not given is the sourced default, rounded (job/data.py)
+            source = "given" if job.global_batch_given else ("default" if job.global_batch_seqs else "chosen")
         elif key in ("optimizer", "lora_rank"):
             source = "given" if key in job.given_workload else "default"
         elif key == "grad_accum" or (

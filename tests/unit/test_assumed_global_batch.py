@@ -37,3 +37,13 @@ def test_a_given_batch_or_serving_says_nothing(knowledge) -> None:
         assert _said(resolve_job(knowledge, replace(TYPED, config=config), need_data=False)) == []
     serving = resolve_job(knowledge, replace(TYPED, kind="inference"), need_data=False)
     assert _said(serving) == []
+
+
+def test_the_configuration_marks_a_defaulted_llm_batch_default(knowledge) -> None:
+    from advisor.answer.predict import predict
+
+    typed = predict(knowledge, TYPED, "a100-80gb-sxm", 8)
+    given = predict(knowledge, replace(TYPED, config=RunConfig(global_batch=256)), "a100-80gb-sxm", 8)
+    assert typed.configuration["global_batch"].source == "default"
+    assert given.configuration["global_batch"].source == "given"
+    assert typed.configuration["grad_accum"].source == "chosen"  # what follows from it is the search's
