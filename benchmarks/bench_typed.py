@@ -118,6 +118,12 @@ def plan_of(data: dict) -> dict[str, str]:
     }
 
 
+def choices_differ(stated: dict[str, str], typed: dict[str, str]) -> list[str]:
+    """The plan choices (PLAN_KEYS) the typed answer made otherwise than the stated run; an open
+    recomputation counts as the policy its plan was searched with (none, the full one priced beside it)."""
+    return [k for k in PLAN_KEYS if stated[k].split("/")[0] != typed[k].split("/")[0]]
+
+
 def _geo(values: Sequence[float]) -> float:
     return math.exp(statistics.median(math.log(v) for v in values)) if values else math.nan
 
@@ -139,7 +145,7 @@ def _split_row(bh: Any, row: dict[str, str], detail: bool) -> Split | None:
     measured = float(row["tokens_per_s_per_gpu"]) * int(row["count"])
     s_tput, t_tput = bh.cli.p50(stated, "throughput"), bh.cli.p50(typed, "throughput")
     s_plan, t_plan = plan_of(stated), plan_of(typed)
-    differs = [k for k in PLAN_KEYS if s_plan[k].split("/")[0] != t_plan[k].split("/")[0]]
+    differs = choices_differ(s_plan, t_plan)
     got = (s_tput / measured, t_tput / s_tput, t_tput / measured, differs)
     if detail:
         ratios = " ".join(f"{x:5.2f}" for x in got[:3])
