@@ -115,10 +115,32 @@ def data_size(
     need_data: bool,
     assumed: list[Assumed],
 ) -> tuple[float, int]:
-    """Items the job processes, and its global batch in sequences."""
-    return (
-        _total_items(knowledge, workload, shape, kind, work, need_data, assumed),
-        _global_batch(knowledge, workload, shape, kind, seq_len),
+    """Items the job processes, and its global batch in sequences (a defaulted LLM one named in `assumed`)."""
+    total = _total_items(knowledge, workload, shape, kind, work, need_data, assumed)
+    seqs = _global_batch(knowledge, workload, shape, kind, seq_len)
+    c = workload.config
+    if seqs and c.global_batch is None and c.global_batch_tokens is None:
+        assumed.append(_global_batch_assumed(knowledge, kind, seqs, seq_len))
+    return total, seqs
+
+
+def _global_batch_assumed(knowledge: Knowledge, kind: str, seqs: int, seq_len: int) -> Assumed:
+    """What an answer says of the global batch it was not given: the sourced default it starts from (the
+    search then rounds it to whole micro-batches per data-parallel rank, and grows a pre-training one with the
+    GPU count past the per-GPU floor)."""
+    rounded = "rounded to whole micro-batches per data-parallel rank; the gradient accumulation follows"
+    if kind == "pretrain":
+        floor = knowledge.assumptions.defaults["pretrain_global_batch_tokens_per_gpu"].value
+        return Assumed(
+            text=f"global batch about {human(seqs * seq_len)} tokens per optimizer step "
+            f"({seqs:,} sequences of {seq_len:,})",
+            note=f"Llama 2's; at least {floor:,.0f} tokens per GPU, {rounded}",
+            field="global_batch",
+        )
+    return Assumed(
+        text=f"global batch {seqs:,} sequences per optimizer step",
+        note=f"Llama 2's fine-tuning batch, {rounded}",
+        field="global_batch",
     )
 
 
