@@ -33,6 +33,7 @@ FIELDS: dict[str, type] = {
     "gpu.compute_capability": float,
     "gpu.interconnect": str,  # nvswitch | nvlink-bridge | pcie | infinity-fabric
     "gpu.nvlink_domain": int,
+    "gpu.gpus_per_node": int,
     "gpu.fabric": str,
     "gpu.fabric_gbps_per_gpu": float,
     "gpu.rdma_between_instances": bool,  # separate instances share an RDMA fabric (knowledge/capacity.toml)
@@ -42,6 +43,7 @@ FIELDS: dict[str, type] = {
     "plan.nodes": int,
     "plan.tp": int,
     "plan.tp_outside_nvlink": bool,  # tp larger than the GPU's NVLink domain
+    "plan.tp_across_servers": bool,  # tp larger than the GPUs of one server
     "plan.pp": int,
     "plan.mp_across_nodes": bool,  # a tensor/pipeline/context/expert-parallel group spans instances
     "plan.dp": int,

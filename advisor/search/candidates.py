@@ -120,6 +120,7 @@ def layout_facts(base: dict[str, Any], layout: Layout, gpu: Gpu) -> dict[str, An
         "plan.cp": layout.cp,
         "plan.ep": layout.ep,
         "plan.tp_outside_nvlink": layout.tp > gpu.nvlink_domain,
+        "plan.tp_across_servers": layout.tp > gpu.gpus_per_node,
         "plan.pp": layout.pp,
         "plan.mp_across_nodes": mp_across_nodes(layout),
         "plan.dp": layout.dp,

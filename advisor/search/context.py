@@ -119,6 +119,7 @@ class Context:
             "gpu.compute_capability": gpu.compute_capability_value,
             "gpu.interconnect": gpu.interconnect.kind,
             "gpu.nvlink_domain": gpu.nvlink_domain,
+            "gpu.gpus_per_node": gpu.gpus_per_node,
             # The catalogue fabric's id, or the documented link's name (its bandwidth follows).
             "gpu.fabric": next(
                 (k for k, v in self.knowledge.assumptions.fabric.items() if v is fabric), fabric.name

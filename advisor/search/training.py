@@ -1024,6 +1024,7 @@ def _fact_getters(tested: list[str], gpu: Gpu) -> list[Callable[[Layout], Any]] 
         "plan.cp": attrgetter("cp"),
         "plan.ep": attrgetter("ep"),
         "plan.tp_outside_nvlink": lambda lay: lay.tp > nvlink,
+        "plan.tp_across_servers": lambda lay: lay.tp > gpu.gpus_per_node,
         "plan.pp": attrgetter("pp"),
         "plan.mp_across_nodes": mp_across_nodes,
         "plan.dp": attrgetter("dp"),
