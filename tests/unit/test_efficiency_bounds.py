@@ -84,7 +84,7 @@ def test_against_a_composed_step_the_note_says_both_figures_in_its_unit() -> Non
     where = Where("llm", "hopper", "bf16", 0.0, inside, composed=True)
     _, p50, _, note = b.interval(math.log(0.79), (-0.3, 0.3), where)
     assert p50 == pytest.approx(0.79, rel=1e-3)
-    assert note.startswith("speed 79% of its composed step, below the highest efficiency (speed over its own ")
+    assert note.startswith("speed 79% of its composed step, below the highest efficiency (speed over its ")
     assert "185%: row 6" in note and "ran faster than the step model composes it" in note
     assert "does not bind" in note
     # Near the cap it says so, and drops the 'does not bind'.
