@@ -112,10 +112,8 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         values["lora_targets"] = job.lora_targets
     out = {}
     for key, value in values.items():
-        if key == "micro_batch":
-            source = "given" if job.batch_size else "chosen"
-        elif key == "global_batch":
-            source = "given" if job.global_batch_given else "chosen"
+        if key in ("micro_batch", "global_batch"):
+            source = _batch_source(job, key)
         elif key in ("optimizer", "lora_rank"):
             source = "given" if key in job.given_workload else "default"
         elif key == "grad_accum" or (
@@ -160,6 +158,14 @@ def answered_as(named: str, stack: str) -> str:
     theirs = " and ".join(yes if own[i] else no for i, (yes, no) in differ)
     ours = " and ".join(yes if used[i] else no for i, (yes, no) in differ)
     return f"{head}: its runs' traits {theirs}, {stack}'s {ours}"
+
+
+def _batch_source(job: Job, key: str) -> str:
+    """Where a plan's micro- or global batch came from: the user's, the search's, or (an LLM's global batch
+    not given) the sourced default the search rounds (job/data.py)."""
+    if key == "micro_batch":
+        return "given" if job.batch_size else "chosen"
+    return "given" if job.global_batch_given else ("default" if job.global_batch_seqs else "chosen")
 
 
 def serving_configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:

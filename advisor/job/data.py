@@ -115,10 +115,32 @@ def data_size(
     need_data: bool,
     assumed: list[Assumed],
 ) -> tuple[float, int]:
-    """Items the job processes, and its global batch in sequences."""
-    return (
-        _total_items(knowledge, workload, shape, kind, work, need_data, assumed),
-        _global_batch(knowledge, workload, shape, kind, seq_len),
+    """Items the job processes, and its global batch in sequences (a defaulted LLM one named in `assumed`)."""
+    total = _total_items(knowledge, workload, shape, kind, work, need_data, assumed)
+    seqs = _global_batch(knowledge, workload, shape, kind, seq_len)
+    c = workload.config
+    if seqs and c.global_batch is None and c.global_batch_tokens is None:
+        assumed.append(_global_batch_assumed(knowledge, kind, seqs, seq_len))
+    return total, seqs
+
+
+def _global_batch_assumed(knowledge: Knowledge, kind: str, seqs: int, seq_len: int) -> Assumed:
+    """What an answer says of the global batch it was not given: the sourced default it starts from (the
+    search then rounds it to whole micro-batches per data-parallel rank, and grows a pre-training one with the
+    GPU count past the per-GPU floor)."""
+    rounded = "rounded to whole micro-batches per data-parallel rank; the gradient accumulation follows"
+    if kind == "pretrain":
+        floor = knowledge.assumptions.defaults["pretrain_global_batch_tokens_per_gpu"].value
+        return Assumed(
+            text=f"global batch about {human(seqs * seq_len)} tokens per optimizer step "
+            f"({seqs:,} sequences of {seq_len:,})",
+            note=f"Llama 2's; at least {floor:,.0f} tokens per GPU, {rounded}",
+            field="global_batch",
+        )
+    return Assumed(
+        text=f"global batch {seqs:,} sequences per optimizer step",
+        note=f"Llama 2's fine-tuning batch, {rounded}",
+        field="global_batch",
     )
 
 
@@ -277,9 +299,11 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
     """The stack a typical run of this kind uses when none is named, and why: a typical PyTorch FSDP stack
     for pre-training; for fine-tuning, TRL's SFTTrainer, the Hugging Face Trainer as fine-tuning toolkits
     run it (gradient checkpointing on: SFTConfig's default, as in axolotl's examples, LLaMA-Factory,
-    torchtune and Unsloth, and in 25 of the 36 shipped fine-tuning runs that state it); Megatron only where a
-    stated layout needs pipeline or expert parallelism (or, for pre-training, any model parallelism), which
-    those cannot run; for any training in FP8 (its GEMMs need FP8 kernels, Transformer Engine's in
+    torchtune and Unsloth, and in 25 of the 36 shipped fine-tuning runs that state it); for pre-training with
+    stated tensor or context parallelism, torchtitan (PyTorch's DTensor TP with sequence parallelism beside
+    FSDP2: Megatron-Core's overlapped TP is a best case its named stack earns, not what a run that names no
+    stack can be assumed to get); Megatron only where a stated layout needs pipeline or expert parallelism,
+    which those cannot run; for any training in FP8 (its GEMMs need FP8 kernels, Transformer Engine's in
     Megatron-Core/NeMo; neither the FSDP nor the fine-tuning toolkits' stack has them in
     knowledge/training_stacks.toml, so an FP8 fine-tune typed on them was answered with neither FP8 kernels
     nor the layouts FP8 recipes run); and for pre-training a mixture of experts (its experts split by expert
@@ -293,7 +317,13 @@ def default_stack(kind: str, c: RunConfig, moe: bool = False, precision: str = "
         )
     if kind == "pretrain":
         if (c.tp or 1) > 1 or (c.cp or 1) > 1:
-            return "megatron", "the stated tensor or context parallelism, as Megatron runs it"
+            # PyTorch's own tensor parallelism (DTensor TP with sequence-parallel norms, FSDP2 beside it), as
+            # its reference stack runs it: no Megatron-Core userbuffer overlap, kernels or runtime assumed
+            # (the interval still spans Megatron's answer, open_stack).
+            return (
+                "torchtitan",
+                "the stated tensor or context parallelism, as PyTorch's own stack runs it (DTensor, FSDP2)",
+            )
         if moe:
             return (
                 "megatron",

@@ -241,6 +241,15 @@ def reduces_fp32(stack: str) -> bool:
     return spec is not None and spec.reduce_fp32
 
 
+def sequence_parallel(stack: str) -> bool:
+    """Whether the shipped stack's tensor parallelism is sequence-parallel without a Megatron-style runtime
+    (training_stacks.toml `sequence_parallel`: torchtitan's DTensor plan)."""
+    from advisor.catalog.stacks import shipped_stacks
+
+    spec = shipped_stacks().get(stack)
+    return spec is not None and spec.sequence_parallel
+
+
 # The harnesses of the non-LLM benchmark tables: an LLM measured there keeps the speed-of-light path of the
 # other models (its runs are fitted with them).
 NON_LLM_STACKS = ("ngc-pytorch", "pytorch")
@@ -272,7 +281,15 @@ class StepModel:
     ) -> None:
         self.job, self.gpu, self.fabric, self.a = job, gpu, fabric, a
         self.composed = (
-            ComposedStep(job, gpu, fabric, a, traits or stack_traits(job.stack), attention)
+            ComposedStep(
+                job,
+                gpu,
+                fabric,
+                a,
+                traits or stack_traits(job.stack),
+                attention,
+                sequence_parallel(job.stack),
+            )
             if compose and composes(job)
             else None
         )

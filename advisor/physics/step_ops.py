@@ -257,12 +257,17 @@ class ComposedStep:
         a: Assumptions,
         traits: tuple[float, float, float, float] = (1.0, 1.0, 0.0, 0.0),
         attention: str | None = None,
+        sequence_parallel: bool = False,
     ) -> None:
         assert job.arch is not None
         self.job, self.arch, self.gpu, self.a = job, job.arch, gpu, a
         key = next((name for name, f in a.fabric.items() if f == fabric), gpu.fabric)
         self.flash = bool(traits[0]) and gpu.features.flash_attention
         self.megatron = bool(traits[3])
+        # Sequence-parallel TP: Megatron's, or PyTorch DTensor's (torchtitan's plan: SequenceParallel norms,
+        # the input gathered before each column-parallel block and scattered after each row-parallel one;
+        # pytorch/torchtitan@81c1243395b4: torchtitan/models/llama3/infra/parallelize.py).
+        self.sp = self.megatron or sequence_parallel
         self.hf_loss = _hf_loss(job, a)
         # The attention kernel a run states (a measured run's software) before the stack's usual one.
         kernel = attention or (MEGATRON_ATTENTION if self.megatron else FLASH_ATTENTION)
@@ -383,9 +388,9 @@ class ComposedStep:
         self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool, fwd_passes: float
     ) -> None:
         arch = self.arch
-        # Sequence parallelism (Megatron) splits the norms and residual adds over the TP ranks; elsewhere
-        # every TP rank repeats them on the whole sequence.
-        split = s.tp if self.megatron else 1
+        # Sequence parallelism (Megatron's, torchtitan's DTensor plan) splits the norms and residual adds over
+        # the TP ranks; elsewhere every TP rank repeats them on the whole sequence.
+        split = s.tp if self.sp else 1
         width = (
             arch.expert_ffn * arch.experts_per_token + arch.expert_ffn * arch.shared_experts
             if moe
@@ -421,7 +426,7 @@ class ComposedStep:
         # A TP group wider than a server (stated only: the search keeps TP inside the NVLink domain) runs its
         # collectives over the servers' network.
         nodes = max(1, math.ceil(s.tp / s.node_size))
-        if self.megatron:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
+        if self.sp:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
             one = p.collective("all_gather", s.tp, nodes, nbytes)
             other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
@@ -431,7 +436,7 @@ class ComposedStep:
         passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
         acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))
         acc.notes[TP] = (
-            f"{4 if self.megatron else 2} {'AG/RS' if self.megatron else 'all-reduce'} of "
+            f"{4 if self.sp else 2} {'AG/RS' if self.sp else 'all-reduce'} of "
             f"{nbytes / 2**20:,.0f} MiB "
             f"per layer per pass, {self.tp_hidden:.0%} hidden under GEMMs"
         )
@@ -446,7 +451,7 @@ class ComposedStep:
         act = 2.0 if precision not in ("fp32", "tf32") else 4.0
         nbytes = max(1, self.job.seq_len // cp) * arch.hidden * act
         share = (tp - 1) / tp
-        if self.megatron:
+        if self.sp:
             gather, scatter = p.best_busbw("all_gather", tp, 1), p.best_busbw("reduce_scatter", tp, 1)
             per_pass = 2.0 * share * nbytes * (1.0 / gather + 1.0 / scatter)
         else:

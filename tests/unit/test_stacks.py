@@ -57,6 +57,31 @@ def test_the_default_stack_is_a_typical_one_and_is_said(knowledge) -> None:
     assert _job(knowledge, model="llama-3.1-70b", kind="finetune", config=RunConfig(pp=4)).stack == "megatron"
 
 
+def test_a_stated_tensor_parallel_pretraining_with_no_stack_is_pytorchs_own_tp_not_megatrons(
+    knowledge,
+) -> None:
+    # Megatron-Core's overlapped sequence-parallel TP, kernels and runtime are what a run naming it gets;
+    # a run that states TP but no stack is answered as PyTorch's own stack runs TP (DTensor beside FSDP2),
+    # and says so. A stated pipeline still needs Megatron; a named stack is kept.
+    tp = _job(knowledge, model="llama-3.1-8b", kind="pretrain", config=RunConfig(tp=2))
+    assert tp.stack == "torchtitan"
+    assert any("training stack: torchtitan" in a.text and "DTensor" in a.text for a in tp.assumed)
+    assert (
+        _job(knowledge, model="llama-3.1-8b", kind="pretrain", config=RunConfig(tp=2, pp=2)).stack
+        == "megatron"
+    )
+    named = _job(knowledge, model="llama-3.1-8b", kind="pretrain", config=RunConfig(tp=2, stack="megatron"))
+    assert named.stack == "megatron"
+
+
+def test_deepspeed_runs_a_stated_tensor_parallelism(knowledge) -> None:
+    # DeepSpeed's AutoTP training splits a Hugging Face model's linears beside ZeRO 0-2 (training_stacks).
+    job = _job(
+        knowledge, model="llama-2-7b", kind="pretrain", config=RunConfig(stack="deepspeed", tp=2, zero=1)
+    )
+    check_config(job, 8)
+
+
 def test_a_typed_pretraining_the_fsdp_stack_cannot_run_as_asked_defaults_to_megatron(knowledge) -> None:
     # A mixture of experts needs expert parallelism, which the FSDP stack never chooses; FP8 needs FP8
     # kernels, which it lacks (knowledge/training_stacks.toml): the typed answer must not be a stack that

@@ -450,3 +450,28 @@ def test_an_experts_gradients_reduce_over_its_expert_data_parallel_ranks_only(kn
     _, layout8, sync8 = _moe_sync(knowledge, 8)
     assert expert_group(layout8).dp == 8 and (expert_group(layout8).tp, expert_group(layout8).cp) == (8, 1)
     assert sync.grads < sync8.grads < plain.grads
+
+
+def _tp_layer(knowledge, sequence_parallel: bool):
+    from advisor.physics.step_ops import ComposedStep, _Shape
+
+    job = _stack_job(knowledge, "torchtitan", "llama-2-7b")
+    gpu = knowledge.gpu("h100-sxm")
+    fabric = knowledge.assumptions.fabric[gpu.fabric]
+    # The same traits, no Megatron runtime: only the sequence parallelism differs.
+    traits = (1.0, 1.0, 0.0, 0.0)
+    composed = ComposedStep(job, gpu, fabric, knowledge.assumptions, traits, None, sequence_parallel)
+    return composed.layer(_Shape("bf16", 4, 1, 1, "none", 1, 8), False)
+
+
+def test_dtensor_sequence_parallelism_splits_the_norms_and_gathers_and_scatters(knowledge) -> None:
+    from advisor.physics.speed import sequence_parallel
+    from advisor.physics.step_ops import MEM
+
+    assert sequence_parallel("torchtitan") and not sequence_parallel("fsdp")
+    plain, sp = _tp_layer(knowledge, False), _tp_layer(knowledge, True)
+    assert "AG/RS" in sp.notes[TP] and "all-reduce" in plain.notes[TP]
+    # The traffic is about the same bytes (an all-gather and a reduce-scatter move what an all-reduce does).
+    assert math.isclose(sp.seconds[TP], plain.seconds[TP], rel_tol=0.35)
+    # The norms and residual adds split four ways: less memory-bound time than every rank repeating them.
+    assert sp.seconds[MEM] < 0.7 * plain.seconds[MEM]
