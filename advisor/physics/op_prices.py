@@ -22,6 +22,12 @@ BWD_OVER_FWD = 63.0 / 73.0
 _SWEEP = tuple(2.0 ** (e / 4.0) for e in range(161))
 # The sizes busbw() asks the tables for over the sweep (its quarter-octave buckets).
 _SIZES = tuple(2.0 ** (round(math.log2(max(s, 1.0)) * 4.0) / 4.0) for s in _SWEEP)
+# The PCIe server whose NCCL rows ran peer-to-peer (aiconfigurator's RTX PRO 6000 server: all-reduce busbw
+# 20-36 GB/s from 2 to 8 GPUs). The PCIe 4 rows are one L40S server whose busbw falls from 20 GB/s at 2 GPUs
+# to 5 at 4 and 1.5 at 8 (it likely crosses sockets without peer-to-peer: knowledge/operations/README.md). A
+# PCIe board's collective inside one server is the faster of its own link's rows and these rows at its link's
+# nominal bandwidth, as serving prices its all-reduces (advisor/physics/serving_ops.py, P2P_LINK).
+P2P_PCIE = "pcie5"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -242,6 +248,43 @@ class OpPrices:
         bw, source, basis = self.busbw(op, gpus, nodes, nbytes)
         factor = {"all_reduce": 2.0 * (gpus - 1) / gpus, "send_recv": 1.0}.get(op, (gpus - 1) / gpus)
         return Price(factor * nbytes / bw, source, basis)
+
+    def _p2p_scale(self) -> float | None:
+        """This GPU's in-server link's nominal bandwidth over the peer-to-peer PCIe server's, where its link
+        is another PCIe key and no node profile measured it (None: its own rows answer alone)."""
+        link = self.link(False)
+        if self.profile or not link.startswith("pcie") or link == P2P_PCIE:
+            return None
+        mine, p2p = _ops().nominal_gbs(link), _ops().nominal_gbs(P2P_PCIE)
+        return mine / p2p if mine and p2p else None
+
+    def in_server(self, op: str, gpus: int, nbytes: float) -> Price:
+        """collective() among `gpus` GPUs of one server; on a PCIe board no slower than the peer-to-peer PCIe
+        server's measured rate at its link's nominal bandwidth (P2P_PCIE)."""
+        got = self.collective(op, gpus, 1, nbytes)
+        scale = self._p2p_scale()
+        if scale is None or got.seconds <= 0:
+            return got
+        bucket = round(math.log2(max(nbytes, 1.0)) * 4.0) / 4.0
+        r = _ops().collective_busbw_gbs(op, P2P_PCIE, gpus, 1, 2.0**bucket)
+        factor = {"all_reduce": 2.0 * (gpus - 1) / gpus, "send_recv": 1.0}.get(op, (gpus - 1) / gpus)
+        seconds = factor * nbytes / (max(r.value, 1e-3) * GBS * scale)
+        if seconds >= got.seconds:
+            return got
+        return Price(seconds, r.source, f"{r.basis} ({P2P_PCIE} peer-to-peer rows x {scale:.2f} nominal)")
+
+    def best_in_server(self, op: str, gpus: int) -> float:
+        """best_busbw() of a collective inside one server, with in_server()'s peer-to-peer PCIe rate: what a
+        lower bound of in_server()'s time may assume."""
+        best = self.best_busbw(op, gpus, 1)
+        scale = self._p2p_scale()
+        if scale is None:
+            return best
+        stored = _ops().best_busbw_gbs(op, P2P_PCIE, gpus, _SIZES)
+        if stored is None:
+            sizes = sorted(set(_SIZES))
+            stored = max(_ops().collective_busbw_gbs(op, P2P_PCIE, gpus, 1, s).value for s in sizes)
+        return max(best, max(stored, 1e-3) * GBS * scale)
 
     def best_busbw(self, op: str, gpus: int, nodes: int) -> float:
         """The highest bus bandwidth (B/s) the tables give this collective at any message size: what a lower

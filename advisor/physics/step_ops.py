@@ -426,12 +426,16 @@ class ComposedStep:
         # A TP group wider than a server (stated only: the search keeps TP inside the NVLink domain) runs its
         # collectives over the servers' network.
         nodes = max(1, math.ceil(s.tp / s.node_size))
+
+        def coll(op: str) -> Price:
+            # Inside one server a PCIe board's collectives run peer-to-peer (OpPrices.in_server).
+            return p.collective(op, s.tp, nodes, nbytes) if nodes > 1 else p.in_server(op, s.tp, nbytes)
+
         if self.sp:  # sequence parallel: an all-gather and a reduce-scatter where TP all-reduces
-            one = p.collective("all_gather", s.tp, nodes, nbytes)
-            other = p.collective("reduce_scatter", s.tp, nodes, nbytes)
+            one, other = coll("all_gather"), coll("reduce_scatter")
             per_pass = Price(2.0 * (one.seconds + other.seconds), one.source, one.basis)
         else:
-            per_pass = p.collective("all_reduce", s.tp, nodes, nbytes)
+            per_pass = coll("all_reduce")
             per_pass = Price(2.0 * per_pass.seconds, per_pass.source, per_pass.basis)
         passes = 2.0 + fwd_again  # forward, backward, and the recomputed forward
         acc.add(TP, per_pass, passes * (1.0 - self.tp_hidden))
@@ -452,10 +456,10 @@ class ComposedStep:
         nbytes = max(1, self.job.seq_len // cp) * arch.hidden * act
         share = (tp - 1) / tp
         if self.sp:
-            gather, scatter = p.best_busbw("all_gather", tp, 1), p.best_busbw("reduce_scatter", tp, 1)
+            gather, scatter = p.best_in_server("all_gather", tp), p.best_in_server("reduce_scatter", tp)
             per_pass = 2.0 * share * nbytes * (1.0 / gather + 1.0 / scatter)
         else:
-            per_pass = 2.0 * 2.0 * share * nbytes / p.best_busbw("all_reduce", tp, 1)
+            per_pass = 2.0 * 2.0 * share * nbytes / p.best_in_server("all_reduce", tp)
         passes = 2.0 + (1.0 if recompute == "full" else 0.0)
         sizes = chunk_sizes(arch.layers, pp * virtual)
         fewest = min(sum(sizes[stage::pp]) for stage in range(pp))
