@@ -123,6 +123,7 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         else:
             source = "given" if key in given else ("default" if key in _DEFAULTED else "chosen")
         out[key] = ConfigValue(value=value, source=source)
+    out.update(_named_stack(job, out))
     if c.zero is not None and ZERO_OF[lay.sharding] != c.zero:
         # The user's stage, as given: on one data-parallel rank (dp x cp = 1) there is nothing to shard over,
         # so the layout runs it as plain data parallel.
@@ -130,6 +131,33 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
             value=c.zero, source="given", note=f"dp {lay.dp * lay.cp}: nothing to shard, as without ZeRO"
         )
     return out
+
+
+def _named_stack(job: Job, out: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
+    """The stack value with what it was answered as, where the user named a stack of the measured runs."""
+    named, value = job.config.stack_named, out.get("stack")
+    if named is None or value is None:
+        return {}
+    return {"stack": ConfigValue(value=value.value, source=value.source, note=answered_as(named, job.stack))}
+
+
+def answered_as(named: str, stack: str) -> str:
+    """'stack pytorch is answered as fsdp (...)': a stack of the measured runs only, named by the user, and
+    the traits where the two differ (knowledge/training_stacks.toml `runs_as`)."""
+    from advisor.catalog.stacks import shipped_stacks
+    from advisor.learned.efficiency.learned import TRAIT_WORDS
+
+    stacks = shipped_stacks()
+    head = f"stack {named} is answered as {stack}"
+    if named not in stacks or stack not in stacks:
+        return head
+    own, used = stacks[named].traits(), stacks[stack].traits()
+    differ = [(i, words) for i, words in enumerate(TRAIT_WORDS) if own[i] != used[i]]
+    if not differ:
+        return f"{head}: its runs' traits are {stack}'s"
+    theirs = " and ".join(yes if own[i] else no for i, (yes, no) in differ)
+    ours = " and ".join(yes if used[i] else no for i, (yes, no) in differ)
+    return f"{head}: its runs' traits {theirs}, {stack}'s {ours}"
 
 
 def _batch_source(job: Job, key: str) -> str:

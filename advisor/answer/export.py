@@ -27,6 +27,10 @@ def export_record(
     data = dump(report)
     w = report.workload
     plans = data["plans"]
+    given = {k: v for k, v in dump(w, exclude_none=True).items() if k in stated(w)}
+    if w.config.stack_named is not None and isinstance(given.get("config"), dict):
+        # The stack as the user named it, so that a re-run says again what it is answered as.
+        given["config"] = {**given["config"], "stack": w.config.stack_named}
     a = knowledge.assumptions
     record = {
         "schema_version": report.schema_version,
@@ -35,7 +39,7 @@ def export_record(
         "inputs": {
             # What the user gave, and only that: a re-run marks the same values given (the rest stay
             # defaults).
-            "workload": {k: v for k, v in dump(w, exclude_none=True).items() if k in stated(w)},
+            "workload": given,
             "constraints": dump(report.constraints, exclude_none=True),
         },
         "assumptions": {

@@ -116,6 +116,9 @@ class PlanOut:
             replicas=srv.replicas if srv else None,
             gpus_per_replica=srv.gpus_per_replica if srv else None,
             engine=srv.engine if srv else None,
+            cp=lay.cp,
+            ep=lay.ep,
+            virtual=lay.virtual,
         )
 
 

@@ -70,12 +70,20 @@ def _checked(kind: type, data: Mapping[str, Any]) -> dict[str, Any]:
     if refused:
         key = min(refused)
         raise InputError(field=key, value=data[key], problem="is not an input", accepted="leave it out")
-    checked = check_values(data)
+    checked = _named(check_values(data)) if kind is RunConfig else check_values(data)
     for owner, name in _PARTS:
         table = checked.get(name)
         if owner is kind and isinstance(table, Mapping):
-            checked[name] = check_values(table)
+            checked[name] = _named(check_values(table))
     return checked
+
+
+def _named(config: dict[str, Any]) -> dict[str, Any]:
+    """A configuration table with the stack the user named kept beside the stack it is answered as
+    (`--stack pytorch`: stack 'fsdp', stack_named 'pytorch'), which the registry's value carries
+    (fields.Aliased) and pydantic's Literal check would drop."""
+    given = getattr(config.get("stack"), "given", None)
+    return {**config, "stack_named": given} if given is not None else config
 
 
 def _typed(kind: type, data: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from advisor.question.records import dump
 from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of the core names them from here)
     OPTIMIZERS,
     PRECISIONS,
+    STACK_ALIASES,
     STACKS,
     TRAINING_PRECISIONS,
     WORKLOADS,
@@ -65,6 +66,10 @@ class RunConfig:
     """'liger': the output layer and cross entropy fused in chunks (Liger-Kernel); None: the stack's loss."""
     lora_targets: LoraTargets | None = None
     stack: Stack | None = None
+    stack_named: str | None = field(default=None, compare=False, repr=False)
+    """The stack of the measured runs the user named when it is answered as another (`--stack pytorch`:
+    stack 'fsdp', stack_named 'pytorch'; vocab.STACK_ALIASES), so that the answer says so; filled from the
+    value the registry read (fields.Aliased), never given itself."""
     engine: Engine | None = None
     max_num_seqs: PositiveInt | None = None
     """The serving engine's cap on running sequences (None: the engine's default on the GPU)."""
@@ -77,6 +82,12 @@ class RunConfig:
     or the same prompts sent again); None: none."""
 
     def __post_init__(self) -> None:
+        named = getattr(self.stack, "given", None)  # fields.Aliased: the name given travels with the value
+        if named is not None:
+            object.__setattr__(self, "stack", str(self.stack))
+            object.__setattr__(self, "stack_named", named)
+        elif self.stack_named is not None and STACK_ALIASES.get(self.stack_named) != self.stack:
+            object.__setattr__(self, "stack_named", None)  # replaced by another stack: the name is stale
         if self.pp_schedule is not None:
             virtual_stages(self.pp_schedule)
         if self.global_batch is not None and self.global_batch_tokens is not None:

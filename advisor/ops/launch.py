@@ -4,16 +4,18 @@ Kubeflow PyTorchJob and Prometheus alert rules, all derived from the plan's numb
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 
 from advisor.catalog.loader import Knowledge
 from advisor.catalog.skypilot import skypilot_name, skypilot_names
 from advisor.catalog.tco import Operations, load_tco
 from advisor.job.inputs import Constraints
-from advisor.job.layout import ZERO_STAGE
+from advisor.job.layout import ZERO_STAGE, expert_tp
 from advisor.job.resolve import Job
 from advisor.ops import yaml
 from advisor.ops.plan_facts import PlanFacts
+from advisor.physics.step_ops import chunk_sizes
 from advisor.question.vocab import DEFAULT_ENGINE
 
 PORT = 29500
@@ -93,11 +95,38 @@ def deepspeed_config(plan: PlanFacts) -> dict:
     return config
 
 
-def megatron_args(plan: PlanFacts) -> list[str]:
-    """Megatron-LM arguments for a tensor/pipeline-parallel plan."""
+MEGATRON_ARGS = "NVIDIA/Megatron-LM@00caa53af309:megatron/training/arguments.py"
+"""Where the Megatron-LM arguments below are defined and checked: --num-virtual-stages-per-pipeline-rank,
+--pipeline-model-parallel-layout and --decoder-first/last-pipeline-num-layers in _add_distributed_args; the
+parallel sizes (--context-parallel-size, --expert-model-parallel-size, --expert-tensor-parallel-size, which
+defaults to the tensor-parallel size in validate_args) from megatron/core/model_parallel_config.py
+ModelParallelConfig, and --account-for-embedding/loss-in-pipeline-split from megatron/core/transformer/
+transformer_config.py TransformerConfig, whose __post_init__ checks that the layers plus the embedding and
+the loss divide pipeline x virtual stages; the layout string's syntax and order (chunk c of the flattened
+list on pipeline rank c mod pp) in megatron/core/transformer/pipeline_parallel_layer_layout.py."""
+
+
+def megatron_args(plan: PlanFacts, layers: int = 0) -> list[str]:
+    """Megatron-LM arguments reproducing a plan's layout (MEGATRON_ARGS): tensor, pipeline, context and
+    expert parallel sizes (the expert tensor-parallel size explicit, so that a layout folding the experts
+    over the tensor-parallel ranks runs as stated), the interleaved schedule's virtual stages, and, for a
+    model of `layers` layers (0: unknown) that the pipeline chunks do not divide evenly, the split the step
+    model priced (advisor/physics/step_ops.py chunk_sizes): the embedding and the loss counted as a layer each
+    where that evens the chunks, otherwise the exact layout string. Each item is 'flag' or 'flag value', the
+    value never holding a space (shell quoting is the caller's: `shell_args`)."""
     args = [
         f"--tensor-model-parallel-size {plan.tp}",
         f"--pipeline-model-parallel-size {plan.pp}",
+        f"--context-parallel-size {plan.cp}" if plan.cp > 1 else "",
+        *(
+            (
+                f"--expert-model-parallel-size {plan.ep}",
+                f"--expert-tensor-parallel-size {expert_tp(plan.tp, plan.cp * plan.dp, plan.ep)}",
+            )
+            if plan.ep > 1
+            else ()
+        ),
+        *_pipeline_split(plan, layers),
         f"--micro-batch-size {plan.micro_batch}",
         f"--global-batch-size {plan.micro_batch * plan.grad_accum * plan.dp}",
         "--sequence-parallel" if plan.tp > 1 else "",
@@ -115,6 +144,26 @@ def megatron_args(plan: PlanFacts) -> list[str]:
         if plan.recompute == "full":
             args.append("--recompute-method uniform")
     return [a for a in args if a]
+
+
+def _pipeline_split(plan: PlanFacts, layers: int) -> list[str]:
+    """The virtual stages and, where the chunks are uneven, how Megatron-LM is told the step model's split."""
+    virtual = [f"--num-virtual-stages-per-pipeline-rank {plan.virtual}"] if plan.virtual > 1 else []
+    chunks = plan.pp * plan.virtual
+    if plan.pp <= 1 or layers <= 0 or layers % chunks == 0:
+        return virtual
+    if (layers + 2) % chunks == 0:  # the embedding and the loss a layer each: first and last chunk one less
+        return [*virtual, "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+    # Any other split (the first chunks one layer larger): the layout itself, which sets the virtual stages.
+    stages = [f"t*{n}" for n in chunk_sizes(layers, chunks)]
+    stages[0], stages[-1] = "E" + stages[0], stages[-1] + "L"
+    return ["--pipeline-model-parallel-layout " + "|".join(stages)]
+
+
+def shell_args(args: list[str]) -> str:
+    """Megatron arguments as one shell line, each value quoted where the shell would read it (a layout's
+    '|' and '*')."""
+    return " ".join(" ".join(shlex.quote(word) for word in a.split(" ")) for a in args)
 
 
 def prometheus_rules(knowledge: Knowledge, plan: PlanFacts) -> dict:
@@ -248,10 +297,12 @@ def launch_artefacts(
     if not job.training:
         return _serving_artefacts(job, plan, resources, rules)
     torchrun = _torchrun(job, plan, per_node, restarts)
-    if plan.tp > 1 or plan.pp > 1:
+    layers = job.arch.layers if job.arch is not None else 0
+    args = megatron_args(plan, layers)
+    if plan.tp > 1 or plan.pp > 1 or plan.cp > 1 or plan.ep > 1:
         name = "megatron-args.txt"
-        config = " \\\n  ".join(megatron_args(plan)) + "\n"
-        launch = torchrun.replace("train.py", "pretrain_gpt.py " + " ".join(megatron_args(plan)))
+        config = " \\\n  ".join(shell_args([a]) for a in args) + "\n"
+        launch = torchrun.replace("train.py", "pretrain_gpt.py " + shell_args(args))
     else:
         name = "deepspeed.json"
         config = json.dumps(deepspeed_config(plan), indent=2) + "\n"
@@ -267,7 +318,7 @@ def launch_artefacts(
     entry = (
         ["train.py", "--deepspeed", "deepspeed.json"]
         if name == "deepspeed.json"
-        else ["pretrain_gpt.py", *" ".join(megatron_args(plan)).split()]
+        else ["pretrain_gpt.py", *" ".join(args).split()]
     )
     kubeflow = _kubeflow_job(knowledge, job, plan, per_node, restarts, entry)
     return LaunchArtefacts(

@@ -34,3 +34,8 @@ class PlanFacts:
     gpus_per_replica: int | None = None
     engine: str | None = None
     """Serving only: the engine the launch file starts."""
+    cp: int = 1
+    ep: int = 1
+    """Expert-parallel ranks (folded over the tensor-parallel ranks where they do not divide CP x DP)."""
+    virtual: int = 1
+    """Interleaved pipeline: model chunks per pipeline rank (1: plain 1F1B)."""

@@ -91,7 +91,7 @@ class Field(NamedTuple):
         """The value of raw (None for blank or 'auto' where the field allows it); InputError otherwise."""
         if raw is None:
             return None
-        if isinstance(raw, str):
+        if isinstance(raw, str) and not isinstance(raw, Aliased):  # an Aliased is read already, and kept
             raw = raw.strip()
             if not raw or (self.auto and raw.lower() == "auto"):
                 return None
@@ -192,10 +192,32 @@ INT_CHOICES = frozenset({"zero", "slo_percentile"})
 """Choices whose values are whole numbers (ZeRO's stage, the latency percentile)."""
 
 
+class Aliased(str):
+    """A choice read from an alias, which remembers the name given: `--stack pytorch` is the value 'fsdp'
+    (equal to it everywhere) whose `given` is 'pytorch', so that the answer can say what it was answered as
+    (advisor/job/inputs.py RunConfig keeps the name in `stack_named`)."""
+
+    __slots__ = ("given",)
+    given: str
+
+    def __new__(cls, value: str, given: str) -> Aliased:
+        out = super().__new__(cls, value)
+        out.given = given
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Aliased, (str(self), self.given))
+
+
 def _choice(f: Field, raw: object) -> Any:
+    if isinstance(raw, Aliased) and raw in f.choices:  # read once already (a flag, then the door)
+        return raw
     text = str(raw).strip().lower() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
     if text is not None and f.aliases and text in f.aliases:
-        text = f.aliases[text]
+        # An old name is just the new one (adam8bit); a stack of the measured runs is answered as another,
+        # and the answer says so: the name given travels with the value.
+        resolved = f.aliases[text]
+        text = Aliased(resolved, text) if f.name == "stack" else resolved
     if text is None or text not in f.choices:
         hint = did_you_mean(str(raw), f.choices) if text else ""
         accepted = f.accepted() + (f"; {hint}" if hint else "")

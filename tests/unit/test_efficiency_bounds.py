@@ -76,6 +76,25 @@ def test_a_generation_without_runs_takes_the_highest_of_any_and_says_so() -> Non
     assert cap == 0.8 and "blackwell has no run" in why and "h100 run" in why
 
 
+def test_against_a_composed_step_the_note_says_both_figures_in_its_unit() -> None:
+    # A cap against a composed step is a run's speed over its own composed step (185%: it ran 1.85x faster
+    # than the step model composes it), not an efficiency a plan at 79% is "below" in the same words.
+    b = Bounds({"llm|hopper|16-bit": Cap(1.85, "row 6 (seq 262144)")}, {"16-bit": 0.35}, {})
+    inside = (math.log(7e9), math.log(4096), math.log(8192), math.log(64))
+    where = Where("llm", "hopper", "bf16", 0.0, inside, composed=True)
+    _, p50, _, note = b.interval(math.log(0.79), (-0.3, 0.3), where)
+    assert p50 == pytest.approx(0.79, rel=1e-3)
+    assert note.startswith("speed 79% of its composed step, below the highest efficiency (speed over its ")
+    assert "185%: row 6" in note and "ran faster than the step model composes it" in note
+    assert "does not bind" in note
+    # Near the cap it says so, and drops the 'does not bind'.
+    _, _, _, near = b.interval(math.log(1.9), (-0.3, 0.3), where)
+    assert near.startswith("speed ") and "bounded by" in near and "does not bind" not in near
+    # Against the speed of light the wording is unchanged.
+    plain = b.interval(math.log(0.5), (-0.3, 0.3), Where("llm", "hopper", "bf16", 0.0, inside))[3]
+    assert plain.startswith("efficiency below the highest efficiency measured on hopper at 16-bit, 185%")
+
+
 def test_outside_the_measured_range_the_p50_shrinks_toward_the_constant_mfu() -> None:
     b = _bounds()
     prior = math.log(0.35)

@@ -295,3 +295,84 @@ def test_serving_artefacts(knowledge) -> None:
     assert launch.serve and f"--tensor-parallel-size {plan.layout.tp}" in launch.serve
     sky = yaml.safe_load(launch.skypilot_task)
     assert sky["service"]["replicas"] == plan.serving.replicas
+
+
+def _facts(**layout):
+    from advisor.ops.plan_facts import PlanFacts
+
+    base = dict(gpu="h100-sxm", count=64, nodes=8, precision="bf16", tp=1, pp=1, dp=64, sharding="zero1")
+    return PlanFacts(**(base | dict(recompute="none", micro_batch=1, grad_accum=8, hours_p50=1.0) | layout))
+
+
+def _parsed(args: list[str]) -> dict[str, str | bool]:
+    """The Megatron-LM arguments as argparse would read them: flag -> value (True for a switch)."""
+    import shlex
+
+    from advisor.ops.launch import shell_args
+
+    words, out, i = shlex.split(shell_args(args)), {}, 0
+    while i < len(words):
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            out[words[i]], i = words[i + 1], i + 2
+        else:
+            out[words[i]], i = True, i + 1
+    return out
+
+
+def _layout_layers(layout: str) -> list[str]:
+    """A --pipeline-model-parallel-layout string unrolled as Megatron-LM@00caa53af309's
+    PipelineParallelLayerLayout.parse_str_to_list reads it: one string of layer letters per chunk."""
+    import re
+
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        layout = re.sub(pattern, lambda m: m.group(1) * int(m.group(2)), layout.replace(",", ""))
+    return layout.split("|")
+
+
+def test_megatron_arguments_reproduce_the_stated_layout() -> None:
+    # Megatron-LM@00caa53af309 megatron/training/arguments.py and model_parallel_config.py: expert TP defaults
+    # to TP, so a layout folding EP over the tensor-parallel ranks must say its expert TP.
+    from advisor.ops.launch import megatron_args
+    from advisor.physics.step_ops import chunk_sizes
+
+    folded = _parsed(megatron_args(_facts(count=32, tp=2, dp=16, ep=32)))
+    assert folded["--expert-model-parallel-size"] == "32" and folded["--expert-tensor-parallel-size"] == "1"
+    plain = _parsed(megatron_args(_facts(count=64, tp=2, dp=32, ep=8, cp=1)))
+    assert plain["--expert-tensor-parallel-size"] == "2"  # EP divides DP: the experts keep TP
+    assert _parsed(megatron_args(_facts(tp=2, cp=4, dp=8)))["--context-parallel-size"] == "4"
+    dense = _parsed(megatron_args(_facts(tp=8, pp=4, dp=2), layers=32))
+    assert not any(k.startswith("--expert") or "virtual" in k or "split" in k for k in dense)
+    # Even chunks: the virtual stages alone.
+    even = _parsed(megatron_args(_facts(tp=8, pp=4, dp=2, virtual=2), layers=32))
+    assert (
+        even["--num-virtual-stages-per-pipeline-rank"] == "2"
+        and "--pipeline-model-parallel-layout" not in even
+    )
+    # Qwen3-235B's 94 layers on PP 32 x V 3: the embedding and the loss a chunk's layer each (96 = 94 + 2).
+    qwen = _parsed(megatron_args(_facts(count=256, tp=1, pp=32, dp=8, ep=8, virtual=3), layers=94))
+    assert qwen["--num-virtual-stages-per-pipeline-rank"] == "3"
+    assert qwen["--account-for-embedding-in-pipeline-split"] is True
+    assert qwen["--account-for-loss-in-pipeline-split"] is True
+    # Llama 3.1 405B's 126 layers on PP 16 (no interleaving): the same two switches, first and last 7.
+    assert "--account-for-loss-in-pipeline-split" in _parsed(megatron_args(_facts(pp=16, dp=4), layers=126))
+    # Any other uneven split: the exact layout, which sets the virtual stages itself (never both).
+    odd = _parsed(megatron_args(_facts(tp=2, pp=4, dp=8, virtual=2), layers=27))
+    assert "--num-virtual-stages-per-pipeline-rank" not in odd
+    chunks = _layout_layers(str(odd["--pipeline-model-parallel-layout"]))
+    assert len(chunks) == 8 and chunks[0].startswith("E") and chunks[-1].endswith("L")
+    assert [c.count("t") for c in chunks] == chunk_sizes(27, 8) and sum(c.count("t") for c in chunks) == 27
+
+
+def test_a_launch_file_for_an_expert_parallel_plan_runs_megatron_with_it(knowledge) -> None:
+    # A stated layout with EP (or CP) and no TP or PP is still Megatron's to run: DeepSpeed's JSON has no EP.
+    from advisor.job.resolve import resolve_job
+    from advisor.ops.launch import launch_artefacts
+
+    job = resolve_job(knowledge, Workload(model="mixtral-8x7b", kind="pretrain", tokens=1e9), need_data=False)
+    launch = launch_artefacts(knowledge, job, Constraints(), _facts(count=64, dp=64, ep=8, sharding="zero1"))
+    assert launch.framework_config_name == "megatron-args.txt"
+    assert "--expert-model-parallel-size 8" in launch.framework_config
+    assert "--expert-tensor-parallel-size 1" in launch.framework_config
+    entry = yaml.safe_load(launch.kubeflow_job)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    command = entry["containers"][0]["command"]
+    assert command[command.index("--expert-model-parallel-size") + 1] == "8"

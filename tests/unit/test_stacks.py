@@ -218,3 +218,73 @@ def test_a_data_only_stack_names_a_stack_a_question_can_name() -> None:
     for bad in ({"data_only": True}, {"data_only": True, "runs_as": "old"}, {"runs_as": "fsdp"}):
         with pytest.raises(KnowledgeError, match="runs_as"):
             parse_stacks({"stacks": ok | {"other": table | bad}})
+
+
+def test_a_measured_runs_stack_is_answered_as_another_and_every_answer_says_so(
+    knowledge, capsys, tmp_path
+) -> None:
+    # `--stack pytorch` is answered as fsdp: the plan's configuration (table, JSON, the UI's results, the TOML
+    # export) says what was given and what it was answered as, not a bare `stack fsdp (given)`.
+    import dataclasses
+    import tomllib
+
+    from advisor.cli.main import main
+    from advisor.job.door import question
+    from advisor.question.fields import FIELDS
+    from tui.form import check
+
+    argv = [
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--workload",
+        "pretrain",
+        "--gpu",
+        "h100-sxm",
+        "--count",
+        "8",
+    ]
+    assert main([*argv, "--stack", "pytorch", "--format", "json"]) == 0
+    stack = json.loads(capsys.readouterr().out)["configuration"]["stack"]
+    assert stack["value"] == "fsdp" and stack["source"] == "given"
+    assert stack["note"] == (
+        "stack pytorch is answered as fsdp: its runs' traits no FlashAttention and compiled or fused "
+        "kernels, fsdp's FlashAttention and eager kernels"
+    )
+    assert main([*argv, "--stack", "nanotron"]) == 0
+    assert "stack megatron (given; stack nanotron is answered as megatron: " in capsys.readouterr().out
+    assert main([*argv, "--stack", "fsdp", "--format", "json"]) == 0  # a stack a question names: no note
+    assert json.loads(capsys.readouterr().out)["configuration"]["stack"]["note"] is None
+    # The door keeps the name from any door (a --from table, the wizard), and drops it once the stack changes.
+    work = question(Workload, {"model": "llama-3.1-8b", "config": {"stack": "PyTorch"}})
+    assert work.config.stack == "fsdp" and type(work.config.stack) is str
+    assert work.config.stack_named == "pytorch" and work.config.given() == {"stack": "fsdp"}
+    assert dataclasses.replace(work.config, recompute="full").stack_named == "pytorch"
+    assert dataclasses.replace(work.config, stack="megatron").stack_named is None
+    assert FIELDS["stack"].parse(FIELDS["stack"].parse("litgpt")).given == "litgpt"  # read twice, kept
+    form = check(
+        {"kind": "pretrain", "model": "llama-3.1-8b", "stack": "in-house", "tokens": "1e9"}, knowledge
+    )
+    assert form.workload is not None and form.workload.config.stack_named == "in-house"
+    # The export keeps the name given, so that a re-run says it again.
+    plan = tmp_path / "plan.toml"
+    rec = [
+        "recommend",
+        "--model",
+        "llama-3.1-8b",
+        "--workload",
+        "pretrain",
+        "--tokens",
+        "1e9",
+        "--max-gpus",
+        "8",
+    ]
+    assert main([*rec, "--stack", "pytorch", "--format", "toml", "-o", str(plan)]) == 0
+    exported = tomllib.loads(plan.read_text(encoding="utf-8"))
+    assert exported["inputs"]["workload"]["config"]["stack"] == "pytorch"
+    assert exported["chosen"]["configuration"]["stack"]["note"].startswith(
+        "stack pytorch is answered as fsdp"
+    )
+    capsys.readouterr()
+    assert main(["recommend", "--from", str(plan)]) == 0
+    assert "stack pytorch is answered as fsdp" in capsys.readouterr().out

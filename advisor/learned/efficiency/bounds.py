@@ -69,18 +69,25 @@ class Bounds:
         given)."""
         caps = self.caps if caps is None else caps
         pc = PRECISION_CLASS.get(where.precision, "16-bit")
+        # Against a composed step the figure is a run's speed over its own composed step (a residual, which
+        # passes 100% where the run ran faster than the step model composes it), not a share of the speed
+        # of light: the sentence says which, so that '185%' does not read as an efficiency.
+        what = (
+            "the highest efficiency (speed over its own composed step)"
+            if where.composed
+            else "the highest efficiency"
+        )
         hit = caps.get(f"{where.family}|{where.generation}|{pc}")
         if hit is not None:
             return hit.efficiency, (
-                f"the highest efficiency measured on {where.generation} at {pc}, "
-                f"{hit.efficiency:.0%}: {hit.run}"
+                f"{what} measured on {where.generation} at {pc}, {hit.efficiency:.0%}: {hit.run}"
             )
         same = [c for k, c in caps.items() if k.startswith(f"{where.family}|") and k.endswith(f"|{pc}")]
         if not same:
             return 1.0, "the speed of light"
         top = max(same, key=lambda c: c.efficiency)
         return top.efficiency, (
-            f"the highest efficiency measured at {pc} on any GPU ({where.generation} has no run), "
+            f"{what} measured at {pc} on any GPU ({where.generation} has no run), "
             f"{top.efficiency:.0%}: {top.run}"
         )
 
@@ -138,7 +145,20 @@ class Bounds:
             )
         notes = []
         if where.point:  # an LLM plan: always say what bounds it
-            notes.append(f"efficiency {'bounded by' if min(factor, low) < BINDS else 'below'} {why}")
+            binds = min(factor, low) < BINDS
+            if where.composed:
+                # The plan's own figure in the cap's unit (P50 speed over its composed step); a cap above 100%
+                # is a run faster than the step model composes it, which bounds nothing near this plan.
+                over = (
+                    "; a run above 100% ran faster than the step model composes it, so the bound does not "
+                    "bind here"
+                    if cap > 1.0 and not binds
+                    else ""
+                )
+                verb = "bounded by" if binds else "below"
+                notes.append(f"speed {p50 * low:.0%} of its composed step, {verb} {why}{over}")
+            else:
+                notes.append(f"efficiency {'bounded by' if binds else 'below'} {why}")
         elif min(factor, low) < BINDS:
             notes.append(f"efficiency bounded by {why}")
         if far > 0.0:
