@@ -85,4 +85,29 @@ def offload_price(job: Job, layout: Layout, gpu: Gpu, a: Assumptions, w: float) 
             sources.append(rate_source)
     up_s = local * w / (pcie_gbs(gpu, a) * GBS)
     sources.append(f"comm.pcie_gen{pcie_gen(gpu)}_gbs [pcie]")
-    return Price(cpu_s + up_s, "assumptions.toml " + ", ".join(sources), basis)
+    link_s = link_bytes(job, layout, w) / (pcie_gbs(gpu, a) * GBS)
+    if link_s > 0.0:
+        basis += " + ZeRO's per-micro-step host copies (DeepSpeed v0.14.2)"
+    return Price(cpu_s + up_s + link_s, "assumptions.toml " + ", ".join(sources), basis)
+
+
+def link_bytes(job: Job, layout: Layout, w: float) -> float:
+    """Bytes one GPU moves over its host link per step besides the updated parameters, under DeepSpeed's
+    ZeRO offload (microsoft/DeepSpeed@5f631abc2f93, v0.14.2): the gradients accumulate on the host THROUGH
+    the GPU, each micro-step after the first copying the host's 16-bit sum up, adding on the GPU and copying
+    it back (stage 1/2: `async_accumulate_grad_in_cpu_via_gpu` in runtime/zero/stage_1_and_2.py; stage 3:
+    `partition_grads` in runtime/zero/stage3.py, which also copies its first micro-step's buffer back up),
+    then the fp32 gradient sent down at the boundary; with the parameters offloaded (stage 3), each
+    forward, recomputed forward and backward fetches this GPU's shard of the weights from the host. The
+    copies are counted exposed: DeepSpeed's default `pin_memory = false` makes them pageable, so the host
+    thread waits on each; at the link's nominal rate this is a floor."""
+    if job.stack != "deepspeed" or layout.zero < 1:
+        return 0.0
+    m = max(1, layout.grad_accum)
+    local = job.trainable_params / layout.model_parallel / layout.shard_ranks
+    copies = 2 * m if layout.zero == 3 else 2 * (m - 1)
+    grads = local * (copies * w + FP32)
+    if job.offload != "params" or layout.zero != 3:
+        return grads
+    passes = 3 if layout.recompute != "none" else 2
+    return grads + passes * m * job.params / layout.model_parallel / layout.shard_ranks * w

@@ -294,7 +294,7 @@ class StepModel:
             else None
         )
         self._ops_dp: dict[tuple[object, ...], data_parallel.DpSync] = {}
-        self._optimizers: dict[tuple[float, int, int, int], Price] = {}
+        self._optimizers: dict[tuple[float, int, int, int, int, str], Price] = {}
         self.offload = offload.offloaded(job)
         self.bw = gpu.memory_bw_gbs * GBS
         self._peaks: dict[str, float | None] = {}
@@ -364,7 +364,14 @@ class StepModel:
     def _optimizer(self, layout: Layout, states: float) -> Price:
         """The optimizer step: on the GPU, its states through memory at the measured rate; offloaded, on the
         host CPU and the parameters sent back (memoised per shard)."""
-        key = (states, layout.model_parallel, layout.shard_ranks if layout.zero >= 1 else 1, layout.count)
+        key = (
+            states,
+            layout.model_parallel,
+            layout.shard_ranks if layout.zero >= 1 else 1,
+            layout.count,
+            layout.grad_accum,  # an offloaded step's host copies repeat each micro-step
+            layout.recompute,
+        )
         optimizer = self._optimizers.get(key)
         if optimizer is None:
             composed = self.composed
