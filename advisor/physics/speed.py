@@ -29,6 +29,16 @@ __all__ = [
 TFLOP = 1e12
 GBS = 1e9
 NO_TRAFFIC = Price(0.0, "", "measured")
+# PyTorch's foreach AdamW against its fused kernel, element reads and writes a step
+# (pytorch/pytorch@c15fcf4eb79d: torch/optim/adamw.py): _foreach_mul_ of the parameters (2),
+# _foreach_lerp_ of the first moment with the gradients (3), _foreach_mul_ and _foreach_addcmul_ of the
+# second moment (2 + 3), its _foreach_sqrt into a temporary, _foreach_div_ and _foreach_add_ on it
+# (2 + 2 + 2), _foreach_addcdiv_ of the parameters (4): 20; the fused kernel reads the parameters, gradients
+# and both moments and writes three of them: 7. The optimizer line prices the fused kernel's bytes
+# (_states_term), so a foreach step moves 20/7 of them.
+FOREACH_ADAMW_PASSES = 20.0
+FUSED_ADAMW_PASSES = 7.0
+FOREACH_SOURCE = "pytorch/pytorch@c15fcf4eb79d:torch/optim/adamw.py (foreach AdamW: 20 passes, fused 7)"
 
 
 def compute_dtype(precision: str, gpu: Gpu) -> str:
@@ -241,6 +251,15 @@ def reduces_fp32(stack: str) -> bool:
     return spec is not None and spec.reduce_fp32
 
 
+def foreach_optimizer(stack: str) -> bool:
+    """Whether the shipped stack steps PyTorch's AdamW as constructed, its foreach implementation
+    (training_stacks.toml `optimizer_foreach`)."""
+    from advisor.catalog.stacks import shipped_stacks
+
+    spec = shipped_stacks().get(stack)
+    return spec is not None and spec.optimizer_foreach
+
+
 def sequence_parallel(stack: str) -> bool:
     """Whether the shipped stack's tensor parallelism is sequence-parallel without a Megatron-style runtime
     (training_stacks.toml `sequence_parallel`: torchtitan's DTensor plan)."""
@@ -381,9 +400,20 @@ class StepModel:
                 optimizer = offload.offload_price(self.job, layout, self.gpu, self.a, w)
             else:
                 local = self.job.trainable_params / layout.model_parallel
-                optimizer = composed.prices.memory(states, local * 4.0)
+                passes = self._optimizer_passes()
+                optimizer = composed.prices.memory(states * passes, local * 4.0)
+                if passes != 1.0:
+                    source = f"{optimizer.source}; {FOREACH_SOURCE}"
+                    optimizer = Price(optimizer.seconds, source, optimizer.basis)
             self._optimizers[key] = optimizer
         return optimizer
+
+    def _optimizer_passes(self) -> float:
+        """The optimizer's bytes against the fused kernel's: 20/7 for a stack whose AdamW runs PyTorch's
+        foreach implementation (training_stacks.toml `optimizer_foreach`), 1 otherwise (other optimizers too).
+        """
+        foreach = self.job.optimizer == "adamw" and foreach_optimizer(self.job.stack)
+        return FOREACH_ADAMW_PASSES / FUSED_ADAMW_PASSES if foreach else 1.0
 
     def _dp_sync(self, layout: Layout) -> data_parallel.DpSync:
         """The data-parallel collectives at the measured rates (memoised on what they read of the layout)."""

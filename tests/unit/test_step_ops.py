@@ -475,3 +475,41 @@ def test_dtensor_sequence_parallelism_splits_the_norms_and_gathers_and_scatters(
     assert math.isclose(sp.seconds[TP], plain.seconds[TP], rel_tol=0.35)
     # The norms and residual adds split four ways: less memory-bound time than every rank repeating them.
     assert sp.seconds[MEM] < 0.7 * plain.seconds[MEM]
+
+
+def _optimizer_line(knowledge, stack: str, optimizer: str = "adamw", sharding: str = "none", dp: int = 1):
+    w = Workload(
+        model="llama-3.2-1b",
+        kind="finetune",
+        precision="bf16",
+        seq_len=2048,
+        batch_size=1,
+        optimizer=optimizer,
+        config=RunConfig(global_batch=dp, stack=stack),
+    )
+    job = resolve_job(knowledge, w, need_data=False)
+    gpu = knowledge.gpu("h100-sxm")
+    layout = Layout(count=dp, nodes=1, node_size=8, precision="bf16", dp=dp, sharding=sharding, micro_batch=1)
+    per = TrainingMemoryModel(job, gpu, "bf16", knowledge.assumptions).per_sequence("none", 1, 1, 1)
+    model = StepModel(job, gpu, knowledge.assumptions.fabric[gpu.fabric], knowledge.assumptions)
+    step = model.step(layout, per)
+    assert step is not None and step.ops is not None
+    return step.ops.seconds("optimizer"), next(p for p in step.ops.parts if p.op == "optimizer")
+
+
+def test_a_stack_on_pytorchs_own_adamw_steps_it_foreach_20_passes_against_the_fused_7(knowledge) -> None:
+    # PyTorch's AdamW defaults to its foreach implementation, never the fused kernel (pytorch/pytorch@c15fcf4:
+    # torch/optim/adamw.py): 20 element reads and writes a step against 7. The fsdp stack (and fms-fsdp)
+    # build torch.optim.AdamW with neither flag; Megatron and DeepSpeed step fused kernels, the HF Trainer's
+    # default today is adamw_torch_fused. The same job and layout: the optimizer line 20/7 as long.
+    foreach, part = _optimizer_line(knowledge, "fsdp")
+    fused, fused_part = _optimizer_line(knowledge, "megatron")
+    assert foreach == pytest.approx(fused * 20.0 / 7.0, rel=0.02)
+    assert "torch/optim/adamw.py" in part.source and "adamw.py" not in fused_part.source
+    assert _optimizer_line(knowledge, "hf")[0] == pytest.approx(fused)
+    # Other optimizers keep their own bytes; a sharded step shrinks with its shard as before.
+    assert _optimizer_line(knowledge, "fsdp", "adamw-8bit")[0] == pytest.approx(
+        _optimizer_line(knowledge, "megatron", "adamw-8bit")[0]
+    )
+    sharded, _ = _optimizer_line(knowledge, "fsdp", sharding="zero3", dp=8)
+    assert sharded == pytest.approx(foreach / 8, rel=0.1)
