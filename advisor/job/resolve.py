@@ -306,7 +306,7 @@ def memory_floor_job(workload: Workload, job: Job) -> Job | None:
         text=f"memory: counted at the leanest runtime the catalogue sources, as the stack was not stated and "
         f"the assumed {job.stack} fits nothing here: Megatron-Core's fused block, a chunked cross-entropy, "
         "16-bit gradients, no allocator reserve (speed: still the assumed stack's)",
-        note="knowledge/assumptions.toml [activations], [loss.*] and [memory] allocator_fragmentation's low end",
+        note="knowledge/assumptions.toml: [activations], [loss.*], allocator_fragmentation's low end",
         field="stack",
     )
     return replace(job, memory_floor=True, assumed=(*job.assumed, note))
