@@ -378,24 +378,17 @@ class TrainingMemoryModel:
     ) -> None:
         """`traits` replaces the stack's defaults (what a validation source states it changed)."""
         self.job, self.gpu, self.a = job, gpu, a
-        self.floor = traits is None and job.memory_floor and job.arch is not None
-        self.traits = traits or stack_traits(job, a)
-        if self.floor:
-            self.traits = floor_traits(self.traits, job, a)
+        self._init_traits(traits)
         mixed = precision not in ("fp32", "tf32")
-        frag = a.memory["allocator_fragmentation"]
-        self.frag = frag.range[0] if self.floor else frag.value
         self.peft = job.kind in ("lora", "qlora")
         self._init_states(precision)
         self.paged = job.optimizer.startswith("paged")
         # DeepSpeed at ZeRO stage 0 in bf16 wraps the optimizer in BF16_Optimizer (deepspeed-engine-16bit).
-        self.bf16_optimizer = (
-            self.traits.deepspeed_engine
-            and precision == "bf16"
-            and not self.peft
-            and job.master_weights
-            and job.offload == "none"
-        )
+        bf16_possible = precision == "bf16" and not self.peft and job.master_weights and job.offload == "none"
+        self.bf16_optimizer = self.traits.deepspeed_engine and bf16_possible
+        # The floor takes DeepSpeed's BF16_Optimizer where it holds less (its 1/dp partition of the master
+        # weights and states against its full fp32 gradient buffer): a runtime the catalogue sources.
+        self.floor_bf16_optimizer = self.floor and bf16_possible
         arch = job.arch
         self.expert = min(arch.expert_params, job.params) if arch is not None else 0.0
         self.dense = job.params - self.expert
@@ -418,6 +411,17 @@ class TrainingMemoryModel:
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
             self._init_activations()
+
+    def _init_traits(self, traits: StackMemory | None) -> None:
+        """The stack's traits (or a validation source's), or the floor's for a Job.memory_floor job, and the
+        allocator's reserve: its measured median, its low end at the floor."""
+        job, a = self.job, self.a
+        self.floor = traits is None and job.memory_floor and job.arch is not None
+        self.traits = traits or stack_traits(job, a)
+        if self.floor:
+            self.traits = floor_traits(self.traits, job, a)
+        frag = a.memory["allocator_fragmentation"]
+        self.frag = frag.range[0] if self.floor else frag.value
 
     def _init_states(self, precision: str) -> None:
         """Bytes per parameter of the weights, gradients, master copy and optimizer, and of the adapters'."""
@@ -575,9 +579,17 @@ class TrainingMemoryModel:
 
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
+        out = self._states(layout, self.bf16_optimizer)
+        if self.floor_bf16_optimizer and layout.zero == 0 and layout.dp > 1:
+            alt = self._states(layout, True)
+            if sum(g for g, _ in alt.values()) < sum(g for g, _ in out.values()):
+                return alt
+        return out
+
+    def _states(self, layout: Layout, bf16_optimizer: bool) -> dict[str, tuple[float, float]]:
         whole, sharded = self._local_pair(layout)
         zero = layout.zero
-        bf16_opt = self.bf16_optimizer and zero == 0
+        bf16_opt = bf16_optimizer and zero == 0
         part = zero >= 1 or bf16_opt  # what ZeRO-1 shards: the optimizer states and the master copy
         opt = (sharded if part else whole) * self.opt_bytes  # _local_params(layout, 1), read once
         grads = (sharded if zero >= 2 else whole) * self.grad_bytes

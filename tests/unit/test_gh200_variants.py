@@ -1,5 +1,5 @@
-"""The GH200's two memory variants (gh200-datasheet: 96GB HBM3 up to 4 TB/s, 144GB HBM3e up to 4.9 TB/s) are two
-cards: a run on the 144 GB part is not judged against the 96 GB part's memory."""
+"""The GH200's two memory variants (gh200-datasheet: 96GB HBM3 up to 4 TB/s, 144GB HBM3e up to 4.9 TB/s) are
+two cards: a run on the 144 GB part is not judged against the 96 GB part's memory."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def test_hpe_8b_on_one_gh200_fits_the_144gb_part_it_ran_on() -> None:
     import bench_heldout
 
     with (ROOT / "benchmarks" / "heldout9_training_runs.csv").open(newline="", encoding="utf-8") as f:
-        row = next({k: v or "" for k, v in r.items()} for r in csv.DictReader(f) if r["id"] == "hpe-8b-1xgh200")
+        rows = [{k: v or "" for k, v in r.items()} for r in csv.DictReader(f)]
+    row = next(r for r in rows if r["id"] == "hpe-8b-1xgh200")
     assert "144G" in row["source_gpu"]
     args = bench_heldout.training_args(row, "stated")
     assert bench_heldout.cli.predict(args).data is None

@@ -145,3 +145,22 @@ def test_published_runs_with_no_stack_named_are_answered(runs: str, row_id: str)
     # With the default stack stated, the same run is refused: the floor, not a looser margin, answers it.
     refused = bench_heldout.cli.predict([*args, "--stack", got.data["configuration"]["stack"]["value"]])
     assert refused.data is None and "memory" in refused.refusal
+
+
+def test_the_floor_takes_deepspeeds_bf16_optimizer_where_it_holds_less(knowledge) -> None:
+    """bf16 with master weights at ZeRO stage 0 over 4 data-parallel ranks: DeepSpeed's BF16_Optimizer
+    (deepspeed-engine-16bit) keeps 1/4 of the fp32 master weights and Adam states and a full fp32 gradient
+    buffer, 2 + 6 + 12/4 = 11 bytes a parameter against 16: the floor takes it; on one rank it does not."""
+    config = RunConfig(tp=1, pp=8, dp=4, zero=0, recompute="full")
+    workload = Workload(model="llama-2-70b", kind="pretrain", precision="bf16", seq_len=2048, config=config)
+    job = resolve_job(knowledge, workload, need_data=False)
+    floor_job = memory_floor_job(workload, job)
+    assert floor_job is not None and job.master_weights
+    gpu, a = knowledge.gpu("mi250x"), knowledge.assumptions
+    floor = TrainingMemoryModel(floor_job, gpu, "bf16", a)
+    four = Layout(count=32, nodes=8, node_size=4, precision="bf16", pp=8, dp=4, sharding="ddp", micro_batch=2)
+    total = lambda states: sum(g for g, _ in states.values())  # noqa: E731
+    plain, partitioned = total(floor._states(four, False)), total(floor._states(four, True))
+    assert partitioned < plain and total(floor.states(four)) == partitioned
+    one = Layout(count=8, nodes=2, node_size=4, precision="bf16", pp=8, micro_batch=2)
+    assert total(floor.states(one)) == total(floor._states(one, False))
