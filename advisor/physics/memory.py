@@ -169,8 +169,9 @@ def floor_traits(traits: StackMemory, job: Job, a: Assumptions) -> StackMemory:
     (Job.memory_floor): the fused block as Megatron-Core saves it (korthikanti-2022, megatron-swiglu), the
     [loss.*] figure least per token at this shape (a chunked loss: liger-flce), 16-bit gradients beside 16-bit
     weights (no fp32 main-gradient buffer) that one rank frees after each step (torch-zero-grad), and no
-    DeepSpeed engine; states, master weights, optimizer and offload stay as stated. The allocator's reserve
-    is taken at its low end (TrainingMemoryModel): a runtime allocating once holds none."""
+    DeepSpeed engine cast (its BF16_Optimizer is taken per layout where it holds less: states()); states,
+    master weights, optimizer and offload stay as stated. The allocator's reserve is taken at its low end
+    (TrainingMemoryModel._init_traits): a runtime allocating once holds none."""
     loss = min(sorted(a.loss), key=lambda k: _loss_per_token(k, job, a))
     return replace(
         traits,
