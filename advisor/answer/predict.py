@@ -23,7 +23,7 @@ from advisor.catalog.rules import Firing, evaluate
 from advisor.job.config_check import check_config
 from advisor.job.inputs import MAX_COUNT, Constraints, Workload
 from advisor.job.layout import Layout
-from advisor.job.resolve import Job, leaner_recipe, resolve_job
+from advisor.job.resolve import Job, leaner_recipe, memory_floor_job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
 from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
@@ -136,9 +136,44 @@ def predict(
         lean = leaner_recipe(knowledge, workload, job, count)
         retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
         found = retry if retry is not None and retry.refusal is None else found
+    if found.refusal == "memory":
+        found = _at_memory_floor(knowledge, workload, job, found, gpu, count, node_size, constraints, model)
     found = _with_open_recompute(knowledge, workload, job, found, gpu, count, node_size, constraints, model)
     found = _with_open_stack(knowledge, workload, found, gpu, count, node_size, constraints, model)
     return _with_drift(knowledge, found, job, gpu)
+
+
+def _at_memory_floor(
+    knowledge: Knowledge,
+    workload: Workload,
+    job: Job,
+    refused: Prediction,
+    gpu: Gpu,
+    count: int,
+    node_size: int,
+    constraints: Constraints,
+    model: EfficiencyModel,
+) -> Prediction:
+    """A training refusal for memory whose stack the user did not name, retried with the memory counted at the
+    leanest runtime the catalogue sources (resolve.memory_floor_job): where that fits, answered at the assumed
+    stack's speed with the verdict 'may not fit' and what the assumed stack needs, not refused; the refusal
+    stands where even the floor does not fit, or the stack was stated."""
+    floor = memory_floor_job(workload, job)
+    if floor is None:
+        return refused
+    found = _answer(knowledge, floor, gpu, count, node_size, constraints, model)
+    mem = found.memory
+    if found.refusal is not None or mem.per_gpu_gb > mem.usable_gb:
+        return refused  # the floor is already lean: no measured band on top of it
+    note = (
+        f"may not fit: the stack was not stated, and on the assumed {job.stack} the leanest layout needs "
+        f"{refused.memory.per_gpu_gb:.1f} GB per GPU of {mem.usable_gb:.1f} usable; this plan fits "
+        f"({mem.per_gpu_gb:.1f} GB) only on a runtime as lean as the leanest the catalogue sources (fused "
+        "blocks, a chunked cross-entropy, 16-bit gradients, no allocator reserve); state --stack to be "
+        "held to one"
+    )
+    shown = dataclasses.replace(mem, fits=False, verdict="may not fit")
+    return dataclasses.replace(found, memory=shown, notes=(note, *found.notes))
 
 
 def _with_open_recompute(

@@ -20,7 +20,15 @@ from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
 from advisor.question.units import human
 
-__all__ = ["Arch", "Job", "dense_arch_for", "leaner_recipe", "resolve_job", "transformer_flops_per_token"]
+__all__ = [
+    "Arch",
+    "Job",
+    "dense_arch_for",
+    "leaner_recipe",
+    "memory_floor_job",
+    "resolve_job",
+    "transformer_flops_per_token",
+]
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -82,6 +90,9 @@ class Job:
     """The calibration profile named by the user (None: the default one per GPU and stack or engine)."""
     stack_version: str | None = None
     """The stack's or engine's version the user named."""
+    memory_floor: bool = False
+    """Memory counted at the leanest runtime the catalogue sources (physics/memory.py floor_traits): a job
+    whose stack the user did not name, when the assumed stack fits nothing (memory_floor_job)."""
 
     @property
     def is_transformer(self) -> bool:
@@ -281,3 +292,21 @@ def leaner_recipe(knowledge: Knowledge, workload: Workload, job: Job, count: int
     assumed = (*(a for a in lean.assumed if a.field != "stack"), note)
     # As the user stated it (the stack is the tool's choice, not theirs), with the recipe's own values.
     return replace(lean, config=stated, assumed=assumed, given_workload=job.given_workload)
+
+
+def memory_floor_job(workload: Workload, job: Job) -> Job | None:
+    """The job with its memory counted at the leanest runtime the catalogue sources, to try when the stack the
+    tool assumed fits nothing and the user named none: a refusal then says no stack could run it, which the
+    assumed stack alone does not show (runtimes leaner than the typical eager one exist: fused blocks, chunked
+    losses, static allocation). Its speed stays the assumed stack's; the answer says it may not fit. None when
+    the stack was stated, or for serving or a workload without a transformer shape."""
+    if not job.training or workload.config.stack is not None or job.arch is None or job.memory_floor:
+        return None
+    note = Assumed(
+        text=f"memory: counted at the leanest runtime the catalogue sources, as the stack was not stated and "
+        f"the assumed {job.stack} fits nothing here: Megatron-Core's fused block, a chunked cross-entropy, "
+        "16-bit gradients, no allocator reserve (speed: still the assumed stack's)",
+        note="knowledge/assumptions.toml: [activations], [loss.*], allocator_fragmentation's low end",
+        field="stack",
+    )
+    return replace(job, memory_floor=True, assumed=(*job.assumed, note))

@@ -3,7 +3,7 @@ memory of a card, and the verdict against it with the measured error band."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.catalog.assumptions import Assumptions, StackMemory, optimizer_bytes
 from advisor.catalog.gpus import Gpu
@@ -154,6 +154,33 @@ def comm_groups(layout: Layout) -> int:
 def stack_traits(job: Job, a: Assumptions) -> StackMemory:
     """What the job's training stack keeps in memory (a stack without an entry trains as plain PyTorch)."""
     return a.stack.get(job.stack) or a.stack["pytorch"]
+
+
+def _loss_per_token(figure_key: str, job: Job, a: Assumptions) -> float:
+    """Low-end bytes per token of one [loss.*] figure at the job's shape (no tensor-parallel split)."""
+    arch = job.arch
+    assert arch is not None
+    figure = a.loss[figure_key]
+    return figure.range[0] * (arch.hidden if "hidden" in figure.unit else arch.vocab)
+
+
+def floor_traits(traits: StackMemory, job: Job, a: Assumptions) -> StackMemory:
+    """What the leanest runtime the catalogue sources keeps, for a job whose stack was not stated
+    (Job.memory_floor): the fused block as Megatron-Core saves it (korthikanti-2022, megatron-swiglu), the
+    [loss.*] figure least per token at this shape (a chunked loss: liger-flce), 16-bit gradients beside 16-bit
+    weights (no fp32 main-gradient buffer) that one rank frees after each step (torch-zero-grad), and no
+    DeepSpeed engine cast (its BF16_Optimizer is taken per layout where it holds less: states()); states,
+    master weights, optimizer and offload stay as stated. The allocator's reserve is taken at its low end
+    (TrainingMemoryModel._init_traits): a runtime allocating once holds none."""
+    loss = min(sorted(a.loss), key=lambda k: _loss_per_token(k, job, a))
+    return replace(
+        traits,
+        model_code="fused",
+        loss=loss,
+        fp32_main_grads=False,
+        grads_freed_each_step=True,
+        deepspeed_engine=False,
+    )
 
 
 def default_recompute(traits: StackMemory, kind: str) -> str:
@@ -352,26 +379,25 @@ class TrainingMemoryModel:
     ) -> None:
         """`traits` replaces the stack's defaults (what a validation source states it changed)."""
         self.job, self.gpu, self.a = job, gpu, a
-        self.traits = traits or stack_traits(job, a)
+        self._init_traits(traits)
         mixed = precision not in ("fp32", "tf32")
-        self.frag = a.memory["allocator_fragmentation"].value
         self.peft = job.kind in ("lora", "qlora")
         self._init_states(precision)
         self.paged = job.optimizer.startswith("paged")
         # DeepSpeed at ZeRO stage 0 in bf16 wraps the optimizer in BF16_Optimizer (deepspeed-engine-16bit).
-        self.bf16_optimizer = (
-            self.traits.deepspeed_engine
-            and precision == "bf16"
-            and not self.peft
-            and job.master_weights
-            and job.offload == "none"
-        )
+        bf16_possible = precision == "bf16" and not self.peft and job.master_weights and job.offload == "none"
+        self.bf16_optimizer = self.traits.deepspeed_engine and bf16_possible
+        # The floor takes DeepSpeed's BF16_Optimizer where it holds less (its 1/dp partition of the master
+        # weights and states against its full fp32 gradient buffer): a runtime the catalogue sources.
+        self.floor_bf16_optimizer = self.floor and bf16_possible
         arch = job.arch
         self.expert = min(arch.expert_params, job.params) if arch is not None else 0.0
         self.dense = job.params - self.expert
         self.layers = arch.layers if arch is not None else 1
         self.act_scale = 1.0 if mixed else 2.0  # Korthikanti's coefficients count 16-bit activations
-        self.te_fp8 = precision == "fp8" and job.stack == "megatron"  # Transformer Engine's FP8 GEMMs
+        # Megatron-Core's block term by term (the floor counts it for any stack, as the leanest sourced)
+        self.megatron_block = job.stack == "megatron" or self.floor
+        self.te_fp8 = precision == "fp8" and self.megatron_block  # Transformer Engine's FP8 GEMMs
         # Hugging Face model code under autocast keeps an fp32 residual stream; 'pure' trains 16-bit weights,
         # as DeepSpeed's engine does whatever its master copy: it casts the module to the 16-bit dtype
         # (deepspeed-engine-16bit: _configure_distributed_model's self.module.bfloat16() / .half()).
@@ -386,6 +412,17 @@ class TrainingMemoryModel:
         self.loss_seq, self.loss_tp = 0.0, False
         if arch is not None:
             self._init_activations()
+
+    def _init_traits(self, traits: StackMemory | None) -> None:
+        """The stack's traits (or a validation source's), or the floor's for a Job.memory_floor job, and the
+        allocator's reserve: its measured median, its low end at the floor."""
+        job, a = self.job, self.a
+        self.floor = traits is None and job.memory_floor and job.arch is not None
+        self.traits = traits or stack_traits(job, a)
+        if self.floor:
+            self.traits = floor_traits(self.traits, job, a)
+        frag = a.memory["allocator_fragmentation"]
+        self.frag = frag.range[0] if self.floor else frag.value
 
     def _init_states(self, precision: str) -> None:
         """Bytes per parameter of the weights, gradients, master copy and optimizer, and of the adapters'."""
@@ -438,7 +475,7 @@ class TrainingMemoryModel:
             per_input = a.memory["peft_adapter_input_bytes"].value if self.traits.peft_fp32_adapters else 2.0
             layer, inputs = _hf_layer_bytes(arch, self.hf_mode, width, per_input)
             return layer * s + moe, inputs * s
-        if self.job.stack == "megatron":
+        if self.megatron_block:
             # Megatron-Core's block, term by term (Korthikanti's 15h + 19h at the block's real widths):
             # grouped-query K and V, and the fused SwiGLU's saved input only.
             per_token = _fused_attention_bytes_per_token(arch) + _mlp_bytes_per_token(arch, fused_swiglu=True)
@@ -543,9 +580,17 @@ class TrainingMemoryModel:
 
     def states(self, layout: Layout) -> dict[str, tuple[float, float]]:
         """Weights, gradients, master weights, optimizer and adapters: (GPU bytes, host bytes) each."""
+        out = self._states(layout, self.bf16_optimizer)
+        if self.floor_bf16_optimizer and layout.zero == 0 and layout.dp > 1:
+            alt = self._states(layout, True)
+            if sum(g for g, _ in alt.values()) < sum(g for g, _ in out.values()):
+                return alt
+        return out
+
+    def _states(self, layout: Layout, bf16_optimizer: bool) -> dict[str, tuple[float, float]]:
         whole, sharded = self._local_pair(layout)
         zero = layout.zero
-        bf16_opt = self.bf16_optimizer and zero == 0
+        bf16_opt = bf16_optimizer and zero == 0
         part = zero >= 1 or bf16_opt  # what ZeRO-1 shards: the optimizer states and the master copy
         opt = (sharded if part else whole) * self.opt_bytes  # _local_params(layout, 1), read once
         grads = (sharded if zero >= 2 else whole) * self.grad_bytes
