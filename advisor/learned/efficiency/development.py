@@ -20,7 +20,7 @@ from typing import Any
 from advisor.catalog.hf_config import spec_from_shape
 from advisor.catalog.loader import Knowledge
 from advisor.learned.efficiency.dataset import build_dataset
-from advisor.learned.efficiency.runs import PRECISION, SHARDING_ZERO, TASK_KIND, Run
+from advisor.learned.efficiency.runs import PRECISION, TASK_KIND, Run
 from advisor.learned.efficiency.samples import Sample
 from advisor.question.errors import AdvisorError
 
@@ -58,6 +58,24 @@ def _model_of(r: dict[str, str]) -> tuple[Any, float | None]:
         return None, None
 
 
+def _stated(r: dict[str, str]) -> dict[str, Any]:
+    """The configuration a row states, each blank at the training rows' reading of a blank."""
+
+    def number(column: str) -> int | None:
+        return _int(r.get(column, ""))
+
+    return {
+        "seq_len": number("seq_len") or 0,
+        "micro_batch": number("micro_batch"),
+        "global_batch": number("global_batch"),
+        **{column: number(column) or 1 for column in ("tp", "pp", "cp", "ep")},
+        "zero": number("zero"),
+        "shard_group": number("shard_group"),
+        "recompute": r.get("recompute") or None,
+        "offload": r.get("offload") or None,
+    }
+
+
 def run_of_development_record(knowledge: Knowledge, name: str, r: dict[str, str]) -> Run | None:
     """A development set's training row as a run (None: left out, see the module's note)."""
     kind = TASK_KIND.get(r.get("workload", ""))
@@ -72,7 +90,6 @@ def run_of_development_record(knowledge: Knowledge, name: str, r: dict[str, str]
     if gpu is None or count < 1:
         return None
     nodes = max(1, -(-count // gpu.gpus_per_node))
-    zero = _int(r.get("zero", ""))
     return Run(
         workload=r.get("model") or r.get("source_model") or "custom",
         spec=spec,
@@ -86,20 +103,10 @@ def run_of_development_record(knowledge: Knowledge, name: str, r: dict[str, str]
         stack=r.get("stack") or "fsdp",
         source=f"{DEVELOPMENT_ORIGIN}{name}:{r['source_id']}",
         kind=kind,
-        seq_len=_int(r.get("seq_len", "")) or 0,
-        micro_batch=_int(r.get("micro_batch", "")),
-        global_batch=_int(r.get("global_batch", "")),
-        tp=_int(r.get("tp", "")) or 1,
-        pp=_int(r.get("pp", "")) or 1,
-        cp=_int(r.get("cp", "")) or 1,
-        ep=_int(r.get("ep", "")) or 1,
-        zero=SHARDING_ZERO.get(f"zero{zero}") if zero else (0 if zero == 0 else None),
-        shard_group=_int(r.get("shard_group", "")),
-        recompute=r.get("recompute") or None,
-        offload=r.get("offload") or None,
         software=r.get("software", ""),
         row_ref=r.get("id", ""),
         family="independent",
+        **_stated(r),
     )
 
 

@@ -259,6 +259,17 @@ def _development_share(runs: dict[str, list[tuple[float, float]]], lo: float, hi
     return sum(shares) / len(shares)
 
 
+def _groups(
+    samples: Sequence[Sample], typical: dict[int, float], group: Group, exclude: Collection[str]
+) -> tuple[list[int], dict[str, list[int]]]:
+    """The rows outside the groups excluded, and each group's rows."""
+    rows = [i for i in typical if group(samples[i]) not in exclude]
+    members: dict[str, list[int]] = {}
+    for i in rows:
+        members.setdefault(group(samples[i]), []).append(i)
+    return rows, members
+
+
 def levels_for(
     samples: Sequence[Sample],
     typical: dict[int, float],
@@ -274,10 +285,9 @@ def levels_for(
     weighing the same, so no one source decides its family) and the development sources' (dev: sources the
     training never reads, each weighing the same) lie within FIT_BAND; else the one nearest it (the sum of
     the distances; ties: the narrower, the less widened)."""
-    rows = [i for i in typical if group(samples[i]) not in exclude]
-    keys = sorted({group(samples[i]) for i in rows})
+    rows, members = _groups(samples, typical, group, exclude)
+    keys = sorted(members)
     resid = {i: target(samples[i]) - typical[i] for i in rows}
-    members = {key: [i for i in rows if group(samples[i]) == key] for key in keys}
     weights = balanced_weights(samples, rows, group)
     total = sum(weights.values()) or 1.0
     measured = _measured_by(samples, rows, group)
@@ -292,16 +302,31 @@ def levels_for(
         if runs:
             mean = (mean + dev_mean) / 2.0
         for levels in LEVEL_GRID:
-            lo, hi = sorted_quantile(pairs, levels[0]), sorted_quantile(pairs, levels[1])
-            covered = _covered(samples, resid, members, others, levels, k)
-            if runs:
-                covered.append(_development_share(runs, lo, hi))
-            miss = sum(max(FIT_BAND[0] - c, c - FIT_BAND[1], 0.0) for c in covered)
-            rank = (round(miss, 9), round((hi - lo) * mean, 9), widen.unknown, widen.far, levels)
+            miss, spread = _miss(samples, resid, members, others, levels, k, pairs, runs)
+            rank = (miss, round(spread * mean, 9), widen.unknown, widen.far, levels)
             if best is None or rank < best:
                 best = rank
     assert best is not None
     return best[4], Widen(best[2], best[3])
+
+
+def _miss(
+    samples: Sequence[Sample],
+    resid: dict[int, float],
+    members: dict[str, list[int]],
+    others: dict[str, list[tuple[float, float]]],
+    levels: tuple[float, float],
+    k: dict[int, float],
+    pairs: list[tuple[float, float]],
+    runs: dict[str, list[tuple[float, float]]],
+) -> tuple[float, float]:
+    """How far one choice's coverages lie outside FIT_BAND, summed (_covered, and the development sources'
+    under the offsets at levels of pairs), and the offsets' spread."""
+    lo, hi = sorted_quantile(pairs, levels[0]), sorted_quantile(pairs, levels[1])
+    covered = _covered(samples, resid, members, others, levels, k)
+    if runs:
+        covered.append(_development_share(runs, lo, hi))
+    return round(sum(max(FIT_BAND[0] - c, c - FIT_BAND[1], 0.0) for c in covered), 9), hi - lo
 
 
 @dataclass(frozen=True, slots=True, repr=False)
