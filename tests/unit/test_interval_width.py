@@ -102,7 +102,7 @@ def test_a_plan_on_an_eager_stack_has_a_wider_interval_where_the_training_widens
         return out_spans, notes
 
     wide, notes = spans(1.0)
-    assert wide["fsdp"] > 1.25 * wide["torchtitan"]
+    assert math.log(wide["fsdp"]) > 1.5 * math.log(wide["torchtitan"])  # twice as wide in log, less bounds
     assert any("interval 2.0x as wide: an eager stack" in n for n in notes["fsdp"])
     assert not any("as wide" in n for n in notes["torchtitan"])  # one server, compiled: nothing unknown
     same, notes = spans(0.0)
