@@ -132,7 +132,7 @@ def evaluation(
     """Every held-out score of the model and the baselines, notes that define them, and the layout-ranking
     agreement within each source that varies only the layout."""
     data = shipped_dataset(knowledge, extra)
-    llm = llm_evaluation(data.samples)
+    llm = llm_evaluation(data.samples, development=development_samples(knowledge))  # as `model train` does
     others, _ = other_scores(data.samples, default_weights(data.samples))
     n_llm = sum(1 for s in data.samples if s.family == "llm")
     notes = [
