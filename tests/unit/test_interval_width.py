@@ -1,7 +1,8 @@
-"""The LLM interval's width by what the composed step does not know of a plan: an eager stack (memory-bound
-passes the step prices as fused kernels) and the servers it spans may widen it, by a factor chosen with the
-interval by leave-one-source-out so that each source held out is covered alike, every kind of plan on its
-own (llm_eval.levels_for); on the shipped runs the choice is no widening."""
+"""The LLM interval's width by what the composed step does not know of a plan (an eager stack: memory-bound
+passes the step prices as fused kernels; the servers it spans) and by how far the plan lies from the measured
+runs (a stack under two sources, a GPU no run used, fine-tuning, a mixture of experts, a sequence past the
+attention table), each by a factor chosen with the interval so that each family's sources held out, and the
+development sets' runs, are covered alike (llm_eval.levels_for)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def test_the_widening_is_stored_and_read_back(knowledge) -> None:
 
 
 def _widened(knowledge, widen: float):
-    """The shipped model with its LLM interval's widening set to widen (the mechanism, whatever the
-    training chose)."""
+    """The shipped model with its LLM interval's widening set to widen and no distance term (the mechanism,
+    whatever the training chose)."""
     import json
 
     from advisor.learned.efficiency.gbdt import ExportedModel
@@ -73,6 +74,7 @@ def _widened(knowledge, widen: float):
 
     data = json.loads((ROOT / "knowledge" / "efficiency_model.json").read_text(encoding="utf-8"))
     data["llm_linear"]["interval_widen"] = widen
+    data["llm_linear"]["interval_widen_far"] = 0.0  # the distance term apart (its own tests below)
     model = ExportedModel.from_json(json.dumps(data))
     return LearnedEfficiency(model, knowledge.assumptions, PriorEfficiency(knowledge.assumptions))
 
@@ -100,7 +102,7 @@ def test_a_plan_on_an_eager_stack_has_a_wider_interval_where_the_training_widens
         return out_spans, notes
 
     wide, notes = spans(1.0)
-    assert wide["fsdp"] > 1.25 * wide["torchtitan"]
+    assert math.log(wide["fsdp"]) > 1.5 * math.log(wide["torchtitan"])  # twice as wide in log, less bounds
     assert any("interval 2.0x as wide: an eager stack" in n for n in notes["fsdp"])
     assert not any("as wide" in n for n in notes["torchtitan"])  # one server, compiled: nothing unknown
     same, notes = spans(0.0)
@@ -111,11 +113,11 @@ def test_a_plan_on_an_eager_stack_has_a_wider_interval_where_the_training_widens
 
 @pytest.mark.xfail(
     strict=True,
-    reason="stop 41 (branch intervals): the interval chosen so that each source held out is covered alike "
-    "(its mean coverage over sources, each kind of plan on its own) covers vendor 94% of 286 (MosaicML's 216 "
-    "runs sit tight around the P50 and weigh 3/4 of the family), papers 71% of 17, independent 77% of 62; "
-    "the family-held choice before it (vendor 90%, independent 71%) widened eager and multi-server plans 7x "
-    "and covered the development sets 94-98% (docs/accuracy.md, stop 41)",
+    reason="stop 42 (branch intervals43): the interval chosen with the distance term and the development "
+    "sets (each family's mean over its sources and the development sources' held to 80-90%) covers, held out "
+    "by source, vendor 91% of 286 (source-balanced 79%: MosaicML 99%, Megatron-Bridge 62%, torchtitan 65%), "
+    "papers 100% of 17, independent 76% of 62 (source-balanced 68%: nanotron 62%, TinyLlama's one run 0%); "
+    "stop 41: vendor 94%, papers 71%, independent 77% (docs/accuracy.md, stop 42)",
 )
 def test_the_shipped_interval_covers_every_family_near_the_band() -> None:
     # The shipped model's own held-out figures (`gpu-advisor model train` writes them): each family of source
@@ -173,7 +175,8 @@ def test_the_widening_is_chosen_where_eager_runs_scatter_further() -> None:
         return {f: sum(v) / len(v) for f, v in got.items()}
 
     rows, typical = _rows_by_stack(4.0)
-    levels, widen = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
+    levels, chosen = levels_for(rows, typical, by_source)  # type: ignore[arg-type]
+    widen = chosen.unknown
     assert widen > 0.0
     assert all(COVER_BAND[0] <= c <= COVER_BAND[1] for c in cover(rows, typical, levels, widen).values())
     # One width for both: the levels that hold the eager runs' family cover every compiled run.
@@ -181,4 +184,112 @@ def test_the_widening_is_chosen_where_eager_runs_scatter_further() -> None:
     assert unwidened["vendor"] > COVER_BAND[1] or unwidened["independent"] < COVER_BAND[0]
     # The same spread on every stack: nothing to widen by.
     rows, typical = _rows_by_stack(1.0)
-    assert levels_for(rows, typical, by_source)[1] == 0.0  # type: ignore[arg-type]
+    assert levels_for(rows, typical, by_source)[1].unknown == 0.0  # type: ignore[arg-type]
+
+
+def test_how_far_a_plan_lies_from_what_was_measured() -> None:
+    # One for each thing of a plan no training run measured: a stack fewer than two sources measured, a GPU
+    # no run used, fine-tuning, a mixture of experts, a sequence past the attention table's 16,384 tokens.
+    from advisor.learned.efficiency.linear import MEASURED_SEQ, Plan, distance
+
+    x = _features(1.0, 1.0)
+    near = Plan("megatron", "h100-sxm", False, 4096)
+    assert distance(x, near, stack_sources=8, gpu_measured=True) == 0.0
+    assert distance(x, near, stack_sources=1, gpu_measured=True) == 1.0
+    far = Plan("trl", "rtx-4090", True, MEASURED_SEQ * 2)
+    moe = list(x)
+    moe[FEATURES.index("moe")] = 1.0
+    assert distance(moe, far, stack_sources=0, gpu_measured=False) == 5.0
+    assert distance(x, Plan(), stack_sources=0, gpu_measured=False) == 0.0  # nothing said of the plan
+
+
+def test_the_interval_reads_the_distance_the_training_chose(knowledge) -> None:
+    from advisor.learned.efficiency.learned import load_learned
+    from advisor.learned.efficiency.linear import Plan
+    from advisor.learned.efficiency.prior import PriorEfficiency
+
+    shipped = load_learned(knowledge, PriorEfficiency(knowledge.assumptions))
+    assert shipped is not None and shipped.model.linear is not None
+    linear = shipped.model.linear
+    assert linear.measured_gpus and "megatron" in linear.stack_sources  # what the training runs measured
+    again = LinearLogModel.from_dict(linear.to_dict())
+    assert (again.widen_far, again.stack_sources, again.measured_gpus) == (
+        linear.widen_far,
+        linear.stack_sources,
+        linear.measured_gpus,
+    )
+    x = _features(1.0, 1.0)
+    near = Plan("megatron", "h100-sxm", False, 4096)
+    far = Plan("axolotl", "rtx-4090", True, 4096)
+    assert linear.far(x, near) == []
+    assert len(linear.far(x, far)) == 3
+    lo, hi = linear.interval
+    k = 1.0 + 3 * linear.widen_far
+    assert linear.interval_of(x, far) == pytest.approx((lo * k, hi * k))
+    assert linear.interval_of(x, near) == pytest.approx((lo, hi))
+    # An artefact from before the distance term: it is not read.
+    older = {k: v for k, v in linear.to_dict().items() if k not in ("measured_gpus", "interval_widen_far")}
+    assert LinearLogModel.from_dict(older).interval_of(x, far) == pytest.approx((lo, hi))
+    with pytest.raises(ValueError, match="widening"):
+        LinearLogModel.from_dict({**linear.to_dict(), "interval_widen_far": -0.5})
+
+
+def test_the_development_sets_are_read_only_where_named(knowledge, tmp_path) -> None:
+    from advisor.learned.efficiency.development import (
+        DEVELOPMENT_ORIGIN,
+        DEVELOPMENT_SETS,
+        development_samples,
+        run_of_development_record,
+    )
+
+    named = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+    assert (*named, "heldout9") == DEVELOPMENT_SETS  # a sealed set stays out until scored and named
+    runs = development_samples(knowledge)
+    assert len(runs) > 200
+    assert {s.row.origin.split(":")[1] for s in runs} <= set(DEVELOPMENT_SETS)
+    assert all(s.row.origin.startswith(DEVELOPMENT_ORIGIN) for s in runs)
+    assert any(s.row.spec is not None for s in runs)  # a model given by its shape is read too
+    assert development_samples(knowledge, tmp_path) == []  # no benchmarks/: no development family
+    row = {"model": "llama-3.1-8b", "workload": "lora", "lora_rank": "16", "gpu": "h100-sxm", "count": "8"}
+    assert run_of_development_record(knowledge, "heldout", row) is None  # LoRA: the learned model's prior
+
+
+def test_the_development_family_widens_the_plans_far_from_what_was_measured() -> None:
+    # Six training sources on one GPU sit tight; the development runs on a GPU no training run used scatter
+    # three times as far. Without them nothing asks for a distance term; with them the choice widens those
+    # plans (and only those) until the development sources are covered too.
+    from types import SimpleNamespace
+
+    from advisor.learned.efficiency.llm_eval import Development, by_source, levels_for, offsets, width
+
+    rows, typical = _rows_by_stack(1.0)
+    for r in rows:
+        r.row.gpu = "h100-sxm"
+    dev, dev_typical = [], {}
+    for k in range(4):
+        for j in range(10):
+            resid = 0.09 * (j - 4.5) + 0.01 * (k - 1.5)
+            dev.append(
+                SimpleNamespace(
+                    efficiency=0.5 * math.exp(resid),
+                    composed=False,
+                    features=_features(1.0, 0.0),
+                    row=SimpleNamespace(origin=f"development:heldout:d{k}", gpu="rtx-4090"),
+                )
+            )
+            dev_typical[len(dev) - 1] = math.log(0.5)
+    assert levels_for(rows, typical, by_source)[1].far == 0.0  # type: ignore[arg-type]
+    levels, chosen = levels_for(rows, typical, by_source, (), Development(dev, dev_typical))  # type: ignore[arg-type]
+    assert chosen.far > 0.0
+    lo, hi = offsets(rows, typical, by_source, (), levels, chosen)  # type: ignore[arg-type]
+    shares = []
+    for k in range(4):
+        got = [
+            lo * width(s, chosen.unknown, chosen.far, 1.0)
+            <= math.log(s.efficiency / 0.5)
+            <= hi * width(s, chosen.unknown, chosen.far, 1.0)
+            for s in dev
+            if s.row.origin.endswith(f"d{k}")
+        ]
+        shares.append(sum(got) / len(got))
+    assert 0.75 <= sum(shares) / 4 <= 0.9

@@ -55,7 +55,8 @@ def _held_out_model(knowledge: Knowledge, shipped: Any, samples: Sequence[Sample
     train = [s for s in samples if s.row.origin != source]
     llm = [s for s in train if s.family == "llm"]
     lam, _ = choose_lambda(llm)
-    linear = fit_linear(llm, lam, shipped.model.linear.interval, shipped.model.linear.widen)
+    old = shipped.model.linear
+    linear = fit_linear(llm, lam, old.interval, old.widen, old.widen_far)
     exported = replace(shipped.model, linear=linear, bounds=fit_bounds(train))
     return LearnedEfficiency(
         exported, knowledge.assumptions, PriorEfficiency(knowledge.assumptions), 0, shipped.stacks

@@ -11,7 +11,7 @@ from advisor.learned.efficiency.bounds import PRECISION_CLASS, RANGE_DIMENSIONS,
 from advisor.learned.efficiency.evaluate import RESIDUAL_CAP
 from advisor.learned.efficiency.features import FEATURES
 from advisor.learned.efficiency.gbdt import ExportedModel
-from advisor.learned.efficiency.linear import TYPICAL, llm_inputs
+from advisor.learned.efficiency.linear import TYPICAL, llm_inputs, plan_of
 from advisor.learned.efficiency.samples import Sample
 
 _PARAMS = FEATURES.index("log_params")
@@ -91,7 +91,7 @@ def sample_efficiency(model: ExportedModel, s: Sample) -> float:
     if s.family == "llm" and model.linear is not None:
         log50 = model.linear.predict_log(llm_inputs(s.features, math.log(s.sol / s.mfu_sol), TYPICAL))
         log50 += model.linear.stack_offset(s.row.stack)
-        offsets = model.linear.interval_of(s.features)
+        offsets = model.linear.interval_of(s.features, plan_of(s))
     else:
         log50 = model.predict_log(s.features)
         offsets = model.interval.get(s.family, model.interval["all"])

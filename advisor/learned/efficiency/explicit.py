@@ -38,7 +38,9 @@ def workload_of_run(run: Run) -> Workload:
     return question(
         Workload,
         dict(
-            model=run.workload,
+            model=run.workload if run.spec is None and run.params is None else None,
+            spec=run.spec,
+            params=run.params,
             kind=run.kind,
             precision=run.precision,
             seq_len=run.seq_len or None,

@@ -15,7 +15,7 @@ from advisor.learned.efficiency.base import Interval, Query
 from advisor.learned.efficiency.bounds import MIN_HALF, Bounds, Where, soft_min
 from advisor.learned.efficiency.features import FEATURES, family_of, query_features
 from advisor.learned.efficiency.gbdt import ExportedModel, check_exported
-from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, llm_inputs, unknown_note
+from advisor.learned.efficiency.linear import TYPICAL, LinearLogModel, Plan, llm_inputs, unknown_note
 from advisor.learned.efficiency.prior import PriorEfficiency
 from advisor.physics.speed import (
     NON_LLM_STACKS,
@@ -110,7 +110,8 @@ class LearnedEfficiency:
             inputs = llm_inputs(x, math.log(sol / mfu_sol), TYPICAL)
             beyond = self.model.linear.outside(inputs)
             log50 = self.model.linear.predict_log(inputs) + self.model.linear.stack_offset(q.job.stack)
-            offsets = self.model.linear.interval_of(x)
+            plan = Plan(spec.runs_as or q.job.stack, q.gpu.id, q.job.kind != "pretrain", q.job.seq_len)
+            offsets = self.model.linear.interval_of(x, plan)
             if q.job.config.stack is None:  # assumed, not stated
                 below, above = self.model.linear.other_stacks(q.job.stack)
                 offsets = (offsets[0] + below, offsets[1] + above)
@@ -130,10 +131,16 @@ class LearnedEfficiency:
         widen = EXTRAPOLATION_WIDEN if beyond else 1.0
         p10, p50, p90, note = self.bounds.interval(log50, offsets, where, widen)
         if llm and self.model.linear is not None:
-            note = "; ".join(filter(None, (note, unknown_note(x, self.model.linear.widen), self._typed(q))))
+            note = "; ".join(filter(None, (note, self._unknown(x, plan), self._typed(q))))
         if composed:
             p10, p50, p90 = below_speed_of_light(p10, p50, p90, q.step.total_s / q.step.sol_s)
         return Interval(p10, p50, p90, note=note)
+
+    def _unknown(self, x: Sequence[float], plan: Plan) -> str:
+        """Why the plan's interval is wider than a compiled one-server plan's by measured runs, or ''."""
+        linear = self.model.linear
+        assert linear is not None
+        return unknown_note(x, linear.widen, linear.widen_far, linear.far(x, plan))
 
     def _typed(self, q: Query) -> str:
         """Why a plan whose stack was assumed has a wider interval, or ''."""

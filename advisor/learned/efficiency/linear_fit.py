@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.efficiency.evaluate import apes, target
-from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs
+from advisor.learned.efficiency.linear import INPUTS, SIGNS, TYPICAL, LinearLogModel, llm_inputs, plan_of
 from advisor.learned.efficiency.samples import Sample
 
 if TYPE_CHECKING:
@@ -165,11 +165,20 @@ def stack_offsets(samples: Sequence[Sample], residuals: Sequence[float], k: floa
     return out
 
 
+def _measured(samples: Sequence[Sample]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """The sources that measured each --stack (a data-only stack's runs_as), and the GPUs the runs used."""
+    stacks: dict[str, set[str]] = {}
+    for s in samples:
+        stacks.setdefault(plan_of(s).stack, set()).add(s.row.origin)
+    return {k: len(v) for k, v in sorted(stacks.items())}, tuple(sorted({s.row.gpu for s in samples}))
+
+
 def fit_linear(
     samples: Sequence[Sample],
     lam: float | Candidate,
     interval: tuple[float, float] = (0.0, 0.0),
     widen: float = 0.0,
+    widen_far: float = 0.0,
 ) -> LinearLogModel:
     """The candidate's fit on the LLM runs given: Huber ridge (intercept unpenalised; inputs outside a
     physical candidate's free ones held at 0), or the physical medians; with the interval (and its widening
@@ -212,6 +221,8 @@ def fit_linear(
         },
         widen,
         offsets,
+        widen_far,
+        *_measured(samples),
     )
 
 

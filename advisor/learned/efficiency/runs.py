@@ -6,7 +6,7 @@ import csv
 import io
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.loader import Knowledge
 
@@ -79,6 +79,11 @@ class Run:
     row_ref: str = ""
     family: str = ""
     """vendor, paper, report or independent ('' = by its source: VENDOR_ORIGINS, else independent)."""
+    spec: Any = None
+    """A model outside the catalogue (advisor.catalog.models.ModelSpec, from its shape): workload is then its
+    label (a development set's run, development.py); None for every knowledge/ run."""
+    params: float | None = None
+    """A custom dense transformer of this many parameters (a run that states only the count), else None."""
     fabric: str = ""
     """The network between servers as the source states it (a knowledge/assumptions.toml [fabric.*] key;
     '' = not stated: the GPU's usual fabric)."""

@@ -43,6 +43,8 @@ class Sample:
     """Whether the run's stated layout fits its GPU within the memory model's P10-P90 error (its P10 under the
     usable memory): a run that needs more even at the P10 ran with something the rebuilt step misses (a
     262k-token sequence needing 612 GB of 150), and sets no efficiency cap."""
+    runs_as: str = ""
+    """The --stack the run's stack is answered as (a data-only stack's runs_as, else the stack itself)."""
 
     @property
     def composed(self) -> bool:
@@ -124,6 +126,7 @@ def sample_of(knowledge: Knowledge, run: Run) -> Sample | None:
         gpu.architecture,
         step.items / step.sol_s,
         held is None or held.low_gb <= held.usable_gb,
+        stack_of(knowledge, run.stack).runs_as or run.stack,
     )
 
 

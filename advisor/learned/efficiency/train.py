@@ -23,6 +23,7 @@ from advisor.catalog.userdata import write_text_atomic
 from advisor.learned.efficiency.bounds import Bounds
 from advisor.learned.efficiency.bounds_fit import fit_bounds
 from advisor.learned.efficiency.dataset import data_hash, shipped_dataset
+from advisor.learned.efficiency.development import development_samples
 from advisor.learned.efficiency.evaluate import Scores, conformal_offsets, evaluate_scheme, percentile, target
 from advisor.learned.efficiency.features import FEATURES
 from advisor.learned.efficiency.gbdt import ExportedModel, Tree
@@ -131,7 +132,7 @@ def evaluation(
     """Every held-out score of the model and the baselines, notes that define them, and the layout-ranking
     agreement within each source that varies only the layout."""
     data = shipped_dataset(knowledge, extra)
-    llm = llm_evaluation(data.samples)
+    llm = llm_evaluation(data.samples, development=development_samples(knowledge))  # as `model train` does
     others, _ = other_scores(data.samples, default_weights(data.samples))
     n_llm = sum(1 for s in data.samples if s.family == "llm")
     notes = [
@@ -157,6 +158,7 @@ def _llm_record(chosen: Candidate, linear: LinearLogModel, figures: dict[Candida
         "intercept": round(linear.intercept, 5),
         "interval": [round(v, 4) for v in linear.interval],
         "interval_widen": linear.widen,
+        "interval_widen_far": linear.widen_far,
         "held_out_source_median_by_candidate": {c.name: round(v, 4) for c, v in figures.items()},
     }
 
@@ -179,8 +181,9 @@ def train(
     baseline, trees = export_trees(model)
     llm_rows = [s for s in samples if s.family == "llm"]
     chosen, figures = choose_lambda(llm_rows)
-    held = llm_evaluation(samples, families=with_cv, lam=None if with_cv else chosen)
-    linear = fit_linear(llm_rows, chosen, held.interval, held.widen)
+    development = development_samples(knowledge)
+    held = llm_evaluation(samples, with_cv, None if with_cv else chosen, development)
+    linear = fit_linear(llm_rows, chosen, held.interval, held.widen.unknown, held.widen.far)
     if with_cv:
         others, interval = other_scores(samples, weights)
         scores = held.scores + others
@@ -201,6 +204,12 @@ def train(
         "calibration_rows": len(extra),
         "llm_error": round(held.error, 4),
         "llm_model": _llm_record(chosen, linear, figures),
+        "interval_coverage": {
+            "kind": "P10-P90 coverage held out by source: each family's mean over its sources; development: "
+            "the development sets' runs (development.py), each source weighing the same",
+            "development_runs": len(development),
+            **held.coverage,
+        },
         "versions": {
             "gpu-advisor": __version__,
             "python": platform.python_version(),
