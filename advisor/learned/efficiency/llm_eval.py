@@ -547,14 +547,16 @@ def llm_evaluation(
     """Leave-one-source-out (lines by family of source and by source), then, when asked, leave-one-family-out
     both ways (fit on vendor tables, score the rest; and the reverse). The estimator is nested unless one is
     given (a user's calibration: the interval only, at the estimator already chosen, for speed). The
-    development runs (development.py) check every choice of the interval's width, never the fit."""
+    development runs (development.py) are scored under the interval shipped ('development' in coverage),
+    never used to choose it: the training is reproducible from knowledge/ alone, as in an installed wheel,
+    which has no benchmarks/ (a choice that read them would differ between a checkout and a wheel)."""
     llm = [s for s in samples if s.family == "llm"]
     sources = sorted({s.row.origin for s in llm})
     present = [f for f in FAMILY_ORDER if any(s.row.source_family == f for s in llm)]
     subsets: dict[str, Callable[[Sample], bool]] = {f"family: {f}": _family_is(f) for f in present}
     subsets.update({src: _source_is(src) for src in sources})
     dev = _development(samples, lam, development)
-    loso, ho, model = scheme_scores(samples, "source", by_source, subsets, lam, dev)
+    loso, ho, model = scheme_scores(samples, "source", by_source, subsets, lam, None)
     per_source = [x for x in loso if x.subset in sources]
     error = sum(x.median_ape for x in per_source) / len(per_source)
     scores = loso
@@ -563,9 +565,9 @@ def llm_evaluation(
             "fit on vendor tables, scored on the rest": _not_vendor,
             "fit on the rest, scored on vendor tables": _vendor,
         }
-        lofo, _, _ = scheme_scores(samples, "family", by_vendor, sides, None, dev)
+        lofo, _, _ = scheme_scores(samples, "family", by_vendor, sides, None, None)
         scores = loso + lofo[1:]
     ranks = layout_ranks(samples, model)
-    shipped = interval_offsets(samples, ho.typical, by_source, (), dev)
+    shipped = interval_offsets(samples, ho.typical, by_source, (), None)
     coverage = _balanced_coverage(loso, samples, dev, shipped)
     return LlmEvaluation(scores, shipped[:2], shipped[2], error, ranks, coverage)
