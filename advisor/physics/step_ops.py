@@ -316,9 +316,10 @@ class ComposedStep:
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
             routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            # Unfolded, an expert-parallel group strides over the tensor x context parallel ranks; folded, its
-            # ranks are adjacent (Megatron-Core's expert rank order etp-ep-dp-pp).
-            span = s.ep * (s.tp * s.cp if s.etp == 0 else s.etp)
+            # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank order
+            # etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/
+            # parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends in ep).
+            span = s.ep * s.expert_tp
             nodes = max(1, math.ceil(span / s.node_size))
             # Dispatch and combine, forward and backward (and again when the forward is recomputed).
             acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
@@ -408,6 +409,9 @@ class ComposedStep:
         all-to-all, sort the chunks by local expert; then sort back, all-to-all, unpermute with the routing
         weights), a copy of every routed token each way: memory-bound, priced at the measured bandwidth."""
         arch = self.arch
+        # Each rank routes its own 1 / (tp / expert TP) of the tokens (sequence parallel) when the experts are
+        # split fewer ways than the attention.
+        tokens = max(1, tokens * s.expert_tp // s.tp)
         routed = tokens * arch.experts_per_token
         local = max(1, arch.experts // s.ep)
         sorts = 2.0 if s.ep > 1 and local > 1 else 0.0
