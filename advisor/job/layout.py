@@ -101,10 +101,10 @@ _FIELDS = tuple(f.name for f in fields(Layout))
 def expert_tp(tp: int, ranks: int, ep: int) -> int:
     """Tensor-parallel ranks that split each expert when `ep` expert-parallel ranks run beside `ranks` data x
     context parallel ones (Layout.expert_tp): 1, the experts whole on each rank, wherever expert parallelism
-    runs (ep > 1 dividing tp x ranks), as the stacks run their MoE models: Megatron-Core's MoE parallel folding
-    gives the experts their own groups, expert TP x EP x expert DP = TP x CP x DP per pipeline stage, and
-    recommends expert TP 1 for fine-grained MoE ("better GEMM efficiency, less communication", "keeps ... EP
-    communication within NVLink domain": NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/transformer/moe/
+    runs (ep > 1 dividing tp x ranks), as the stacks run their MoE models. Megatron-Core's MoE parallel
+    folding gives the experts their own groups (expert TP x EP x expert DP = TP x CP x DP per pipeline stage)
+    and its MoE README recommends expert TP 1 for fine-grained MoE ("Use ETP=1 for MoE (better GEMM
+    efficiency, less communication)": NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/transformer/moe/
     README.md); Megatron-Bridge's MoE recipes all set it (expert_tensor_parallel_size=1 in the DeepSeek-V3
     and Qwen3 bases: NVIDIA-NeMo/Megatron-Bridge@042641823051:scripts/performance/configs/deepseek/
     deepseek_workload_base_configs.py, @01b2977e518f:scripts/performance/configs/qwen/

@@ -316,9 +316,10 @@ class ComposedStep:
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
             routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank order
-            # etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/
-            # parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends in ep).
+            # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank
+            # order etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:
+            # megatron/core/parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends
+            # in ep).
             span = s.ep * s.expert_tp
             nodes = max(1, math.ceil(span / s.node_size))
             # Dispatch and combine, forward and backward (and again when the forward is recomputed).
