@@ -47,10 +47,8 @@ class Layout:
 
     @property
     def expert_tp(self) -> int:
-        """Tensor-parallel ranks that split each expert: tp where expert parallelism divides the data x
-        context parallel ranks; otherwise the experts are folded over the tensor-parallel ranks too (MoE
-        parallel folding: expert TP x EP x expert DP = TP x CP x DP, NVIDIA/Megatron-LM@00caa53af309:
-        megatron/core/parallel_state.py initialize_model_parallel), with the widest expert TP that fits."""
+        """Tensor-parallel ranks that split each expert: 1 wherever expert parallelism runs (the experts whole
+        on each rank, the expert-parallel group over adjacent ranks; `expert_tp` below says whose recipes)."""
         return expert_tp(self.tp, self.cp * self.dp, self.ep)
 
     @property
@@ -69,7 +67,7 @@ class Layout:
             parts.append(f"CP{self.cp}")
         if self.ep > 1:
             folded = self.expert_tp != self.tp
-            parts.append(f"EP{self.ep}" + (f" (folded, expert TP {self.expert_tp})" if folded else ""))
+            parts.append(f"EP{self.ep}" + (f" (expert TP {self.expert_tp})" if folded else ""))
         if self.dp > 1 and (parts or self.sharding in ("none", "ddp")):
             parts.append(f"DP{self.dp}")
         text = " x ".join(parts)
@@ -102,8 +100,19 @@ _FIELDS = tuple(f.name for f in fields(Layout))
 
 def expert_tp(tp: int, ranks: int, ep: int) -> int:
     """Tensor-parallel ranks that split each expert when `ep` expert-parallel ranks run beside `ranks` data x
-    context parallel ones (Layout.expert_tp): tp when ep divides them, else the largest divisor of tp whose
-    product with ep divides tp x ranks (1 at least, where ep divides that product at all)."""
-    if ep <= 1 or ranks % ep == 0:
+    context parallel ones (Layout.expert_tp): 1, the experts whole on each rank, wherever expert parallelism
+    runs (ep > 1 dividing tp x ranks), as the stacks run their MoE models. Megatron-Core's MoE parallel
+    folding gives the experts their own groups (expert TP x EP x expert DP = TP x CP x DP per pipeline stage)
+    and its MoE README recommends expert TP 1 for fine-grained MoE ("Use ETP=1 for MoE (better GEMM
+    efficiency, less communication)": NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/transformer/moe/
+    README.md); Megatron-Bridge's MoE recipes all set it (expert_tensor_parallel_size=1 in the DeepSeek-V3
+    and Qwen3 bases: NVIDIA-NeMo/Megatron-Bridge@042641823051:scripts/performance/configs/deepseek/
+    deepseek_workload_base_configs.py, @01b2977e518f:scripts/performance/configs/qwen/
+    qwen3_workload_base_configs.py); torchtitan's experts borrow the FSDP and TP ranks and are never
+    tensor-parallel (efsdp = dp_shard x cp x tp / ep, pytorch/torchtitan@b5bcd76c66d0:torchtitan/config/
+    configs.py); DeepSpeed-MoE's enable_expert_tensor_parallelism defaults to False. Megatron-LM's own flag
+    defaults to TP (megatron/training/arguments.py), so the launch command states it. tp where no expert
+    parallelism runs (or ep does not divide the ranks: a layout config_check refuses)."""
+    if ep <= 1 or (tp * ranks) % ep:
         return tp
-    return next((d for d in range(tp, 0, -1) if tp % d == 0 and (tp * ranks) % (d * ep) == 0), 1)
+    return 1

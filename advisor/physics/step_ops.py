@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
-from advisor.job.layout import Layout
+from advisor.job.layout import Layout, expert_tp
 from advisor.job.resolve import Job
 from advisor.job.shape import Arch
 from advisor.physics.best_prices import BestPrices
@@ -316,9 +316,11 @@ class ComposedStep:
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
             routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            # Unfolded, an expert-parallel group strides over the tensor x context parallel ranks; folded, its
-            # ranks are adjacent (Megatron-Core's expert rank order etp-ep-dp-pp).
-            span = s.ep * (s.tp * s.cp if s.etp == 0 else s.etp)
+            # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank
+            # order etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:
+            # megatron/core/parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends
+            # in ep).
+            span = s.ep * s.expert_tp
             nodes = max(1, math.ceil(span / s.node_size))
             # Dispatch and combine, forward and backward (and again when the forward is recomputed).
             acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
@@ -408,6 +410,9 @@ class ComposedStep:
         all-to-all, sort the chunks by local expert; then sort back, all-to-all, unpermute with the routing
         weights), a copy of every routed token each way: memory-bound, priced at the measured bandwidth."""
         arch = self.arch
+        # Each rank routes its own 1 / (tp / expert TP) of the tokens (sequence parallel) when the experts are
+        # split fewer ways than the attention.
+        tokens = max(1, tokens * s.expert_tp // s.tp)
         routed = tokens * arch.experts_per_token
         local = max(1, arch.experts // s.ep)
         sorts = 2.0 if s.ep > 1 and local > 1 else 0.0
@@ -475,10 +480,11 @@ class ComposedStep:
         key = (precision, tp, pp, cp, ep, recompute, virtual, node)
         got = self._floors.get(key)
         if got is None:
-            s = _Shape(precision, tp, cp, 1, recompute, ep, node)
+            s = _Shape(precision, tp, cp, 1, recompute, ep, node, _shape_etp(tp, ep))
             tokens = max(1, self.job.seq_len // cp)
             arch = self.arch
-            per_expert = max(1, tokens * arch.experts_per_token * ep // arch.experts) if arch.is_moe else 0
+            routed = tokens * s.expert_tp // tp * arch.experts_per_token
+            per_expert = max(1, routed * ep // arch.experts) if arch.is_moe else 0
             scales = frozenset({tokens, per_expert})
             best = self._best.get(scales)
             if best is None:  # this step on the best-rate prices, its own layer memo shared by the shapes
@@ -591,7 +597,7 @@ class ComposedStep:
         """One micro-batch on the slowest stage (stage_of's key): its compute at the tables' rates and its
         exposed communication. A step of m micro-batches takes at least (m + (p - 1) / v) times it, as its
         compute is never taken below the tables' rates (a search's bound of one trial)."""
-        stage = self.stage_of(key)
+        stage = self.stage_of(key, _shape_etp(key[1], key[5]))
         return stage.compute + stage.comm
 
     def step(
@@ -701,6 +707,14 @@ def chunk_sizes(layers: int, chunks: int) -> list[int]:
         size = (layers + 2) // chunks
         return [size - 1, *([size] * (chunks - 2)), size - 1]
     return [layers // chunks + (1 if c < layers % chunks else 0) for c in range(chunks)]
+
+
+def _shape_etp(tp: int, ep: int) -> int:
+    """The _Shape's etp of every layout at this tp and ep (0: the experts split tp ways, as the attention):
+    Layout.expert_tp does not depend on the data-parallel size (whole experts wherever EP runs), so a search's
+    bounds price the same GEMMs and all-to-all span as the layouts they bound."""
+    etp = expert_tp(tp, ep, ep)  # ranks = ep: any data x context parallel size EP divides
+    return etp if etp != tp else 0
 
 
 def _gemms(
