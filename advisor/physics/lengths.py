@@ -5,9 +5,9 @@ Why it matters under load: requests of equal lengths that start together finish 
 closed loop of them keeps its batch full to the end. A ShareGPT run's outputs spread over an order of
 magnitude (`vllm bench serve --dataset-name sharegpt` keeps each conversation's own completion length,
 filtered by `is_valid_sequence`: a prompt of at most 1,024 tokens, prompt + output at most 2,048:
-vllm-project/vllm@0056b87fc1fda2642f39dda4392824c425dd1638 `vllm/benchmarks/datasets.py`, the function
-imported from `vllm/benchmarks/dataset_utils.py`; its random dataset's DEFAULT_RANGE_RATIO is 0.0, every
-request the stated lengths, which is 'fixed' here), so the batch empties as
+vllm-project/vllm@5c92be2491896f931cb83f518402741421c871dc `vllm/benchmarks/dataset_utils.py`, which
+`vllm/benchmarks/datasets.py` imports; there (vllm-project/vllm@0056b87fc1fda2642f39dda4392824c425dd1638)
+the random dataset's DEFAULT_RANGE_RATIO is 0.0, every request the stated lengths, 'fixed' here), so the batch empties as
 the short ones finish and the longest few decode almost alone at the end of a burst: its makespan is the
 longest request's, not the mean's, and throughput (output tokens / the makespan) falls.
 
