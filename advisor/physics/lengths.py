@@ -7,9 +7,9 @@ magnitude (`vllm bench serve --dataset-name sharegpt` keeps each conversation's 
 filtered by `is_valid_sequence`: a prompt of at most 1,024 tokens, prompt + output at most 2,048:
 vllm-project/vllm@5c92be2491896f931cb83f518402741421c871dc `vllm/benchmarks/dataset_utils.py`, which
 `vllm/benchmarks/datasets.py` imports; there (vllm-project/vllm@0056b87fc1fda2642f39dda4392824c425dd1638)
-the random dataset's DEFAULT_RANGE_RATIO is 0.0, every request the stated lengths, 'fixed' here), so the batch empties as
-the short ones finish and the longest few decode almost alone at the end of a burst: its makespan is the
-longest request's, not the mean's, and throughput (output tokens / the makespan) falls.
+the random dataset's DEFAULT_RANGE_RATIO is 0.0, every request the stated lengths, 'fixed' here), so the
+batch empties as the short ones finish and the longest few decode almost alone at the end of a burst: its
+makespan is the longest request's, not the mean's, and throughput (output tokens / the makespan) falls.
 
 The spread is the one the serving fit has drawn its ShareGPT rows with (advisor/learned/serving/data.py,
 since the closed-loop simulation): each length a lognormal factor of median exp(-0.32) and log-spread 0.8,
