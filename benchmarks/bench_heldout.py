@@ -245,7 +245,24 @@ def serving_base(row: dict[str, str], mode: str) -> list[str]:
     # a workload fact, typed or not: the share of each prompt the engine had cached (the same prompts sent
     # again to a server with prefix caching on)
     _flag(args, "--prefix-cache-hit", row.get("prefix_cache_hit", ""))
+    _flag(args, "--request-lengths", request_lengths(row))
     return args
+
+
+HELD_LENGTHS = ("filtered to the input length", "new tokens", "max 512 output tokens")
+"""ShareGPT rows whose harness held the lengths (prompts sampled near the stated length and exactly the
+stated output asked for; a fixed number of new tokens) or capped the outputs well inside the spread (a
+512-token cap at a 347-token mean): not spread as a ShareGPT run's own lengths are."""
+
+
+def request_lengths(row: dict[str, str]) -> str:
+    """A workload fact, typed or not: 'sharegpt' where the run sent ShareGPT conversations with their own
+    lengths (vllm bench serve / sglang.bench_serving --dataset-name sharegpt: each request's prompt and
+    output as the conversation has them, around the stated means), else '' (the stated lengths)."""
+    dataset = row.get("dataset", "").lower()
+    if "sharegpt" not in dataset or any(held in dataset for held in HELD_LENGTHS):
+        return ""
+    return "sharegpt"
 
 
 def _e2e_s(data: dict, osl: int) -> float | None:

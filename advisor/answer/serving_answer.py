@@ -197,6 +197,16 @@ def prefix_note(hit: float, prompt: int) -> str:
     )
 
 
+LENGTHS_NOTE = (
+    "request lengths: ShareGPT-like, each request's prompt and output drawn around the stated means "
+    "(lognormal, log-spread 0.8, mean kept; a prompt at most 1,024 tokens and prompt + output at most "
+    "2,048, as vllm bench serve's ShareGPT sampler keeps them; advisor/physics/lengths.py): in a burst, a "
+    "closed loop and a simulated run at a rate the short requests finish early and the longest decode in a "
+    "thinning batch; the mean-value analysis that sizes replicas for a rate uses the means"
+)
+"""What --request-lengths sharegpt changes."""
+
+
 def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
     """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed."""
     job = ctx.job
@@ -227,6 +237,8 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
         )
         if lim.prefix_hit > 0:
             notes.append(prefix_note(lim.prefix_hit, job.prompt_tokens))
+    if job.config.request_lengths == "sharegpt":
+        notes.append(LENGTHS_NOTE)
     q = job.slo_percentile
     targets = []
     if job.ttft_ms:

@@ -31,6 +31,7 @@ from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of th
     Precision,
     PricingPlan,
     Recompute,
+    RequestLengths,
     SloPercentile,
     Stack,
     WorkloadKind,
@@ -80,6 +81,9 @@ class RunConfig:
     prefix_cache_hit: float | None = None
     """Share of each prompt's tokens the serving engine finds in its prefix cache (a shared system prompt,
     or the same prompts sent again); None: none."""
+    request_lengths: RequestLengths | None = None
+    """How the serving requests' lengths spread around the stated prompt and output tokens ('sharegpt': a
+    ShareGPT-like spread, advisor/physics/lengths.py); None: every request the stated lengths."""
 
     def __post_init__(self) -> None:
         named = getattr(self.stack, "given", None)  # fields.Aliased: the name given travels with the value

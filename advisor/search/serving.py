@@ -41,6 +41,7 @@ from advisor.physics.batching import (
     steady_state,
     tpot_quantile,
 )
+from advisor.physics.lengths import request_lengths
 from advisor.physics.memory import inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, Replica, prefill_alone_s, stage_times
 from advisor.question.errors import InputError
@@ -148,6 +149,13 @@ def in_flight(job: Job, replicas: int) -> int | None:
     return None
 
 
+def answer_lengths(job: Job, n: int) -> list[tuple[int, int]]:
+    """The (prompt, output) lengths of `n` simulated requests: the stated ones, or spread as the stated
+    dataset spreads them (--request-lengths sharegpt: advisor/physics/lengths.py)."""
+    spread = job.config.request_lengths or "fixed"
+    return request_lengths(job.prompt_tokens, job.output_tokens, n, spread)
+
+
 def filled_share(job: Job, replicas: int, per: int) -> float:
     """The share of `replicas` x `per` client slots a stated concurrency fills: N clients spread over R
     replicas run ceil(N / R) on some and fewer (or none) on the others, so the deployment completes what
@@ -175,7 +183,7 @@ def closed_loop(
     of `prompts` requests counted as a benchmark of that many counts them (closed_requests)."""
     job, s = ctx.job, fig.setup
     n, counted_as = closed_requests(concurrency, prompts)
-    lengths = [(job.prompt_tokens, job.output_tokens)] * n
+    lengths = answer_lengths(job, n)
     cap = min(fig.sat.cap, concurrency)
     sched = closed_schedule(
         s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, concurrency
@@ -212,7 +220,7 @@ def burst(ctx: Context, fig: Figures, prompts: int, quantile: float) -> tuple[La
     The engine's scheduler simulated (its running cap and KV blocks from knowledge/serving_engines.toml
     admit them in waves, its token budget chunks the prefills), every request counted once."""
     job, s = ctx.job, fig.setup
-    lengths = [(job.prompt_tokens, job.output_tokens)] * prompts
+    lengths = answer_lengths(job, prompts)
     cap = min(fig.sat.cap, prompts)
     sched = closed_schedule(s.limits, cap, kv_tokens(s.replica, s.limits, s.overhead_bytes), lengths, prompts)
     if sched is None:
@@ -241,7 +249,7 @@ def stated_load(ctx: Context, served: Served) -> LoadStats | None:
     fig, s = served.figures, served.figures.setup
     if not given or served.rate <= 0 or served.rate >= fig.sat.requests_s or served.prefill_replicas:
         return None
-    lengths = [(job.prompt_tokens, job.output_tokens)] * OPEN_LOOP_REQUESTS
+    lengths = answer_lengths(job, OPEN_LOOP_REQUESTS)
     kv = kv_tokens(s.replica, s.limits, s.overhead_bytes)
     served.stats = simulate_open(s.replica, fig.eff, s.limits, fig.sat.cap, kv, lengths, served.rate)
     return served.stats
@@ -456,7 +464,7 @@ def _size_for_finite_run(
     n = job.num_prompts or 1
     per = math.ceil(n / max(replicas, 1))
     rate = job.requests_per_s / max(replicas, 1)
-    lengths = [(job.prompt_tokens, job.output_tokens)] * per
+    lengths = answer_lengths(job, per)
     kv = kv_tokens(s.replica, s.limits, s.overhead_bytes)
     got = finite_open(s.replica, fig.eff, s.limits, fig.sat.cap, kv, lengths, rate, targets.quantile)
     load = got[0] if got else None

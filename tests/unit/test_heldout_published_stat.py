@@ -81,3 +81,18 @@ def test_an_open_row_with_its_prompt_count_is_asked_as_that_finite_run(monkeypat
     assert "finite run" in how
     _, how = bench.serve_load({**row, "num_prompts": ""}, ["--model", "m"])
     assert asked[-1] == ["--model", "m", "--requests-per-s", "16"] and how == "--requests-per-s"
+
+
+def test_a_sharegpt_row_is_asked_with_its_lengths_spread_unless_the_harness_held_them() -> None:
+    """A row whose run sent ShareGPT conversations with their own lengths is asked with --request-lengths
+    sharegpt, in both modes (a workload fact); one whose harness held the lengths, or that names no ShareGPT
+    set, with the stated lengths."""
+    bench = _bench()
+    row = {"model": "mistral-7b", "gpu": "h100-sxm", "count": "1", "isl": "230", "osl": "224"}
+    spread = {**row, "dataset": "ShareGPT_V3_unfiltered_cleaned_split"}
+    held = {**row, "dataset": "ShareGPT_V3 prompts filtered to the input length"}
+    for mode in ("stated", "typed"):
+        args = bench.serving_base(spread, mode)
+        assert args[args.index("--request-lengths") + 1] == "sharegpt"
+        assert "--request-lengths" not in bench.serving_base(held, mode)
+        assert "--request-lengths" not in bench.serving_base({**row, "dataset": "random"}, mode)

@@ -13,6 +13,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from advisor.learned.serving.replica import EngineFlags, Setup, build
+from advisor.physics.lengths import drawn
 from advisor.question.vocab import ENGINES
 
 if TYPE_CHECKING:
@@ -182,15 +183,7 @@ def load_cases(knowledge: Knowledge | None = None) -> tuple[list[Case], Counter[
 
 def lengths_of(c: Case, n: int) -> list[tuple[int, int]]:
     """(prompt, output) of `n` requests like the row's: fixed, or drawn around its means with a fixed seed
-    (ShareGPT-like: lognormal, spread 0.8; random-uniform: +-25%)."""
-    if c.dataset in ("fixed", "sonnet", ""):
-        return [(c.isl, c.osl)] * n
-    rng = random.Random(zlib.crc32(c.ref.encode()))
-    out = []
-    for _ in range(n):
-        if c.dataset == "sharegpt":
-            f_in, f_out = rng.lognormvariate(-0.32, 0.8), rng.lognormvariate(-0.32, 0.8)
-        else:
-            f_in, f_out = rng.uniform(0.75, 1.25), rng.uniform(0.75, 1.25)
-        out.append((max(1, round(c.isl * f_in)), max(1, round(c.osl * f_out))))
-    return out
+    (ShareGPT-like: lognormal, spread 0.8; random-uniform: +-25%; advisor/physics/lengths.py, as answers
+    draw them, uncapped as the fit always drew them)."""
+    dataset = c.dataset if c.dataset in ("sharegpt", "fixed", "sonnet", "") else "random-uniform"
+    return drawn(c.isl, c.osl, n, dataset, random.Random(zlib.crc32(c.ref.encode())), capped=False)
