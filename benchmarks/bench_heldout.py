@@ -424,7 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     training_csv, serving_csv = run_files(args.runs)
-    needed = {"training": (training_csv,), "serving": (serving_csv,)}.get(args.only, (training_csv, serving_csv))
+    halves = {"training": (training_csv,), "serving": (serving_csv,)}
+    needed = halves.get(args.only, (training_csv, serving_csv))
     missing = [p.name for p in needed if not p.is_file()]
     if missing:
         sets = sorted(p.name.removesuffix("_training_runs.csv") for p in HERE.glob("*_training_runs.csv"))

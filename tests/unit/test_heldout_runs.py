@@ -39,13 +39,13 @@ SERVING8 = ROOT / "benchmarks" / "heldout8_serving_runs.csv"
 # The sealed ninth set (docs/heldout.md): built and scored once in stop 41; sources unused elsewhere.
 TRAINING9 = ROOT / "benchmarks" / "heldout9_training_runs.csv"
 SERVING9 = ROOT / "benchmarks" / "heldout9_serving_runs.csv"
-# The sealed tenth set's training half (docs/heldout.md): built in stop 42, scored once by the lead at its end.
+# The sealed tenth set's training half (docs/heldout.md): built in stop 42, scored once by the lead.
 TRAINING10 = ROOT / "benchmarks" / "heldout10_training_runs.csv"
 # The ninth set's floors (docs/heldout.md, "The sealed ninth set"): what it holds, so that a lost row fails
 # (first pass 19 training / 25 serving rows from 7 origins; widened by heldout9b to 41 / 46 from 15 origins).
 MIN_ORIGINS_9, MIN_SERVING_9 = 15, 46
 MIN_TRAINING_9, MIN_TRAINING_SOURCES_9, MIN_TRAINING_FAMILIES_9 = 41, 8, 4
-# The tenth set's training floors (docs/heldout.md, "The sealed tenth set"): what it holds, so that a lost row fails.
+# The tenth set's training floors (docs/heldout.md, "The sealed tenth set"): a lost row fails.
 MIN_TRAINING_10, MIN_TRAINING_SOURCES_10, MIN_TRAINING_FAMILIES_10, MIN_GPU_KINDS_10 = 52, 7, 4, 8
 SET_IDS = ["heldout", *(f"heldout{n}" for n in range(2, 10))]
 LORA_TARGETS = {"all", "attention"}
@@ -501,8 +501,8 @@ def test_heldout10_source_ids_are_new() -> None:
 
 def test_heldout10_is_wide_enough_to_judge() -> None:
     """What the tenth set's training half was built to judge (docs/heldout.md): seven publishers in four
-    families, eight GPU kinds from one to eight GPUs, pre-training and full and LoRA fine-tuning, a layout group
-    of one source at one count, and sources that vary one thing (model size, GPU kind, sequence, batch)."""
+    families, eight GPU kinds from one to eight GPUs, pre-training and full and LoRA fine-tuning, and a
+    layout group of one source at one count."""
     training = _rows(TRAINING10)
     assert len(training) >= MIN_TRAINING_10, f"{len(training)} training runs in heldout10"
     assert len({r["source_id"] for r in training}) >= MIN_TRAINING_SOURCES_10, "too few training sources"
