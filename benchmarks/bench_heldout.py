@@ -7,9 +7,9 @@ overall; Kendall's tau of the layout order within each group that varies only th
 (benchmarks/heldout_serving_runs.csv): output throughput, TTFT and TPOT per loop kind (closed, open,
 offline, static batch), within 2x. Refusals are listed.
 
-Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2|...|heldout9]   (seconds)
+Run: .venv/bin/python benchmarks/bench_heldout.py [--detail] [--runs heldout2|...|heldout10]   (seconds)
 --runs picks the run set: benchmarks/<runs>_training_runs.csv and <runs>_serving_runs.csv (default heldout;
-heldout2-heldout9 are the later sealed sets, docs/heldout.md).
+heldout2-heldout10 are the later sealed sets, docs/heldout.md).
 """
 
 from __future__ import annotations
@@ -437,17 +437,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runs",
         default=DEFAULT_RUNS,
         help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv "
-        "(default heldout; heldout2 .. heldout9)",
+        "(default heldout; heldout2 .. heldout10); with --only, only that half's file is needed",
     )
     args = parser.parse_args(argv)
     training_csv, serving_csv = run_files(args.runs)
-    missing = [p.name for p in (training_csv, serving_csv) if not p.is_file()]
+    halves = {"training": (training_csv,), "serving": (serving_csv,)}
+    needed = halves.get(args.only, (training_csv, serving_csv))
+    missing = [p.name for p in needed if not p.is_file()]
     if missing:
         sets = sorted(p.name.removesuffix("_training_runs.csv") for p in HERE.glob("*_training_runs.csv"))
         accepted = ", ".join(sets)
         print(f"error: --runs {args.runs!r}: no {', '.join(missing)} in benchmarks/; accepted: {accepted}")
         return 2
-    print(f"run set: {args.runs} ({training_csv.name}, {serving_csv.name})")
+    print(f"run set: {args.runs} ({', '.join(p.name for p in needed)})")
     if args.only != "serving":
         rows = read_rows(training_csv)
         print_training([run_training(row, mode) for mode in MODES for row in rows], args.detail)

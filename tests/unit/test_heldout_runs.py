@@ -39,10 +39,16 @@ SERVING8 = ROOT / "benchmarks" / "heldout8_serving_runs.csv"
 # The sealed ninth set (docs/heldout.md): built and scored once in stop 41; sources unused elsewhere.
 TRAINING9 = ROOT / "benchmarks" / "heldout9_training_runs.csv"
 SERVING9 = ROOT / "benchmarks" / "heldout9_serving_runs.csv"
+# The sealed tenth set's training half (docs/heldout.md): built in stop 42, scored once by the lead.
+TRAINING10 = ROOT / "benchmarks" / "heldout10_training_runs.csv"
 # The ninth set's floors (docs/heldout.md, "The sealed ninth set"): what it holds, so that a lost row fails
 # (first pass 19 training / 25 serving rows from 7 origins; widened by heldout9b to 41 / 46 from 15 origins).
 MIN_ORIGINS_9, MIN_SERVING_9 = 15, 46
 MIN_TRAINING_9, MIN_TRAINING_SOURCES_9, MIN_TRAINING_FAMILIES_9 = 41, 8, 4
+# The tenth set's training floors (docs/heldout.md, "The sealed tenth set"): a lost row fails (first pass 52
+# runs from 7 publishers on 1-8 GPUs; widened by heldout10b to 73 from 10, up to 128 GPUs, with QLoRA).
+MIN_TRAINING_10, MIN_TRAINING_SOURCES_10, MIN_TRAINING_FAMILIES_10, MIN_GPU_KINDS_10 = 73, 10, 4, 9
+MAX_COUNT_10 = 128
 SET_IDS = ["heldout", *(f"heldout{n}" for n in range(2, 10))]
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
@@ -473,6 +479,48 @@ def test_heldout9_widening_covers_papers_toolkits_and_batch_one_tpot() -> None:
     batch_one = [r for r in serving if r["tpot_ms"] and "1" in (r["concurrency"], r["batch"])]
     assert len(batch_one) >= 13, f"{len(batch_one)} TPOT rows at one request"
     assert len({r["gpu"] for r in batch_one}) >= 3, "batch-1 TPOT on fewer than three GPU kinds"
+
+
+SETS_1_TO_9 = [*SETS_1_TO_8, TRAINING9, SERVING9]
+
+
+def test_heldout10_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
+    test_training_rows_parse(catalogue, TRAINING10)
+
+
+def test_heldout10_sources_appear_nowhere_else() -> None:
+    """The tenth sealed set's training half is held out from everything, sets 1-9 included (rerun by the lead
+    on the merged tree, where it catches a branch that put a heldout10 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING10), SETS_1_TO_9, MIN_TRAINING_SOURCES_10, "heldout10")
+
+
+def test_heldout10_source_ids_are_new() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_9 for r in _rows(path)}
+    tenth = {r["source_id"] for r in _rows(TRAINING10)}
+    assert not earlier & tenth, f"source ids shared with an earlier set: {sorted(earlier & tenth)}"
+    assert all(r["family"] != "mlperf" for r in _rows(TRAINING10)), "an MLPerf row in the tenth set"
+
+
+def test_heldout10_is_wide_enough_to_judge() -> None:
+    """What the tenth set's training half was built to judge (docs/heldout.md): ten publishers in four
+    families, nine GPU kinds from one to 128 GPUs, pre-training and full, LoRA and QLoRA fine-tuning, a
+    layout group of one source at one count, and one source varying only the GPU count at scale."""
+    training = _rows(TRAINING10)
+    assert len(training) >= MIN_TRAINING_10, f"{len(training)} training runs in heldout10"
+    assert len({r["source_id"] for r in training}) >= MIN_TRAINING_SOURCES_10, "too few training sources"
+    assert len({r["family"] for r in training}) >= MIN_TRAINING_FAMILIES_10, "too few training families"
+    assert len({r["gpu"] for r in training}) >= MIN_GPU_KINDS_10, "too few GPU kinds"
+    workloads = {r["workload"] for r in training}
+    assert workloads >= {"pretrain", "finetune", "lora", "qlora"}, "a workload is missing"
+    groups = [r["layout_group"] for r in training if r["layout_group"]]
+    assert any(groups.count(g) >= 3 for g in set(groups)), "no layout group of three runs or more"
+    assert min(int(r["count"]) for r in training) == 1, "no one-GPU run"
+    assert max(int(r["count"]) for r in training) >= MAX_COUNT_10, "no run at the widened scale"
+    scaled = {}
+    for r in training:
+        if int(r["count"]) >= 32:
+            scaled.setdefault((r["source_id"], r["gpu"], r["micro_batch"]), set()).add(int(r["count"]))
+    assert any(len(counts) >= 3 for counts in scaled.values()), "no source varying only the count at scale"
 
 
 def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
