@@ -420,11 +420,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runs",
         default=DEFAULT_RUNS,
         help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv "
-        "(default heldout; heldout2 .. heldout9)",
+        "(default heldout; heldout2 .. heldout10)",
     )
     args = parser.parse_args(argv)
     training_csv, serving_csv = run_files(args.runs)
-    missing = [p.name for p in (training_csv, serving_csv) if not p.is_file()]
+    halves = ((training_csv, "training"), (serving_csv, "serving"))  # --only: the other half need not exist
+    missing = [p.name for p, half in halves if args.only in (None, half) and not p.is_file()]
     if missing:
         sets = sorted(p.name.removesuffix("_training_runs.csv") for p in HERE.glob("*_training_runs.csv"))
         accepted = ", ".join(sets)
