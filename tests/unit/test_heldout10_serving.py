@@ -115,7 +115,7 @@ def test_heldout10_serving_has_tpot_at_one_request_on_datacenter_gpus(rows: list
 
 
 def test_heldout10_one_source_varies_only_the_static_batch(rows: list[dict[str, str]]) -> None:
-    """The throughput-vs-batch curve: one source runs one engine, model, GPU count and lengths at >= 4 batches."""
+    """The throughput-vs-batch curve: one source, one engine, model, GPU count and lengths at >= 4 batches."""
     keys: dict[tuple[str, ...], set[str]] = {}
     for r in rows:
         if r["loop"] == "static":
