@@ -344,6 +344,11 @@ def _command(run: ReadyRun, profile: str | None) -> str:
 
     work = dump(run.workload, exclude_none=True, exclude_defaults=True)
     config = work.pop("config", {})
+    if work.get("kind") == "inference" and "batch_size" in work and "concurrency" not in work:
+        # A result's requests in flight per replica: predict states them as the deployment's concurrency,
+        # split evenly over its replicas (it takes no --micro-batch for inference).
+        replicas = run.count // max(1, config.get("tp", 1) * config.get("pp", 1))
+        work["concurrency"] = work.pop("batch_size") * max(1, replicas)
     parts = [f"--gpu {run.gpu}", f"--count {run.count}"]
     parts += [f"{flag_of('kind' if k == 'kind' else k)} {v}" for k, v in {**work, **config}.items()]
     if profile and "profile" not in work:

@@ -142,6 +142,20 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
     assert abs(load.output_tok_s / pred.throughput.value - 1) < 0.005
 
 
+def test_a_serving_result_prints_a_predict_command_that_runs(capsys) -> None:
+    """The predict command calibrate prints for a result at a concurrency runs as printed (predict takes
+    no --micro-batch for inference) and gives the figure calibrate printed."""
+    args = [str(LOGS / "vllm_bench_serve_llama31_8b_c32.json"), "--gpu", "h100-sxm", "--count", "1"]
+    code, out, _ = cli(capsys, "calibrate", *args)
+    assert code == 0, out
+    command = same_figure(out)
+    assert "--micro-batch" not in command and "--concurrency" in command
+    printed = float(re.search(r"output_tok_s: .* after ([\d,.]+)", out).group(1).replace(",", ""))
+    got = predicted(capsys, *command)["throughput"]["value"]
+    assert got == pytest.approx(printed, rel=1e-5)
+    assert abs(got / 2084.0 - 1) < 0.03
+
+
 def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
     code, out, _ = cli(
         capsys,
