@@ -45,6 +45,7 @@ def calibrate_cli(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--{actions[0]} needs --profile NAME (see them with gpu-advisor calibrate --list)"
             )
+        _has_runs(profile)
         if args.refresh:
             from advisor.catalog import load_knowledge
 
@@ -58,6 +59,19 @@ def calibrate_cli(args: argparse.Namespace) -> int:
     from advisor.catalog import load_knowledge
 
     return _calibrate(load_knowledge(), args, values)
+
+
+def _has_runs(profile: str) -> None:
+    """Refuse a profile with no runs (a mistyped name), naming the nearest and the ones that have runs."""
+    from advisor.catalog.run_store import list_profiles, load_runs
+    from advisor.question.fields import did_you_mean
+
+    if load_runs(profile):
+        return
+    names = [n for n in list_profiles() if load_runs(n)]
+    known = f"profiles with runs: {', '.join(names)}" if names else "no profile has runs yet"
+    hint = did_you_mean(profile, names)
+    raise InputError(f"profile {shown(profile)} has no calibration runs; {hint + ' ' if hint else ''}{known}")
 
 
 def _list(fmt: str) -> int:

@@ -229,6 +229,19 @@ def test_profiles_are_named_listed_exported_and_reset(capsys, tmp_path: Path) ->
     assert cli(capsys, "calibrate", "--list")[1].startswith("no calibration profiles")
 
 
+@pytest.mark.parametrize("action", ["--reset", "--refresh", "--export"])
+def test_a_mistyped_profile_is_refused_naming_the_profiles_and_nothing_is_made(
+    capsys, tmp_path: Path, action: str
+) -> None:
+    assert cli(capsys, "calibrate", *TITAN, "--profile", "lab-a")[0] == 0
+    extra = [str(tmp_path / "out.json")] if action == "--export" else []
+    code, out, err = cli(capsys, "calibrate", action, *extra, "--profile", "lab-b")
+    assert code == 2 and len(err.strip().splitlines()) == 1, out + err
+    assert "'lab-b'" in err and "lab-a" in err
+    assert sorted(p.name for p in profiles().iterdir()) == ["lab-a"]  # no empty profile made
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_a_bad_stored_file_is_moved_aside_and_predict_answers(capsys) -> None:
     assert cli(capsys, "calibrate", *TITAN)[0] == 0
     path = profiles() / "h100-sxm-torchtitan" / "runs.json"
