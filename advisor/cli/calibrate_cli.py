@@ -52,10 +52,9 @@ def calibrate_cli(args: argparse.Namespace) -> int:
             return _refresh(load_knowledge(), profile)
         return _reset(profile) if args.reset else _export(profile, args.export, args.force)
     if not args.file:
-        raise InputError(
-            "give a run file (a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training "
-            "log, a vLLM or SGLang serving result), --list, or --reset/--export --profile NAME"
-        )
+        from advisor.catalog.run_logs.detect import FORMATS
+
+        raise InputError(f"give a run file ({FORMATS}), --list, or --reset/--export/--refresh --profile NAME")
     from advisor.catalog import load_knowledge
 
     return _calibrate(load_knowledge(), args, values)

@@ -301,9 +301,9 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
         "calibrate",
         help="calibrate predictions on your own measured runs",
         description="Read your measured runs (a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or "
-        "NeMo training log, a vLLM or SGLang serving result) and store them in a profile: predictions for "
-        "that GPU and stack or engine then move toward them. What a file does not say is given with the "
-        "flags predict takes.",
+        "NeMo training log, a Lightning ThroughputMonitor metrics.csv, or a vLLM or SGLang serving result) "
+        "and store them in a profile: predictions for that GPU and stack or engine then move toward them. "
+        "What a file does not say is given with the flags predict takes.",
     )
     p.add_argument("file", nargs="*", metavar="FILE", help="runs CSV, training log or serving result")
     g = p.add_argument_group("calibration")

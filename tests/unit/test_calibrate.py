@@ -242,6 +242,16 @@ def test_a_mistyped_profile_is_refused_naming_the_profiles_and_nothing_is_made(
     assert not (tmp_path / "out.json").exists()
 
 
+def test_the_help_and_the_refusal_name_every_format_read(capsys) -> None:
+    from advisor.catalog.run_logs.detect import FORMATS
+
+    code, _, err = cli(capsys, "calibrate")
+    assert code == 2 and FORMATS in err and "--refresh" in err
+    with pytest.raises(SystemExit):
+        cli(capsys, "calibrate", "--help")
+    assert FORMATS in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_bad_stored_file_is_moved_aside_and_predict_answers(capsys) -> None:
     assert cli(capsys, "calibrate", *TITAN)[0] == 0
     path = profiles() / "h100-sxm-torchtitan" / "runs.json"
