@@ -485,8 +485,28 @@ def _unknown(parser: Parser, args: argparse.Namespace, extras: list[str]) -> NoR
 
     command = _command_parser(parser, args)
     first = extras[0].split("=", 1)[0]
-    hint = did_you_mean(first, command.option_strings()) if first.startswith("-") else ""
+    hint = _elsewhere(parser, command, first) or (
+        did_you_mean(first, command.option_strings()) if first.startswith("-") else ""
+    )
     command.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; {hint}" if hint else ""))
+
+
+INSTEAD = {("recommend", "--count"): "it searches the GPU count: --max-gpus N caps it"}
+"""What a command takes in place of another command's flag, where it differs."""
+
+
+def _elsewhere(parser: Parser, command: Parser, flag: str) -> str:
+    """'--X is a flag of A, B, not C' where other commands take the flag as given (a near miss misleads)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    name = next((n for n, p in sub.choices.items() if p is command), "") if sub is not None else ""
+    if not name or not flag.startswith("--"):
+        return ""
+    every = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    others = [n for n, p in every.choices.items() if n != name and flag in p.option_strings()]
+    if not others:
+        return ""
+    instead = INSTEAD.get((name, flag))
+    return f"{flag} is a flag of {', '.join(others)}, not {name}" + (f" ({instead})" if instead else "")
 
 
 def _say(message: str, prefix: str = "error") -> None:

@@ -115,6 +115,11 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
             ["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--cuont", "2"],
             "did you mean '--count'?",
         ),
+        # Another command's flag: named as such (not "did you mean '--recompute'?"), with what this one takes.
+        (
+            ["recommend", "--model", "llama-2-7b", "--count", "8"],
+            "--count is a flag of predict, tco, calibrate, not recommend (it searches the GPU count",
+        ),
     ],
 )
 def test_near_misses_are_suggested(args: list[str], needle: str) -> None:
