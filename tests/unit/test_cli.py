@@ -115,6 +115,7 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
             ["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--cuont", "2"],
             "did you mean '--count'?",
         ),
+        (["checklist", "oomm"], "unknown error type 'oomm'; did you mean 'oom'?"),
         # Another command's flag: named as such (not "did you mean '--recompute'?"), with what this one takes.
         (
             ["recommend", "--model", "llama-2-7b", "--count", "8"],
