@@ -156,6 +156,26 @@ def test_a_serving_result_prints_a_predict_command_that_runs(capsys) -> None:
     assert abs(got / 2084.0 - 1) < 0.03
 
 
+def test_a_serving_result_at_a_rate_or_with_its_load_given_is_read(capsys, tmp_path: Path) -> None:
+    """vLLM's result at a request rate (no max_concurrency) is read at that rate; one that says neither
+    (all prompts at once) asks for --concurrency (never --micro-batch, which predict refuses for serving),
+    and --concurrency or --requests-per-s then reads it."""
+    base = json.loads((LOGS / "vllm_bench_serve_llama31_8b_c32.json").read_text())
+    base.pop("max_concurrency")
+    rate = tmp_path / "rate.json"
+    rate.write_text(json.dumps({**base, "request_rate": 5.0}))
+    code, out, err = cli(capsys, "calibrate", str(rate), "--gpu", "h100-sxm", "--count", "1", "--dry-run")
+    assert code == 0 and "request_rate 5 req/s" in out, err
+    burst = tmp_path / "burst.json"
+    burst.write_text(json.dumps(base))  # request_rate "inf", no max_concurrency
+    args = [str(burst), "--gpu", "h100-sxm", "--count", "1"]
+    code, _, err = cli(capsys, "calibrate", *args)
+    assert code == 2 and "--concurrency" in err and "--micro-batch" not in err and "nothing was stored" in err
+    for load in (["--concurrency", "32"], ["--requests-per-s", "5"]):
+        code, out, err = cli(capsys, "calibrate", *args, *load, "--dry-run")
+        assert code == 0 and "dry run: nothing was stored" in out, err
+
+
 def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
     code, out, _ = cli(
         capsys,
