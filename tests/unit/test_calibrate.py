@@ -211,6 +211,38 @@ def test_megatron_log_reads_its_arguments(capsys) -> None:
     assert f"measured throughput: {measured:,.6g}" in out and "pp = 2 (from the file)" in out
 
 
+def test_megatron_log_reads_the_layout_its_arguments_print(capsys, tmp_path: Path) -> None:
+    """Megatron prints every argument (None where unset): no virtual stages is plain 1F1B, no recomputation
+    granularity is none, and the distributed optimizer is ZeRO-1; predict chose interleaved:8 before."""
+    text = (LOGS / "megatron_llama3_8b.log").read_text()
+    dump = (
+        "  recompute_granularity ........................... None\n"
+        "  use_distributed_optimizer ....................... True\n"
+        "  virtual_pipeline_model_parallel_size ............ None\n"
+    )
+    log = tmp_path / "megatron.log"
+    log.write_text(text.replace("  world_size", dump + "  world_size", 1))
+    args = [str(log), "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--dry-run"]
+    code, out, err = cli(capsys, "calibrate", *args)
+    assert code == 0, err
+    for said in ("recompute = 'none' (from the file)", "pp_schedule = '1f1b' (from the file)"):
+        assert said in out
+    assert "zero = 1 (from the file)" in out
+    log.write_text(
+        text.replace(
+            "  world_size",
+            dump.replace("None\n  use", "selective\n  use").replace(
+                "size ............ None", "size ............ 4"
+            )
+            + "  world_size",
+            1,
+        )
+    )
+    code, out, err = cli(capsys, "calibrate", *args)
+    assert code == 0 and "pp_schedule = 'interleaved:4' (from the file)" in out, err
+    assert "recompute = 'selective' (from the file)" in out
+
+
 @pytest.mark.parametrize("name", ["no_throughput.log", "../../../README.md"])
 def test_other_files_are_one_line_and_store_nothing(capsys, name: str) -> None:
     code, _, err = cli(capsys, "calibrate", str(LOGS / name), "--gpu", "h100-sxm", "--count", "8")
