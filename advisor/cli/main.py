@@ -176,7 +176,7 @@ def _recommend_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
     g.add_argument("--artefacts", metavar="DIR", help="write the chosen plan's launch artefacts into DIR")
     add_fields(g, ("benchmark_script",))
-    _format_arg(g, ("table", "json", "toml"), "table")
+    _format_arg(g, ("table", "json", "toml"), "table, or -o's .toml/.json")
     _output_args(g)
 
 

@@ -263,6 +263,18 @@ def test_output_file_is_atomic_and_never_clobbered(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["plan.toml"]  # no temporary file left behind
 
 
+def test_output_format_follows_the_file_name_without_format(tmp_path: Path) -> None:
+    """-o plan.toml writes TOML and -o plan.json JSON (the table only under any other name), for recommend
+    and fleet plan alike; --format, when given, wins."""
+    rec = ["recommend", "--model", "llama-2-7b", "--workload", "lora", "--tokens", "1e8"]
+    assert run(*rec, "-o", str(tmp_path / "plan.json")).returncode == 0
+    assert json.loads((tmp_path / "plan.json").read_text())["plans"]
+    fleet = ["fleet", "plan", str(Path(__file__).parents[2] / "examples" / "lab-portfolio.toml")]
+    result = run(*fleet, "-o", str(tmp_path / "fleet.toml"))
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads((tmp_path / "fleet.toml").read_text())
+
+
 def test_from_spec_reproduces_plans(tmp_path: Path) -> None:
     spec = tmp_path / "spec.toml"
     assert (
