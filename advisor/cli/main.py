@@ -163,7 +163,9 @@ def _recommend_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_fields(p.add_argument_group("owning (--deployment on-prem)"), ONPREM)
     g = p.add_argument_group("input and output")
-    add_fields(g, ("top",))
+    add_fields(
+        g, ("top", "profile"), helps={"profile": "calibration profile of your runs (default: GPU-stack)"}
+    )
     g.add_argument(
         "--scenario", help="start from a named scenario (field-guide-case-study); flags override it"
     )

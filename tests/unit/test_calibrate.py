@@ -430,3 +430,16 @@ def test_recommend_ranks_with_the_calibration_and_names_the_profile(capsys) -> N
     report = json.loads(out)
     assert any("profile h100-sxm-torchtitan" in n["text"] for n in report["notes"])
     assert report["plans"][0] != before  # the measured run was 26% under the model: the plans move
+
+
+def test_recommend_takes_a_named_profile(capsys) -> None:
+    """The benchmark script stores its run in profile 'benchmark' and says to re-run recommend with
+    --profile benchmark: recommend takes the flag, and only then uses that profile's runs."""
+    ask = ["recommend", "--model", "llama-3.1-8b", "--workload", "pretrain", "--tokens", "1e10"]
+    ask += ["--stack", "torchtitan", "--gpu", "h100-sxm", "--format", "json"]
+    assert cli(capsys, "calibrate", *TITAN, "--profile", "benchmark")[0] == 0
+    code, out, err = cli(capsys, *ask, "--profile", "benchmark")
+    assert code == 0, err
+    assert any("(profile benchmark)" in n["text"] for n in json.loads(out)["notes"])
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0 and not any("(profile benchmark)" in n["text"] for n in json.loads(out)["notes"])
