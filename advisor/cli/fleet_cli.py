@@ -1,4 +1,4 @@
-"""Provides `gpu-advisor fleet plan|validate`: the fleet planner's parser (no core imports) and runner."""
+"""Provides `gpu-advisor fleet plan FILE.toml|validate`: the fleet parser (no core imports) and runner."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ commands:
   model train|evaluate             the benchmark-trained efficiency model
   calibrate FILE                   calibrate on your own runs (CSV, training log, serving result)
   probe [--list]                   measure this node's GEMM, attention, bandwidth, collectives (torch)
-  fleet plan|validate FILE.toml    size, simulate and price a cluster for a portfolio of jobs
+  fleet plan FILE.toml|validate    size, simulate and price a cluster for a portfolio of jobs
   serve                            the guided UI in a web browser
 
 Example: gpu-advisor recommend --model llama-2-70b --workload finetune --precision bf16 --budget 20000"""

@@ -148,6 +148,9 @@ def test_top_level_help_lists_each_command_once() -> None:
         "serve",
     ):
         assert len([line for line in text.splitlines() if line.strip().startswith(command)]) == 1, command
+    # fleet validate takes no file (it checks the simulator): the synopsis gives FILE.toml to plan alone.
+    fleet = next(line for line in text.splitlines() if line.strip().startswith("fleet"))
+    assert fleet.split()[:3] == ["fleet", "plan", "FILE.toml|validate"], fleet
 
 
 def test_recommend_help_is_grouped_with_examples_and_short() -> None:
