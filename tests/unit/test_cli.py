@@ -86,6 +86,8 @@ def test_help_imports_neither_sklearn_nor_textual() -> None:
             "--count: '3.5' must be a whole",
         ),
         (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
+        # A whole number's limit exactly (4.1943e+06 named no number a user could type at the limit).
+        (["predict", "--model", "llama-2-7b", "--gpu", "h100", "--seq-len", "1e9"], "at most 4,194,304;"),
         (
             ["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"],
             "--precision: 'int4' is for inference",
