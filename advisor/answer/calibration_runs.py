@@ -89,6 +89,9 @@ def merged(knowledge: Knowledge, reading: Reading, flags: dict[str, Any]) -> tup
     return values, said
 
 
+_LOAD = {"concurrency", "batch_size", "requests_per_s", "num_prompts"}
+
+
 def _missing(values: dict[str, Any], reading: Reading) -> None:
     """One line naming the first input the run cannot be read or predicted without."""
     if "_unknown_model" in values and not ({"model", "params", "spec"} & values.keys()):
@@ -102,6 +105,8 @@ def _missing(values: dict[str, Any], reading: Reading) -> None:
     if not ({"model", "params", "spec"} & values.keys()):
         needed.append(("model", "the model it trained or served"))
     for name, why in (*needed, *reading.needs):
+        if name == "concurrency" and _LOAD & values.keys():
+            continue  # a serving load given any way: requests in flight, a static batch or a rate
         if name not in values:
             raise InputError(
                 field=name,

@@ -8,6 +8,7 @@ from advisor.catalog.checklist import ChecklistEntry
 from advisor.catalog.common import normalise_id
 from advisor.catalog.loader import Knowledge
 from advisor.question.errors import InputError
+from advisor.question.fields import did_you_mean
 
 if TYPE_CHECKING:
     from advisor.answer.report import PlanOut, Report
@@ -19,9 +20,10 @@ def entry(knowledge: Knowledge, error_type: str) -> ChecklistEntry:
     for e in knowledge.checklist:
         if e.id == wanted:
             return e
-    raise InputError(
-        f"unknown error type {error_type!r}; accepted: {', '.join(e.id for e in knowledge.checklist)}"
-    )
+    ids = [e.id for e in knowledge.checklist]
+    hint = did_you_mean(error_type, ids)
+    near = f"{hint} " if hint else ""
+    raise InputError(f"unknown error type {error_type!r}; {near}accepted: {', '.join(ids)}")
 
 
 def search(knowledge: Knowledge, text: str) -> list[ChecklistEntry]:

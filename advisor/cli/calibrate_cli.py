@@ -45,19 +45,32 @@ def calibrate_cli(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--{actions[0]} needs --profile NAME (see them with gpu-advisor calibrate --list)"
             )
+        _has_runs(profile)
         if args.refresh:
             from advisor.catalog import load_knowledge
 
             return _refresh(load_knowledge(), profile)
         return _reset(profile) if args.reset else _export(profile, args.export, args.force)
     if not args.file:
-        raise InputError(
-            "give a run file (a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or NeMo training "
-            "log, a vLLM or SGLang serving result), --list, or --reset/--export --profile NAME"
-        )
+        from advisor.catalog.run_logs.detect import FORMATS
+
+        raise InputError(f"give a run file ({FORMATS}), --list, or --reset/--export/--refresh --profile NAME")
     from advisor.catalog import load_knowledge
 
     return _calibrate(load_knowledge(), args, values)
+
+
+def _has_runs(profile: str) -> None:
+    """Refuse a profile with no runs (a mistyped name), naming the nearest and the ones that have runs."""
+    from advisor.catalog.run_store import list_profiles, load_runs
+    from advisor.question.fields import did_you_mean
+
+    if load_runs(profile):
+        return
+    names = [n for n in list_profiles() if load_runs(n)]
+    known = f"profiles with runs: {', '.join(names)}" if names else "no profile has runs yet"
+    hint = did_you_mean(profile, names)
+    raise InputError(f"profile {shown(profile)} has no calibration runs; {hint + ' ' if hint else ''}{known}")
 
 
 def _list(fmt: str) -> int:
@@ -344,6 +357,11 @@ def _command(run: ReadyRun, profile: str | None) -> str:
 
     work = dump(run.workload, exclude_none=True, exclude_defaults=True)
     config = work.pop("config", {})
+    if work.get("kind") == "inference" and "batch_size" in work and "concurrency" not in work:
+        # A result's requests in flight per replica: predict states them as the deployment's concurrency,
+        # split evenly over its replicas (it takes no --micro-batch for inference).
+        replicas = run.count // max(1, config.get("tp", 1) * config.get("pp", 1))
+        work["concurrency"] = work.pop("batch_size") * max(1, replicas)
     parts = [f"--gpu {run.gpu}", f"--count {run.count}"]
     parts += [f"{flag_of('kind' if k == 'kind' else k)} {v}" for k, v in {**work, **config}.items()]
     if profile and "profile" not in work:

@@ -12,7 +12,7 @@ from advisor.catalog import Knowledge, load_knowledge
 from advisor.cli import render
 from advisor.cli.guards import check_applicable
 from advisor.cli.options import values_of
-from advisor.cli.output import json_text
+from advisor.cli.output import json_text, output_format
 from advisor.cli.validated import validated as _validated
 from advisor.question.errors import InputError
 from advisor.question.fields import flag_of
@@ -213,7 +213,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
         onprem = onprem_overrides(args)
     report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args, on_use=True), onprem)
-    fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "table")
+    fmt = output_format(args.format, args.output)
     if fmt == "json":
         text = json_text(report.plain(), indent=2)
     elif fmt == "toml":

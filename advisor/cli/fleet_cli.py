@@ -1,4 +1,4 @@
-"""Provides `gpu-advisor fleet plan|validate`: the fleet planner's parser (no core imports) and runner."""
+"""Provides `gpu-advisor fleet plan FILE.toml|validate`: the fleet parser (no core imports) and runner."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ def add_fleet_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--weeks", help="weeks to simulate (default: the portfolio's, else 52)")
     plan.add_argument("--replications", help="seeded replications (default: the portfolio's, else 20)")
     plan.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
-    plan.add_argument("--format", choices=("table", "json", "toml"), default=None, help="default table")
+    plan.add_argument(
+        "--format", choices=("table", "json", "toml"), default=None, help="default table, or -o's .toml/.json"
+    )
     plan.add_argument("-o", "--output", metavar="FILE", help="write to FILE atomically instead of printing")
     plan.add_argument("--force", action="store_true", help="let -o replace an existing file")
     val = fsub.add_parser(
@@ -106,7 +108,7 @@ def _plan(args: argparse.Namespace) -> int:
     import json
 
     from advisor.catalog import load_knowledge
-    from advisor.cli.output import emit
+    from advisor.cli.output import emit, output_format
     from advisor.fleet.export import clean, fleet_toml
     from advisor.fleet.plan import plan_fleet
     from advisor.learned.efficiency.select import efficiency_model
@@ -115,7 +117,7 @@ def _plan(args: argparse.Namespace) -> int:
     portfolio = _portfolio(args, knowledge)
     model = efficiency_model(knowledge, prior=bool(args.prior))
     plan = plan_fleet(knowledge, portfolio, model)
-    fmt = args.format or "table"
+    fmt = output_format(args.format, args.output)
     if fmt == "json":
         text = json.dumps(clean(plan.plain()), indent=2, allow_nan=False, default=str)
     elif fmt == "toml":

@@ -30,7 +30,7 @@ commands:
   model train|evaluate             the benchmark-trained efficiency model
   calibrate FILE                   calibrate on your own runs (CSV, training log, serving result)
   probe [--list]                   measure this node's GEMM, attention, bandwidth, collectives (torch)
-  fleet plan|validate FILE.toml    size, simulate and price a cluster for a portfolio of jobs
+  fleet plan FILE.toml|validate    size, simulate and price a cluster for a portfolio of jobs
   serve                            the guided UI in a web browser
 
 Example: gpu-advisor recommend --model llama-2-70b --workload finetune --precision bf16 --budget 20000"""
@@ -163,7 +163,9 @@ def _recommend_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_fields(p.add_argument_group("owning (--deployment on-prem)"), ONPREM)
     g = p.add_argument_group("input and output")
-    add_fields(g, ("top",))
+    add_fields(
+        g, ("top", "profile"), helps={"profile": "calibration profile of your runs (default: GPU-stack)"}
+    )
     g.add_argument(
         "--scenario", help="start from a named scenario (field-guide-case-study); flags override it"
     )
@@ -176,7 +178,7 @@ def _recommend_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--prior", action="store_true", help="use the efficiency priors, not the learned model")
     g.add_argument("--artefacts", metavar="DIR", help="write the chosen plan's launch artefacts into DIR")
     add_fields(g, ("benchmark_script",))
-    _format_arg(g, ("table", "json", "toml"), "table")
+    _format_arg(g, ("table", "json", "toml"), "table, or -o's .toml/.json")
     _output_args(g)
 
 
@@ -301,9 +303,9 @@ def _calibrate_parser(sub: argparse._SubParsersAction) -> None:
         "calibrate",
         help="calibrate predictions on your own measured runs",
         description="Read your measured runs (a runs CSV, a torchtitan, Hugging Face Trainer, Megatron-LM or "
-        "NeMo training log, a vLLM or SGLang serving result) and store them in a profile: predictions for "
-        "that GPU and stack or engine then move toward them. What a file does not say is given with the "
-        "flags predict takes.",
+        "NeMo training log, a Lightning ThroughputMonitor metrics.csv, or a vLLM or SGLang serving result) "
+        "and store them in a profile: predictions for that GPU and stack or engine then move toward them. "
+        "What a file does not say is given with the flags predict takes.",
     )
     p.add_argument("file", nargs="*", metavar="FILE", help="runs CSV, training log or serving result")
     g = p.add_argument_group("calibration")
@@ -485,8 +487,28 @@ def _unknown(parser: Parser, args: argparse.Namespace, extras: list[str]) -> NoR
 
     command = _command_parser(parser, args)
     first = extras[0].split("=", 1)[0]
-    hint = did_you_mean(first, command.option_strings()) if first.startswith("-") else ""
+    hint = _elsewhere(parser, command, first) or (
+        did_you_mean(first, command.option_strings()) if first.startswith("-") else ""
+    )
     command.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; {hint}" if hint else ""))
+
+
+INSTEAD = {("recommend", "--count"): "it searches the GPU count: --max-gpus N caps it"}
+"""What a command takes in place of another command's flag, where it differs."""
+
+
+def _elsewhere(parser: Parser, command: Parser, flag: str) -> str:
+    """'--X is a flag of A, B, not C' where other commands take the flag as given (a near miss misleads)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    name = next((n for n, p in sub.choices.items() if p is command), "") if sub is not None else ""
+    if not name or not flag.startswith("--"):
+        return ""
+    every = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    others = [n for n, p in every.choices.items() if n != name and flag in p.option_strings()]
+    if not others:
+        return ""
+    instead = INSTEAD.get((name, flag))
+    return f"{flag} is a flag of {', '.join(others)}, not {name}" + (f" ({instead})" if instead else "")
 
 
 def _say(message: str, prefix: str = "error") -> None:

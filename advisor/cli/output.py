@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from advisor.question.checks import escape_controls
@@ -45,6 +46,14 @@ def finite(value: Any) -> Any:
 def json_text(value: Any, indent: int | None = 2) -> str:
     """Strict JSON of value (non-finite numbers as null): what every --format json prints."""
     return json.dumps(finite(value), indent=indent, allow_nan=False)
+
+
+def output_format(fmt: str | None, output: str | None, default: str = "table") -> str:
+    """The format given, else the one -o's file name says (.toml, .json), else the default."""
+    if fmt:
+        return fmt
+    suffix = Path(output).suffix.lower() if output else ""
+    return {".toml": "toml", ".json": "json"}.get(suffix, default)
 
 
 def emit(text: str, output: str | None, force: bool) -> None:

@@ -18,12 +18,22 @@ class Bound(NamedTuple):
     lo_open: bool = False
     hi_open: bool = False
 
+    def num(self, x: float) -> str:
+        """A limit as text: short (1e+12, 0.5), but exact where a whole number's short form is not
+        (4,194,304, never 4.1943e+06)."""
+        short = f"{x:g}"
+        return f"{int(x):,}" if self.integer and x == int(x) and float(short) != x else short
+
+    def low(self) -> str:
+        return f"greater than {self.num(self.lo)}" if self.lo_open else f"at least {self.num(self.lo)}"
+
+    def high(self) -> str:
+        return f"less than {self.num(self.hi)}" if self.hi_open else f"at most {self.num(self.hi)}"
+
     def accepted(self) -> str:
-        """The accepted range in words, e.g. 'a whole number from 1 to 1,048,576'."""
+        """The accepted range in words, e.g. 'a whole number at least 1 and at most 4,194,304'."""
         kind = "a whole number" if self.integer else "a number"
-        low = f"greater than {self.lo:g}" if self.lo_open else f"at least {self.lo:g}"
-        high = f"less than {self.hi:g}" if self.hi_open else f"at most {self.hi:g}"
-        return f"{kind} {low} and {high}"
+        return f"{kind} {self.low()} and {self.high()}"
 
 
 def finite(value: object, what: str) -> float:
@@ -60,9 +70,9 @@ def in_bound(
     too_low = number <= bound.lo if bound.lo_open else number < bound.lo
     too_high = number >= bound.hi if bound.hi_open else number > bound.hi
     if too_low:
-        raise fail("must be " + (f"greater than {bound.lo:g}" if bound.lo_open else f"at least {bound.lo:g}"))
+        raise fail(f"must be {bound.low()}")
     if too_high:
-        raise fail("must be " + (f"less than {bound.hi:g}" if bound.hi_open else f"at most {bound.hi:g}"))
+        raise fail(f"must be {bound.high()}")
     if bound.integer:
         if number != int(number):
             raise fail("must be a whole number")

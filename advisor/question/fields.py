@@ -137,9 +137,9 @@ def _bounded(f: Field, raw: object, number: float) -> float | int:
     if b is None:
         return number
     if number <= b.lo if b.lo_open else number < b.lo:
-        raise _fail(f, raw, "must be " + (f"greater than {b.lo:g}" if b.lo_open else f"at least {b.lo:g}"))
+        raise _fail(f, raw, f"must be {b.low()}")
     if number >= b.hi if b.hi_open else number > b.hi:
-        raise _fail(f, raw, "must be " + (f"less than {b.hi:g}" if b.hi_open else f"at most {b.hi:g}"))
+        raise _fail(f, raw, f"must be {b.high()}")
     if b.integer:
         if number != int(number):
             raise _fail(f, raw, "must be a whole number")

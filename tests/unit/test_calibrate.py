@@ -142,6 +142,40 @@ def test_vllm_result_calibrates_serving(capsys, knowledge) -> None:
     assert abs(load.output_tok_s / pred.throughput.value - 1) < 0.005
 
 
+def test_a_serving_result_prints_a_predict_command_that_runs(capsys) -> None:
+    """The predict command calibrate prints for a result at a concurrency runs as printed (predict takes
+    no --micro-batch for inference) and gives the figure calibrate printed."""
+    args = [str(LOGS / "vllm_bench_serve_llama31_8b_c32.json"), "--gpu", "h100-sxm", "--count", "1"]
+    code, out, _ = cli(capsys, "calibrate", *args)
+    assert code == 0, out
+    command = same_figure(out)
+    assert "--micro-batch" not in command and "--concurrency" in command
+    printed = float(re.search(r"output_tok_s: .* after ([\d,.]+)", out).group(1).replace(",", ""))
+    got = predicted(capsys, *command)["throughput"]["value"]
+    assert got == pytest.approx(printed, rel=1e-5)
+    assert abs(got / 2084.0 - 1) < 0.03
+
+
+def test_a_serving_result_at_a_rate_or_with_its_load_given_is_read(capsys, tmp_path: Path) -> None:
+    """vLLM's result at a request rate (no max_concurrency) is read at that rate; one that says neither
+    (all prompts at once) asks for --concurrency (never --micro-batch, which predict refuses for serving),
+    and --concurrency or --requests-per-s then reads it."""
+    base = json.loads((LOGS / "vllm_bench_serve_llama31_8b_c32.json").read_text())
+    base.pop("max_concurrency")
+    rate = tmp_path / "rate.json"
+    rate.write_text(json.dumps({**base, "request_rate": 5.0}))
+    code, out, err = cli(capsys, "calibrate", str(rate), "--gpu", "h100-sxm", "--count", "1", "--dry-run")
+    assert code == 0 and "request_rate 5 req/s" in out, err
+    burst = tmp_path / "burst.json"
+    burst.write_text(json.dumps(base))  # request_rate "inf", no max_concurrency
+    args = [str(burst), "--gpu", "h100-sxm", "--count", "1"]
+    code, _, err = cli(capsys, "calibrate", *args)
+    assert code == 2 and "--concurrency" in err and "--micro-batch" not in err and "nothing was stored" in err
+    for load in (["--concurrency", "32"], ["--requests-per-s", "5"]):
+        code, out, err = cli(capsys, "calibrate", *args, *load, "--dry-run")
+        assert code == 0 and "dry run: nothing was stored" in out, err
+
+
 def test_sglang_results_each_a_run_and_leave_one_out_is_shown(capsys) -> None:
     code, out, _ = cli(
         capsys,
@@ -175,6 +209,38 @@ def test_megatron_log_reads_its_arguments(capsys) -> None:
     assert code == 0
     measured = 128 * 8192 / ((35440.7 + 35431.9) / 2 / 1000)
     assert f"measured throughput: {measured:,.6g}" in out and "pp = 2 (from the file)" in out
+
+
+def test_megatron_log_reads_the_layout_its_arguments_print(capsys, tmp_path: Path) -> None:
+    """Megatron prints every argument (None where unset): no virtual stages is plain 1F1B, no recomputation
+    granularity is none, and the distributed optimizer is ZeRO-1; predict chose interleaved:8 before."""
+    text = (LOGS / "megatron_llama3_8b.log").read_text()
+    dump = (
+        "  recompute_granularity ........................... None\n"
+        "  use_distributed_optimizer ....................... True\n"
+        "  virtual_pipeline_model_parallel_size ............ None\n"
+    )
+    log = tmp_path / "megatron.log"
+    log.write_text(text.replace("  world_size", dump + "  world_size", 1))
+    args = [str(log), "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--dry-run"]
+    code, out, err = cli(capsys, "calibrate", *args)
+    assert code == 0, err
+    for said in ("recompute = 'none' (from the file)", "pp_schedule = '1f1b' (from the file)"):
+        assert said in out
+    assert "zero = 1 (from the file)" in out
+    log.write_text(
+        text.replace(
+            "  world_size",
+            dump.replace("None\n  use", "selective\n  use").replace(
+                "size ............ None", "size ............ 4"
+            )
+            + "  world_size",
+            1,
+        )
+    )
+    code, out, err = cli(capsys, "calibrate", *args)
+    assert code == 0 and "pp_schedule = 'interleaved:4' (from the file)" in out, err
+    assert "recompute = 'selective' (from the file)" in out
 
 
 @pytest.mark.parametrize("name", ["no_throughput.log", "../../../README.md"])
@@ -213,6 +279,29 @@ def test_profiles_are_named_listed_exported_and_reset(capsys, tmp_path: Path) ->
     code, out, _ = cli(capsys, "calibrate", "--reset", "--profile", "lab-a")
     assert code == 0 and "removed" in out
     assert cli(capsys, "calibrate", "--list")[1].startswith("no calibration profiles")
+
+
+@pytest.mark.parametrize("action", ["--reset", "--refresh", "--export"])
+def test_a_mistyped_profile_is_refused_naming_the_profiles_and_nothing_is_made(
+    capsys, tmp_path: Path, action: str
+) -> None:
+    assert cli(capsys, "calibrate", *TITAN, "--profile", "lab-a")[0] == 0
+    extra = [str(tmp_path / "out.json")] if action == "--export" else []
+    code, out, err = cli(capsys, "calibrate", action, *extra, "--profile", "lab-b")
+    assert code == 2 and len(err.strip().splitlines()) == 1, out + err
+    assert "'lab-b'" in err and "lab-a" in err
+    assert sorted(p.name for p in profiles().iterdir()) == ["lab-a"]  # no empty profile made
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_help_and_the_refusal_name_every_format_read(capsys) -> None:
+    from advisor.catalog.run_logs.detect import FORMATS
+
+    code, _, err = cli(capsys, "calibrate")
+    assert code == 2 and FORMATS in err and "--refresh" in err
+    with pytest.raises(SystemExit):
+        cli(capsys, "calibrate", "--help")
+    assert FORMATS in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_bad_stored_file_is_moved_aside_and_predict_answers(capsys) -> None:
@@ -341,3 +430,16 @@ def test_recommend_ranks_with_the_calibration_and_names_the_profile(capsys) -> N
     report = json.loads(out)
     assert any("profile h100-sxm-torchtitan" in n["text"] for n in report["notes"])
     assert report["plans"][0] != before  # the measured run was 26% under the model: the plans move
+
+
+def test_recommend_takes_a_named_profile(capsys) -> None:
+    """The benchmark script stores its run in profile 'benchmark' and says to re-run recommend with
+    --profile benchmark: recommend takes the flag, and only then uses that profile's runs."""
+    ask = ["recommend", "--model", "llama-3.1-8b", "--workload", "pretrain", "--tokens", "1e10"]
+    ask += ["--stack", "torchtitan", "--gpu", "h100-sxm", "--format", "json"]
+    assert cli(capsys, "calibrate", *TITAN, "--profile", "benchmark")[0] == 0
+    code, out, err = cli(capsys, *ask, "--profile", "benchmark")
+    assert code == 0, err
+    assert any("(profile benchmark)" in n["text"] for n in json.loads(out)["notes"])
+    code, out, _ = cli(capsys, *ask)
+    assert code == 0 and not any("(profile benchmark)" in n["text"] for n in json.loads(out)["notes"])

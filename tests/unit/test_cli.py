@@ -86,6 +86,8 @@ def test_help_imports_neither_sklearn_nor_textual() -> None:
             "--count: '3.5' must be a whole",
         ),
         (["checklist", "gremlins"], "unknown error type 'gremlins'; accepted: oom"),
+        # A whole number's limit exactly (4.1943e+06 named no number a user could type at the limit).
+        (["predict", "--model", "llama-2-7b", "--gpu", "h100", "--seq-len", "1e9"], "at most 4,194,304;"),
         (
             ["recommend", "--model", "llama-2-7b", "--precision", "int4", "--workload", "lora"],
             "--precision: 'int4' is for inference",
@@ -115,6 +117,12 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
             ["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--cuont", "2"],
             "did you mean '--count'?",
         ),
+        (["checklist", "oomm"], "unknown error type 'oomm'; did you mean 'oom'?"),
+        # Another command's flag: named as such (not "did you mean '--recompute'?"), with what this one takes.
+        (
+            ["recommend", "--model", "llama-2-7b", "--count", "8"],
+            "--count is a flag of predict, tco, calibrate, not recommend (it searches the GPU count",
+        ),
     ],
 )
 def test_near_misses_are_suggested(args: list[str], needle: str) -> None:
@@ -142,6 +150,9 @@ def test_top_level_help_lists_each_command_once() -> None:
         "serve",
     ):
         assert len([line for line in text.splitlines() if line.strip().startswith(command)]) == 1, command
+    # fleet validate takes no file (it checks the simulator): the synopsis gives FILE.toml to plan alone.
+    fleet = next(line for line in text.splitlines() if line.strip().startswith("fleet"))
+    assert fleet.split()[:3] == ["fleet", "plan", "FILE.toml|validate"], fleet
 
 
 def test_recommend_help_is_grouped_with_examples_and_short() -> None:
@@ -155,8 +166,8 @@ def test_recommend_help_is_grouped_with_examples_and_short() -> None:
         assert group in text
     # 130: 120, the serving load's concurrency and engine flags, and --benchmark-script (issue 29); 131 with
     # --fused-loss; 132 with a custom shape's --head-dim (Qwen3, Gemma: heads wider than hidden / heads);
-    # 133 with --prefix-cache-hit (one line each); 134 with --request-lengths
-    assert "gpu-advisor recommend --model" in text and len(text.splitlines()) <= 134
+    # 133 with --prefix-cache-hit, 134 with --request-lengths, 135 with --profile (one line each)
+    assert "gpu-advisor recommend --model" in text and len(text.splitlines()) <= 135
 
 
 def test_headroom_help_states_the_default_that_is_applied(knowledge) -> None:
@@ -255,6 +266,18 @@ def test_output_file_is_atomic_and_never_clobbered(tmp_path: Path) -> None:
     third = run(*args, "--force")
     assert third.returncode == 0 and tomllib.loads(target.read_text())["chosen"]["gpu"]
     assert [p.name for p in tmp_path.iterdir()] == ["plan.toml"]  # no temporary file left behind
+
+
+def test_output_format_follows_the_file_name_without_format(tmp_path: Path) -> None:
+    """-o plan.toml writes TOML and -o plan.json JSON (the table only under any other name), for recommend
+    and fleet plan alike; --format, when given, wins."""
+    rec = ["recommend", "--model", "llama-2-7b", "--workload", "lora", "--tokens", "1e8"]
+    assert run(*rec, "-o", str(tmp_path / "plan.json")).returncode == 0
+    assert json.loads((tmp_path / "plan.json").read_text())["plans"]
+    fleet = ["fleet", "plan", str(Path(__file__).parents[2] / "examples" / "lab-portfolio.toml")]
+    result = run(*fleet, "-o", str(tmp_path / "fleet.toml"))
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads((tmp_path / "fleet.toml").read_text())
 
 
 def test_from_spec_reproduces_plans(tmp_path: Path) -> None:

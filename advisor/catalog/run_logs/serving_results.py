@@ -76,12 +76,15 @@ def _one(obj: dict[str, Any], engine: str, source: str) -> Reading:
             lines.append(f"{name} = {key} {total:,.0f} / completed {done:,.0f} = {inputs[name]}")
     conc = _number(obj, "max_concurrency")
     rate = obj.get("request_rate")
+    needs: tuple[tuple[str, str], ...] = ()
     if conc is not None and conc >= 1:
         inputs["batch_size"] = int(conc)
         lines.append(f"max_concurrency {int(conc)} (requests in flight)")
     elif isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < math.inf:
         inputs["requests_per_s"] = float(rate)
         lines.append(f"request_rate {rate:g} req/s")
+    else:  # every prompt sent at once and no cap on the requests in flight: the flags say the load
+        needs = (("concurrency", "the requests in flight it was measured at, or --requests-per-s its rate"),)
     model = obj.get("model_id")
     if isinstance(model, str) and model.strip():
         inputs["model"] = model.strip()
@@ -93,7 +96,7 @@ def _one(obj: dict[str, Any], engine: str, source: str) -> Reading:
         inputs,
         measured,
         tuple(lines),
-        (("batch_size", "the concurrency the result was measured at"),),
+        needs,
     )
 
 

@@ -161,6 +161,19 @@ def hf_trainer(text: str, source: str) -> Reading | None:
     )
 
 
+def _megatron_layout(arg: str, value: str) -> dict[str, Any]:
+    """What the arguments dump says of the layout beyond the sizes (it prints every argument, None where
+    unset: NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py _print_args): the recomputation, the
+    interleaved schedule's virtual stages and the distributed optimizer (ZeRO-1: optimizer states sharded)."""
+    if arg == "recompute_granularity" and value in ("None", "full", "selective"):
+        return {"recompute": "none" if value == "None" else value}
+    if arg == "virtual_pipeline_model_parallel_size" and (value == "None" or value.isdigit()):
+        return {"pp_schedule": "1f1b" if value in ("None", "1") else f"interleaved:{value}"}
+    if arg == "use_distributed_optimizer" and value in ("True", "False"):
+        return {"zero": 1 if value == "True" else 0}
+    return {}
+
+
 def megatron(text: str, source: str) -> Reading | None:
     """Megatron-LM's iteration lines (step time, global batch) and its printed arguments."""
     steps, gbs, inputs, lines = [], [], {}, []
@@ -174,6 +187,11 @@ def megatron(text: str, source: str) -> Reading | None:
             if value.isdigit():
                 inputs[_MEGATRON_ARGS[a.group(1)]] = int(value)
                 lines.append(f"argument {a.group(1)} = {value}")
+        elif a and (said := _megatron_layout(a.group(1), a.group(2))):
+            inputs.update(said)
+            lines.append(f"argument {a.group(1)} = {a.group(2)}")
+    if inputs.get("pp", 1) == 1:
+        inputs.pop("pp_schedule", None)  # a schedule only where there is a pipeline
     if not steps:
         if "elapsed time per iteration" in text or "------------------------ arguments" in text:
             return Reading("megatron", "training", source)
