@@ -41,9 +41,17 @@ def test_megatrons_module_list_is_the_accepted_set() -> None:
 
 
 def test_a_bad_module_exits_2_in_one_line_naming_it_and_the_accepted_set() -> None:
+    flags = ["--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--stack", "megatron"]
     result = subprocess.run(
-        [sys.executable, "-m", "advisor.cli.main", "predict", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm"]
-        + ["--stack", "megatron", "--recompute-modules", "layernorm,moe_actt"],
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "predict",
+            *flags,
+            "--recompute-modules",
+            "layernorm,moe_actt",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
@@ -115,7 +123,8 @@ def test_the_step_runs_the_recomputed_modules_forward_again(knowledge) -> None:
     selective = training_flops_per_item(plain, layout, a)
     assert selective == pytest.approx(base * (1 + a.activations["selective_recompute_flops"].value))
     # Norm and activation: memory-bound, no FLOPs; without core_attn, not the attention's recomputation.
-    assert training_flops_per_item(_job(knowledge, "qwen3-30b-a3b", ("layernorm", "moe_act")), layout, a) == base
+    norm_act = _job(knowledge, "qwen3-30b-a3b", ("layernorm", "moe_act"))
+    assert training_flops_per_item(norm_act, layout, a) == base
     moe = _job(knowledge, "qwen3-30b-a3b", ("moe",))
     arch = moe.arch
     assert arch is not None
@@ -152,15 +161,16 @@ def test_the_launch_file_writes_the_modules() -> None:
     plan = PlanFacts(**base, recompute="selective", recompute_modules=("layernorm", "moe_act"), **run)
     line = shell_args(megatron_args(plan))
     assert "--recompute-granularity selective --recompute-modules layernorm moe_act" in line
-    assert "--recompute-modules" not in shell_args(megatron_args(PlanFacts(**base, recompute="selective", **run)))
+    unstated = PlanFacts(**base, recompute="selective", **run)
+    assert "--recompute-modules" not in shell_args(megatron_args(unstated))
 
 
 def test_the_benchmark_passes_modules_only_where_a_row_states_them() -> None:
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import heldout_cli
 
-    said = "the recompute column read as: 'norm, act' = selective recomputation of the layernorm and activation"
-    row = {"recompute": "selective", "assumed": said + " modules, 'full' = full"}
+    said = "the recompute column read as: 'norm, act' = selective recomputation of the layernorm and"
+    row = {"recompute": "selective", "assumed": said + " activation modules, 'full' = full"}
     assert heldout_cli.recompute_modules_args(row) == ["--recompute-modules", "layernorm,moe_act"]
     assert heldout_cli.recompute_modules_args({**row, "recompute": "full"}) == []
     assert heldout_cli.recompute_modules_args({"recompute": "selective", "note": "selective"}) == []
