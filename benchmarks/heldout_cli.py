@@ -87,6 +87,40 @@ def fabric_args(row: dict[str, str]) -> list[str]:
     return []
 
 
+# A row's own words for the modules a selective recomputation recomputes ('the recompute column read as:
+# 'norm, act' = selective recomputation of the layernorm and activation modules'), and Megatron-Core's name of
+# each (--recompute-modules; the activation recomputed by module is the MoE experts' one, moe_act).
+_MODULE_PHRASE = re.compile(r"selective recomputation of the ([a-z_ ,]+?) modules")
+_MODULE_NAMES = re.compile(r"--recompute-modules((?: [a-z_]+)+)")
+_MODULE_WORDS = {
+    "layernorm": "layernorm",
+    "activation": "moe_act",
+    "attention": "core_attn",
+    "mlp": "mlp",
+    "moe": "moe",
+    "shared_experts": "shared_experts",
+}
+
+
+def recompute_modules_args(row: dict[str, str]) -> list[str]:
+    """`--recompute-modules A,B` for a selective row whose note or assumed text states the modules it
+    recomputes (Megatron-Core's names, or the words _MODULE_WORDS reads), when this build has the flag;
+    nothing otherwise (the tool's selective recomputation answers)."""
+    if row.get("recompute") != "selective" or not has_flag("--recompute-modules"):
+        return []
+    text = f"{row.get('note', '')} {row.get('assumed', '')}"
+    named = _MODULE_NAMES.search(text)
+    phrase = _MODULE_PHRASE.search(text)
+    if named:
+        modules = named.group(1).split()
+    elif phrase:
+        words = re.split(r",\s*|\s+and\s+|\s+", phrase.group(1))
+        modules = [_MODULE_WORDS[w] for w in words if w in _MODULE_WORDS]
+    else:
+        return []
+    return ["--recompute-modules", ",".join(dict.fromkeys(modules))] if modules else []
+
+
 def predict(args: list[str]) -> Answer:
     """`gpu-advisor predict ARGS --format json`; flags this build lacks are dropped and named."""
     kept, dropped = _strip_unknown(args)

@@ -105,6 +105,8 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
     }
     if lay.shard_group:
         values["shard_group"] = lay.shard_group
+    if c.recompute_modules and lay.recompute == "selective":
+        values["recompute_modules"] = ",".join(c.recompute_modules)
     if job.fused_loss != "off":
         values["fused_loss"] = job.fused_loss
     if job.kind in ("lora", "qlora"):

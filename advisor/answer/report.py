@@ -119,7 +119,14 @@ class PlanOut:
             cp=lay.cp,
             ep=lay.ep,
             virtual=lay.virtual,
+            recompute_modules=_modules(self.configuration),
         )
+
+
+def _modules(configuration: dict[str, ConfigValue]) -> tuple[str, ...]:
+    """The recompute modules a plan's configuration names (its 'a,b' value), none when it names none."""
+    value = configuration.get("recompute_modules")
+    return tuple(str(value.value).split(",")) if value is not None else ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)

@@ -9,6 +9,7 @@ from advisor.job.inputs import RunConfig, virtual_stages
 from advisor.job.resolve import Arch, Job
 from advisor.question.errors import InputError
 from advisor.question.fields import inapplicable
+from advisor.question.vocab import RECOMPUTE_MODULES
 
 
 def _check_kind(job: Job, c: RunConfig) -> None:
@@ -195,6 +196,48 @@ def check_config(job: Job, count: int | None = None) -> None:
     _check_shape(job, c)
     _check_counts(job, c, count)
     _check_stack(job, c)
+    if c.recompute_modules:
+        _check_modules(job, c.recompute_modules)
+
+
+# The recompute modules Megatron-Core refuses without a part this tool does not model: the GatedDeltaNet and
+# GatedDeltaProduct attention variants and the hyper-connections (NVIDIA/Megatron-LM@d98e8a64ddf3:
+# megatron/core/transformer/transformer_config.py, recompute_modules' docstring and __post_init__).
+_UNMODELLED_MODULES = {
+    "gdn_norm_out": "a GatedDeltaNet attention",
+    "gdp_in_proj": "a GatedDeltaProduct attention",
+    "gdp_qkv": "a GatedDeltaProduct attention",
+    "mhc": "hyper-connections (enable_mhc_connections)",
+}
+
+
+def _check_modules(job: Job, modules: tuple[str, ...]) -> None:
+    """Recompute modules are Megatron-Core's (a stack with them: megatron); moe_act needs a mixture of
+    experts (Megatron: only with moe_grouped_gemm) and mla_up_proj multi-latent attention, as Megatron's
+    TransformerConfig checks; the rest need model parts the tool does not model."""
+    shown = ",".join(modules)
+    if job.stack != "megatron":
+        raise InputError(
+            field="recompute_modules",
+            value=shown,
+            problem=f"names Megatron-Core's recompute modules; {job.stack} has none",
+            accepted="stack megatron with them, or recompute selective or full without",
+        )
+    arch = job.arch
+    needs = {m: f"needs {part}, which this tool does not model" for m, part in _UNMODELLED_MODULES.items()}
+    if arch is None or not arch.is_moe:
+        needs["moe_act"] = f"needs a mixture of experts; {job.model_id} is dense"
+    if arch is None or arch.kv_lora_rank is None:
+        needs["mla_up_proj"] = f"needs multi-latent attention, which {job.model_id} has not"
+    bad = next((m for m in modules if m in needs), None)
+    if bad is not None:
+        usable = [m for m in RECOMPUTE_MODULES if m not in needs]
+        raise InputError(
+            field="recompute_modules",
+            value=bad,
+            problem=needs[bad],
+            accepted="modules of this model: " + ", ".join(usable),
+        )
 
 
 _DIMENSION_NAMES = {"tp": "tensor", "pp": "pipeline", "cp": "context", "ep": "expert"}

@@ -55,6 +55,9 @@ class RunConfig:
     shard_group: PositiveInt | None = None
     """Hybrid sharding (HSDP): shard within groups of this many data-parallel ranks, replicate across them."""
     recompute: Recompute | None = None
+    recompute_modules: tuple[str, ...] | None = None
+    """Megatron-Core's selective recomputation by module (--recompute-modules; vocab.RECOMPUTE_MODULES):
+    stated, the plan recomputes these modules and no others (recompute 'selective')."""
     global_batch: PositiveInt | None = None
     """Sequences (or samples) per optimizer step."""
     global_batch_tokens: PositiveFloat | None = None
@@ -94,6 +97,8 @@ class RunConfig:
             object.__setattr__(self, "stack_named", None)  # replaced by another stack: the name is stale
         if self.pp_schedule is not None:
             virtual_stages(self.pp_schedule)
+        if self.recompute_modules is not None:
+            _check_modules(self)
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError(
                 "global_batch_tokens: given with a global batch in sequences; give one of the two",
@@ -114,6 +119,27 @@ class RunConfig:
     def given(self) -> dict[str, object]:
         """The values the user stated."""
         return dump(self, exclude_none=True)
+
+
+def _check_modules(c: RunConfig) -> None:
+    """Recompute modules are Megatron's selective granularity: stated with another recomputation, or none at
+    all, is a one-line error; stated alone, the recomputation is selective."""
+    if not c.recompute_modules:
+        raise InputError(
+            field="recompute_modules",
+            value=c.recompute_modules,
+            problem="names no module",
+            accepted="one or more of Megatron-Core's recompute modules, e.g. layernorm,moe_act",
+        )
+    if c.recompute not in (None, "selective"):
+        raise InputError(
+            field="recompute_modules",
+            value=",".join(c.recompute_modules),
+            problem=f"is Megatron's selective recomputation, not recompute {c.recompute}",
+            accepted="recompute selective or blank with it",
+        )
+    object.__setattr__(c, "recompute", "selective")
+    object.__setattr__(c, "recompute_modules", tuple(dict.fromkeys(c.recompute_modules)))
 
 
 def virtual_stages(schedule: str) -> int:

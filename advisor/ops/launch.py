@@ -113,7 +113,8 @@ def megatron_args(plan: PlanFacts, layers: int = 0) -> list[str]:
     model of `layers` layers (0: unknown) that the pipeline chunks do not divide evenly, the split the step
     model priced (advisor/physics/step_ops.py chunk_sizes): the embedding and the loss counted as a layer each
     where that evens the chunks, otherwise the exact layout string. Each item is 'flag' or 'flag value', the
-    value never holding a space (shell quoting is the caller's: `shell_args`)."""
+    value never holding a space but for --recompute-modules' names (shell quoting is the caller's:
+    `shell_args`)."""
     args = [
         f"--tensor-model-parallel-size {plan.tp}",
         f"--pipeline-model-parallel-size {plan.pp}",
@@ -143,6 +144,11 @@ def megatron_args(plan: PlanFacts, layers: int = 0) -> list[str]:
         args.append(f"--recompute-granularity {plan.recompute}")
         if plan.recompute == "full":
             args.append("--recompute-method uniform")
+        elif plan.recompute_modules:
+            # Megatron-LM's --recompute-modules takes the names apart (nargs; NVIDIA/Megatron-LM@d98e8a64ddf3:
+            # docs/user-guide/features/fine_grained_activation_offloading.md: --recompute-modules layernorm
+            # moe_act): the one item whose value holds spaces, each name a word.
+            args.append("--recompute-modules " + " ".join(plan.recompute_modules))
     return [a for a in args if a]
 
 

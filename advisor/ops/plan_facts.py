@@ -38,4 +38,6 @@ class PlanFacts:
     ep: int = 1
     """Expert-parallel ranks (folded over the tensor-parallel ranks where they do not divide CP x DP)."""
     virtual: int = 1
+    recompute_modules: tuple[str, ...] = ()
+    """Megatron-Core's recompute modules the plan recomputes (selective), when the user stated them."""
     """Interleaved pipeline: model chunks per pipeline rank (1: plain 1F1B)."""

@@ -9,6 +9,7 @@ from advisor.catalog.assumptions import Assumptions, StackMemory, optimizer_byte
 from advisor.catalog.gpus import Gpu
 from advisor.job.layout import Layout
 from advisor.job.resolve import Arch, Job
+from advisor.physics.recompute_modules import freed_bytes_per_token
 
 GB = 1e9
 GIB = 1024**3 / GB
@@ -497,11 +498,19 @@ class TrainingMemoryModel:
         full_layer, inputs = self._full_layer(s)
         if recompute == "full":
             return inputs, full_layer
+        modules = self.job.config.recompute_modules if recompute == "selective" else None
         attention = (
             0.0
-            if (recompute == "selective" or self.gpu.features.flash_attention)
+            if ((recompute == "selective" and not modules) or self.gpu.features.flash_attention)
             else (c["attention_coeff"].value * arch.heads * s * s)
         )
+        if modules:  # Megatron-Core's recompute modules (stack megatron only: config_check)
+            if "core_attn" in modules:
+                attention = 0.0
+            freed, working = freed_bytes_per_token(
+                arch, modules, _moe_dispatch_bytes(arch, self.a), self.te_fp8
+            )
+            return max(full_layer - freed * s, inputs) + attention, working * s
         if recompute == "selective" and self.job.stack == "torchtitan":
             return _op_sac_bytes(arch) * s, full_layer
         return full_layer + attention, 0.0

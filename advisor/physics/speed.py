@@ -15,6 +15,7 @@ from advisor.physics import data_parallel, offload
 from advisor.physics.memory import weight_bytes_per_param
 from advisor.physics.network import Network, ring_allreduce_s
 from advisor.physics.op_prices import Price
+from advisor.physics.recompute_modules import forward_flops_per_token, recomputes_attention
 from advisor.physics.step_ops import ComposedStep, StepOps
 
 __all__ = [
@@ -162,7 +163,13 @@ def training_flops_per_item(job: Job, layout: Layout, a: Assumptions) -> float:
     if layout.recompute == "full":
         flops += job.fwd_flops_per_item
     elif layout.recompute == "selective":
-        flops *= 1.0 + a.activations["selective_recompute_flops"].value
+        # Unstated modules: Megatron's default, the attention core (Korthikanti's selective recomputation).
+        modules = job.config.recompute_modules or ()
+        tokens_per_item = max(job.seq_len, 1) / max(job.items_per_sequence, 1)
+        extra = forward_flops_per_token(job.arch, modules) * tokens_per_item if job.arch is not None else 0.0
+        if recomputes_attention(modules):
+            flops *= 1.0 + a.activations["selective_recompute_flops"].value
+        flops += extra
     return flops
 
 

@@ -15,6 +15,12 @@ from advisor.job.resolve import Job
 from advisor.job.shape import Arch
 from advisor.physics.best_prices import BestPrices
 from advisor.physics.op_prices import OpPrices, Price, attention_dtype, gemm_dtype
+from advisor.physics.recompute_modules import (
+    counted,
+    pass_values_per_token,
+    recomputes_attention,
+    recomputes_ffn,
+)
 
 GEMM, ATTN, MEM, HEAD, OPT = "GEMM compute", "attention", "memory-bound", "LM head + loss", "optimizer"
 OFFLOAD = "optimizer (CPU offload)"
@@ -324,6 +330,8 @@ class ComposedStep:
             nodes = max(1, math.ceil(span / s.node_size))
             # Dispatch and combine, forward and backward (and again when the forward is recomputed).
             acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
+        if s.recompute == "selective" and self.job.config.recompute_modules:
+            self._recomputed_modules(acc, s, tokens, act, moe)
         if self.job.kind == "qlora":
             local = _layer_params(arch, moe, s.tp, s.ep)
             # NF4 base weights read and dequantised to 16-bit for every pass that multiplies by them:
@@ -333,6 +341,30 @@ class ComposedStep:
             acc.add(MEM, p.memory(local * (0.5 + 2.0), local * 2.0), 2.0 + fwd_again)
         return acc
 
+    def _recomputed_modules(self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool) -> None:
+        """What Megatron-Core's recompute modules (--recompute-modules; advisor/physics/recompute_modules.py)
+        run again in backward on one layer: the dense MLP's or the MoE layer's (or its shared experts')
+        forward GEMMs and activation pass, a whole MoE layer's permutation and expert-parallel dispatch and
+        combine, and the memory-bound passes of the recomputed norms (a MoE layer's pre-MLP norm, multi-latent
+        attention's input norm: read the input, write the output) and expert activation (read 2f, write f)."""
+        arch, p = self.arch, self.prices
+        modules = counted(self.job.config.recompute_modules or ())
+        gemms = _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp)
+        whole = recomputes_ffn(modules, moe)
+        again = gemms[2:] if whole else (gemms[5:] if moe and "shared_experts" in modules else [])
+        for m, n, k, count in again:
+            acc.add(GEMM, p.gemm(gemm_dtype(s.precision), m, n, k), count)
+        values = pass_values_per_token(arch, modules, moe, s.tp, self.sp)
+        if values:
+            acc.add(MEM, self.prices.memory(values * tokens * act, tokens * arch.hidden * act))
+        if moe and whole:
+            self._permute(acc, s, tokens, act, 0.0)
+        if moe and whole and s.ep > 1:  # dispatch and combine again, as _layer prices them
+            span = s.ep * (s.tp * s.cp if s.etp == 0 else s.etp)
+            nodes = max(1, math.ceil(span / s.node_size))
+            routed_bytes = tokens * arch.experts_per_token * arch.hidden * act / s.tp
+            acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed_bytes), 2.0)
+
     def _attention(self, acc: _Acc, s: _Shape, tokens: int) -> None:
         arch, p = self.arch, self.prices
         ulysses = self.ulysses and s.cp > 1
@@ -341,6 +373,8 @@ class ComposedStep:
         kv = max(1, -(-arch.kv_heads // split))
         seq = self.job.seq_len if ulysses else max(1, self.job.seq_len // s.cp)
         again = {"full": 1.0, "selective": 1.0}.get(s.recompute, 0.0)
+        if s.recompute == "selective" and not recomputes_attention(self.job.config.recompute_modules):
+            again = 0.0  # recompute modules stated without the attention core
         if self.flash:
             fwd, bwd = p.attention(attention_dtype(s.precision), seq, heads, kv, arch.head_dim, s.mb)
             # A context-parallel rank's queries meet every rank's keys: cp x the FLOPs of its own chunk,

@@ -33,6 +33,7 @@ from advisor.question.vocab import (
     OPTIMIZERS,
     PRECISIONS,
     PRICING_PLANS,
+    RECOMPUTE_MODULES,
     RECOMPUTES,
     REQUEST_LENGTHS,
     SLO_PERCENTILES,
@@ -245,7 +246,11 @@ def _list(f: Field, raw: object) -> tuple[str, ...]:
     items = raw.split(",") if isinstance(raw, str) else raw
     if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
         raise _fail(f, raw, "is not a list of names", "names separated by commas, e.g. " + f.example)
-    return tuple(i.strip() for i in items if i.strip())
+    names = tuple(i.strip() for i in items if i.strip())
+    bad = [n for n in names if f.choices and n not in f.choices]
+    if bad:  # a closed vocabulary (recompute_modules): the first unknown name and the accepted set
+        raise _fail(f, bad[0], f"is not one of the {f.label.lower()}", "accepted " + ", ".join(f.choices))
+    return names
 
 
 PARSERS: dict[str, Callable[[Field, object], Any]] = {
@@ -651,6 +656,21 @@ _ALL_FIELDS: tuple[Field, ...] = (
         applies_to=TRAINING,
         hint="activation recomputation",
         auto=True,
+        metavar="MODE",
+    ),
+    Field(
+        "recompute_modules",
+        "list",
+        C,
+        "Recompute modules",
+        "--recompute-modules",
+        "Megatron-Core modules to recompute, e.g. layernorm,moe_act",
+        choices=RECOMPUTE_MODULES,
+        applies_to=TRAINING,
+        needs="transformer",
+        hint="Megatron-Core: modules recomputed (selective)",
+        example="layernorm,moe_act",
+        metavar="M",
     ),
     Field(
         "global_batch",

@@ -59,6 +59,23 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 DEFAULT_ENGINE = "vllm"
 """The serving engine an answer assumes when none is given: notes, configuration and launch file alike."""
 RECOMPUTES: tuple[str, ...] = get_args(Recompute)
+RECOMPUTE_MODULES: tuple[str, ...] = (
+    "core_attn",
+    "moe_act",
+    "layernorm",
+    "mla_up_proj",
+    "mlp",
+    "moe",
+    "shared_experts",
+    "gdn_norm_out",
+    "gdp_in_proj",
+    "gdp_qkv",
+    "mhc",
+)
+"""Megatron-Core's recompute modules (--recompute-modules, with --recompute-granularity selective), the set
+its TransformerConfig accepts (NVIDIA/Megatron-LM@d98e8a64ddf3:
+megatron/core/transformer/transformer_config.py, __post_init__'s allowed_modules); unset, Megatron recomputes
+["core_attn"]."""
 SLO_PERCENTILES: tuple[int, ...] = get_args(SloPercentile)
 OFFLOADS: tuple[str, ...] = get_args(Offload)
 FUSED_LOSSES: tuple[str, ...] = get_args(FusedLoss)
