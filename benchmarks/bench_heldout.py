@@ -95,6 +95,7 @@ def training_args(row: dict[str, str], mode: str) -> list[str]:
         if row.get("master_weights", "") == "false":  # pure 16-bit training, as the source's config states
             args.append("--no-master-weights")
         args += cli.fabric_args(row)  # the network the source states, where this build has its key
+        args += cli.dispatcher_args(row)  # DeepEP where the source states it
     return args
 
 

@@ -119,6 +119,9 @@ class PlanOut:
             cp=lay.cp,
             ep=lay.ep,
             virtual=lay.virtual,
+            moe_dispatcher=str(self.configuration["moe_dispatcher"].value)
+            if "moe_dispatcher" in self.configuration
+            else "alltoall",
         )
 
 

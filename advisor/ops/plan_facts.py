@@ -39,3 +39,5 @@ class PlanFacts:
     """Expert-parallel ranks (folded over the tensor-parallel ranks where they do not divide CP x DP)."""
     virtual: int = 1
     """Interleaved pipeline: model chunks per pipeline rank (1: plain 1F1B)."""
+    moe_dispatcher: str = "alltoall"
+    """The MoE token dispatcher the step priced (alltoall, allgather, deepep)."""
