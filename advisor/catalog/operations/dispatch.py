@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class DispatchRate:
     """One measured bottleneck bandwidth (GB/s) of a dispatcher's pass, and the link's maximum it ran on."""
 
