@@ -100,3 +100,15 @@ def test_the_launch_states_megatron_cores_dispatcher_flags() -> None:
     assert "--moe-token-dispatcher-type alltoall" in megatron_args(PlanFacts(**(base | more)))
     dense = megatron_args(PlanFacts(**(base | more | {"ep": 1})))
     assert not any("dispatcher" in a for a in dense)
+
+
+def test_the_recommended_launch_runs_the_dispatcher_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli.main import main
+
+    args = ["recommend", "--model", "mixtral-8x7b", "--workload", "pretrain", "--tokens", "1e9"]
+    args += ["--gpu", "h100-sxm", "--max-gpus", "64", "--ep", "8", "--format", "json"]
+    assert main([*args, "--moe-dispatcher", "deepep"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["plans"][0]["configuration"]["moe_dispatcher"]["value"] == "deepep"
+    text = json.dumps(answer["launch"])
+    assert "--moe-token-dispatcher-type flex" in text and "--moe-flex-dispatcher-backend deepep" in text
