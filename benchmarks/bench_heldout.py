@@ -96,6 +96,7 @@ def training_args(row: dict[str, str], mode: str) -> list[str]:
             args.append("--no-master-weights")
         args += cli.fabric_args(row)  # the network the source states, where this build has its key
         args += cli.recompute_modules_args(row)  # the modules a selective row states it recomputes
+        args += cli.dispatcher_args(row)  # DeepEP where the source states it
     return args
 
 

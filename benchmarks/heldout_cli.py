@@ -121,6 +121,15 @@ def recompute_modules_args(row: dict[str, str]) -> list[str]:
     return ["--recompute-modules", ",".join(dict.fromkeys(modules))] if modules else []
 
 
+def dispatcher_args(row: dict[str, str]) -> list[str]:
+    """`--moe-dispatcher deepep` for a run whose source states DeepEP (its `note` or `software`, not "DeepEP
+    off"), when this build has the flag; nothing otherwise (the tool's default dispatcher answers)."""
+    text = f"{row.get('software', '')} {row.get('note', '')}"
+    if "DeepEP" in text and "DeepEP off" not in text and has_flag("--moe-dispatcher"):
+        return ["--moe-dispatcher", "deepep"]
+    return []
+
+
 def predict(args: list[str]) -> Answer:
     """`gpu-advisor predict ARGS --format json`; flags this build lacks are dropped and named."""
     kept, dropped = _strip_unknown(args)

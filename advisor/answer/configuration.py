@@ -109,6 +109,8 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         values["recompute_modules"] = ",".join(c.recompute_modules)
     if job.fused_loss != "off":
         values["fused_loss"] = job.fused_loss
+    if lay.ep > 1 or "moe_dispatcher" in given:
+        values["moe_dispatcher"] = job.moe_dispatcher
     if job.kind in ("lora", "qlora"):
         values["lora_rank"] = job.lora_rank
         values["lora_targets"] = job.lora_targets
@@ -191,4 +193,4 @@ def _schedule_searched(job: Job, lay: Layout) -> bool:
     return lay.pp > 1 and stack is not None and stack.interleaved
 
 
-_DEFAULTED = ("pp_schedule", "master_weights", "offload", "stack", "lora_targets")
+_DEFAULTED = ("pp_schedule", "master_weights", "offload", "stack", "lora_targets", "moe_dispatcher")

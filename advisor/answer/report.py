@@ -120,6 +120,9 @@ class PlanOut:
             ep=lay.ep,
             virtual=lay.virtual,
             recompute_modules=_modules(self.configuration),
+            moe_dispatcher=str(self.configuration["moe_dispatcher"].value)
+            if "moe_dispatcher" in self.configuration
+            else "alltoall",
         )
 
 

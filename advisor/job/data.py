@@ -239,12 +239,24 @@ def run_settings(workload: Workload, shape: ModelShape, kind: str, assumed: list
                 field="fused_loss",
             )
         )
+    if c.moe_dispatcher is not None:
+        moe = shape.arch is not None and shape.arch.is_moe
+        assumed.append(
+            Assumed(
+                text=f"MoE dispatcher: {DISPATCHER_WORDS[c.moe_dispatcher]} (stated)"
+                if moe
+                else f"MoE dispatcher {c.moe_dispatcher}: the model has no experts; it changes nothing",
+                note="prices the expert-parallel exchange only where expert parallelism runs (EP > 1)",
+                field="moe_dispatcher",
+            )
+        )
     return {
         "stack": stack or "pytorch",
         "master_weights": master,
         "offload": c.offload or "none",
         "fused_loss": c.fused_loss or default_of("fused_loss"),
         "lora_targets": c.lora_targets or "all",
+        "moe_dispatcher": c.moe_dispatcher or default_of("moe_dispatcher"),
     }
 
 
@@ -255,6 +267,13 @@ FUSED_WORDS = {
     "no fp32 log-softmax",
 }
 """How an answer states a fused loss the user gave (--fused-loss)."""
+
+DISPATCHER_WORDS = {
+    "alltoall": "NCCL all-to-all, a copy of each token to each of its experts",
+    "allgather": "all-gather of every token to every expert-parallel rank, reduce-scatter back",
+    "deepep": "DeepEP, a token sent once to each server its experts are on, at DeepEP's measured bandwidth",
+}
+"""How an answer states a MoE dispatcher the user gave (--moe-dispatcher)."""
 
 
 BEST_CASE_STACK: Stack = "megatron"

@@ -25,6 +25,7 @@ from advisor.question.vocab import (  # noqa: F401  (re-exported: the rest of th
     Engine,
     FusedLoss,
     LoraTargets,
+    MoeDispatcher,
     Objective,
     Offload,
     Optimizer,
@@ -69,6 +70,9 @@ class RunConfig:
     fused_loss: FusedLoss | None = None
     """'liger': the output layer and cross entropy fused in chunks (Liger-Kernel); None: the stack's loss."""
     lora_targets: LoraTargets | None = None
+    moe_dispatcher: MoeDispatcher | None = None
+    """How expert-parallel ranks exchange the routed tokens (Megatron-Core's --moe-token-dispatcher-type;
+    deepep: flex with the DeepEP backend); None: alltoall."""
     stack: Stack | None = None
     stack_named: str | None = field(default=None, compare=False, repr=False)
     """The stack of the measured runs the user named when it is answered as another (`--stack pytorch`:

@@ -83,6 +83,8 @@ class Job:
     fused_loss: str = "off"
     """'liger': the output layer and loss run as Liger-Kernel's chunked fused linear cross-entropy."""
     lora_targets: str = "all"
+    moe_dispatcher: str = "alltoall"
+    """The MoE token dispatcher pricing the expert-parallel exchange: alltoall, allgather or deepep."""
     global_batch_given: bool = False
     given_workload: frozenset[str] = frozenset()
     """The workload fields the user set (the rest are defaults)."""

@@ -106,6 +106,17 @@ the loss divide pipeline x virtual stages; the layout string's syntax and order 
 list on pipeline rank c mod pp) in megatron/core/transformer/pipeline_parallel_layer_layout.py."""
 
 
+DISPATCHER_ARGS = {
+    "alltoall": ("--moe-token-dispatcher-type alltoall",),
+    "allgather": ("--moe-token-dispatcher-type allgather",),
+    "deepep": ("--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"),
+}
+"""Megatron-Core's dispatcher flags (NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/transformer/moe/README.md,
+"Token Dispatching"; transformer_config.py moe_token_dispatcher_type and
+moe_flex_dispatcher_backend): stated, since the step priced the one named and Megatron-LM's default is
+allgather."""
+
+
 def megatron_args(plan: PlanFacts, layers: int = 0) -> list[str]:
     """Megatron-LM arguments reproducing a plan's layout (MEGATRON_ARGS): tensor, pipeline, context and
     expert parallel sizes (the expert tensor-parallel size explicit, so that a layout folding the experts
@@ -123,6 +134,7 @@ def megatron_args(plan: PlanFacts, layers: int = 0) -> list[str]:
             (
                 f"--expert-model-parallel-size {plan.ep}",
                 f"--expert-tensor-parallel-size {expert_tp(plan.tp, plan.cp * plan.dp, plan.ep)}",
+                *DISPATCHER_ARGS[plan.moe_dispatcher],
             )
             if plan.ep > 1
             else ()

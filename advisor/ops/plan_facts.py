@@ -41,3 +41,5 @@ class PlanFacts:
     recompute_modules: tuple[str, ...] = ()
     """Megatron-Core's recompute modules the plan recomputes (selective), when the user stated them."""
     """Interleaved pipeline: model chunks per pipeline rank (1: plain 1F1B)."""
+    moe_dispatcher: str = "alltoall"
+    """The MoE token dispatcher the step priced (alltoall, allgather, deepep)."""

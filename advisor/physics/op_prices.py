@@ -249,6 +249,22 @@ class OpPrices:
         factor = {"all_reduce": 2.0 * (gpus - 1) / gpus, "send_recv": 1.0}.get(op, (gpus - 1) / gpus)
         return Price(factor * nbytes / bw, source, basis)
 
+    def deepep(self, pass_: str, ep: int, nodes: int, nbytes: float) -> Price:
+        """One DeepEP dispatch or combine moving `nbytes` (a rank's tokens x the servers, or inside one server
+        the ranks, each reaches, as DeepEP's tests count them) at its measured bottleneck bandwidth
+        (knowledge/operations/ep_dispatch.csv), scaled down where this GPU's link is slower than the one
+        measured (never up: the H800 rows run near their link's maximum)."""
+        from advisor.catalog.operations.dispatch import dispatch_rate
+
+        if ep <= 1 or nbytes <= 0:
+            return Price(0.0, "", "measured")
+        across = nodes > 1
+        rate = dispatch_rate("deepep", pass_, ep, across)
+        nominal = _ops().nominal_gbs(self.link(across)) or rate.link_max_gbs
+        scale = min(1.0, nominal / rate.link_max_gbs)
+        basis = "measured" if rate.ep == ep and scale == 1.0 else f"DeepEP EP {rate.ep} row x {scale:.2f}"
+        return Price(nbytes / (rate.gbs * scale * GBS), rate.source, basis)
+
     def _p2p_scale(self) -> float | None:
         """This GPU's in-server link's nominal bandwidth over the peer-to-peer PCIe server's, where its link
         is another PCIe key and no node profile measured it (None: its own rows answer alone)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from advisor.catalog.assumptions import Assumptions, Fabric
 from advisor.catalog.gpus import Gpu
+from advisor.catalog.operations.dispatch import destinations
 from advisor.job.layout import Layout, expert_tp
 from advisor.job.resolve import Job
 from advisor.job.shape import Arch
@@ -321,15 +322,7 @@ class ComposedStep:
             self._permute(acc, s, tokens, act, 1.0 + fwd_again)
         self._tp_comm(acc, s, tokens * arch.hidden * act, fwd_again)
         if moe and s.ep > 1:
-            routed = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank
-            # order etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:
-            # megatron/core/parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends
-            # in ep).
-            span = s.ep * s.expert_tp
-            nodes = max(1, math.ceil(span / s.node_size))
-            # Dispatch and combine, forward and backward (and again when the forward is recomputed).
-            acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 4.0 + 2.0 * fwd_again)
+            self._ep_comm(acc, s, tokens, act, 2.0 + fwd_again)
         if s.recompute == "selective" and self.job.config.recompute_modules:
             self._recomputed_modules(acc, s, tokens, act, moe)
         if self.job.kind == "qlora":
@@ -359,11 +352,47 @@ class ComposedStep:
             acc.add(MEM, self.prices.memory(values * tokens * act, tokens * arch.hidden * act))
         if moe and whole:
             self._permute(acc, s, tokens, act, 0.0)
-        if moe and whole and s.ep > 1:  # dispatch and combine again, as _layer prices them
-            span = s.ep * (s.tp * s.cp if s.etp == 0 else s.etp)
-            nodes = max(1, math.ceil(span / s.node_size))
-            routed_bytes = tokens * arch.experts_per_token * arch.hidden * act / s.tp
-            acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed_bytes), 2.0)
+        if moe and whole and s.ep > 1:  # dispatch and combine again (the forward once), as _layer prices them
+            self._ep_comm(acc, s, tokens, act, 1.0)
+
+    def _ep_comm(self, acc: _Acc, s: _Shape, tokens: int, act: float, passes: float) -> None:
+        """The expert-parallel exchange of one layer by the job's dispatcher (Megatron-Core's
+        --moe-token-dispatcher-type; NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/transformer/moe/README.md,
+        token_dispatcher.py): dispatch and combine, `passes` times (forward and backward: 2, and one more each
+        time the forward is recomputed)."""
+        arch, p = self.arch, self.prices
+        # An expert-parallel group strides over the expert TP ranks only (Megatron-Core's expert rank order
+        # etp-ep-dp-pp, context parallelism folded into it: NVIDIA/Megatron-LM@d98e8a64ddf3:megatron/core/
+        # parallel_state.py, expert_decoder_rank_generator; torchtitan's sparse mesh ends in ep).
+        span = s.ep * s.expert_tp
+        nodes = max(1, math.ceil(span / s.node_size))
+        own = tokens * arch.hidden * act / s.tp  # the rank's own (sequence-parallel) tokens
+        kind = self.job.moe_dispatcher
+        if kind == "allgather":
+            # MoEAllGatherTokenDispatcher: every token gathered to every rank of the TP x EP group, the
+            # experts' outputs reduce-scattered back; the backward pass runs the pair the other way.
+            whole = own * span
+            pair = p.collective("all_gather", span, nodes, whole).seconds
+            pair += p.collective("reduce_scatter", span, nodes, whole).seconds
+            src = p.collective("all_gather", span, nodes, whole)
+            acc.add(EPA, Price(pair, src.source, src.basis), passes)
+            acc.notes[EPA] = (
+                f"allgather dispatcher: all-gather + reduce-scatter of every token over {span} ranks"
+            )
+        elif kind == "deepep":
+            # DeepEP sends a token once to each server its experts are on (once to each rank inside one
+            # server) and forwards it over NVLink there (deepseek-ai/DeepEP@dd758caf4518:docs/legacy.md).
+            groups = nodes if nodes > 1 else s.ep
+            reach = destinations(arch.experts, arch.experts_per_token, groups)
+            nbytes = own * reach
+            one = p.deepep("dispatch", s.ep, nodes, nbytes)
+            both = one.seconds + p.deepep("combine", s.ep, nodes, nbytes).seconds
+            acc.add(EPA, Price(both, one.source, one.basis), passes)
+            where = "servers" if nodes > 1 else "ranks"
+            acc.notes[EPA] = f"DeepEP: each token sent once to each of {reach:.2f} {where} (of {groups})"
+        else:
+            routed = own * arch.experts_per_token
+            acc.add(EPA, p.collective("all_to_all", s.ep, nodes, routed), 2.0 * passes)
 
     def _attention(self, acc: _Acc, s: _Shape, tokens: int) -> None:
         arch, p = self.arch, self.prices

@@ -166,8 +166,9 @@ def test_recommend_help_is_grouped_with_examples_and_short() -> None:
         assert group in text
     # 130: 120, the serving load's concurrency and engine flags, and --benchmark-script (issue 29); 131 with
     # --fused-loss; 132 with a custom shape's --head-dim (Qwen3, Gemma: heads wider than hidden / heads);
-    # 133 with --prefix-cache-hit, 134 with --request-lengths, 135 with --profile (one line each)
-    assert "gpu-advisor recommend --model" in text and len(text.splitlines()) <= 135
+    # 133 with --prefix-cache-hit, 134 with --request-lengths, 135 with --profile, 136 with --moe-dispatcher
+    # (one line each)
+    assert "gpu-advisor recommend --model" in text and len(text.splitlines()) <= 136
 
 
 def test_headroom_help_states_the_default_that_is_applied(knowledge) -> None:
