@@ -13,6 +13,8 @@ from advisor.physics.memory import Memory
 from advisor.question.vocab import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from advisor.learned.efficiency.base import Interval
     from advisor.search.candidates import Candidate
 
@@ -103,17 +105,7 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
         "offload": job.offload,
         "stack": job.stack,
     }
-    if lay.shard_group:
-        values["shard_group"] = lay.shard_group
-    if c.recompute_modules and lay.recompute == "selective":
-        values["recompute_modules"] = ",".join(c.recompute_modules)
-    if job.fused_loss != "off":
-        values["fused_loss"] = job.fused_loss
-    if lay.ep > 1 or "moe_dispatcher" in given:
-        values["moe_dispatcher"] = job.moe_dispatcher
-    if job.kind in ("lora", "qlora"):
-        values["lora_rank"] = job.lora_rank
-        values["lora_targets"] = job.lora_targets
+    values.update(_optional_values(job, lay, given))
     out = {}
     for key, value in values.items():
         if key in ("micro_batch", "global_batch"):
@@ -135,6 +127,25 @@ def configuration(job: Job, lay: Layout) -> dict[str, ConfigValue]:
             value=c.zero, source="given", note=f"dp {lay.dp * lay.cp}: nothing to shard, as without ZeRO"
         )
     return out
+
+
+def _optional_values(job: Job, lay: Layout, given: Collection[str]) -> dict[str, Any]:
+    """The configuration values a plan shows only where they apply: hybrid sharding's group, the recompute
+    modules, a fused loss, the MoE dispatcher, LoRA's rank and targets."""
+    c = job.config
+    values: dict[str, Any] = {}
+    if lay.shard_group:
+        values["shard_group"] = lay.shard_group
+    if c.recompute_modules and lay.recompute == "selective":
+        values["recompute_modules"] = ",".join(c.recompute_modules)
+    if job.fused_loss != "off":
+        values["fused_loss"] = job.fused_loss
+    if lay.ep > 1 or "moe_dispatcher" in given:
+        values["moe_dispatcher"] = job.moe_dispatcher
+    if job.kind in ("lora", "qlora"):
+        values["lora_rank"] = job.lora_rank
+        values["lora_targets"] = job.lora_targets
+    return values
 
 
 def _named_stack(job: Job, out: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
