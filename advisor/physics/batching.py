@@ -79,6 +79,17 @@ def cached_tokens(lim: EngineLimits, isl: float) -> int:
     return max(0, min(int(isl) - 1, int(lim.prefix_hit * isl)))
 
 
+def engine_usable_bytes(rep: Replica, lim: EngineLimits) -> float:
+    """Bytes per GPU the engine's own accounting keeps its weights, working set and KV cache within: on a
+    'total' engine its memory fraction of the GPU, the cache being what the weights and the profiled
+    forward leave of it (vllm-project/vllm@v0.7.3 vllm/worker/worker.py determine_num_available_blocks:
+    available_kv_cache_memory = total_gpu_memory x gpu_memory_utilization - peak_memory, num_gpu_blocks =
+    available // cache_block_size); on a 'free' engine the whole GPU, its cache a fraction of what the
+    weights leave and the rest left free. kv_tokens sizes the cache inside it, so a batch within
+    batch_cap fits it by construction."""
+    return rep.hw.memory_bytes * (lim.memory_fraction if lim.fraction_of == "total" else 1.0)
+
+
 def kv_tokens(rep: Replica, lim: EngineLimits, overhead_bytes: float) -> float:
     """Tokens of context the replica's KV cache holds."""
     mem, w = rep.hw.memory_bytes, rep.weights_per_gpu

@@ -824,22 +824,21 @@ def inference_terms(
 
 
 def inference_memory(
-    job: Job,
-    gpu: Gpu,
-    layout: Layout,
-    a: Assumptions,
-    usable_gb: float,
-    context_tokens: int,
-    engine_bytes: tuple[float, float] | None = None,
+    job: Job, gpu: Gpu, layout: Layout, a: Assumptions, usable_gb: float, context_tokens: int
 ) -> Memory:
-    """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica; `engine_bytes`
-    (activations, the rest besides weights and KV) as the engine counts them inside its memory fraction,
-    where the replica was built for an engine."""
+    """Per-GPU serving memory with `layout.micro_batch` concurrent sequences per replica, on the upper terms
+    (no engine's accounting: one sequence where none fits)."""
     terms = inference_terms(job, gpu, layout, a, context_tokens)
-    # Serving is sized on the upper terms (the engine reserves them), so they are its central estimate.
     comps = [(n, hi) for n, _, hi in terms.fixed] + [("kv_cache", terms.kv_per_seq_high * layout.micro_batch)]
-    if engine_bytes is not None:
-        working, rest = engine_bytes
-        comps = [c for c in comps if c[0] in ("weights", "kv_cache")]
-        comps += [("activations", working), ("overhead", rest)]
+    return _to_gb(comps, gpu, a, usable_gb)
+
+
+def engine_memory(
+    gpu: Gpu, a: Assumptions, usable_gb: float, weights: float, kv: float, engine_bytes: tuple[float, float]
+) -> Memory:
+    """Per-GPU serving memory as the engine accounts it: the replica's weights and the KV its running
+    sequences hold (bytes, as the engine's cache sized them), `engine_bytes` (activations, the rest besides
+    weights and KV) inside the engine's memory, against what the engine keeps them within."""
+    working, rest = engine_bytes
+    comps = [("weights", weights), ("activations", working), ("kv_cache", kv), ("overhead", rest)]
     return _to_gb(comps, gpu, a, usable_gb)

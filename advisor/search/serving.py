@@ -34,6 +34,7 @@ from advisor.physics.batching import (
     capacity,
     closed_run,
     closed_schedule,
+    engine_usable_bytes,
     first_token,
     kv_tokens,
     open_loop,
@@ -42,7 +43,7 @@ from advisor.physics.batching import (
     tpot_quantile,
 )
 from advisor.physics.lengths import request_lengths
-from advisor.physics.memory import inference_memory, serving_usable_gb
+from advisor.physics.memory import GB, engine_memory, inference_memory, serving_usable_gb
 from advisor.physics.serving import Efficiency, Replica, prefill_alone_s, stage_times
 from advisor.question.errors import InputError
 from advisor.question.vocab import DEFAULT_ENGINE
@@ -89,6 +90,10 @@ def figures_for(ctx: Context, gpu: Gpu, tp: int, pp: int, precision: str) -> Fig
     setup = build(job, gpu, tp, pp, precision, eng, a, engine_version=job.stack_version)
     if setup is None:
         return None
+    if ctx.headroom:  # the memory kept free is outside the engine's: its cache is sized on the rest
+        hw = setup.replica.hw
+        hw = replace(hw, memory_bytes=hw.memory_bytes * (1.0 - ctx.headroom))
+        setup = replace(setup, replica=replace(setup.replica, hw=hw))
     model = load_model()
     shape = setup.replica.shape
     traits = Traits(
@@ -550,12 +555,16 @@ def _candidate(ctx: Context, gpu: Gpu, precision: str, node_size: int, served: S
         sharding="none",
         micro_batch=served.batch,
     )
-    usable = serving_usable_gb(gpu, a, ctx.headroom)
-    # KV per running sequence as the engine holds it: paged caches average prompt + output / 2.
-    held = round(seq_tokens(served.figures.setup.limits, job.prompt_tokens, job.output_tokens))
+    # One accounting with the engine that admitted the batch: the replica's own weights and KV bytes, the
+    # sequences it runs at once (a stated batch past its cache waits), each holding its average context
+    # (paged caches: prompt + output / 2), against the memory its cache was sized within (batch_cap).
     setup = served.figures.setup
+    rep, lim = setup.replica, setup.limits
+    running = min(served.batch, served.figures.sat.cap)
+    kv = rep.kv_per_token_gpu * seq_tokens(lim, job.prompt_tokens, job.output_tokens) * running
     engine_bytes = (setup.working_bytes, setup.overhead_bytes - setup.working_bytes)
-    memory = inference_memory(job, gpu, layout, a, usable, held, engine_bytes)
+    usable = engine_usable_bytes(rep, lim) / GB
+    memory = engine_memory(gpu, a, usable, rep.weights_per_gpu, kv, engine_bytes)
     facts = plan_facts(ctx.gpu_facts(gpu, node_size), layout, memory, gpu, 0.0)
     firings = evaluate(ctx.rules_by_scope["plan"], facts)
     hard = [f for f in firings if f.kind == "constraint"]
