@@ -179,10 +179,11 @@ NOTES = [
     "gain = const-MFU median / model median",
     "P10-P90 cover: the interval a user is shown (around the typical P50), from the other sources' "
     "held-out residuals, every family of source weighing the same, at the narrowest lower and upper "
-    "quantiles (2.5th-20th, 80th-97.5th) and the widening by what the composed step does not know of a "
-    "plan (an eager stack; the servers it spans) under which the sources' mean coverage, each source "
-    "held out from them in turn and weighing the same, lies within 80-90% for each kind of plan (what "
-    "the step knows all of, what it does not), else the pair nearest that band",
+    "quantiles and the widening by what the composed step does not know of a plan (an eager stack; the "
+    "servers it spans) and by how far it lies from the measured runs (a stack under two sources, an "
+    "unmeasured GPU, fine-tuning, MoE, a sequence past the attention table) under which each family's "
+    "mean coverage over its sources, each held out in turn and weighing the same, lies within 80-90%, "
+    "else the choice nearest that band; the development sets are scored under it, never used to choose it",
 ]
 
 
