@@ -1,32 +1,22 @@
 """The sealed tenth set, serving half (docs/heldout.md, "The sealed tenth set (heldout10), serving half").
 
-Its rows parse as every set's do, its origins appear nowhere in knowledge/ or sets 1-9, its source ids are
-new, and it keeps what it was built to judge: TTFT under a stated load (open and closed loop), offline and
-static-batch throughput, dense and MoE models on several GPUs. The floors are what the set holds, so that a
-lost row fails.
+Its origins appear nowhere in knowledge/ or sets 1-9, its source ids are new, and it keeps what it was built
+to judge: TTFT under a stated load (open and closed loop), offline and static-batch throughput, dense and MoE
+models on several GPUs. The floors are what the set holds, so that a lost row fails. Its rows are parsed with
+every set's, in test_heldout_runs.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.catalog import load_knowledge
 from tests.unit.test_heldout_runs import (
-    LOAD_COLUMN,
-    LOOPS,
-    ROOT,
-    SERVING9,
-    SETS_1_TO_8,
-    TRAINING9,
+    SERVING10,
+    SETS_1_TO_9,
     _assert_sealed,
-    _check_common,
-    _check_model,
     _rows,
-    _toml,
 )
 
-SERVING10 = ROOT / "benchmarks" / "heldout10_serving_runs.csv"
-SETS_1_TO_9 = [*SETS_1_TO_8, TRAINING9, SERVING9]
 # What the serving half holds (docs/heldout.md): 45 rows from 10 origins in 3 families (heldout10s built 23
 # rows from 6 origins; heldout10t added 22 from 4).
 MIN_ROWS, MIN_ORIGINS = 45, 10
@@ -40,25 +30,6 @@ DATACENTER_GPUS = {"a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, str]]:
     return _rows(SERVING10)
-
-
-def test_heldout10_serving_rows_parse(rows: list[dict[str, str]]) -> None:
-    knowledge = load_knowledge()
-    catalogue = {
-        "gpus": {g.id for g in knowledge.gpus},
-        "models": {m.id for m in knowledge.models},
-        "engines": set(_toml("serving_engines.toml")) - {"schema_version", "sources"},
-    }
-    assert len({r["id"] for r in rows}) == len(rows), "row ids repeat"
-    for row in rows:
-        _check_common(row, catalogue)
-        _check_model(row, catalogue)
-        assert row["loop"] in LOOPS, f"row {row['id']}: loop {row['loop']!r}"
-        if row["loop"] in LOAD_COLUMN:
-            assert float(row[LOAD_COLUMN[row["loop"]]]) > 0, f"row {row['id']}: its load is missing"
-        assert row["engine"] in catalogue["engines"], f"row {row['id']}: engine {row['engine']!r}"
-        assert int(row["isl"]) > 0 and int(row["osl"]) > 0
-        assert row["output_tok_s"], f"row {row['id']}: no output throughput"
 
 
 def test_heldout10_serving_sources_appear_nowhere_else(rows: list[dict[str, str]]) -> None:

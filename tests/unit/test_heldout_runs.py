@@ -41,6 +41,7 @@ TRAINING9 = ROOT / "benchmarks" / "heldout9_training_runs.csv"
 SERVING9 = ROOT / "benchmarks" / "heldout9_serving_runs.csv"
 # The sealed tenth set's training half (docs/heldout.md): built in stop 42, scored once by the lead.
 TRAINING10 = ROOT / "benchmarks" / "heldout10_training_runs.csv"
+SERVING10 = ROOT / "benchmarks" / "heldout10_serving_runs.csv"
 # The ninth set's floors (docs/heldout.md, "The sealed ninth set"): what it holds, so that a lost row fails
 # (first pass 19 training / 25 serving rows from 7 origins; widened by heldout9b to 41 / 46 from 15 origins).
 MIN_ORIGINS_9, MIN_SERVING_9 = 15, 46
@@ -486,6 +487,15 @@ SETS_1_TO_9 = [*SETS_1_TO_8, TRAINING9, SERVING9]
 
 def test_heldout10_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
     test_training_rows_parse(catalogue, TRAINING10)
+
+
+def test_heldout10_serving_rows_parse(catalogue: dict[str, set[str]]) -> None:
+    """Every set's checks, then what the tenth set's serving half adds: each row names its engine and states
+    its output throughput."""
+    test_serving_rows_parse(catalogue, SERVING10)
+    for row in _rows(SERVING10):
+        assert row["engine"] in catalogue["engines"], f"row {row['id']}: engine {row['engine']!r}"
+        assert row["output_tok_s"], f"row {row['id']}: no output throughput"
 
 
 def test_heldout10_sources_appear_nowhere_else() -> None:
