@@ -163,7 +163,10 @@ def shape_problems(shape: Shape) -> list[tuple[str, int, str, str]]:
         out.append(
             ("kv_heads", shape.kv_heads, f"does not divide the {shape.heads} heads", "a divisor of heads")
         )
-    if shape.mla is None and shape.head_dim * shape.heads != shape.hidden and shape.hidden % shape.heads:
+    # A head size other than hidden // heads was stated (Languini's XL: 24 heads of 128 at width 2048), so the
+    # width need not split into the heads; a derived one must.
+    derived = shape.head_dim == shape.hidden // shape.heads
+    if shape.mla is None and derived and shape.head_dim * shape.heads != shape.hidden:
         out.append(("heads", shape.heads, f"does not divide hidden {shape.hidden}", "a divisor of hidden"))
     if shape.moe is not None:
         moe = shape.moe

@@ -83,6 +83,16 @@ def test_an_explicit_head_dim_widens_the_attention_as_the_catalogue_counts_it(kn
     assert any("64 heads of 128 (8 KV)" in a["text"] and "32.8B" in a["text"] for a in out["assumed"])
 
 
+def test_a_stated_head_dim_need_not_split_the_width(capsys) -> None:
+    # Languini Kitchen's GPT 'XL': 24 heads of 128 on a 2,048 width (24 does not divide 2,048); the head size
+    # is stated, so the shape is sound. Without it the width must split into the heads.
+    xl = ["--layers", "24", "--hidden", "2048", "--heads", "24", "--kv-heads", "24", "--ffn", "8192"]
+    out = _predict_json(capsys, *xl, "--vocab", "16384", "--head-dim", "128", "--workload", "pretrain")
+    assert any("24 heads of 128" in a["text"] for a in out["assumed"])
+    assert main(["predict", *xl, "--vocab", "16384", "--gpu", "h100-sxm"]) == 2
+    assert "heads" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "flags",
     [
