@@ -265,6 +265,8 @@ FUSED_WORDS = {
     "at a time, never the full fp32 logits",
     "flash-attn": "FlashAttention's cross-entropy kernel: the 16-bit logits and their log-sum-exp kept, "
     "no fp32 log-softmax",
+    "chunked": "a chunked output layer and cross-entropy (torchtitan's ChunkedLossWrapper): one of 8 chunks' "
+    "logits held at a time",
 }
 """How an answer states a fused loss the user gave (--fused-loss)."""
 

@@ -212,7 +212,7 @@ def test_a_bad_fused_loss_is_refused_the_same_way_at_every_door(tmp_path: Path, 
     from advisor.job.door import question
     from advisor.job.inputs import RunConfig
 
-    words = "'ligr' is not accepted; one of off, liger, flash-attn; did you mean 'liger'?"
+    words = "'ligr' is not accepted; one of off, liger, flash-attn, chunked; did you mean 'liger'?"
     code, cli = _cli(["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--fused-loss", "ligr"])
     assert code == 2 and cli.strip().endswith(f"--fused-loss: {words}"), cli
     wizard = wizard_check({"kind": "pretrain", "model": "llama-2-7b", "fused_loss": "ligr"}, knowledge)

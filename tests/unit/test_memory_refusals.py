@@ -222,3 +222,21 @@ def test_a_bad_fused_loss_is_one_line_exit_2(capsys: pytest.CaptureFixture[str])
     code = main(["predict", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--fused-loss", "ligr"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "'liger'" in err
+
+
+def test_a_stated_chunked_loss_holds_one_chunk_of_logits(capsys: pytest.CaptureFixture[str]) -> None:
+    # torchtitan main's ChunkedLossWrapper (torchtitan-chunked-loss, after release v0.2.2): 8 chunks of the
+    # sequence, one chunk's fp32 logits at a time. Qwen3-30B-A3B at 8 x 8,192 tokens a GPU (vocabulary
+    # 151,936) under FSDP on 8 B200: the released loss (12 bytes a logit, ~120 GB) does not fit in 192 GB;
+    # chunked (1.5 bytes a logit, ~15 GB) it does (a published batch sweep of this run peaked at 124 GiB).
+    from advisor.cli.main import main
+
+    argv = "predict --model qwen3-30b-a3b --workload pretrain --gpu b200 --count 8 --precision bf16 --tp 1"
+    argv += " --pp 1 --dp 8 --zero 3 --recompute full --micro-batch 8 --global-batch 64 --seq-len 8192"
+    argv += " --stack torchtitan --ep 1 --format json"
+    assert main(argv.split()) == 1
+    assert not json.loads(capsys.readouterr().out)["memory"]["fits"]
+    assert main([*argv.split(), "--fused-loss", "chunked"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["memory"]["fits"] and answer["memory"]["per_gpu_gb"] < 150.0
+    assert any(a["field"] == "fused_loss" and "chunked" in a["text"] for a in answer["assumed"])
