@@ -6,8 +6,8 @@ residual fitted on full training, because pricing them there moved the LoRA rows
 and torchtune, which sit at about 1.0x, to 0.88-0.95x (docs/step-model.md, Stop 43). What is priced here is
 what PEFT adds over an adapter kept in the model's dtype (huggingface/peft@5d602fdbff04):
 
-- get_peft_model(autocast_adapter_dtype=True), the default, upcasts 16-bit adapter weights to fp32
-  (cast_adapter_dtype, src/peft/tuners/tuners_utils.py);
+- get_peft_model(autocast_adapter_dtype=True), the default since PEFT v0.12.0, upcasts 16-bit adapter weights
+  to fp32 (cast_adapter_dtype, src/peft/tuners/tuners_utils.py; before it, adapters took the base's dtype);
 - LoRA (src/peft/tuners/lora/layer.py, Linear.forward): x = self._cast_input_dtype(x, lora_A.weight.dtype),
   a copy of the input per target module (read k x the activation bytes, write 4k), which the trainers'
   bf16/fp16 autocast casts back to 16 bits for lora_A's F.linear (read 4k, write k x the activation bytes);
