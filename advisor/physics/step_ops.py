@@ -14,6 +14,7 @@ from advisor.catalog.operations.dispatch import destinations
 from advisor.job.layout import Layout, expert_tp
 from advisor.job.resolve import Job
 from advisor.job.shape import Arch
+from advisor.physics.adapters import adapted_modules, peft_prices
 from advisor.physics.best_prices import BestPrices
 from advisor.physics.op_prices import OpPrices, Price, attention_dtype, gemm_dtype
 from advisor.physics.recompute_modules import (
@@ -282,6 +283,10 @@ class ComposedStep:
         overlap = self.megatron and gpu.compute_capability_value >= TP_OVERLAP_FROM_CC
         self.tp_hidden = TP_HIDDEN_MEGATRON if overlap else 0.0
         self.frozen = job.kind in ("lora", "qlora")
+        # PEFT's fp32 adapters where the stack's own memory entry keeps them (peft-fp32-adapters; a stack
+        # without an entry, FSDP or in-house, is not assumed to train through PEFT): their passes (_peft).
+        stack = a.stack.get(job.stack) if job.stack else None
+        self.peft_fp32 = self.frozen and stack is not None and stack.peft_fp32_adapters
         # DeepSpeed's own context (sequence) parallelism is Ulysses: heads, not sequence chunks, split the
         # attention (deepspeedai/DeepSpeed@25493c74bfbb: deepspeed/sequence/layer.py, DistributedAttention).
         self.ulysses = job.stack == "deepspeed"
@@ -325,6 +330,8 @@ class ComposedStep:
             self._ep_comm(acc, s, tokens, act, 2.0 + fwd_again)
         if s.recompute == "selective" and self.job.config.recompute_modules:
             self._recomputed_modules(acc, s, tokens, act, moe)
+        if self.peft_fp32:
+            self._peft(acc, s, tokens, act, moe, 1.0 + fwd_again)
         if self.job.kind == "qlora":
             local = _layer_params(arch, moe, s.tp, s.ep)
             # NF4 base weights read and dequantised to 16-bit for every pass that multiplies by them:
@@ -333,6 +340,15 @@ class ComposedStep:
             # bitsandbytes/autograd/_functions.py); a recomputed forward dequantises once more.
             acc.add(MEM, p.memory(local * (0.5 + 2.0), local * 2.0), 2.0 + fwd_again)
         return acc
+
+    def _peft(self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool, fwd_passes: float) -> None:
+        """What PEFT's LoRA layers add on one layer where the stack trains through PEFT
+        (advisor/physics/adapters.py): LoRA's fp32 casts of each adapted input, QLoRA's clone of the 4-bit
+        base's output."""
+        gemms = _gemms(self.arch, tokens, s.tp, s.ep, moe, s.expert_tp)
+        modules = adapted_modules(self.arch, gemms, moe, self.job.lora_targets)
+        for price, times in peft_prices(self.prices, modules, self.job.kind, act, fwd_passes):
+            acc.add(MEM, price, times)
 
     def _recomputed_modules(self, acc: _Acc, s: _Shape, tokens: int, act: float, moe: bool) -> None:
         """What Megatron-Core's recompute modules (--recompute-modules; advisor/physics/recompute_modules.py)
