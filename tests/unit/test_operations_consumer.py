@@ -61,3 +61,22 @@ def test_a_card_without_rows_names_whose_rate_it_is_scaled_from(gpu: str, peer: 
     got = ops.gemm_tflops(gpu, "bf16", 4096, 4096, 4096)
     assert got.basis == f"scaled from {peer}"
     assert got.spread >= ops.SCALED_SPREAD
+
+
+def test_the_rtx_3090_answers_its_cited_cublas_gemm_at_the_measured_shape() -> None:
+    # KnowingNothing/MatmulTutorial examples/matmul/cublas/call_cublas.cu: cublasGemmEx fp16 with FP32
+    # compute, M = N = 5376, K = 2048, 10 warm-up then 200 event-timed calls: 1.80772 ms, 65.49 TFLOP/s.
+    (row,) = _rows("gemm", "rtx-3090")
+    assert (row["dtype"], row["m"], row["n"], row["k"]) == ("fp16", "5376", "5376", "2048")
+    assert row["source"].startswith("KnowingNothing/MatmulTutorial@") and row["measured_on"] == "2023-05-22"
+    assert float(row["tflops"]) == pytest.approx(2 * 5376 * 5376 * 2048 / 1.80772e-3 / 1e12, abs=0.01)
+    for dtype in ("fp16", "bf16"):  # one GA102 tensor rate with FP32 accumulate (71 TFLOP/s) for both
+        got = ops.gemm_tflops("rtx-3090", dtype, 5376, 5376, 2048)
+        assert got.value == pytest.approx(65.49, rel=1e-3)
+        assert got.basis.startswith("scaled from a100-80gb-sxm")
+        assert "levelled on 1 measured rtx-3090" in got.basis
+        assert "MatmulTutorial" in got.source
+    # The level is the GeForce card's own: above A100 SXM's achieved/peak at a large square, under the peak.
+    big = ops.gemm_tflops("rtx-3090", "bf16", *(8192,) * 3).value / ops.peak_tflops(GPUS["rtx-3090"], "bf16")
+    a100 = ops.gemm_tflops("a100-80gb-sxm", "bf16", 8192, 8192, 8192).value
+    assert a100 / ops.peak_tflops(GPUS["a100-80gb-sxm"], "bf16") < big <= 1.0

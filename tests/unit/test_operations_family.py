@@ -109,17 +109,37 @@ def test_one_slanted_line(points: list[tuple[float, ...]], slanted: bool) -> Non
 
 
 def test_attention_on_an_amd_gpu_without_rows_is_derated_from_the_nvidia_ratio() -> None:
+    # MI250X (CDNA2): no attention row, no CDNA2 peer with one: NVIDIA's ratio x AMD's matmul derate.
     shape = {"seq_len": 8192, "heads": 32, "kv_heads": 8, "head_dim": 128, "causal": True, "pass_": "fwd"}
-    amd = ops.attention_tflops("mi300x", "bf16", **shape)
+    amd = ops.attention_tflops("mi250x", "bf16", **shape)
     assert "amd matmul derate" in amd.basis and amd.spread >= ops.FALLBACK_SPREAD + rates.CROSS_VENDOR_SPREAD
+    nvidia = sorted({r["gpu"] for r in _raw("attention") if GPUS[r["gpu"]].vendor == "nvidia"})
     ratios = [
-        ops.attention_tflops(g, "bf16", **shape).value / ops.peak_tflops(GPUS[g], "bf16")
-        for g in sorted({r["gpu"] for r in _raw("attention")})
+        ops.attention_tflops(g, "bf16", **shape).value / ops.peak_tflops(GPUS[g], "bf16") for g in nvidia
     ]
-    factor, _ = rates.vendor_derate(GPUS["mi300x"])
-    assert amd.value == pytest.approx(statistics.median(ratios) * factor * 1307.4, rel=1e-6)
-    # A CDNA3 attention answer below what the same datasheet peak would get at NVIDIA's ratio.
-    assert amd.value < statistics.median(ratios) * 1307.4
+    factor, _ = rates.vendor_derate(GPUS["mi250x"])
+    peak = ops.peak_tflops(GPUS["mi250x"], "bf16")
+    assert amd.value == pytest.approx(statistics.median(ratios) * factor * peak, rel=1e-6)
+    # A CDNA attention answer below what the same datasheet peak would get at NVIDIA's ratio.
+    assert amd.value < statistics.median(ratios) * peak
+
+
+def test_mi300x_attention_answers_its_measured_flashattention_rows() -> None:
+    # ROCm/flash-attention issue #142: benchmark_flash_attention.py on MI300X (CK backend, fp16, 16 heads of
+    # head_dim 128, non-causal, seqlen 16384, batch 1): forward 353.22, backward 194.43 TFLOP/s.
+    shape = {"seq_len": 16384, "heads": 16, "kv_heads": 16, "head_dim": 128, "causal": False, "batch": 1}
+    fwd = ops.attention_tflops("mi300x", "fp16", **shape, pass_="fwd")
+    bwd = ops.attention_tflops("mi300x", "fp16", **shape, pass_="bwd")
+    assert (fwd.value, fwd.basis) == (pytest.approx(353.22), "measured")
+    assert (bwd.value, bwd.basis) == (pytest.approx(194.43), "measured")
+    assert "ROCm/flash-attention/issues/142" in bwd.source
+    # bf16 runs at the same datasheet rate; the sister CDNA3 MI325X is scaled from these rows, not derated.
+    for gpu in ("mi300x", "mi325x"):
+        got = ops.attention_tflops(gpu, "bf16", **shape, pass_="bwd")
+        assert got.value == pytest.approx(194.43 * ops.peak_tflops(GPUS[gpu], "bf16") / 1307.4, rel=1e-6)
+        assert "mi300x fp16" in got.basis and "derate" not in got.basis
+    # The backward pass is the slow one on CDNA3: about half the forward's rate (H100's FA2: 0.69-0.86).
+    assert bwd.value / fwd.value < 0.6
 
 
 def test_a_gpu_whose_vendor_has_rows_takes_the_vendors_ratio() -> None:
