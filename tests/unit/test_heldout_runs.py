@@ -50,9 +50,9 @@ MIN_TRAINING_9, MIN_TRAINING_SOURCES_9, MIN_TRAINING_FAMILIES_9 = 41, 8, 4
 # runs from 7 publishers on 1-8 GPUs; widened by heldout10b to 73 from 10, up to 128 GPUs, with QLoRA).
 MIN_TRAINING_10, MIN_TRAINING_SOURCES_10, MIN_TRAINING_FAMILIES_10, MIN_GPU_KINDS_10 = 73, 10, 4, 9
 MAX_COUNT_10 = 128
-# The eleventh set's training half (docs/heldout.md, "The sealed eleventh set"): built in stop 43, scored once by the
-# lead. Its floors are what it holds (39 runs from 2 publishers, 1 to 64 GPUs), so that a lost row fails; the brief's
-# wider aims (8 publishers, 256 GPUs, layout groups) were not met and the docs say so.
+# The eleventh set's training half (docs/heldout.md, "The sealed eleventh set"): built in stop 43,
+# scored once by the lead. Its floors are what it holds (39 runs from 2 publishers, 1 to 64 GPUs), so
+# that a lost row fails; the brief's wider aims (8 publishers, 256 GPUs, layout groups) were not met.
 TRAINING11 = ROOT / "benchmarks" / "heldout11_training_runs.csv"
 MIN_TRAINING_11, MIN_TRAINING_SOURCES_11, MIN_GPU_KINDS_11, MAX_COUNT_11 = 39, 2, 4, 64
 SET_IDS = ["heldout", *(f"heldout{n}" for n in range(2, 10))]
@@ -559,8 +559,8 @@ def test_heldout11_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
 
 
 def test_heldout11_sources_appear_nowhere_else() -> None:
-    """The eleventh sealed set's training half is held out from everything, sets 1-10 included (rerun by the lead
-    on the merged tree, where it catches a branch that put a heldout11 source into knowledge/)."""
+    """The eleventh sealed set's training half is held out from everything, sets 1-10 included (rerun by the
+    lead on the merged tree, where it catches a branch that put a heldout11 source into knowledge/)."""
     _assert_sealed(_rows(TRAINING11), SETS_1_TO_10, MIN_TRAINING_SOURCES_11, "heldout11")
 
 
@@ -572,8 +572,8 @@ def test_heldout11_source_ids_are_new() -> None:
 
 
 def test_heldout11_is_wide_enough_to_judge() -> None:
-    """What the eleventh set's training half holds (docs/heldout.md): pre-training, LoRA and QLoRA on four GPU
-    kinds from one to 64 GPUs, and one source varying only the model size on one GPU (six sizes on the H100)."""
+    """What the eleventh set's training half holds (docs/heldout.md): pre-training, LoRA and QLoRA on four
+    GPU kinds from one to 64 GPUs, and one source varying only the model size on one GPU (six on the H100)."""
     training = _rows(TRAINING11)
     assert len(training) >= MIN_TRAINING_11, f"{len(training)} training runs in heldout11"
     assert len({r["source_id"] for r in training}) >= MIN_TRAINING_SOURCES_11, "too few training sources"
