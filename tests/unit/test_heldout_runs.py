@@ -589,7 +589,7 @@ def test_heldout11_is_wide_enough_to_judge() -> None:
     for r in training:
         if r["layout_group"]:
             groups[r["layout_group"]] = groups.get(r["layout_group"], 0) + 1
-    assert sum(n >= 3 for n in groups.values()) >= MIN_LAYOUT_GROUPS_11, "too few layout groups of 3 or more runs"
+    assert sum(n >= 3 for n in groups.values()) >= MIN_LAYOUT_GROUPS_11, "too few layout groups of 3+ runs"
     sizes: dict[tuple[str, str, str, str], set[str]] = {}
     for r in training:
         key = (r["source_id"], r["gpu"], r["workload"], r["stack"])
