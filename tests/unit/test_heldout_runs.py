@@ -50,6 +50,13 @@ MIN_TRAINING_9, MIN_TRAINING_SOURCES_9, MIN_TRAINING_FAMILIES_9 = 41, 8, 4
 # runs from 7 publishers on 1-8 GPUs; widened by heldout10b to 73 from 10, up to 128 GPUs, with QLoRA).
 MIN_TRAINING_10, MIN_TRAINING_SOURCES_10, MIN_TRAINING_FAMILIES_10, MIN_GPU_KINDS_10 = 73, 10, 4, 9
 MAX_COUNT_10 = 128
+# The eleventh set's training half (docs/heldout.md, "The sealed eleventh set"): built in stop 43,
+# scored once by the lead. Its floors are what it holds, so that a lost row fails: 39 runs from 2
+# publishers on 1 to 64 GPUs, widened by heldout11b to 60 runs from 10 sources in 3 families, up to
+# 2,048 GPUs, with three layout groups (TP x PP at one count).
+TRAINING11 = ROOT / "benchmarks" / "heldout11_training_runs.csv"
+MIN_TRAINING_11, MIN_TRAINING_SOURCES_11, MIN_GPU_KINDS_11, MAX_COUNT_11 = 60, 10, 6, 2048
+MIN_TRAINING_FAMILIES_11, MIN_LAYOUT_GROUPS_11 = 3, 3
 SET_IDS = ["heldout", *(f"heldout{n}" for n in range(2, 10))]
 LORA_TARGETS = {"all", "attention"}
 FAMILIES = {"paper", "vendor-docs", "independent-blog", "toolkit-docs", "mlperf"}
@@ -544,3 +551,47 @@ def test_bench_rejects_an_unknown_run_set_in_one_line() -> None:
     assert done.returncode == 2
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "no-such-set" in lines[0] and "heldout2" in lines[0], lines
+
+
+SETS_1_TO_10 = [*SETS_1_TO_9, TRAINING10, SERVING10]
+
+
+def test_heldout11_training_rows_parse(catalogue: dict[str, set[str]]) -> None:
+    test_training_rows_parse(catalogue, TRAINING11)
+
+
+def test_heldout11_sources_appear_nowhere_else() -> None:
+    """The eleventh sealed set's training half is held out from everything, sets 1-10 included (rerun by the
+    lead on the merged tree, where it catches a branch that put a heldout11 source into knowledge/)."""
+    _assert_sealed(_rows(TRAINING11), SETS_1_TO_10, MIN_TRAINING_SOURCES_11, "heldout11")
+
+
+def test_heldout11_source_ids_are_new() -> None:
+    earlier = {r["source_id"] for path in SETS_1_TO_10 for r in _rows(path)}
+    eleventh = {r["source_id"] for r in _rows(TRAINING11)}
+    assert not earlier & eleventh, f"source ids shared with an earlier set: {sorted(earlier & eleventh)}"
+    assert all(r["family"] != "mlperf" for r in _rows(TRAINING11)), "an MLPerf row in the eleventh set"
+
+
+def test_heldout11_is_wide_enough_to_judge() -> None:
+    """What the eleventh set's training half holds (docs/heldout.md): pre-training, LoRA and QLoRA on six
+    GPU kinds from one to 2,048 GPUs, three source families, three layout groups varying only TP x PP, and
+    one source varying only the model size on one GPU (six on the H100)."""
+    training = _rows(TRAINING11)
+    assert len(training) >= MIN_TRAINING_11, f"{len(training)} training runs in heldout11"
+    assert len({r["source_id"] for r in training}) >= MIN_TRAINING_SOURCES_11, "too few training sources"
+    assert len({r["gpu"] for r in training}) >= MIN_GPU_KINDS_11, "too few GPU kinds"
+    assert {r["workload"] for r in training} >= {"pretrain", "lora", "qlora"}, "a workload is missing"
+    assert min(int(r["count"]) for r in training) == 1, "no one-GPU run"
+    assert max(int(r["count"]) for r in training) >= MAX_COUNT_11, "no run at the set's largest count"
+    assert len({r["family"] for r in training}) >= MIN_TRAINING_FAMILIES_11, "too few source families"
+    groups: dict[str, int] = {}
+    for r in training:
+        if r["layout_group"]:
+            groups[r["layout_group"]] = groups.get(r["layout_group"], 0) + 1
+    assert sum(n >= 3 for n in groups.values()) >= MIN_LAYOUT_GROUPS_11, "too few layout groups of 3+ runs"
+    sizes: dict[tuple[str, str, str, str], set[str]] = {}
+    for r in training:
+        key = (r["source_id"], r["gpu"], r["workload"], r["stack"])
+        sizes.setdefault(key, set()).add(r["model_shape"] or r["model"])
+    assert any(len(models) >= 6 for models in sizes.values()), "no source varying only the model size"
