@@ -2,8 +2,8 @@
 
 Its origins appear nowhere in knowledge/ or sets 1-10, its source ids are new, no origin holds more than a
 quarter of the rows, and it keeps what it was built to judge: TPOT with one request in flight on datacenter
-GPUs, open-loop rate sweeps, a static batch sweep from batch 1, dense and MoE models on several GPUs. The
-floors are what the set holds, so that a lost row fails.
+GPUs, open-loop rate sweeps, a static batch sweep from batch 1, a closed-loop concurrency sweep with TTFT,
+dense and MoE models on several GPUs. The floors are what the set holds, so that a lost row fails.
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from tests.unit.test_heldout_runs import test_serving_rows_parse as _parse_servi
 
 SERVING11 = ROOT / "benchmarks" / "heldout11_serving_runs.csv"
 SETS_1_TO_10: list[Path] = [*SETS_1_TO_9, TRAINING10, SERVING10]
-# What the serving half holds (docs/heldout.md): 24 rows from 6 origins, no origin above a quarter of them.
-MIN_ROWS, MIN_ORIGINS, MAX_ORIGIN_SHARE = 24, 6, 0.25
-MIN_STATIC, MIN_OPEN, MIN_CLOSED, MIN_OFFLINE = 12, 10, 1, 1
+# What the serving half holds (docs/heldout.md): 32 rows from 7 origins, no origin above a quarter of them
+# (heldout11s built 24 rows from 6 origins; heldout11t added 8 closed-loop rows from a seventh).
+MIN_ROWS, MIN_ORIGINS, MAX_ORIGIN_SHARE = 32, 7, 0.25
+MIN_STATIC, MIN_OPEN, MIN_CLOSED, MIN_OFFLINE = 12, 10, 9, 1
+# Closed-loop rows that carry a TTFT, and the points of the one closed-loop concurrency sweep.
+MIN_CLOSED_TTFT, MIN_SWEEP_POINTS = 8, 6
 # TPOT with one request in flight (static batch 1 or concurrency 1) on datacenter GPUs, from two origins.
 MIN_BATCH_ONE_TPOT = 3
 DATACENTER_GPUS = {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "mi300x", "l40s"}
@@ -72,7 +75,9 @@ def test_heldout11_serving_is_wide_enough_to_judge(rows: list[dict[str, str]]) -
     loops = Counter(r["loop"] for r in rows)
     assert loops["static"] >= MIN_STATIC, "too few static-batch rows"
     assert loops["open"] >= MIN_OPEN, "too few open-loop rows"
-    assert loops["closed"] >= MIN_CLOSED, "no closed-loop row"
+    assert loops["closed"] >= MIN_CLOSED, "too few closed-loop rows"
+    closed_ttft = [r for r in rows if r["loop"] == "closed" and r["ttft_ms"]]
+    assert len(closed_ttft) >= MIN_CLOSED_TTFT, f"{len(closed_ttft)} closed-loop rows with a TTFT"
     assert loops["offline"] >= MIN_OFFLINE, "no offline row"
     assert {r["engine"] for r in rows} >= {"vllm", "sglang"}, "fewer than two engines"
     assert len({r["gpu"] for r in rows}) >= 3, "fewer than three GPU kinds"
@@ -107,3 +112,15 @@ def test_heldout11_one_source_varies_only_the_static_batch(rows: list[dict[str, 
             key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
             keys.setdefault(key, set()).add(r["batch"])
     assert any(len(b) >= 4 and "1" in b for b in keys.values()), "no static batch sweep from batch 1"
+
+
+def test_heldout11_one_source_varies_only_the_concurrency(rows: list[dict[str, str]]) -> None:
+    """The TTFT-vs-load curve in closed loop: one source, engine, model, GPU count and lengths at several
+    concurrencies, each with a TTFT."""
+    keys: dict[tuple[str, ...], set[str]] = {}
+    for r in rows:
+        if r["loop"] == "closed" and r["ttft_ms"]:
+            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
+            keys.setdefault(key, set()).add(r["concurrency"])
+    widest = max((len(c) for c in keys.values()), default=0)
+    assert widest >= MIN_SWEEP_POINTS, f"the widest closed-loop TTFT sweep has {widest} concurrencies"
