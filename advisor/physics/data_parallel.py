@@ -58,7 +58,13 @@ class DpSync:
     source: str
     basis: str
     layers: int = 1
-    """ZeRO-3: the layers (FSDP units) a rank gathers one at a time, a call each."""
+    """ZeRO-3 (and FSDP's ZeRO-2): the layers (FSDP units) a rank gathers one at a time, a call each."""
+    regather: bool = True
+    """Whether the backward pass gathers the weights again (ZeRO-3); FSDP's ZeRO-2 (SHARD_GRAD_OP) keeps the
+    forward's gather through the backward pass and frees it after."""
+    beside: float = 0.0
+    """Of `grads`, the hybrid all-reduce across the shard group's replicas that runs beside the shard group's
+    own collectives (its own stream, communicator and links: hybrid_beside)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -96,15 +102,29 @@ def _bucketed(
     return Price(one.seconds * calls, one.source, one.basis), one.seconds
 
 
+def hybrid_beside(shard: int, stride: int, node_size: int) -> bool:
+    """Whether a hybrid all-reduce runs beside its shard group's collectives rather than after them: FSDP
+    issues it on a stream of its own over a process group of its own (FSDP2's `foreach_reduce`:
+    `all_reduce_stream.wait_stream(reduce_scatter_stream)`, then `dist.all_reduce(reduce_output,
+    group=all_reduce_group)` on `all_reduce_stream`, pytorch/pytorch@8fc2039deceb:torch/distributed/fsdp/
+    _fully_shard/_fsdp_collectives.py), so a layer's all-reduce waits only for its own reduce-scatter while
+    the next layers' gathers and reduce-scatters go on. Beside them only on links of its own: a shard group
+    inside one server (its collectives on NVLink, the all-reduce on the network); a shard group that spans
+    servers shares their network with it."""
+    return _span_nodes(shard, stride, node_size) == 1
+
+
 def dp_sync(
     layout: Layout,
     prices: OpPrices,
     nbytes: tuple[float, float, int],
     stack: str,
     megatron: bool,
+    fsdp: bool = False,
 ) -> DpSync:
     """The data-parallel collectives of a layout: `nbytes` = (the local gradients' bytes, the local
-    weights' bytes, the layers a rank holds)."""
+    weights' bytes, the layers a rank holds); `fsdp`: the stack shards as PyTorch FSDP does (its ZeRO-2
+    gathers a layer at a time each forward pass: training_stacks.toml `fsdp_sharding`)."""
     b = _Bytes(*nbytes)
     group, stride, node = layout.dp * layout.cp, layout.tp, layout.node_size
     shard = layout.shard_group or group
@@ -115,18 +135,21 @@ def dp_sync(
     if zero == 0:
         grads, last = _bucketed(prices, "all_reduce", group, stride, node, b.grads, calls)
         return DpSync(grads.seconds, last, 0.0, 0.0, 0.0, grads.source, grads.basis)
-    scatter_calls = b.layers if zero == 3 else calls
+    by_layer = zero == 3 or (zero == 2 and fsdp)
+    scatter_calls = b.layers if by_layer else calls
     scatter, last = _bucketed(prices, "reduce_scatter", shard, stride, node, b.grads, scatter_calls)
-    seconds, last_s = scatter.seconds, last
+    seconds, last_s, beside = scatter.seconds, last, 0.0
     if shard < group:  # hybrid: the shards all-reduced across the replicas of the shard group
         across, across_last = _bucketed(
             prices, "all_reduce", group // shard, stride * shard, node, b.grads / shard, scatter_calls
         )
         seconds, last_s = seconds + across.seconds, last + across_last
-    gather_calls = b.layers if zero == 3 else max(1, math.ceil(b.weights / per_bucket))
+        beside = across.seconds if by_layer and fsdp and hybrid_beside(shard, stride, node) else 0.0
+    gather_calls = b.layers if by_layer else max(1, math.ceil(b.weights / per_bucket))
     gather, gather_last = _bucketed(prices, "all_gather", shard, stride, node, b.weights, gather_calls)
-    if zero == 3:
-        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis, b.layers)
+    if by_layer:
+        source, basis = scatter.source, scatter.basis
+        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, source, basis, b.layers, zero == 3, beside)
     return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
 
 
@@ -149,13 +172,14 @@ def moe_dp_sync(
     experts: tuple[float, float, int],
     stack: str,
     megatron: bool,
+    fsdp: bool = False,
 ) -> DpSync:
     """dp_sync of a mixture of experts: the dense weights' collectives over the data x context parallel ranks,
     the routed experts' over their expert-data-parallel ranks (expert_group), one after the other."""
-    a = dp_sync(layout, prices, dense, stack, megatron)
+    a = dp_sync(layout, prices, dense, stack, megatron, fsdp)
     if experts[0] <= 0 and experts[1] <= 0:
         return a
-    b = dp_sync(expert_group(layout), prices, experts, stack, megatron)
+    b = dp_sync(expert_group(layout), prices, experts, stack, megatron, fsdp)
     return DpSync(
         a.grads + b.grads,
         a.grads_last + b.grads_last,
@@ -165,6 +189,8 @@ def moe_dp_sync(
         a.source or b.source,
         a.basis,
         a.layers,
+        a.regather,
+        a.beside + b.beside,
     )
 
 
@@ -185,13 +211,18 @@ def _zero3(sync: DpSync, m: int, compute_s: float) -> float:
     waits; in the backward pass the next layer's gather and this layer's gradient reduce-scatter run on one
     process group, so one after the other (NCCL runs a communicator's collectives in issue order: Zhao et
     al., PyTorch FSDP, VLDB 2023, arXiv:2304.11277, sec. 3.3.2), under one layer's backward; the last
-    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time)."""
+    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time). FSDP's
+    ZeRO-2 (`regather` False) gathers in the forward pass only; a hybrid all-reduce that runs beside the
+    shard group's collectives (`beside`, hybrid_beside) takes a layer's backward window with them, the
+    longer of the two."""
     layers = max(1, sync.layers)
-    gather, scatter = sync.gathers / layers, sync.grads / layers
+    gather, scatter = sync.gathers / layers, (sync.grads - sync.beside) / layers
     forward = compute_s * (1.0 - BACKWARD_SHARE) / (m * layers)
     backward = compute_s * BACKWARD_SHARE / (m * layers)
     one = gather + (layers - 1) * overlapped(gather, forward)
-    one += (layers - 1) * overlapped(gather + scatter, backward) + max(sync.grads_last, scatter)
+    shard_group = (gather if sync.regather else 0.0) + scatter
+    window = max(shard_group, sync.beside / layers)
+    one += (layers - 1) * overlapped(window, backward) + max(sync.grads_last, scatter)
     return m * one
 
 
@@ -223,7 +254,7 @@ def exposed(
     first forward pass (as many as the `window`) only when `overlap_params` (Megatron's
     --overlap-param-gather: OVERLAP_PARAM_GATHER_MEGATRON)."""
     m = max(1, m)
-    if zero == 3:
+    if zero == 3 or sync.gathers > 0.0:  # ZeRO-3, or FSDP's ZeRO-2: a layer at a time
         return _zero3(sync, m, compute_s)
     share = min(float(m), max(1.0, window)) / m
     backward = compute_s * BACKWARD_SHARE * share

@@ -513,3 +513,13 @@ def test_a_stack_on_pytorchs_own_adamw_steps_it_foreach_20_passes_against_the_fu
     )
     sharded, _ = _optimizer_line(knowledge, "fsdp", sharding="zero3", dp=8)
     assert sharded == pytest.approx(foreach / 8, rel=0.1)
+
+
+def test_fsdp_shards_zero2_as_shard_grad_op_and_deepspeed_as_zero2(knowledge) -> None:
+    # training_stacks.toml `fsdp_sharding`: PyTorch FSDP's ZeRO-2 gathers every weight a layer at a time in
+    # each forward pass (nothing after the optimizer step); DeepSpeed's gathers the updated partitions after
+    # it.
+    fsdp, deepspeed = _sync(knowledge, "fsdp", 2), _sync(knowledge, "deepspeed", 2)
+    assert fsdp.gathers > 0.0 and fsdp.params == 0.0 and not fsdp.regather
+    assert deepspeed.gathers == 0.0 and deepspeed.params > 0.0
+    assert fsdp.layers == 32
