@@ -93,10 +93,9 @@ class Stack:
     """Whether the stack's AdamW is PyTorch's as constructed (no fused=True), which PyTorch runs as its
     foreach implementation: 20 element passes a step where the fused kernel makes 7."""
     fsdp_sharding: bool
-    """Whether the stack's sharded data parallelism is PyTorch FSDP's (FSDP1 SHARD_GRAD_OP / FULL_SHARD,
-    FSDP2 reshard_after_forward False / True): its ZeRO-2 frees the gathered weights after each backward pass
-    and gathers them again, a layer at a time, in the next forward pass, where DeepSpeed's ZeRO-2 keeps every
-    weight whole and gathers the updated partitions once after the optimizer step."""
+    """Whether the stack's sharded data parallelism is PyTorch FSDP's: its hybrid sharding (HSDP) all-reduces
+    the shards across the replicas on a stream and process group of its own, beside the shard group's
+    gathers and reduce-scatters (data_parallel.hybrid_beside)."""
     sequence_parallel: bool
     """Whether the stack's tensor parallelism splits the norms and residual adds over the TP ranks by sequence
     (an all-gather before each column-parallel block, a reduce-scatter after each row-parallel one) beside

@@ -58,10 +58,7 @@ class DpSync:
     source: str
     basis: str
     layers: int = 1
-    """ZeRO-3 (and FSDP's ZeRO-2): the layers (FSDP units) a rank gathers one at a time, a call each."""
-    regather: bool = True
-    """Whether the backward pass gathers the weights again (ZeRO-3); FSDP's ZeRO-2 (SHARD_GRAD_OP) keeps the
-    forward's gather through the backward pass and frees it after."""
+    """ZeRO-3: the layers (FSDP units) a rank gathers one at a time, a call each."""
     beside: float = 0.0
     """Of `grads`, the hybrid all-reduce across the shard group's replicas that runs beside the shard group's
     own collectives (its own stream, communicator and links: hybrid_beside)."""
@@ -123,8 +120,8 @@ def dp_sync(
     fsdp: bool = False,
 ) -> DpSync:
     """The data-parallel collectives of a layout: `nbytes` = (the local gradients' bytes, the local
-    weights' bytes, the layers a rank holds); `fsdp`: the stack shards as PyTorch FSDP does (its ZeRO-2
-    gathers a layer at a time each forward pass: training_stacks.toml `fsdp_sharding`)."""
+    weights' bytes, the layers a rank holds); `fsdp`: the stack shards as PyTorch FSDP does (its hybrid
+    all-reduce runs beside the shard group's collectives: training_stacks.toml `fsdp_sharding`)."""
     b = _Bytes(*nbytes)
     group, stride, node = layout.dp * layout.cp, layout.tp, layout.node_size
     shard = layout.shard_group or group
@@ -135,8 +132,7 @@ def dp_sync(
     if zero == 0:
         grads, last = _bucketed(prices, "all_reduce", group, stride, node, b.grads, calls)
         return DpSync(grads.seconds, last, 0.0, 0.0, 0.0, grads.source, grads.basis)
-    by_layer = zero == 3 or (zero == 2 and fsdp)
-    scatter_calls = b.layers if by_layer else calls
+    scatter_calls = b.layers if zero == 3 else calls
     scatter, last = _bucketed(prices, "reduce_scatter", shard, stride, node, b.grads, scatter_calls)
     seconds, last_s, beside = scatter.seconds, last, 0.0
     if shard < group:  # hybrid: the shards all-reduced across the replicas of the shard group
@@ -144,12 +140,12 @@ def dp_sync(
             prices, "all_reduce", group // shard, stride * shard, node, b.grads / shard, scatter_calls
         )
         seconds, last_s = seconds + across.seconds, last + across_last
-        beside = across.seconds if by_layer and fsdp and hybrid_beside(shard, stride, node) else 0.0
-    gather_calls = b.layers if by_layer else max(1, math.ceil(b.weights / per_bucket))
+        beside = across.seconds if zero == 3 and fsdp and hybrid_beside(shard, stride, node) else 0.0
+    gather_calls = b.layers if zero == 3 else max(1, math.ceil(b.weights / per_bucket))
     gather, gather_last = _bucketed(prices, "all_gather", shard, stride, node, b.weights, gather_calls)
-    if by_layer:
+    if zero == 3:
         source, basis = scatter.source, scatter.basis
-        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, source, basis, b.layers, zero == 3, beside)
+        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, source, basis, b.layers, beside)
     return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
 
 
@@ -189,7 +185,6 @@ def moe_dp_sync(
         a.source or b.source,
         a.basis,
         a.layers,
-        a.regather,
         a.beside + b.beside,
     )
 
@@ -211,17 +206,15 @@ def _zero3(sync: DpSync, m: int, compute_s: float) -> float:
     waits; in the backward pass the next layer's gather and this layer's gradient reduce-scatter run on one
     process group, so one after the other (NCCL runs a communicator's collectives in issue order: Zhao et
     al., PyTorch FSDP, VLDB 2023, arXiv:2304.11277, sec. 3.3.2), under one layer's backward; the last
-    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time). FSDP's
-    ZeRO-2 (`regather` False) gathers in the forward pass only; a hybrid all-reduce that runs beside the
-    shard group's collectives (`beside`, hybrid_beside) takes a layer's backward window with them, the
-    longer of the two."""
+    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time). A hybrid
+    all-reduce that runs beside the shard group's collectives (`beside`, hybrid_beside) shares a layer's
+    backward window with them: the longer of the two takes it, not their sum."""
     layers = max(1, sync.layers)
     gather, scatter = sync.gathers / layers, (sync.grads - sync.beside) / layers
     forward = compute_s * (1.0 - BACKWARD_SHARE) / (m * layers)
     backward = compute_s * BACKWARD_SHARE / (m * layers)
     one = gather + (layers - 1) * overlapped(gather, forward)
-    shard_group = (gather if sync.regather else 0.0) + scatter
-    window = max(shard_group, sync.beside / layers)
+    window = max(gather + scatter, sync.beside / layers)
     one += (layers - 1) * overlapped(window, backward) + max(sync.grads_last, scatter)
     return m * one
 
@@ -254,7 +247,7 @@ def exposed(
     first forward pass (as many as the `window`) only when `overlap_params` (Megatron's
     --overlap-param-gather: OVERLAP_PARAM_GATHER_MEGATRON)."""
     m = max(1, m)
-    if zero == 3 or sync.gathers > 0.0:  # ZeRO-3, or FSDP's ZeRO-2: a layer at a time
+    if zero == 3:
         return _zero3(sync, m, compute_s)
     share = min(float(m), max(1.0, window)) / m
     backward = compute_s * BACKWARD_SHARE * share

@@ -269,7 +269,7 @@ def foreach_optimizer(stack: str) -> bool:
 
 def fsdp_sharding(stack: str) -> bool:
     """Whether the shipped stack shards as PyTorch FSDP does (training_stacks.toml `fsdp_sharding`): its
-    ZeRO-2 gathers the weights a layer at a time in each forward pass."""
+    hybrid (HSDP) all-reduce runs on a stream and process group of its own."""
     from advisor.catalog.stacks import shipped_stacks
 
     spec = shipped_stacks().get(stack)
@@ -392,12 +392,7 @@ class StepModel:
             return Price(seconds, sync.source, sync.basis)
 
         def note() -> str:
-            if sync is None:
-                return ""
-            if zero == 2 and sync.gathers > 0.0:
-                hybrid = f" (shard {layout.shard_group})" if layout.shard_group else ""
-                return f"FSDP ZeRO-2: forward gathers + gradient reduce-scatter{hybrid}, a layer at a time"
-            return _dp_note(zero, layout, overlap_params, window)
+            return _dp_note(zero, layout, overlap_params, window) if sync is not None else ""
 
         return composed.step(layout, floor_s, dp, self._optimizer(layout, states), note, self.offload)
 
@@ -456,15 +451,13 @@ class StepModel:
             # ZeRO-3 gathers every weight it shards (frozen base weights too); ZeRO-1/2 gathers only the
             # parameters the optimizer updated (a LoRA step: the adapters), in the weights' own dtype.
             whole = _local_params(job, layout) - mine
-            # FSDP's ZeRO-2 (SHARD_GRAD_OP) gathers every weight it shards too, in each forward pass.
-            by_layer = layout.zero == 3 or (layout.zero == 2 and fsdp_sharding(job.stack))
-            weights = whole * base_w if by_layer else trainable * w
+            weights = whole * base_w if layout.zero == 3 else trainable * w
             layers = max(1, (job.arch.layers if job.arch is not None else 1) // layout.pp)
             got = self._ops_dp[key] = data_parallel.moe_dp_sync(
                 layout,
                 composed.prices,
                 (trainable * reduce_w, weights, layers),
-                (mine * reduce_w, mine * (base_w if by_layer else w), layers),
+                (mine * reduce_w, mine * (base_w if layout.zero == 3 else w), layers),
                 job.stack,
                 composed.megatron,
                 fsdp_sharding(job.stack),

@@ -176,47 +176,6 @@ def test_hybrid_sharding_gathers_within_the_shard_group_and_all_reduces_across_s
     assert hybrid["all_reduce"] == (32, 16, pytest.approx(2e9 / 4))
 
 
-def test_fsdps_zero2_gathers_a_layer_at_a_time_each_forward_and_deepspeeds_after_the_optimizer() -> None:
-    from advisor.job.layout import Layout
-    from advisor.physics.data_parallel import dp_sync
-
-    layout = Layout(count=64, nodes=8, node_size=8, precision="bf16", dp=64, sharding="zero2")
-
-    def calls(fsdp: bool) -> list[tuple[str, int, int, float]]:
-        prices = _Calls()
-        stack = "fsdp" if fsdp else "deepspeed"
-        sync = dp_sync(layout, prices, (14e9, 14e9, 28), stack, False, fsdp)  # type: ignore[arg-type]
-        assert (sync.gathers > 0.0) == fsdp and (sync.params > 0.0) != fsdp
-        assert sync.regather is not fsdp
-        return prices.calls
-
-    # SHARD_GRAD_OP frees the gathered weights after the backward pass (FSDP1 _should_free_in_backward): a
-    # layer's gather (0.5 GB) and reduce-scatter a call each, in every micro-batch.
-    fsdp = calls(True)
-    assert ("all_gather", 64, 8, pytest.approx(0.5e9)) in fsdp
-    assert ("reduce_scatter", 64, 8, pytest.approx(0.5e9)) in fsdp
-    # DeepSpeed's ZeRO-2 keeps the weights whole: 5e8-element buckets, gathered after the optimizer step.
-    deepspeed = calls(False)
-    assert ("all_gather", 64, 8, pytest.approx(14e9 / 28)) not in deepspeed
-    assert ("all_gather", 64, 8, pytest.approx(14e9 / 14)) in deepspeed
-
-
-def test_fsdps_zero2_gather_hides_under_the_forward_and_does_not_regather_in_the_backward() -> None:
-    from advisor.physics.data_parallel import OVERLAP_SLOWDOWN, DpSync, exposed
-
-    slow = OVERLAP_SLOWDOWN / (1.0 + OVERLAP_SLOWDOWN)
-    # 10 layers, a pass's gathers 1.0 s and reduce-scatters 1.0 s; compute 3.0 s (a layer: 0.1 s forward,
-    # 0.2 s backward). ZeRO-3 gathers again in the backward pass, beside the reduce-scatter (0.2 s under
-    # 0.2 s); FSDP's ZeRO-2 reduce-scatters alone there (0.1 s under 0.2 s).
-    zero3 = DpSync(1.0, 0.1, 0.0, 0.0, 1.0, "", "", layers=10)
-    zero2 = DpSync(1.0, 0.1, 0.0, 0.0, 1.0, "", "", layers=10, regather=False)
-    forward = 0.1 + 9 * 0.1 * slow
-    assert exposed(zero3, 3, 1, 3.0, False) == pytest.approx(forward + 9 * 0.2 * slow + 0.1)
-    assert exposed(zero2, 2, 1, 3.0, False) == pytest.approx(forward + 9 * 0.1 * slow + 0.1)
-    # The exposed gather after the optimizer step (DeepSpeed's ZeRO-2) is not FSDP's: nothing waits whole.
-    assert exposed(zero2, 2, 1, 3.0, False) < 0.1 + 1.0
-
-
 def test_a_hybrid_all_reduce_runs_beside_the_shard_groups_collectives_when_the_group_fits_a_server() -> None:
     from advisor.job.layout import Layout
     from advisor.physics.data_parallel import DpSync, dp_sync, exposed, hybrid_beside
