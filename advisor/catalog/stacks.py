@@ -49,7 +49,6 @@ def _schema() -> Any:
         interleaved: bool = False
         reduce_fp32: bool = False
         optimizer_foreach: bool = False
-        fsdp_sharding: bool = False
         sequence_parallel: bool = False
         flash_attention: Month
         compiled: Month
@@ -92,10 +91,6 @@ class Stack:
     optimizer_foreach: bool
     """Whether the stack's AdamW is PyTorch's as constructed (no fused=True), which PyTorch runs as its
     foreach implementation: 20 element passes a step where the fused kernel makes 7."""
-    fsdp_sharding: bool
-    """Whether the stack's sharded data parallelism is PyTorch FSDP's: its hybrid sharding (HSDP) all-reduces
-    the shards across the replicas on a stream and process group of its own, beside the shard group's
-    gathers and reduce-scatters (data_parallel.hybrid_beside)."""
     sequence_parallel: bool
     """Whether the stack's tensor parallelism splits the norms and residual adds over the TP ranks by sequence
     (an all-gather before each column-parallel block, a reduce-scatter after each row-parallel one) beside
@@ -162,7 +157,6 @@ def parse_stacks(raw: dict, name: str = f"knowledge/{FILE}") -> dict[str, Stack]
             interleaved=spec.interleaved,
             reduce_fp32=spec.reduce_fp32,
             optimizer_foreach=spec.optimizer_foreach,
-            fsdp_sharding=spec.fsdp_sharding,
             sequence_parallel=spec.sequence_parallel,
             since={t: getattr(spec, t) for t in TRAITS},
             note=spec.note,

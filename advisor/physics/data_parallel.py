@@ -59,9 +59,6 @@ class DpSync:
     basis: str
     layers: int = 1
     """ZeRO-3: the layers (FSDP units) a rank gathers one at a time, a call each."""
-    beside: float = 0.0
-    """Of `grads`, the hybrid all-reduce across the shard group's replicas that runs beside the shard group's
-    own collectives (its own stream, communicator and links: hybrid_beside)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -99,29 +96,15 @@ def _bucketed(
     return Price(one.seconds * calls, one.source, one.basis), one.seconds
 
 
-def hybrid_beside(shard: int, stride: int, node_size: int) -> bool:
-    """Whether a hybrid all-reduce runs beside its shard group's collectives rather than after them: FSDP
-    issues it on a stream of its own over a process group of its own (FSDP2's `foreach_reduce`:
-    `all_reduce_stream.wait_stream(reduce_scatter_stream)`, then `dist.all_reduce(reduce_output,
-    group=all_reduce_group)` on `all_reduce_stream`, pytorch/pytorch@8fc2039deceb:torch/distributed/fsdp/
-    _fully_shard/_fsdp_collectives.py), so a layer's all-reduce waits only for its own reduce-scatter while
-    the next layers' gathers and reduce-scatters go on. Beside them only on links of its own: a shard group
-    inside one server (its collectives on NVLink, the all-reduce on the network); a shard group that spans
-    servers shares their network with it."""
-    return _span_nodes(shard, stride, node_size) == 1
-
-
 def dp_sync(
     layout: Layout,
     prices: OpPrices,
     nbytes: tuple[float, float, int],
     stack: str,
     megatron: bool,
-    fsdp: bool = False,
 ) -> DpSync:
     """The data-parallel collectives of a layout: `nbytes` = (the local gradients' bytes, the local
-    weights' bytes, the layers a rank holds); `fsdp`: the stack shards as PyTorch FSDP does (its hybrid
-    all-reduce runs beside the shard group's collectives: training_stacks.toml `fsdp_sharding`)."""
+    weights' bytes, the layers a rank holds)."""
     b = _Bytes(*nbytes)
     group, stride, node = layout.dp * layout.cp, layout.tp, layout.node_size
     shard = layout.shard_group or group
@@ -134,18 +117,16 @@ def dp_sync(
         return DpSync(grads.seconds, last, 0.0, 0.0, 0.0, grads.source, grads.basis)
     scatter_calls = b.layers if zero == 3 else calls
     scatter, last = _bucketed(prices, "reduce_scatter", shard, stride, node, b.grads, scatter_calls)
-    seconds, last_s, beside = scatter.seconds, last, 0.0
+    seconds, last_s = scatter.seconds, last
     if shard < group:  # hybrid: the shards all-reduced across the replicas of the shard group
         across, across_last = _bucketed(
             prices, "all_reduce", group // shard, stride * shard, node, b.grads / shard, scatter_calls
         )
         seconds, last_s = seconds + across.seconds, last + across_last
-        beside = across.seconds if zero == 3 and fsdp and hybrid_beside(shard, stride, node) else 0.0
     gather_calls = b.layers if zero == 3 else max(1, math.ceil(b.weights / per_bucket))
     gather, gather_last = _bucketed(prices, "all_gather", shard, stride, node, b.weights, gather_calls)
     if zero == 3:
-        source, basis = scatter.source, scatter.basis
-        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, source, basis, b.layers, beside)
+        return DpSync(seconds, last_s, 0.0, 0.0, gather.seconds, scatter.source, scatter.basis, b.layers)
     return DpSync(seconds, last_s, gather.seconds, gather_last, 0.0, scatter.source, scatter.basis)
 
 
@@ -168,14 +149,13 @@ def moe_dp_sync(
     experts: tuple[float, float, int],
     stack: str,
     megatron: bool,
-    fsdp: bool = False,
 ) -> DpSync:
     """dp_sync of a mixture of experts: the dense weights' collectives over the data x context parallel ranks,
     the routed experts' over their expert-data-parallel ranks (expert_group), one after the other."""
-    a = dp_sync(layout, prices, dense, stack, megatron, fsdp)
+    a = dp_sync(layout, prices, dense, stack, megatron)
     if experts[0] <= 0 and experts[1] <= 0:
         return a
-    b = dp_sync(expert_group(layout), prices, experts, stack, megatron, fsdp)
+    b = dp_sync(expert_group(layout), prices, experts, stack, megatron)
     return DpSync(
         a.grads + b.grads,
         a.grads_last + b.grads_last,
@@ -185,7 +165,6 @@ def moe_dp_sync(
         a.source or b.source,
         a.basis,
         a.layers,
-        a.beside + b.beside,
     )
 
 
@@ -206,16 +185,13 @@ def _zero3(sync: DpSync, m: int, compute_s: float) -> float:
     waits; in the backward pass the next layer's gather and this layer's gradient reduce-scatter run on one
     process group, so one after the other (NCCL runs a communicator's collectives in issue order: Zhao et
     al., PyTorch FSDP, VLDB 2023, arXiv:2304.11277, sec. 3.3.2), under one layer's backward; the last
-    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time). A hybrid
-    all-reduce that runs beside the shard group's collectives (`beside`, hybrid_beside) shares a layer's
-    backward window with them: the longer of the two takes it, not their sum."""
+    reduce-scatter waits. Every micro-batch gathers again (its gradients reduce-scatter each time)."""
     layers = max(1, sync.layers)
-    gather, scatter = sync.gathers / layers, (sync.grads - sync.beside) / layers
+    gather, scatter = sync.gathers / layers, sync.grads / layers
     forward = compute_s * (1.0 - BACKWARD_SHARE) / (m * layers)
     backward = compute_s * BACKWARD_SHARE / (m * layers)
     one = gather + (layers - 1) * overlapped(gather, forward)
-    window = max(gather + scatter, sync.beside / layers)
-    one += (layers - 1) * overlapped(window, backward) + max(sync.grads_last, scatter)
+    one += (layers - 1) * overlapped(gather + scatter, backward) + max(sync.grads_last, scatter)
     return m * one
 
 

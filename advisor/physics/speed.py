@@ -267,15 +267,6 @@ def foreach_optimizer(stack: str) -> bool:
     return spec is not None and spec.optimizer_foreach
 
 
-def fsdp_sharding(stack: str) -> bool:
-    """Whether the shipped stack shards as PyTorch FSDP does (training_stacks.toml `fsdp_sharding`): its
-    hybrid (HSDP) all-reduce runs on a stream and process group of its own."""
-    from advisor.catalog.stacks import shipped_stacks
-
-    spec = shipped_stacks().get(stack)
-    return spec is not None and spec.fsdp_sharding
-
-
 def sequence_parallel(stack: str) -> bool:
     """Whether the shipped stack's tensor parallelism is sequence-parallel without a Megatron-style runtime
     (training_stacks.toml `sequence_parallel`: torchtitan's DTensor plan)."""
@@ -460,7 +451,6 @@ class StepModel:
                 (mine * reduce_w, mine * (base_w if layout.zero == 3 else w), layers),
                 job.stack,
                 composed.megatron,
-                fsdp_sharding(job.stack),
             )
         return got
 

@@ -174,26 +174,3 @@ def test_hybrid_sharding_gathers_within_the_shard_group_and_all_reduces_across_s
     assert hybrid["all_gather"][:2] == (4, 1) and hybrid["reduce_scatter"][:2] == (4, 1)
     # ... then each shard (a quarter of a layer's gradients) all-reduced over the 32 replicas, 2 a server
     assert hybrid["all_reduce"] == (32, 16, pytest.approx(2e9 / 4))
-
-
-def test_a_hybrid_all_reduce_runs_beside_the_shard_groups_collectives_when_the_group_fits_a_server() -> None:
-    from advisor.job.layout import Layout
-    from advisor.physics.data_parallel import DpSync, dp_sync, exposed, hybrid_beside
-
-    # FSDP issues the HSDP all-reduce on its own stream and process group: beside a shard group on NVLink,
-    # not beside one whose collectives share the network with it.
-    assert hybrid_beside(4, 1, 8) and hybrid_beside(8, 1, 8)
-    assert not hybrid_beside(16, 1, 8) and not hybrid_beside(8, 2, 8)
-    layout = Layout(
-        count=128, nodes=16, node_size=8, precision="bf16", dp=128, sharding="zero3", shard_group=4
-    )
-    fsdp = dp_sync(layout, _Calls(), (28e9, 28e9, 14), "fsdp", False, True)  # type: ignore[arg-type]
-    other = dp_sync(layout, _Calls(), (28e9, 28e9, 14), "deepspeed", False, False)  # type: ignore[arg-type]
-    assert fsdp.beside == pytest.approx(0.014) and other.beside == 0.0
-    # In the backward window the longer of the two takes the layer, not their sum.
-    compute = 0.3  # 10 layers: 0.01 s forward, 0.02 s backward each
-    serial = DpSync(0.6, 0.06, 0.0, 0.0, 0.2, "", "", layers=10)  # 0.02 s gather, 0.03 + 0.03 s reduce
-    beside = DpSync(0.6, 0.06, 0.0, 0.0, 0.2, "", "", layers=10, beside=0.3)
-    assert exposed(serial, 3, 1, compute, False) - exposed(beside, 3, 1, compute, False) == pytest.approx(
-        9 * ((0.02 + 0.06 - 0.02) - (0.02 + 0.03 - 0.02))
-    )

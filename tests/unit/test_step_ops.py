@@ -513,28 +513,3 @@ def test_a_stack_on_pytorchs_own_adamw_steps_it_foreach_20_passes_against_the_fu
     )
     sharded, _ = _optimizer_line(knowledge, "fsdp", sharding="zero3", dp=8)
     assert sharded == pytest.approx(foreach / 8, rel=0.1)
-
-
-def test_an_fsdp_stacks_hybrid_all_reduce_runs_beside_its_shard_groups_collectives(knowledge) -> None:
-    # training_stacks.toml `fsdp_sharding`: FSDP's HSDP all-reduce has its own stream and process group; a
-    # stack without the trait (DeepSpeed) reduces after the reduce-scatter, as before.
-    def sync(stack: str):
-        w = Workload(
-            model="llama-3.1-8b",
-            kind="pretrain",
-            precision="bf16",
-            seq_len=8192,
-            batch_size=1,
-            config=RunConfig(global_batch=64, stack=stack),
-        )
-        job = resolve_job(knowledge, w, need_data=False)
-        gpu = knowledge.gpu("h100-sxm")
-        layout = Layout(
-            count=64, nodes=8, node_size=8, precision="bf16", dp=64, sharding="zero3", shard_group=8
-        )
-        model = StepModel(job, gpu, knowledge.assumptions.fabric[gpu.fabric], knowledge.assumptions)
-        return model._dp_sync(layout)
-
-    fsdp, deepspeed = sync("fsdp"), sync("deepspeed")
-    assert 0.0 < fsdp.beside < fsdp.grads and deepspeed.beside == 0.0
-    assert sync("torchtitan").beside > 0.0
