@@ -221,7 +221,6 @@ class Defaults(TypedDict):
     finetune_global_batch_seqs: Figure
     max_global_batch_items: Figure
     startup_overhead_h: Figure
-    checkpoint_write_s: Figure
     llm_seq_len: Figure
     lora_rank: Figure
     checkpoint_interval_h: Figure
