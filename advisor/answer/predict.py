@@ -484,11 +484,10 @@ def _predict_serving(
     ttft = serving_interval(served, "ttft", ttft_s * 1000.0)
     tpot = serving_interval(served, "tpot", tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
-    notes = _serving_notes(ctx, served)
     before = (tput, ttft, tpot)
     tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
     load = _calibrated_load(load, calibrated, (tput, ttft, tpot), before)
-    notes += calibrated
+    notes = _serving_notes(ctx, served, (ttft.p50, tpot.p50)) + calibrated
     return Prediction(
         **common,
         nodes=best.layout.nodes,
@@ -572,14 +571,15 @@ def _serving_refusal(
     )
 
 
-def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
-    """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max."""
+def _serving_notes(ctx: Context, served: Served, shown: tuple[float, float]) -> tuple[str, ...]:
+    """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max;
+    `shown`: the TTFT and TPOT (ms) the answer shows, said against the targets."""
     from advisor.answer.serving_answer import serving_notes
 
     job = ctx.job
     fig = served.figures
     q = job.slo_percentile
-    lines = list(serving_notes(ctx, served))
+    lines = list(serving_notes(ctx, served, shown))
     full = fig.sat.output_tok_s
     lines.append(
         f"learned max throughput {full / fig.replica_gpus:,.0f} output tokens/s per GPU "
