@@ -26,7 +26,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job, leaner_recipe, memory_floor_job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
+from advisor.physics.memory import Memory, inference_memory
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -540,7 +540,7 @@ def _serving_refusal(
     ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict, missed: list
 ) -> Prediction:
     """Nothing serves as stated: the memory of the leanest stated layout, and the reason."""
-    from advisor.search.serving import shapes
+    from advisor.search.serving import engine_usable_gb, shapes
 
     job, a = ctx.job, ctx.knowledge.assumptions
     tp, pp = max(shapes(job, node_size, count))
@@ -553,7 +553,7 @@ def _serving_refusal(
         pp=pp,
         dp=count // (tp * pp),
     )
-    usable = serving_usable_gb(gpu, a, ctx.headroom)
+    usable, _ = engine_usable_gb(ctx, gpu)
     mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
     miss = missed[0] if missed else None
     kind = miss.kind if miss else "memory"

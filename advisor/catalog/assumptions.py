@@ -42,7 +42,6 @@ class MemoryFigures(TypedDict):
     central_error: Figure
     verdict_band: Figure
     offload_bucket_elements: Figure
-    serving_memory_fraction: Figure
 
 
 class ActivationFigures(TypedDict):
