@@ -312,3 +312,16 @@ def test_catalogues_print() -> None:
     assert "llama-2-70b" in run("models").stdout
     prices = run("prices", "--gpu", "h100-sxm", "--pricing", "spot")
     assert prices.returncode == 0 and "spot" in prices.stdout and "on-demand" not in prices.stdout
+
+
+def test_a_mistyped_file_name_is_answered_with_the_nearest_file(tmp_path: Path) -> None:
+    """--from plan.tml beside plan.toml: one line naming the value and the nearest file there, exit 2;
+    with nothing near, the line alone."""
+    (tmp_path / "plan.toml").write_text("", encoding="utf-8")
+    result = run("recommend", "--from", "plan.tml", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "gpu-advisor recommend: error: --from 'plan.tml': no such file; did you mean 'plan.toml'?"
+    ]
+    far = run("fleet", "plan", str(tmp_path / "sub" / "zzz.toml"))
+    assert far.returncode == 2 and far.stderr.strip().endswith("no such file"), far.stderr
