@@ -216,7 +216,12 @@ def serving_notes(
     job = ctx.job
     eng, _ = engine_of(job)
     info = engine_info(eng)
-    notes = [engine_note(job, served.figures.learned_from if served else None)]
+    if served is not None:
+        learned_from = served.figures.learned_from
+    else:  # no plan: whose efficiencies a plan would have used, as the search asks the model
+        model = load_model()
+        learned_from = model.source_engine(eng) if model else None
+    notes = [engine_note(job, learned_from)]
     step = step_note(served) if served is not None else None
     if step:
         notes.append(step)

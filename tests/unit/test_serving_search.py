@@ -171,3 +171,12 @@ def test_over_the_gpu_limit_says_the_fewest_gpus_that_serve(knowledge) -> None:
     report = recommend(knowledge, w, Constraints(gpus=["h100-sxm"], max_gpus=1))
     assert report.nothing_fits and report.why_not
     assert report.why_not[0].startswith("h100-sxm x2: needs 2 GPUs"), report.why_not
+
+
+def test_with_no_plan_the_engine_note_still_names_its_measured_runs(knowledge) -> None:
+    """Nothing fits (a 70B on one H100): the engine note says whose measured runs the efficiencies come
+    from, as with a plan, never 'no measured runs of it or its stand-in' for an engine that has them."""
+    w = Workload(model="llama-3.1-70b", kind="inference", config=RunConfig(engine="trtllm"))
+    report = recommend(knowledge, w, Constraints(gpus=["h100-sxm"], max_gpus=1))
+    note = next(n.text for n in report.notes if n.text.startswith("engine trtllm"))
+    assert report.nothing_fits and "measured trtllm runs" in note and "no measured runs" not in note, note
