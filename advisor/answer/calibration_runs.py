@@ -35,6 +35,11 @@ KIND_OF_FORMAT = {
     "hf-trainer": "finetune",
     "csv": "pretrain",  # the benchmark schema's runs are training throughput
 }
+# The stack a log's tool implies when neither the file nor --stack names one: a Lightning ThroughputMonitor
+# metrics.csv is plain PyTorch modules under Lightning's strategies, which the catalogue answers as fsdp
+# (knowledge/training_stacks.toml: "the Lightning/FlashAttention scripts as fsdp"; lit-gpt runs_as fsdp),
+# not the fine-tuning default (trl) that predict would choose for a run naming none.
+STACK_OF_FORMAT = {"lightning": "fsdp"}
 _WORKLOAD_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "workload")
 _CONFIG_KEYS = frozenset(n for n, f in FIELDS.items() if f.part == "config")
 
@@ -76,6 +81,11 @@ def merged(knowledge: Knowledge, reading: Reading, flags: dict[str, Any]) -> tup
         values["kind"] = KIND_OF_FORMAT[reading.format]
         said.append(
             f"kind = {values['kind']!r} (assumed for a {reading.format} run; --workload says otherwise)"
+        )
+    if reading.format in STACK_OF_FORMAT and "stack" not in flags and "stack" not in values:
+        values["stack"] = STACK_OF_FORMAT[reading.format]
+        said.append(
+            f"stack = {values['stack']!r} (assumed for a {reading.format} run; --stack says otherwise)"
         )
     for key, value in flags.items():
         if key == "profile":

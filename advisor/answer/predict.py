@@ -26,7 +26,7 @@ from advisor.job.layout import Layout
 from advisor.job.resolve import Job, leaner_recipe, memory_floor_job, resolve_job
 from advisor.learned.efficiency import EfficiencyModel, Interval, PriorEfficiency
 from advisor.physics.goodput import goodput
-from advisor.physics.memory import Memory, inference_memory, serving_usable_gb
+from advisor.physics.memory import Memory, inference_memory
 from advisor.physics.speed import peak_flops
 from advisor.question.assumed import Assumed
 from advisor.question.errors import InputError
@@ -484,11 +484,10 @@ def _predict_serving(
     ttft = serving_interval(served, "ttft", ttft_s * 1000.0)
     tpot = serving_interval(served, "tpot", tpot_s * 1000.0)
     share = serving_interval(served, "throughput", fig.sat.output_tok_s / fig.sol.output_tok_s)
-    notes = _serving_notes(ctx, served)
     before = (tput, ttft, tpot)
     tput, ttft, tpot, calibrated = _serving_calibration(ctx, gpu, best.layout, tput, ttft, tpot)
     load = _calibrated_load(load, calibrated, (tput, ttft, tpot), before)
-    notes += calibrated
+    notes = _serving_notes(ctx, served, (ttft.p50, tpot.p50)) + calibrated
     return Prediction(
         **common,
         nodes=best.layout.nodes,
@@ -541,7 +540,7 @@ def _serving_refusal(
     ctx: Context, gpu: Gpu, precision: str, count: int, node_size: int, common: dict, missed: list
 ) -> Prediction:
     """Nothing serves as stated: the memory of the leanest stated layout, and the reason."""
-    from advisor.search.serving import shapes
+    from advisor.search.serving import engine_usable_gb, shapes
 
     job, a = ctx.job, ctx.knowledge.assumptions
     tp, pp = max(shapes(job, node_size, count))
@@ -554,7 +553,7 @@ def _serving_refusal(
         pp=pp,
         dp=count // (tp * pp),
     )
-    usable = serving_usable_gb(gpu, a, ctx.headroom)
+    usable, _ = engine_usable_gb(ctx, gpu)
     mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
     miss = missed[0] if missed else None
     kind = miss.kind if miss else "memory"
@@ -572,14 +571,15 @@ def _serving_refusal(
     )
 
 
-def _serving_notes(ctx: Context, served: Served) -> tuple[str, ...]:
-    """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max."""
+def _serving_notes(ctx: Context, served: Served, shown: tuple[float, float]) -> tuple[str, ...]:
+    """The engine and its data, what the figures are (at a load, a stated batch, or full), and the max;
+    `shown`: the TTFT and TPOT (ms) the answer shows, said against the targets."""
     from advisor.answer.serving_answer import serving_notes
 
     job = ctx.job
     fig = served.figures
     q = job.slo_percentile
-    lines = list(serving_notes(ctx, served))
+    lines = list(serving_notes(ctx, served, shown))
     full = fig.sat.output_tok_s
     lines.append(
         f"learned max throughput {full / fig.replica_gpus:,.0f} output tokens/s per GPU "

@@ -341,11 +341,14 @@ def _telling_misses(search: Search, shown: set[str]) -> list[Miss]:
 
 def _tells_more(m: Miss, best: Miss) -> bool:
     """Whether miss m says more than best: a higher-priority kind, or on the same kind the nearer miss of a
-    deadline or budget, or the larger count of any other."""
+    deadline or budget, the smaller count over a limit on scale (the fewest GPUs it needs, not the widest
+    shape tried), or the larger count of any other."""
     pm, pb = _MISS_PRIORITY[m.kind], _MISS_PRIORITY[best.kind]
     if pm != pb:
         return pm < pb
-    return m.rank < best.rank if m.kind in ("deadline", "budget") else m.count > best.count
+    if m.kind in ("deadline", "budget"):
+        return m.rank < best.rank
+    return m.count < best.count if m.kind == "scale" and best.kind == "scale" else m.count > best.count
 
 
 def _plan_out(ctx: Context, s: Scored, rank: int, on_front: bool) -> PlanOut:

@@ -207,12 +207,21 @@ LENGTHS_NOTE = (
 """What --request-lengths sharegpt changes."""
 
 
-def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
-    """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed."""
+def serving_notes(
+    ctx: Context, served: Served | None, shown: tuple[float, float] | None = None
+) -> tuple[str, ...]:
+    """What is learned and from what, the engine's caps, the SLO percentile and how queueing is computed.
+    `shown`: the TTFT and TPOT (ms) the answer shows (predict's, held against the targets, which a figure
+    at no load or a stated load may miss); None where the plans are sized to hold them (recommend)."""
     job = ctx.job
     eng, _ = engine_of(job)
     info = engine_info(eng)
-    notes = [engine_note(job, served.figures.learned_from if served else None)]
+    if served is not None:
+        learned_from = served.figures.learned_from
+    else:  # no plan: whose efficiencies a plan would have used, as the search asks the model
+        model = load_model()
+        learned_from = model.source_engine(eng) if model else None
+    notes = [engine_note(job, learned_from)]
     step = step_note(served) if served is not None else None
     if step:
         notes.append(step)
@@ -239,13 +248,24 @@ def serving_notes(ctx: Context, served: Served | None) -> tuple[str, ...]:
             notes.append(prefix_note(lim.prefix_hit, job.prompt_tokens))
     if job.config.request_lengths == "sharegpt":
         notes.append(LENGTHS_NOTE)
-    q = job.slo_percentile
-    targets = []
-    if job.ttft_ms:
-        targets.append(f"TTFT <= {job.ttft_ms:g} ms")
-    if job.tpot_ms and math.isfinite(job.tpot_ms):
-        targets.append(f"TPOT <= {job.tpot_ms:g} ms")
+    targets = _targets(job, shown)
     if targets:
-        notes.append(f"latency targets held by P{q} of requests: {', '.join(targets)}")
+        held = "at" if shown else "held by"
+        notes.append(f"latency targets {held} P{job.slo_percentile} of requests: {', '.join(targets)}")
     notes.append(QUEUEING)
     return tuple(notes)
+
+
+def _targets(job: Job, shown: tuple[float, float] | None) -> list[str]:
+    """Each latency target, and with the figures shown whether each meets it."""
+    out = []
+    for name, target, i in (("TTFT", job.ttft_ms, 0), ("TPOT", job.tpot_ms, 1)):
+        if not target or not math.isfinite(target):
+            continue
+        text = f"{name} <= {target:g} ms"
+        if shown is not None:
+            got = shown[i]
+            figure = f"{got:,.0f}" if got >= 100 else f"{got:.3g}"
+            text += f" (the {figure} ms shown {'meets' if got <= target else 'misses'} it)"
+        out.append(text)
+    return out

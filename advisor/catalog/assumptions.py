@@ -42,7 +42,6 @@ class MemoryFigures(TypedDict):
     central_error: Figure
     verdict_band: Figure
     offload_bucket_elements: Figure
-    serving_memory_fraction: Figure
 
 
 class ActivationFigures(TypedDict):
@@ -221,7 +220,6 @@ class Defaults(TypedDict):
     finetune_global_batch_seqs: Figure
     max_global_batch_items: Figure
     startup_overhead_h: Figure
-    checkpoint_write_s: Figure
     llm_seq_len: Figure
     lora_rank: Figure
     checkpoint_interval_h: Figure

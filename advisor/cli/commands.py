@@ -212,8 +212,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         from advisor.cli.tco_args import onprem_overrides
 
         onprem = onprem_overrides(args)
-    report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args, on_use=True), onprem)
     fmt = output_format(args.format, args.output)
+    report = recommend(knowledge, workload, constraints, _efficiency(knowledge, args, on_use=True), onprem)
     if fmt == "json":
         text = json_text(report.plain(), indent=2)
     elif fmt == "toml":

@@ -113,11 +113,11 @@ def _plan(args: argparse.Namespace) -> int:
     from advisor.fleet.plan import plan_fleet
     from advisor.learned.efficiency.select import efficiency_model
 
+    fmt = output_format(args.format, args.output)
     knowledge = load_knowledge()
     portfolio = _portfolio(args, knowledge)
     model = efficiency_model(knowledge, prior=bool(args.prior))
     plan = plan_fleet(knowledge, portfolio, model)
-    fmt = output_format(args.format, args.output)
     if fmt == "json":
         text = json.dumps(clean(plan.plain()), indent=2, allow_nan=False, default=str)
     elif fmt == "toml":

@@ -49,11 +49,18 @@ def json_text(value: Any, indent: int | None = 2) -> str:
 
 
 def output_format(fmt: str | None, output: str | None, default: str = "table") -> str:
-    """The format given, else the one -o's file name says (.toml, .json), else the default."""
-    if fmt:
-        return fmt
+    """The format given, else the one -o's file name says (.toml, .json), else the default. A format the
+    name contradicts (--format json -o plan.toml: a file --from could not read back) is refused."""
     suffix = Path(output).suffix.lower() if output else ""
-    return {".toml": "toml", ".json": "json"}.get(suffix, default)
+    named = {".toml": "toml", ".json": "json"}.get(suffix)
+    if fmt and named and fmt != named:
+        from advisor.question.errors import InputError
+
+        raise InputError(
+            f"-o {escape_controls(repr(output))}: a {suffix} name, but --format {fmt} writes "
+            f"{'the table' if fmt == 'table' else fmt.upper()}; name it for its format, or leave --format out"
+        )
+    return fmt or named or default
 
 
 def emit(text: str, output: str | None, force: bool) -> None:

@@ -140,11 +140,14 @@ def _check_product(c: RunConfig, known: dict[str, int], product: int, count: int
             accepted=f"sizes whose product is {count}",
         )
     if count % product:
-        names = " x ".join(f"{k} {v}" for k, v in known.items())
+        # 'tp: 8 x pp 2 = 16 does not divide ...'; one size alone: 'tp: 16 does not divide ...'
+        rest = "".join(f" x {k} {v}" for k, v in list(known.items())[1:])
         raise InputError(
             field=next(iter(known)),
             value=next(iter(known.values())),
-            problem=f"makes {names} = {product}, which does not divide the {count} GPUs",
+            problem=f"{rest.removeprefix(' ')} = {product} does not divide the {count} GPUs"
+            if rest
+            else f"does not divide the {count} GPUs",
             accepted=f"sizes whose product divides {count}",
         )
     # data x context parallel ranks divide count / (tp x pp), whatever is chosen

@@ -1,6 +1,7 @@
 """Provides benchmark_files(): the short run that settles a plan's most uncertain input on rented hardware:
-a torchtitan run of a few dozen steps (training) or `vllm bench serve` against the plan's server (serving),
-whose output `gpu-advisor calibrate` reads, with what to read from it."""
+a torchtitan run of a few dozen steps (full training; a plan on another stack says so plainly), the user's
+own command of the plan's stack (adapters, which torchtitan does not train), or `vllm bench serve` against
+the plan's server (serving), whose output `gpu-advisor calibrate` reads, with what to read from it."""
 
 from __future__ import annotations
 
@@ -34,6 +35,22 @@ TITAN_FLAVOURS = {
 }
 # The plan's activation recomputation as torchtitan's --activation_checkpoint.mode.
 TITAN_RECOMPUTE = {"none": "none", "selective": "selective", "full": "full"}
+SCRIPTED = "torchtitan"
+"""The one stack whose run is scripted end to end; a profile's runs move only plans of their own stack, so a
+plan on another stack is told so (never a torchtitan run filed silently as the plan's)."""
+TITAN_KINDS = ("pretrain", "finetune")
+"""What the torchtitan run measures: full-parameter training (torchtitan.train trains no adapters)."""
+# The log calibrate reads for each stack's own run (advisor/catalog/run_logs/): the Trainer-based toolkits
+# log as the Hugging Face Trainer; any stack's measured figure fits a runs CSV.
+STACK_LOGS = {
+    **dict.fromkeys(
+        ("hf", "trl", "axolotl", "llama-factory", "unsloth"),
+        "its Hugging Face Trainer output (stdout with the final metrics, or trainer_state.json)",
+    ),
+    "megatron": "its Megatron-LM log (the iteration lines and the arguments dump)",
+    "torchtitan": "its torchtitan log (the step lines' tps:)",
+}
+OTHER_LOG = "a runs CSV (the knowledge/benchmarks.csv schema) with the throughput you measured"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -94,6 +111,36 @@ def _gpus_per_node(plan: PlanFacts) -> int:
 
 
 def _training(b: BenchmarkInputs) -> tuple[str, str]:
+    if b.job.kind not in TITAN_KINDS:
+        return _own_command(b)
+    return _titan(b)
+
+
+def _stack_words(job: Job) -> str:
+    """'' for a torchtitan plan; else what the torchtitan run is and is not, for the plan's own stack."""
+    if job.stack == SCRIPTED:
+        return ""
+    return (
+        f"the plan assumed the {job.stack} stack, and only torchtitan is scripted: this run measures "
+        "torchtitan on the plan's GPUs and layout, and calibrate files it under torchtitan (a profile's runs "
+        f"move only plans of their own stack). To settle the {job.stack} plan itself, run your {job.stack} "
+        f"job at this layout and give {STACK_LOGS.get(job.stack, OTHER_LOG)} to the same calibrate "
+        f"command with --stack {job.stack}."
+    )
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _comment(text: str) -> str:
+    """Text as shell comment lines of at most about 110 characters."""
+    import textwrap
+
+    return "\n".join("# " + line for line in textwrap.wrap(text, 106)) + "\n" if text else ""
+
+
+def _titan(b: BenchmarkInputs) -> tuple[str, str]:
     job, plan = b.job, b.plan
     name, flavour, config = TITAN_FLAVOURS.get(job.model_id, ("", "", ""))
     per_node = _gpus_per_node(plan)
@@ -127,7 +174,7 @@ def _training(b: BenchmarkInputs) -> tuple[str, str]:
 # gpu-advisor benchmark: {job.model_name} {job.kind} on {plan.gpu} x{plan.count} ({_layout_words(plan, b)}),
 # {steps} steps of torchtitan. What it settles: {b.settles.removeprefix("would change: ")}
 # Run from a torchtitan checkout (github.com/pytorch/torchtitan) with its tokenizer downloaded.
-set -euo pipefail
+{_comment(_sentence(_stack_words(job)))}set -euo pipefail
 CONFIG="${{CONFIG:-{default_config}}}"
 LOG="${{LOG:-benchmark-{job.model_id}.log}}"
 if [ -z "$CONFIG" ] || [ ! -f "$CONFIG" ]; then
@@ -136,10 +183,59 @@ fi
 {multi}torchrun {rdzv} -m torchtitan.train \\
   {body} 2>&1 | tee "$LOG"
 echo "read: the 'tps:' of the step lines (tokens/s per GPU) after the first; then:" >&2
-echo "  {_calibrate_command(job, plan, b, "$LOG")}" >&2
+echo "  {_calibrate_command(job, plan, b, "$LOG", SCRIPTED)}" >&2
 """
     cost = _run_cost(plan, b.usd_per_hour, steps * (plan.step_s_p50 or 0.0) / 3600.0)
     return script, _training_readme(job, plan, b, cost, steps)
+
+
+def _own_command(b: BenchmarkInputs) -> tuple[str, str]:
+    """Adapters (LoRA, QLoRA), which torchtitan does not train: a script that runs the user's own command of
+    the plan's stack, keeps its log and prints the calibrate command for that stack and workload."""
+    job, plan = b.job, b.plan
+    steps = _steps(plan)
+    settles = b.settles.removeprefix("would change: ")
+    calibrate = _calibrate_command(job, plan, b, "$LOG", job.stack)
+    head = (
+        f"The plan assumed the {job.stack} stack, and only torchtitan's full-parameter training is scripted "
+        f"(it trains no adapters): give this script your own {job.stack} {job.kind} command of the plan's "
+        f"layout, about {steps} steps of it. It runs the command, keeps its log and prints the calibrate "
+        f"command, which reads {STACK_LOGS.get(job.stack, OTHER_LOG)}."
+    )
+    script = f"""#!/usr/bin/env bash
+# gpu-advisor benchmark: {job.model_name} {job.kind} on {plan.gpu} x{plan.count} ({_layout_words(plan, b)}).
+# What it settles: {settles}
+{_comment(head)}set -euo pipefail
+LOG="${{LOG:-benchmark-{job.model_id}.log}}"
+if [ "$#" -eq 0 ]; then
+  echo "usage: bash benchmark.sh YOUR {job.stack} TRAINING COMMAND... (some {steps} steps of this layout)" >&2
+  exit 2
+fi
+"$@" 2>&1 | tee "$LOG"
+echo "then:" >&2
+echo "  {calibrate}" >&2
+"""
+    cost = _run_cost(plan, b.usd_per_hour, steps * (plan.step_s_p50 or 0.0) / 3600.0)
+    readme = f"""# Benchmark of the chosen plan
+
+{job.model_name} {job.kind} on {plan.gpu} x{plan.count} ({plan.nodes} node(s)): {_layout_words(plan, b)}.
+
+What it settles: {settles}
+
+What it costs: {cost}.
+
+{head}
+
+1. `bash benchmark.sh YOUR {job.stack} TRAINING COMMAND...` ({plan.nodes} node(s)). It writes `$LOG`
+   (`benchmark-{job.model_id}.log`).
+2. Feed it to gpu-advisor, which stores the run in a profile and shows the prediction before and after:
+
+       {_calibrate_command(job, plan, b, f"benchmark-{job.model_id}.log", job.stack)}
+
+3. Re-run `gpu-advisor recommend ... --profile benchmark`: the plans are re-timed on your measured
+   efficiency.
+"""
+    return script, readme
 
 
 def _steps(plan: PlanFacts) -> int:
@@ -155,8 +251,9 @@ def _layout_words(plan: PlanFacts, b: BenchmarkInputs) -> str:
     return ", ".join(parts) + f", micro-batch {plan.micro_batch} x {plan.grad_accum}"
 
 
-def _calibrate_command(job: Job, plan: PlanFacts, b: BenchmarkInputs, file: str) -> str:
-    """The calibrate command that reads the run, with what the file does not say (its layout as given)."""
+def _calibrate_command(job: Job, plan: PlanFacts, b: BenchmarkInputs, file: str, stack: str = "") -> str:
+    """The calibrate command that reads the run, with what the file does not say (its layout as given, and
+    the stack that ran it)."""
     parts = [
         "gpu-advisor calibrate",
         file,
@@ -175,7 +272,7 @@ def _calibrate_command(job: Job, plan: PlanFacts, b: BenchmarkInputs, file: str)
             f"--recompute {plan.recompute}",
             f"--micro-batch {plan.micro_batch}",
             f"--global-batch {plan.micro_batch * plan.grad_accum * plan.dp}",
-            "--stack torchtitan",
+            f"--stack {stack}",
         ]
         if b.cp > 1:
             parts.insert(-1, f"--cp {b.cp}")
@@ -203,7 +300,7 @@ def _training_readme(job: Job, plan: PlanFacts, b: BenchmarkInputs, cost: str, s
 {job.model_name} {job.kind} on {plan.gpu} x{plan.count} ({plan.nodes} node(s)): {_layout_words(plan, b)}.
 
 What it settles: {b.settles.removeprefix("would change: ")}
-
+{_readme_stack(job)}
 What it costs: {cost}. The run is the plan as given; one node of the same layout measures the GPU's
 efficiency without the network between instances (then give that node's `--count` and `--dp` to calibrate).
 
@@ -215,11 +312,20 @@ efficiency without the network between instances (then give that node's `--count
 3. Feed it to gpu-advisor, which reads torchtitan's log, stores the run in a profile and shows the
    prediction before and after:
 
-       {_calibrate_command(job, plan, b, f"benchmark-{job.model_id}.log")}
+       {_calibrate_command(job, plan, b, f"benchmark-{job.model_id}.log", SCRIPTED)}
 
-4. Re-run `gpu-advisor recommend ... --profile benchmark`: the plans are re-timed on your measured
-   efficiency, and the order is settled.
+4. Re-run `gpu-advisor recommend ...{_titan_flag(job)} --profile benchmark`:
+   the plans are re-timed on your measured efficiency, and the order is settled.
 """
+
+
+def _titan_flag(job: Job) -> str:
+    return "" if job.stack == SCRIPTED else " --stack torchtitan"
+
+
+def _readme_stack(job: Job) -> str:
+    words = _stack_words(job)
+    return f"\n{_sentence(words)}\n" if words else ""
 
 
 def _serving(b: BenchmarkInputs) -> tuple[str, str]:

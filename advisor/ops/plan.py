@@ -10,6 +10,7 @@ from advisor.catalog.tco import Operations, TcoFigures, load_tco
 from advisor.job.inputs import Constraints
 from advisor.job.resolve import Job
 from advisor.ops.plan_facts import PlanFacts
+from advisor.physics.goodput import daly_interval_s, goodput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)
@@ -55,21 +56,20 @@ class OpsPlan:
 
 
 def checkpoint_interval_h(
-    knowledge: Knowledge, plan: PlanFacts, constraints: Constraints
-) -> tuple[float, float]:
-    """Young's optimum checkpoint interval and the job's mean time between interruptions, in hours."""
-    a, t = knowledge.assumptions, load_tco(knowledge)
-    failures_per_hour = (
-        plan.count * t.operations["hardware_failure_rate_per_month"].value / a.cost["hours_per_month"].value
-    )
-    if constraints.pricing == "spot":
-        instances = plan.instances or plan.nodes
-        failures_per_hour += (
-            instances * a.cost["spot_interruptions_per_month"].value / a.cost["hours_per_month"].value
-        )
-    mtbi = 1.0 / failures_per_hour
-    write_h = a.defaults["checkpoint_write_s"].value / 3600.0
-    return math.sqrt(2.0 * write_h * mtbi), mtbi
+    knowledge: Knowledge, job: Job, plan: PlanFacts, constraints: Constraints
+) -> tuple[float, float, float]:
+    """Daly's optimum checkpoint interval and the job's mean time between interruptions, in hours, and one
+    checkpoint's write, in seconds: the plan's goodput (advisor/physics/goodput.py, the one interruption rate
+    of an answer: knowledge/assumptions.toml [goodput]), with the spot preemptions of its instances added on a
+    spot plan."""
+    a = knowledge.assumptions
+    good = goodput(job, plan.count, a)
+    if constraints.pricing != "spot":
+        return good.interval_h, good.mtbf_h, good.checkpoint_s
+    instances = plan.instances or plan.nodes
+    spot = instances * a.cost["spot_interruptions_per_month"].value / a.cost["hours_per_month"].value
+    mtbi = 1.0 / (1.0 / good.mtbf_h + spot)
+    return daly_interval_s(good.checkpoint_s, mtbi * 3600.0) / 3600.0, mtbi, good.checkpoint_s
 
 
 FLEET = "gpu-advisor fleet plan PORTFOLIO.toml"
@@ -305,8 +305,7 @@ def _fault_tolerance(
 ) -> tuple[OpsItem, ...]:
     """Restart policy and the checkpoint interval, never longer than the job itself."""
     op = load_tco(knowledge).operations
-    interval, mtbi = checkpoint_interval_h(knowledge, plan, constraints)
-    write_s = knowledge.assumptions.defaults["checkpoint_write_s"].value
+    interval, mtbi, write_s = checkpoint_interval_h(knowledge, job, plan, constraints)
     if job.training and plan.step_s_p50 is not None and interval >= plan.hours_p50:
         ckpt = (
             f"at the end only: the job (P50 {plan.hours_p50 * 60:.0f} min) "
@@ -328,12 +327,12 @@ def _fault_tolerance(
         OpsItem(
             name="checkpoint interval",
             setting=ckpt,
-            reason=f"Young's optimum for a {write_s:.0f} s write "
-            f"and one interruption every {mtbi:,.0f} h "
-            f"({plan.count} GPU{'s' if plan.count != 1 else ''} at the measured failure rate"
+            reason=f"Daly's optimum for a {write_s:,.0f} s write (the plan's weights and optimizer states "
+            f"at the sourced storage bandwidth) and one interruption every {mtbi:,.0f} h "
+            f"({plan.count} GPU{'s' if plan.count != 1 else ''} at Llama 3's measured interruption rate"
             + (", plus spot preemptions" if constraints.pricing == "spot" else "")
-            + ")",
-            source="young-1974",
+            + "): the plan's goodput figures",
+            source="daly-2006",
         ),
     )
 

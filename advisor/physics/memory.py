@@ -42,12 +42,6 @@ def usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
     return capacity_gb(gpu, a) * (1.0 - a.memory["driver_reserved"].value) * (1.0 - headroom)
 
 
-def serving_usable_gb(gpu: Gpu, a: Assumptions, headroom: float = 0.0) -> float:
-    """What a serving engine gives the model and its KV cache, GB: its share of what CUDA hands out (vLLM's
-    gpu_memory_utilization times cudaMemGetInfo's total), less the fraction the user keeps free."""
-    return usable_gb(gpu, a) * a.memory["serving_memory_fraction"].value * (1.0 - headroom)
-
-
 @dataclass(frozen=True, slots=True, repr=False)
 class Memory:
     """Per-GPU memory by component (central estimates, GB) against the usable memory, with the relative

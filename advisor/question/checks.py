@@ -110,6 +110,23 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _nearest_file(path: str) -> str:
+    """'; did you mean 'plan.toml'?' for the closest name in the missing file's folder (difflib, as a mistyped
+    choice), '' when none is close or the folder cannot be listed (the first 1,000 names only)."""
+    import difflib
+    import itertools
+    import os
+
+    folder, name = os.path.split(path)
+    try:
+        with os.scandir(folder or ".") as entries:
+            names = [e.name for e in itertools.islice(entries, 1000)]
+    except OSError:
+        return ""
+    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"; did you mean {shown(os.path.join(folder, found[0]))}?" if found else ""
+
+
 def read_input_text(path: str, what: str, max_bytes: int) -> str:
     """The UTF-8 text of a file the user named: a regular file only (never a FIFO, device or directory, which
     could block or never end), at most max_bytes, a leading BOM dropped; InputError says what is wrong."""
@@ -128,7 +145,7 @@ def read_input_text(path: str, what: str, max_bytes: int) -> str:
                 raise InputError(f"{what} {shown(path)}: not a regular file; give a regular file")
             data = handle.read(max_bytes + 1)
     except FileNotFoundError as exc:
-        raise InputError(f"{what} {shown(path)}: no such file") from exc
+        raise InputError(f"{what} {shown(path)}: no such file{_nearest_file(path)}") from exc
     except OSError as exc:
         raise InputError(f"{what} {shown(path)}: cannot read ({(exc.strerror or str(exc)).lower()})") from exc
     if len(data) > max_bytes:

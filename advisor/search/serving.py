@@ -43,7 +43,7 @@ from advisor.physics.batching import (
     tpot_quantile,
 )
 from advisor.physics.lengths import request_lengths
-from advisor.physics.memory import GB, engine_memory, inference_memory, serving_usable_gb
+from advisor.physics.memory import GB, engine_memory, inference_memory, usable_gb
 from advisor.physics.serving import Efficiency, Replica, prefill_alone_s, stage_times
 from advisor.question.errors import InputError
 from advisor.question.vocab import DEFAULT_ENGINE
@@ -515,19 +515,39 @@ def _size_for_burst(
     return served
 
 
+def engine_usable_gb(ctx: Context, gpu: Gpu) -> tuple[float, str]:
+    """What the job's engine keeps the weights and the KV cache within on one GPU, GB, and the words naming
+    its setting: on a 'total' engine its own memory fraction of what CUDA hands out (knowledge/
+    serving_engines.toml, or the --gpu-memory-utilization stated), on a 'free' one the whole of it, its cache
+    taking the fraction of what the weights leave (as engine_usable_bytes accounts a plan); less the headroom
+    kept free."""
+    eng = engine_info(engine_of(ctx.job)[0])
+    stated = ctx.job.config.gpu_memory_utilization
+    fraction = float(stated) if stated else eng.memory_fraction
+    flag = str(eng.launch.get("gpu_memory_utilization", " memory fraction")).split()[0]
+    setting = f"{flag} {fraction:g}"
+    if eng.fraction_of == "free":
+        return usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom), (
+            f"{eng.name}'s KV cache takes {setting} of what the weights leave"
+        )
+    return usable_gb(
+        gpu, ctx.knowledge.assumptions, ctx.headroom
+    ) * fraction, f"{eng.name}'s {setting} of the GPU"
+
+
 def _memory_miss(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> Miss:
     """Why not one sequence fits even on the widest replica."""
     job, a = ctx.job, ctx.knowledge.assumptions
     tp = max(t for t, _ in shapes(job, node_size))
     layout = Layout(count=tp, nodes=1, node_size=node_size, precision=precision, tp=tp)
-    usable = serving_usable_gb(gpu, a, ctx.headroom)
+    usable, setting = engine_usable_gb(ctx, gpu)
     mem = inference_memory(job, gpu, layout, a, usable, job.prompt_tokens + job.output_tokens)
     return Miss(
         gpu.id,
         tp,
         "memory",
         f"needs {mem.central_gb:.0f} GB per GPU for one sequence of {job.prompt_tokens + job.output_tokens} "
-        f"tokens, has {gpu.memory_gb:g} {gpu.memory_unit} ({usable:.0f} GB usable)",
+        f"tokens, has {gpu.memory_gb:g} {gpu.memory_unit} ({usable:.0f} GB usable: {setting})",
         1.0,
     )
 

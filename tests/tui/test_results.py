@@ -161,3 +161,23 @@ async def test_operations_tab_shows_the_plan_tco_and_launch(make_app) -> None:
         text = str(results.query_one(OperationsPanel).render())
         assert "Owning it" in text and "per used GPU-hour" in text
         assert "Elastic scaling" in text and "checkpoint interval" in text and "torchrun" in text
+
+
+async def test_export_refuses_a_json_name_for_its_toml(make_app, tmp_path: Path) -> None:
+    """The export is TOML: a name ending .json (which --from would read as JSON and refuse) says so beside
+    the field and Save stays off; nothing is written."""
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await open_results(pilot, "inspection")
+        await pilot.press("e")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+        dialog.query_one("#export-path", Input).value = str(tmp_path / "plan.json")
+        await pilot.pause()
+        message = str(dialog.query_one("#export-message", Static).render())
+        assert "TOML" in message and ".toml" in message, message
+        assert dialog.query_one("#save").disabled
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ExportDialog) and not list(tmp_path.iterdir())

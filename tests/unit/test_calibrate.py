@@ -405,6 +405,17 @@ def test_lightning_throughput_monitor_csv_is_read_per_device(capsys) -> None:
     assert code == 0 and "measured throughput: 47,992" in out  # median of 5,980-6,010 items/s x 8 devices
 
 
+def test_a_lightning_run_is_filed_under_the_catalogues_lightning_stack(capsys) -> None:
+    """A Lightning metrics.csv names no stack: it is read as fsdp (knowledge/training_stacks.toml: the
+    Lightning scripts run as fsdp), said so, never under the fine-tuning default trl; --stack still wins."""
+    args = [str(LOGS / "lightning_metrics.csv"), "--gpu", "h100-sxm", "--count", "8", "--model",
+            "llama-3.1-8b", "--seq-len", "8192", "--micro-batch", "1", "--dry-run"]  # fmt: skip
+    code, out, _ = cli(capsys, "calibrate", *args)
+    assert code == 0 and "stack = 'fsdp' (assumed for a lightning run" in out, out
+    code, out, _ = cli(capsys, "calibrate", *args, "--stack", "hf")
+    assert code == 0 and "stack = 'hf' (from --stack)" in out and "'fsdp'" not in out, out
+
+
 def test_recommend_ranks_with_the_calibration_and_names_the_profile(capsys) -> None:
     ask = [
         "recommend",

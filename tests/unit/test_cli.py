@@ -271,7 +271,7 @@ def test_output_file_is_atomic_and_never_clobbered(tmp_path: Path) -> None:
 
 def test_output_format_follows_the_file_name_without_format(tmp_path: Path) -> None:
     """-o plan.toml writes TOML and -o plan.json JSON (the table only under any other name), for recommend
-    and fleet plan alike; --format, when given, wins."""
+    and fleet plan alike; --format, when given, wins over any other name."""
     rec = ["recommend", "--model", "llama-2-7b", "--workload", "lora", "--tokens", "1e8"]
     assert run(*rec, "-o", str(tmp_path / "plan.json")).returncode == 0
     assert json.loads((tmp_path / "plan.json").read_text())["plans"]
@@ -279,6 +279,17 @@ def test_output_format_follows_the_file_name_without_format(tmp_path: Path) -> N
     result = run(*fleet, "-o", str(tmp_path / "fleet.toml"))
     assert result.returncode == 0, result.stderr
     assert tomllib.loads((tmp_path / "fleet.toml").read_text())
+
+
+def test_a_format_the_file_name_contradicts_is_refused(tmp_path: Path) -> None:
+    """--format json -o plan.toml would write JSON that --from plan.toml cannot read back: one line naming
+    both, exit 2, nothing written; a name that says no format (plan.txt) takes any."""
+    rec = ["recommend", "--model", "llama-2-7b", "--workload", "lora", "--tokens", "1e8"]
+    bad = run(*rec, "--format", "json", "-o", str(tmp_path / "plan.toml"))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "-o" in bad.stderr and "plan.toml" in bad.stderr and "--format json" in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+    assert run(*rec, "--format", "json", "-o", str(tmp_path / "plan.txt")).returncode == 0
 
 
 def test_from_spec_reproduces_plans(tmp_path: Path) -> None:
@@ -312,3 +323,16 @@ def test_catalogues_print() -> None:
     assert "llama-2-70b" in run("models").stdout
     prices = run("prices", "--gpu", "h100-sxm", "--pricing", "spot")
     assert prices.returncode == 0 and "spot" in prices.stdout and "on-demand" not in prices.stdout
+
+
+def test_a_mistyped_file_name_is_answered_with_the_nearest_file(tmp_path: Path) -> None:
+    """--from plan.tml beside plan.toml: one line naming the value and the nearest file there, exit 2;
+    with nothing near, the line alone."""
+    (tmp_path / "plan.toml").write_text("", encoding="utf-8")
+    result = run("recommend", "--from", "plan.tml", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "gpu-advisor recommend: error: --from 'plan.tml': no such file; did you mean 'plan.toml'?"
+    ]
+    far = run("fleet", "plan", str(tmp_path / "sub" / "zzz.toml"))
+    assert far.returncode == 2 and far.stderr.strip().endswith("no such file"), far.stderr

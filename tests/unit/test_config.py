@@ -66,6 +66,8 @@ def test_stated_layout_that_does_not_fit_is_not_replaced(knowledge) -> None:
         (dict(zero=0, offload="optimizer"), 8, "offload: 'optimizer' needs ZeRO"),
         (dict(engine="vllm"), 8, "engine: 'vllm' is not used by finetune; used only by inference"),
         (dict(tp=8, shard_group=3), 64, "shard_group: 3 does not divide"),
+        (dict(tp=16), 24, "^tp: 16 does not divide the 24 GPUs; "),  # one size: not 'makes tp 16 = 16'
+        (dict(tp=8, pp=2), 24, "^tp: 8 x pp 2 = 16 does not divide the 24 GPUs; "),
     ],
 )
 def test_impossible_combinations_are_one_line(knowledge, config, count: int, words: str) -> None:

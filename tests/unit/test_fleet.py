@@ -215,6 +215,8 @@ def test_fleet_plan_table_shows_kpis_against_targets(tmp_path, capsys) -> None:
     text = capsys.readouterr().out
     for words in ("GPU utilisation", ">= 75%", "< 5 min", "Cost per owner", "team-a", "Staged purchase"):
         assert words in text
+    # The designs' TCO is the screening run's; the headline's, the full simulation's: each says which.
+    assert "TCO in screening" in text and "simulated" in text.splitlines()[0]
 
 
 def test_replay_of_the_synthetic_trace() -> None:

@@ -196,6 +196,18 @@ def test_checkpoint_interval_is_never_longer_than_the_job(long_spot_pretrain) ->
     assert "spot preemptions" in items["checkpoint interval"].reason
 
 
+def test_the_checkpoint_interval_is_the_plans_goodput(knowledge) -> None:
+    """One interruption rate in an answer: the operations plan's checkpoint interval and mean time between
+    interruptions are the plan's goodput figures (knowledge/assumptions.toml [goodput], Llama 3's 419
+    interruptions), its checkpoint the plan's own write time, not a second rate and a fixed write."""
+    plan, items = _ops_items(knowledge, Workload(model="llama-3.1-8b", kind="pretrain", tokens=2e11))
+    good, reason = plan.goodput, items["checkpoint interval"].reason
+    assert f"one interruption every {good.mtbf_h:,.0f} h" in reason, reason
+    assert f"{good.checkpoint_s:,.0f} s write" in reason, reason
+    setting = items["checkpoint interval"].setting
+    assert f"~{good.checkpoint_interval_h * 60:.0f} min" in setting, (setting, good)
+
+
 def _check_xid_rules(rules: dict) -> None:
     """DCGM_FI_DEV_XID_ERRORS is a gauge (the last Xid): alert on its changes, application Xids apart."""
     hard, app = rules["GPUXidError"]["expr"], rules["GPUApplicationXid"]["expr"]

@@ -157,3 +157,17 @@ def test_fewer_clients_than_replicas_leave_replicas_idle(knowledge) -> None:
     idle = "1 request in flight keeps 1 of the 2 replicas busy; the other 1 idle"
     assert any(idle in n for n in held.notes)
     assert one.throughput.value > held.throughput.value
+
+
+def test_the_targets_note_agrees_with_the_figures_shown(knowledge) -> None:
+    """At no load predict shows the per-token time of the replica kept full (70 ms on one H100 for an 8B),
+    over a 50 ms TPOT target: the note says the figure shown misses it, never that the target is held;
+    the first token, within its target, is said to meet it."""
+    work = Workload(model="llama-3.1-8b", kind="inference", ttft_ms=500, tpot_ms=50)
+    pred = predict(knowledge, work, "h100-sxm", 1, Constraints())
+    note = next(n for n in pred.notes if n.startswith("latency targets"))
+    tpot, ttft = pred.serving_tpot_ms.p50, pred.serving_ttft_ms.p50
+    assert tpot > 50 and ttft < 500, (tpot, ttft)
+    assert "held" not in note, note
+    assert f"TPOT <= 50 ms (the {tpot:,.3g} ms shown misses it)" in note, note
+    assert f"TTFT <= 500 ms (the {ttft:,.3g} ms shown meets it)" in note, note

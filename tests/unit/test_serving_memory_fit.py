@@ -73,3 +73,29 @@ def test_seventy_b_in_fp16_on_one_a100_still_does_not_fit() -> None:
     setup = build(job, k.gpu("a100-80gb-sxm"), 1, 1, "fp16", "vllm", k.assumptions)
     assert setup is not None
     assert batch_cap(setup.replica, setup.limits, 7, 256, setup.overhead_bytes) == 0
+
+
+@pytest.mark.parametrize(
+    "engine, words, fraction",
+    [
+        ("vllm", "vLLM's --gpu-memory-utilization 0.9 of the GPU", 0.9),
+        ("sglang", "SGLang's --mem-fraction-static 0.88 of the GPU", 0.88),
+        ("trtllm", "TensorRT-LLM's KV cache takes --kv_cache_free_gpu_memory_fraction 0.9 of what the", 1.0),
+        ("tgi", "Text Generation Inference's --cuda-memory-fraction 1 of the GPU", 1.0),
+    ],
+)
+def test_a_refusal_counts_each_engines_own_memory_fraction(engine, words, fraction) -> None:
+    """Nothing fits: the refusal's usable memory and its note are the engine's own memory setting
+    (knowledge/serving_engines.toml), not vLLM's 0.9 for every engine."""
+    from advisor.answer.predict import predict
+    from advisor.job.inputs import Constraints, RunConfig
+
+    k = load_knowledge()
+    work = Workload(model="llama-3.1-70b", kind="inference", config=RunConfig(engine=engine))
+    pred = predict(k, work, "h100-sxm", 1, Constraints())
+    assert pred.refusal == "memory"
+    assert pred.memory.usable_gb == pytest.approx(
+        usable_gb(k.gpu("h100-sxm"), k.assumptions) * fraction, 0.01
+    )
+    assert words in pred.notes[0], pred.notes[0]
+    assert f"({pred.memory.usable_gb:.0f} GB usable: " in pred.notes[0], pred.notes[0]

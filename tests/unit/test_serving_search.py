@@ -162,3 +162,21 @@ def test_recommend_holds_a_stated_batch_per_replica(knowledge) -> None:
         assert plan.serving is not None and plan.serving.batch_per_replica == 16
         assert plan.serving.prefill_replicas == 0
         assert plan.configuration["batch"].source == "given"
+
+
+def test_over_the_gpu_limit_says_the_fewest_gpus_that_serve(knowledge) -> None:
+    """A 70B on one H100 at most: the why-not line names the smallest replica that serves (TP2, 2 GPUs),
+    not the widest shape tried (TP8 x PP8, 64 GPUs), as if 64 were needed."""
+    w = Workload(model="llama-3.1-70b", kind="inference")
+    report = recommend(knowledge, w, Constraints(gpus=["h100-sxm"], max_gpus=1))
+    assert report.nothing_fits and report.why_not
+    assert report.why_not[0].startswith("h100-sxm x2: needs 2 GPUs"), report.why_not
+
+
+def test_with_no_plan_the_engine_note_still_names_its_measured_runs(knowledge) -> None:
+    """Nothing fits (a 70B on one H100): the engine note says whose measured runs the efficiencies come
+    from, as with a plan, never 'no measured runs of it or its stand-in' for an engine that has them."""
+    w = Workload(model="llama-3.1-70b", kind="inference", config=RunConfig(engine="trtllm"))
+    report = recommend(knowledge, w, Constraints(gpus=["h100-sxm"], max_gpus=1))
+    note = next(n.text for n in report.notes if n.text.startswith("engine trtllm"))
+    assert report.nothing_fits and "measured trtllm runs" in note and "no measured runs" not in note, note

@@ -80,6 +80,8 @@ class ExportDialog(ModalScreen[Path | None]):
             return "Give a file name."
         if text.endswith(("/", "\\")):
             return "That is a folder: add a file name."
+        if text.lower().endswith(".json"):
+            return "The export is TOML: name it .toml (the command line's --format json writes JSON)."
         return self.rule(text) if self.rule else None
 
     @on(Input.Submitted, "#export-path")
