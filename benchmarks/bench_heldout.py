@@ -379,6 +379,47 @@ SERVING_METRICS: dict[str, tuple[str, Callable[[dict], float | None]]] = {
 }
 
 
+def load_band(row: dict[str, str]) -> str:
+    """The row's load as the TTFT clusters group it: one request (a client, a batch of 1, at most 1 req/s),
+    light (at most 16), heavy (more, or a burst: every prompt at once)."""
+    if row["loop"] == "offline":
+        return "heavy"
+    stated = row.get("concurrency") or row.get("batch") or row.get("request_rate") or ""
+    try:
+        load = float(stated)
+    except ValueError:
+        return "heavy"
+    return "one" if load <= 1 else "light" if load <= 16 else "heavy"
+
+
+def engine_of(row: dict[str, str]) -> str:
+    """The row's engine as stated, or 'tool' where the source's harness is not a catalogue engine."""
+    return row.get("engine", "").strip() or "tool"
+
+
+def ttft_clusters(results: Sequence[ServeResult]) -> list[tuple[str, list[Scored]]]:
+    """The TTFT rows as published, grouped by loop x engine x load band, and by GPU: which mechanism a
+    cluster misses shows in its P50/measured (docs/serving.md, Stop 43 (ttft44))."""
+    get = SERVING_METRICS["TTFT ms"][1]
+    rows = [r for r in results if r.mode == "stated" and r.row.get("ttft_ms")]
+    keys: list[tuple[str, Callable[[dict[str, str]], str]]] = [
+        ("", lambda row: f"{row['loop']} {engine_of(row)} {load_band(row)}"),
+        ("gpu ", lambda row: row["gpu"]),
+    ]
+    out = []
+    for prefix, key in keys:
+        for name in sorted({key(r.row) for r in rows}):
+            out.append((prefix + name, _metric([r for r in rows if key(r.row) == name], "ttft_ms", get)))
+    return out
+
+
+def print_ttft_clusters(results: Sequence[ServeResult]) -> None:
+    print("\n-- TTFT as published by loop, engine and load (one / light <= 16 / heavy), and by GPU --")
+    print(HEADER)
+    for name, scored in ttft_clusters(results):
+        print(line(f"TTFT {name}", scored, with_baseline=False))
+
+
 def print_serving(results: Sequence[ServeResult], detail: bool) -> None:
     print(
         "\n== Serving: held-out published runs (the tool's figure as the published one is defined: the"
@@ -436,6 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--detail", action="store_true", help="print every row and every refusal")
     parser.add_argument("--only", choices=("training", "serving"), help="run one half")
     parser.add_argument(
+        "--ttft-clusters", action="store_true", help="also print the TTFT rows by loop, engine, load and GPU"
+    )
+    parser.add_argument(
         "--runs",
         default=DEFAULT_RUNS,
         help="run set: benchmarks/<RUNS>_training_runs.csv and _serving_runs.csv "
@@ -457,7 +501,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_training([run_training(row, mode) for mode in MODES for row in rows], args.detail)
     if args.only != "training":
         rows = read_rows(serving_csv)
-        print_serving([run_serving(row, mode) for mode in MODES for row in rows], args.detail)
+        results = [run_serving(row, mode) for mode in MODES for row in rows]
+        print_serving(results, args.detail)
+        if args.ttft_clusters:
+            print_ttft_clusters(results)
     return 0
 
 

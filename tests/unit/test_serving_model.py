@@ -7,6 +7,7 @@ import math
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -280,3 +281,21 @@ def test_an_older_release_measured_runs_under_its_own_defaults():
     mla = vllm.limits("h200", 141, "0.7.4.dev181", "nvidia", mla=True)
     assert rocm.token_budget > 100_000 and mla.token_budget > 100_000  # no chunked prefill: whole prompts
     assert vllm.limits("mi300x", 192, "0.10.0 (ROCm 6.4.1 image, AITER)", "amd").max_seqs == 1024
+
+
+def test_an_engine_measured_only_on_old_releases_keeps_the_average_server_time(cases):
+    """vLLM's rows that state a first token are all V0 (before 0.8: the `legacy` trait), so they identify the
+    old server's time, which `request_legacy` holds: the engine's own `request` offset, which every answer for
+    the current release carries, stays at the engines' average (fit.HELD_RIDGE), while an engine measured on
+    its current release (SGLang) keeps a free one."""
+    vllm = [c for c in cases if c.engine == "vllm" and c.ttft and c.kind == "online"][:6]
+    sglang = [c for c in cases if c.engine == "sglang" and c.ttft and c.kind == "online"][:6]
+    assert vllm and sglang and all(traits(c).legacy for c in vllm)
+    assert not any(traits(c).legacy for c in sglang)
+    model = fit(vllm + sglang, max_nfev=3)
+    assert abs(model.engines["vllm"]["request"]) < 1e-3 < abs(model.engines["sglang"]["request"])
+    shipped = load_model()
+    assert shipped is not None and abs(shipped.engines["vllm"]["request"]) < 1e-3
+    old = traits(vllm[0])
+    now = replace(old, legacy=False)
+    assert shipped.efficiency(now).request_s < shipped.efficiency(old).request_s

@@ -28,6 +28,15 @@ ENGINE_RIDGE = {"memory": 0.3, "compute": 0.3, "step": 0.3, "request": 0.01, "co
 """Residual weight on each engine offset, per term: the kernels' efficiencies are pulled toward the engines'
 common value (they are confounded with the fp8 and AMD traits, which few engines' rows separate), the time a
 request spends in the engine's API server only lightly (it is the engine's own)."""
+HELD_RIDGE = 100.0
+"""Residual weight on an engine's `request` offset where none of its rows that state a first-token time ran
+its current release (every such vLLM row is V0, before 0.8: the `legacy` trait). Those rows identify the old
+server's time, which `request_legacy` holds; left free, the offset took part of it (the two are collinear on
+those rows, split by their shrinkage) and carried it into every answer for the current release, whose API
+server is another program (V1's API server talks to an engine core in a background process,
+"AsyncMPClient: ZMQ + background proc EngineCore w/ asyncio (for AsyncLLM)":
+vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7 vllm/v1/engine/core_client.py EngineCoreClient).
+Held at the engines' average (0) until a current release's first tokens are measured."""
 CENTRE_WEIGHT = 1.0
 """Residual weight on each term's mean engine offset: the globals are the average measured engine, so an
 engine held out (or never measured) gets the average, not whatever the offsets left over. Without it a term
@@ -141,7 +150,12 @@ def fit(
     x0 = [base.params.get(k, 0.0) for k in GLOBALS]
     for e in engines:
         x0 += [base.engines.get(e, {}).get(k, 0.0) for k in ENGINE_TERMS]
-    ridge = [math.sqrt(ENGINE_RIDGE[t]) for _ in engines for t in ENGINE_TERMS]
+    current = {c.engine for c in rows if c.ttft and not traits(c).legacy}
+    ridge = [
+        HELD_RIDGE if t == "request" and e not in current else math.sqrt(ENGINE_RIDGE[t])
+        for e in engines
+        for t in ENGINE_TERMS
+    ]
 
     start0 = initial().params
     pull = [prior_weight(k) for k in GLOBALS]
