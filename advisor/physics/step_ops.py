@@ -67,6 +67,14 @@ FP32 = 4.0
 # 32 bytes per logit on top of the softmax cross-entropy's own LOSS_PASSES. (Transformers' later
 # loss_utils.ForCausalLMLoss keeps the upcast but shifts the labels instead of the logits: 12 of the 32.)
 HF_LOSS_EXTRA_BYTES = 6.0 + 8.0 + 12.0 + 6.0
+# The stacks whose routed experts multiply by the gate and the up projection as two GEMMs of the expert's FFN
+# width each, not one of twice it: torchtitan's GroupedExperts runs torch._grouped_mm on w1, then on w3, then
+# on w2 (pytorch/torchtitan@08dc75aee33a: torchtitan/models/moe/moe.py, _run_experts_grouped_mm), and Hugging
+# Face's MoE blocks, which the HF Trainer, TRL, axolotl and LLaMA-Factory train, call an expert's gate_proj
+# and up_proj Linears apart (huggingface/transformers@16b6c53c8ec3: src/transformers/models/qwen3_moe/
+# modeling_qwen3_moe.py, Qwen3MoeMLP). Megatron-Core's grouped experts hold both in one linear_fc1, twice
+# the width under gated_linear_unit (NVIDIA/Megatron-LM: megatron/core/transformer/moe/experts.py).
+SPLIT_EXPERT_GATE_STACKS = frozenset({"torchtitan", "hf", "trl", "axolotl", "llama-factory"})
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -290,6 +298,7 @@ class ComposedStep:
         # DeepSpeed's own context (sequence) parallelism is Ulysses: heads, not sequence chunks, split the
         # attention (deepspeedai/DeepSpeed@25493c74bfbb: deepspeed/sequence/layer.py, DistributedAttention).
         self.ulysses = job.stack == "deepspeed"
+        self.split_gate = job.stack in SPLIT_EXPERT_GATE_STACKS
         self._layers: dict[tuple[_Shape, bool], _Acc] = {}
         self._heads: dict[_Shape, tuple[_Acc, _Acc]] = {}
         self._stages: dict[tuple[_Shape, tuple[tuple[int, int], ...]], _Stage] = {}
@@ -315,7 +324,7 @@ class ComposedStep:
         dt = gemm_dtype(s.precision)
         act = 2.0 if s.precision not in ("fp32", "tf32") else 4.0
         fwd_again = 1.0 if s.recompute == "full" else 0.0
-        for m, n, k, count in _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp):
+        for m, n, k, count in _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp, self.split_gate):
             fwd = p.gemm(dt, m, n, k)
             acc.add(GEMM, fwd, count * (1.0 + fwd_again))
             acc.add(GEMM, p.gemm(dt, m, k, n), count)  # data gradient
@@ -358,7 +367,7 @@ class ComposedStep:
         attention's input norm: read the input, write the output) and expert activation (read 2f, write f)."""
         arch, p = self.arch, self.prices
         modules = counted(self.job.config.recompute_modules or ())
-        gemms = _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp)
+        gemms = _gemms(arch, tokens, s.tp, s.ep, moe, s.expert_tp, self.split_gate)
         whole = recomputes_ffn(modules, moe)
         again = gemms[2:] if whole else (gemms[5:] if moe and "shared_experts" in modules else [])
         for m, n, k, count in again:
@@ -797,12 +806,14 @@ def _shape_etp(tp: int, ep: int) -> int:
 
 
 def _gemms(
-    arch: Arch, tokens: int, tp: int, ep: int, moe: bool, etp: int = 0
+    arch: Arch, tokens: int, tp: int, ep: int, moe: bool, etp: int = 0, split_gate: bool = False
 ) -> list[tuple[int, int, int, int]]:
     """A layer's forward GEMMs on one rank as (m, n, k, how many): QKV, attention out, the FFN (gated: up and
     gate in one), or the routed experts' and shared experts' FFNs and the router. Experts folded over the
     tensor-parallel ranks (`etp` < tp) are split etp ways, each rank routing its 1 / (tp / etp) of the
-    tokens (sequence parallel): the same FLOPs as unfolded, at a narrower m and a wider n."""
+    tokens (sequence parallel): the same FLOPs as unfolded, at a narrower m and a wider n. `split_gate`: a
+    gated expert's gate and up projections are two GEMMs of its width (SPLIT_EXPERT_GATE_STACKS), in the up
+    GEMM's place (the list's order is what adapters and recomputation index)."""
     hd = arch.head_dim
     q = arch.heads * hd // tp
     kv = max(1, -(-arch.kv_heads // tp)) * hd
@@ -816,7 +827,8 @@ def _gemms(
     f = max(1, arch.expert_ffn // etp)
     local = max(1, arch.experts // ep)
     per_expert = max(1, tokens * etp // tp * arch.experts_per_token * ep // arch.experts)
-    out += [(per_expert, up * f, h, local), (per_expert, h, f, local), (tokens, arch.experts, h, 1)]
+    first = (per_expert, f, h, up * local) if split_gate else (per_expert, up * f, h, local)
+    out += [first, (per_expert, h, f, local), (tokens, arch.experts, h, 1)]
     if arch.shared_experts:
         fs = max(1, arch.expert_ffn // tp) * arch.shared_experts
         out += [(tokens, up * fs, h, 1), (tokens, h, fs, 1)]

@@ -513,3 +513,33 @@ def test_a_stack_on_pytorchs_own_adamw_steps_it_foreach_20_passes_against_the_fu
     )
     sharded, _ = _optimizer_line(knowledge, "fsdp", sharding="zero3", dp=8)
     assert sharded == pytest.approx(foreach / 8, rel=0.1)
+
+
+def _moe_layer(knowledge, stack: str, model: str = "qwen3-30b-a3b"):
+    from advisor.physics.step_ops import ComposedStep, _Shape
+
+    job = _stack_job(knowledge, stack, model)
+    gpu = knowledge.gpu("h100-sxm")
+    fabric = knowledge.assumptions.fabric[gpu.fabric]
+    composed = ComposedStep(job, gpu, fabric, knowledge.assumptions, stack_traits(stack))
+    return composed.layer(_Shape("bf16", 1, 1, 8, "none", 1, 8), True)
+
+
+def test_torchtitan_and_hugging_faces_experts_run_gate_and_up_as_two_gemms(knowledge) -> None:
+    from advisor.physics.step_ops import SPLIT_EXPERT_GATE_STACKS, _gemms
+
+    arch = resolve_job(knowledge, Workload(model="qwen3-30b-a3b", kind="pretrain"), need_data=False).arch
+    fused, split = _gemms(arch, 16384, 1, 1, True), _gemms(arch, 16384, 1, 1, True, split_gate=True)
+    # Qwen3-30B-A3B: 128 experts of FFN 768, top 8: 1,024 tokens an expert; the gate and up projections are
+    # 128 x 2 GEMMs 768 wide instead of 128 GEMMs 1,536 wide, in the same place of the list (same FLOPs).
+    assert fused[2] == (1024, 1536, 2048, 128) and split[2] == (1024, 768, 2048, 256)
+    assert fused[:2] == split[:2] and fused[3:] == split[3:]
+    assert {"torchtitan", "hf", "axolotl"} <= SPLIT_EXPERT_GATE_STACKS
+    assert "megatron" not in SPLIT_EXPERT_GATE_STACKS
+    # Two GEMMs half as wide run slower than one (the GEMM table's rate falls with the width at these
+    # shapes): torchtitan's MoE layer pays more GEMM time than Megatron-Core's fused linear_fc1 at equal
+    # traits; a dense layer (no experts) does not move.
+    titan, fsdp = _moe_layer(knowledge, "torchtitan"), _moe_layer(knowledge, "fsdp")
+    assert titan.seconds[GEMM] > 1.05 * fsdp.seconds[GEMM]
+    dense = resolve_job(knowledge, Workload(model="llama-3.2-1b", kind="pretrain"), need_data=False).arch
+    assert _gemms(dense, 8192, 1, 1, False) == _gemms(dense, 8192, 1, 1, False, split_gate=True)
