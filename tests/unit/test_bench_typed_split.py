@@ -4,19 +4,11 @@ typed answer made otherwise than the stated run."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.unit.bench_scripts import bench_script
 
 
 def _bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_typed")
-    finally:
-        sys.path.remove(str(BENCH))
+    return bench_script("bench_typed")
 
 
 def _answer(stack: str, recompute: str, note: str | None, tp: int, mb: int) -> dict:

@@ -15,6 +15,8 @@ from tests.unit.test_heldout_runs import (
     SETS_1_TO_9,
     _assert_sealed,
     _rows,
+    batch_one_tpot,
+    sweeps,
 )
 
 # What the serving half holds (docs/heldout.md): 45 rows from 10 origins in 3 families (heldout10s built 23
@@ -76,20 +78,12 @@ def test_heldout10_one_source_varies_only_the_offered_load(rows: list[dict[str, 
 
 
 def test_heldout10_serving_has_tpot_at_one_request_on_datacenter_gpus(rows: list[dict[str, str]]) -> None:
-    single = [
-        r
-        for r in rows
-        if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"] and r["gpu"] in DATACENTER_GPUS
-    ]
+    single = batch_one_tpot(rows, DATACENTER_GPUS)
     assert len(single) >= MIN_BATCH_ONE_TPOT, f"{len(single)} TPOT rows at one request in flight"
     assert len({r["source_id"] for r in single}) >= 2, "batch-one TPOT rows from one source only"
 
 
 def test_heldout10_one_source_varies_only_the_static_batch(rows: list[dict[str, str]]) -> None:
     """The throughput-vs-batch curve: one source, one engine, model, GPU count and lengths at >= 4 batches."""
-    keys: dict[tuple[str, ...], set[str]] = {}
-    for r in rows:
-        if r["loop"] == "static":
-            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
-            keys.setdefault(key, set()).add(r["batch"])
-    assert any(len(b) >= 4 and "1" in b for b in keys.values()), "no static batch sweep from batch 1"
+    batches = sweeps(rows, "static", "batch")
+    assert any(len(b) >= 4 and "1" in b for b in batches), "no static batch sweep from batch 1"

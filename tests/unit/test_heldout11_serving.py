@@ -20,7 +20,9 @@ from tests.unit.test_heldout_runs import (
     TRAINING10,
     _assert_sealed,
     _rows,
+    batch_one_tpot,
     catalogue,  # noqa: F401 - the shared fixture, used by test_heldout11_serving_rows_parse
+    sweeps,
 )
 from tests.unit.test_heldout_runs import test_serving_rows_parse as _parse_serving
 
@@ -86,41 +88,24 @@ def test_heldout11_serving_is_wide_enough_to_judge(rows: list[dict[str, str]]) -
 
 
 def test_heldout11_serving_has_tpot_at_one_request_on_datacenter_gpus(rows: list[dict[str, str]]) -> None:
-    single = [
-        r
-        for r in rows
-        if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"] and r["gpu"] in DATACENTER_GPUS
-    ]
+    single = batch_one_tpot(rows, DATACENTER_GPUS)
     assert len(single) >= MIN_BATCH_ONE_TPOT, f"{len(single)} TPOT rows at one request in flight"
     assert len({r["source_id"] for r in single}) >= 2, "batch-one TPOT rows from one source only"
 
 
 def test_heldout11_one_source_varies_only_the_request_rate(rows: list[dict[str, str]]) -> None:
     """The latency-vs-load curve: one source, engine, model, GPU count and lengths at four or more rates."""
-    keys: dict[tuple[str, ...], set[str]] = {}
-    for r in rows:
-        if r["loop"] == "open":
-            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
-            keys.setdefault(key, set()).add(r["request_rate"])
-    assert any(len(rates) >= 4 for rates in keys.values()), "no open-loop sweep of four rates or more"
+    rates = sweeps(rows, "open", "request_rate")
+    assert any(len(r) >= 4 for r in rates), "no open-loop sweep of four rates or more"
 
 
 def test_heldout11_one_source_varies_only_the_static_batch(rows: list[dict[str, str]]) -> None:
-    keys: dict[tuple[str, ...], set[str]] = {}
-    for r in rows:
-        if r["loop"] == "static":
-            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
-            keys.setdefault(key, set()).add(r["batch"])
-    assert any(len(b) >= 4 and "1" in b for b in keys.values()), "no static batch sweep from batch 1"
+    batches = sweeps(rows, "static", "batch")
+    assert any(len(b) >= 4 and "1" in b for b in batches), "no static batch sweep from batch 1"
 
 
 def test_heldout11_one_source_varies_only_the_concurrency(rows: list[dict[str, str]]) -> None:
     """The TTFT-vs-load curve in closed loop: one source, engine, model, GPU count and lengths at several
     concurrencies, each with a TTFT."""
-    keys: dict[tuple[str, ...], set[str]] = {}
-    for r in rows:
-        if r["loop"] == "closed" and r["ttft_ms"]:
-            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
-            keys.setdefault(key, set()).add(r["concurrency"])
-    widest = max((len(c) for c in keys.values()), default=0)
+    widest = max((len(c) for c in sweeps(rows, "closed", "concurrency", ttft=True)), default=0)
     assert widest >= MIN_SWEEP_POINTS, f"the widest closed-loop TTFT sweep has {widest} concurrencies"

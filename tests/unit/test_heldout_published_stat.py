@@ -5,11 +5,7 @@ averages, result files' means), else the P50 of the answer."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.unit.bench_scripts import bench_script
 
 DATA = {
     "serving_ttft_ms": {"p10": 80.0, "p50": 100.0, "p90": 150.0},
@@ -19,11 +15,7 @@ DATA = {
 
 
 def _bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_heldout")
-    finally:
-        sys.path.remove(str(BENCH))
+    return bench_script("bench_heldout")
 
 
 def test_a_mean_row_is_scored_against_the_simulated_mean() -> None:

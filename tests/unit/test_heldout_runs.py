@@ -260,6 +260,23 @@ def _assert_sealed(rows: list[dict[str, str]], earlier: list[Path], min_origins:
     assert not leaked, f"{label} origins also used elsewhere: {leaked}"
 
 
+def batch_one_tpot(rows: list[dict[str, str]], gpus: set[str]) -> list[dict[str, str]]:
+    """A serving set's rows that measure TPOT with one request in flight (static batch 1 or concurrency 1) on
+    the given GPUs."""
+    return [r for r in rows if "1" in (r["batch"], r["concurrency"]) and r["tpot_ms"] and r["gpu"] in gpus]
+
+
+def sweeps(rows: list[dict[str, str]], loop: str, varying: str, ttft: bool = False) -> list[set[str]]:
+    """The values of `varying` each deployment (source, engine, model, GPU, count, lengths) of one loop ran
+    at (only rows with a TTFT when `ttft`): a sealed serving set's load curves."""
+    keys: dict[tuple[str, ...], set[str]] = {}
+    for r in rows:
+        if r["loop"] == loop and (r["ttft_ms"] or not ttft):
+            key = (r["source_id"], r["engine"], r["model"], r["gpu"], r["count"], r["isl"], r["osl"])
+            keys.setdefault(key, set()).add(r[varying])
+    return list(keys.values())
+
+
 def test_heldout4_sources_appear_nowhere_else() -> None:
     """The fourth sealed set is held out from everything. The lead reruns this on the merged tree, where it
     catches a branch that put a heldout4 source into knowledge/."""

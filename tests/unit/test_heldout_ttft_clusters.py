@@ -4,19 +4,11 @@ a row without an engine is the tool's pick, and only rows that state a TTFT are 
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.unit.bench_scripts import bench_script
 
 
 def _bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_heldout")
-    finally:
-        sys.path.remove(str(BENCH))
+    return bench_script("bench_heldout")
 
 
 def _row(rid: str, loop: str, engine: str, gpu: str, ttft: str, **load: str) -> dict[str, str]:
