@@ -526,13 +526,10 @@ def engine_usable_gb(ctx: Context, gpu: Gpu) -> tuple[float, str]:
     fraction = float(stated) if stated else eng.memory_fraction
     flag = str(eng.launch.get("gpu_memory_utilization", " memory fraction")).split()[0]
     setting = f"{flag} {fraction:g}"
+    usable = usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom)
     if eng.fraction_of == "free":
-        return usable_gb(gpu, ctx.knowledge.assumptions, ctx.headroom), (
-            f"{eng.name}'s KV cache takes {setting} of what the weights leave"
-        )
-    return usable_gb(
-        gpu, ctx.knowledge.assumptions, ctx.headroom
-    ) * fraction, f"{eng.name}'s {setting} of the GPU"
+        return usable, f"{eng.name}'s KV cache takes {setting} of what the weights leave"
+    return usable * fraction, f"{eng.name}'s {setting} of the GPU"
 
 
 def _memory_miss(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> Miss:
