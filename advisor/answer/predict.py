@@ -90,6 +90,22 @@ def _node_size(gpu: Gpu, count: int) -> int:
     return min(count, gpu.gpus_per_node)
 
 
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class _Where:
+    """What every answer of one predict call shares: the catalogue, the GPU x count and its servers, the
+    constraints and the efficiency model (the retries and spans answer other jobs on the same)."""
+
+    knowledge: Knowledge
+    gpu: Gpu
+    count: int
+    node_size: int
+    constraints: Constraints
+    model: EfficiencyModel
+
+    def context(self, job: Job) -> Context:
+        return Context(self.knowledge, job, self.constraints, self.model)
+
+
 def _check_precision(ctx: Context, gpu: Gpu, precision: str, node_size: int) -> None:
     facts = {**ctx.gpu_facts(gpu, node_size), "plan.precision": precision}
     hard = [
@@ -131,29 +147,20 @@ def predict(
     job = resolve_job(knowledge, workload, need_data=False)
     check_config(job, count)
     model = efficiency or PriorEfficiency(knowledge.assumptions)
-    found = _answer(knowledge, job, gpu, count, node_size, constraints, model)
+    where = _Where(knowledge, gpu, count, node_size, constraints, model)
+    found = _answer(where, job)
     if found.refusal == "memory":
         lean = leaner_recipe(knowledge, workload, job, count)
-        retry = _answer(knowledge, lean, gpu, count, node_size, constraints, model) if lean else None
+        retry = _answer(where, lean) if lean else None
         found = retry if retry is not None and retry.refusal is None else found
     if found.refusal == "memory":
-        found = _at_memory_floor(knowledge, workload, job, found, gpu, count, node_size, constraints, model)
-    found = _with_open_recompute(knowledge, workload, job, found, gpu, count, node_size, constraints, model)
-    found = _with_open_stack(knowledge, workload, found, gpu, count, node_size, constraints, model)
+        found = _at_memory_floor(where, workload, job, found)
+    found = _with_open_recompute(where, workload, job, found)
+    found = _with_open_stack(where, workload, found)
     return _with_drift(knowledge, found, job, gpu)
 
 
-def _at_memory_floor(
-    knowledge: Knowledge,
-    workload: Workload,
-    job: Job,
-    refused: Prediction,
-    gpu: Gpu,
-    count: int,
-    node_size: int,
-    constraints: Constraints,
-    model: EfficiencyModel,
-) -> Prediction:
+def _at_memory_floor(where: _Where, workload: Workload, job: Job, refused: Prediction) -> Prediction:
     """A training refusal for memory whose stack the user did not name, retried with the memory counted at the
     leanest runtime the catalogue sources (resolve.memory_floor_job): where that fits, answered at the assumed
     stack's speed with the verdict 'may not fit' and what the assumed stack needs, not refused; the refusal
@@ -161,7 +168,7 @@ def _at_memory_floor(
     floor = memory_floor_job(workload, job)
     if floor is None:
         return refused
-    found = _answer(knowledge, floor, gpu, count, node_size, constraints, model)
+    found = _answer(where, floor)
     mem = found.memory
     if found.refusal is not None or mem.per_gpu_gb > mem.usable_gb:
         return refused  # the floor is already lean: no measured band on top of it
@@ -176,17 +183,7 @@ def _at_memory_floor(
     return dataclasses.replace(found, memory=shown, notes=(note, *found.notes))
 
 
-def _with_open_recompute(
-    knowledge: Knowledge,
-    workload: Workload,
-    job: Job,
-    found: Prediction,
-    gpu: Gpu,
-    count: int,
-    node_size: int,
-    constraints: Constraints,
-    model: EfficiencyModel,
-) -> Prediction:
+def _with_open_recompute(where: _Where, workload: Workload, job: Job, found: Prediction) -> Prediction:
     """A training answer whose recipe the user left open, at a model size where the assumed stack's public
     runs split between no and full recomputation (job/data.py open_recompute): its P50 midway between the plan
     and the same stack's answer with full recomputation, the interval spanning both, the answer saying so."""
@@ -196,7 +193,8 @@ def _with_open_recompute(
     stack, chosen = found.configuration.get("stack"), found.configuration.get("recompute")
     if found.throughput is None or stack is None or chosen is None:
         return found
-    other = open_recompute(workload, stack_of(knowledge, str(stack.value)), job.params, str(chosen.value))
+    assumed = stack_of(where.knowledge, str(stack.value))
+    other = open_recompute(workload, assumed, job.params, str(chosen.value))
     if other is None:
         return found
     from advisor.answer.stack_span import between, open_recompute_note
@@ -204,8 +202,8 @@ def _with_open_recompute(
 
     stated = dataclasses.replace(workload, config=dataclasses.replace(workload.config, recompute=other))
     try:
-        alt_job = resolve_job(knowledge, stated, need_data=False)
-        alt = _best_plan(Context(knowledge, alt_job, constraints, model), gpu, count, node_size, model)
+        alt_job = resolve_job(where.knowledge, stated, need_data=False)
+        alt = _best_plan(where, alt_job)
     except AdvisorError:
         return found
     if alt is None:
@@ -223,16 +221,7 @@ def _with_open_recompute(
     )
 
 
-def _with_open_stack(
-    knowledge: Knowledge,
-    workload: Workload,
-    found: Prediction,
-    gpu: Gpu,
-    count: int,
-    node_size: int,
-    constraints: Constraints,
-    model: EfficiencyModel,
-) -> Prediction:
+def _with_open_stack(where: _Where, workload: Workload, found: Prediction) -> Prediction:
     """A training answer whose stack the user did not state, spanning the best-case stack's answer on the
     same GPU x count (stack_span.span); unchanged when that stack cannot run it or nothing was answered."""
     from advisor.job.data import open_stack
@@ -248,47 +237,39 @@ def _with_open_stack(
 
     stated = dataclasses.replace(workload, config=dataclasses.replace(workload.config, stack=other))
     try:
-        job = resolve_job(knowledge, stated, need_data=False)
-        check_config(job, count)
-        alt = _best_plan(Context(knowledge, job, constraints, model), gpu, count, node_size, model)
+        job = resolve_job(where.knowledge, stated, need_data=False)
+        check_config(job, where.count)
+        alt = _best_plan(where, job)
     except AdvisorError:
         return found  # the best-case stack cannot run what was asked (a layout, an adapter, a precision)
     if alt is None:
         return found  # it does not fit: nothing to span
     theirs, layout = alt
     tput, step, eff = span(found.throughput, theirs, found.step_time_s, found.efficiency)
-    note = open_stack_note(str(assumed.value), other, layout, found.throughput, theirs, count)
+    note = open_stack_note(str(assumed.value), other, layout, found.throughput, theirs, where.count)
     return dataclasses.replace(
         found, throughput=tput, step_time_s=step, efficiency=eff, notes=(*found.notes, note)
     )
 
 
-def _best_plan(
-    ctx: Context, gpu: Gpu, count: int, node_size: int, model: EfficiencyModel
-) -> tuple[float, str] | None:
+def _best_plan(where: _Where, job: Job) -> tuple[float, str] | None:
     """The P50 throughput and layout a training answer on the GPU x count would give (_answer's, without the
     rest of the answer: what the open stack's span reads), or None where nothing runs."""
-    precision = resolve_precision(ctx.job.precision, gpu)
-    _check_precision(ctx, gpu, precision, node_size)
-    search = TrainingSearch(ctx, gpu, precision, node_size)
-    ranked = _ranked_plans(ctx, search, search.search_count(count), model)
+    ctx, gpu = where.context(job), where.gpu
+    precision = resolve_precision(job.precision, gpu)
+    _check_precision(ctx, gpu, precision, where.node_size)
+    search = TrainingSearch(ctx, gpu, precision, where.node_size)
+    ranked = _ranked_plans(ctx, search, search.search_count(where.count), where.model)
     if ranked is None:
         return None
     cand, eff = ranked[0][0]
     return eff.scaled(cand.sol_items_per_s).p50, cand.layout.label()
 
 
-def _answer(
-    knowledge: Knowledge,
-    job: Job,
-    gpu: Gpu,
-    count: int,
-    node_size: int,
-    constraints: Constraints,
-    model: EfficiencyModel,
-) -> Prediction:
+def _answer(where: _Where, job: Job) -> Prediction:
     """The prediction of one resolved job on the GPU x count."""
-    ctx = Context(knowledge, job, constraints, model)
+    gpu, count, node_size, model = where.gpu, where.count, where.node_size, where.model
+    ctx = where.context(job)
     precision = resolve_precision(job.precision, gpu)
     _check_precision(ctx, gpu, precision, node_size)
     # A prediction of one GPU x count uses no load and, unless given, no latency target: drop those defaults.
